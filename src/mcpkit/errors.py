@@ -1,0 +1,152 @@
+"""Every exception mcpkit raises, and the one mapping from exceptions to the wire.
+
+Hierarchy, split by who must act::
+
+    MCPKitError
+    ├── ConfigurationError        the developer: bad registration, bad options
+    │   └── RegistrationError     several registration problems, collected
+    ├── MCPError                  carries a JSON-RPC error (code, message, data)
+    │   ├── InvalidParams         -32602, the caller sent bad arguments
+    │   ├── MethodNotFound        -32601
+    │   ├── ResourceNotFound      -32002 (-32602 from 2026-07-28 on)
+    │   └── RemoteError           the peer answered one of our requests with an error
+    ├── ToolError                 raised inside a tool: becomes ``isError: true``
+    ├── CapabilityError           the peer did not declare what a call needs
+    ├── PeerTimeout               the peer did not answer in time
+    └── ConnectionClosed          the transport went away
+
+:func:`to_jsonrpc_error` is the single boundary that turns an exception into a
+JSON-RPC error object; nothing else in the code builds error objects by hand
+from exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "RESOURCE_NOT_FOUND",
+    "URL_ELICITATION_REQUIRED",
+    "CapabilityError",
+    "ConfigurationError",
+    "ConnectionClosed",
+    "InvalidParams",
+    "MCPError",
+    "MCPKitError",
+    "MethodNotFound",
+    "PeerTimeout",
+    "RegistrationError",
+    "RemoteError",
+    "ResourceNotFound",
+    "ToolError",
+    "to_jsonrpc_error",
+]
+
+# JSON-RPC 2.0 §5.1 and MCP's own codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+URL_ELICITATION_REQUIRED = -32042
+# 2026-07-28 transport errors.
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+
+
+class MCPKitError(Exception):
+    """Base class of every mcpkit exception."""
+
+
+class ConfigurationError(MCPKitError):
+    """The developer configured something mcpkit cannot use."""
+
+
+class RegistrationError(ConfigurationError):
+    """One or more tools, resources or prompts could not be registered."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{len(self.problems)} registration error(s):\n{lines}")
+
+
+class MCPError(MCPKitError):
+    """An error with a JSON-RPC code, message and optional data."""
+
+    code: int = INTERNAL_ERROR
+
+    def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+class InvalidRequest(MCPError):
+    code = INVALID_REQUEST
+
+
+class InvalidParams(MCPError):
+    code = INVALID_PARAMS
+
+
+class MethodNotFound(MCPError):
+    code = METHOD_NOT_FOUND
+
+
+class ResourceNotFound(MCPError):
+    code = RESOURCE_NOT_FOUND
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri}", data={"uri": uri})
+        self.uri = uri
+
+
+class RemoteError(MCPError):
+    """The peer answered one of our requests with a JSON-RPC error."""
+
+
+class ToolError(MCPKitError):
+    """Raise inside a tool to return ``isError: true`` with this message.
+
+    Any other exception does the same, but its message is hidden unless the
+    server runs with ``debug=True``; a ``ToolError`` message is always shown.
+    """
+
+
+class CapabilityError(MCPError):
+    """The peer did not declare a capability the call needs."""
+
+    code = INVALID_REQUEST
+
+
+class PeerTimeout(MCPKitError, TimeoutError):
+    """The peer did not answer within the timeout."""
+
+
+class ConnectionClosed(MCPKitError, ConnectionError):
+    """The connection to the peer is gone."""
+
+
+def to_jsonrpc_error(exc: BaseException, *, debug: bool = False) -> dict[str, Any]:
+    """The JSON-RPC error object for ``exc``; internals stay hidden unless ``debug``."""
+    if isinstance(exc, MCPError):
+        return exc.to_error()
+    if debug:
+        return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
+    return {"code": INTERNAL_ERROR, "message": "Internal error"}

@@ -1,0 +1,121 @@
+"""JSON-RPC 2.0 framing: decode once, classify, encode once.
+
+Messages stay plain ``dict`` objects on the hot path (ARCHITECTURE.md,
+principle 3): no envelope model is built per message. This module never does
+I/O and never awaits.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Final
+
+import orjson
+
+from ..errors import INVALID_REQUEST, PARSE_ERROR
+
+__all__ = [
+    "Kind",
+    "ParseError",
+    "classify",
+    "decode",
+    "dumps",
+    "error_response",
+    "notification",
+    "request",
+    "response",
+]
+
+JSONRPC: Final = "2.0"
+
+
+class Kind(Enum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    ERROR = "error"  # a response carrying an error
+    INVALID = "invalid"
+
+
+class ParseError(ValueError):
+    """The bytes are not JSON."""
+
+
+def decode(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse one JSON text; raises :class:`ParseError`."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ParseError(str(exc)) from None
+
+
+def dumps(message: Any) -> bytes:
+    """Serialise one message (no trailing newline)."""
+    return orjson.dumps(message)
+
+
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC allows strings and numbers; MCP forbids null ids on requests.
+    return (isinstance(value, str | int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer()
+    )
+
+
+def classify(msg: Any) -> Kind:
+    """What kind of JSON-RPC message ``msg`` is (``INVALID`` when malformed)."""
+    if type(msg) is not dict or msg.get("jsonrpc") != JSONRPC:
+        return Kind.INVALID
+    method = msg.get("method")
+    if method is not None:
+        if type(method) is not str:
+            return Kind.INVALID
+        params = msg.get("params")
+        if params is not None and type(params) is not dict:
+            # MCP params are always objects (by-name).
+            return Kind.INVALID
+        if "id" not in msg:
+            return Kind.NOTIFICATION
+        return Kind.REQUEST if _valid_id(msg["id"]) else Kind.INVALID
+    if "id" not in msg:
+        return Kind.INVALID
+    if "result" in msg:
+        return Kind.RESPONSE if "error" not in msg else Kind.INVALID
+    err = msg.get("error")
+    if type(err) is dict and type(err.get("code")) is int:
+        return Kind.ERROR
+    return Kind.INVALID
+
+
+def request(id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": JSONRPC, "id": id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": JSONRPC, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def response(id: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": JSONRPC, "id": id, "result": result}
+
+
+def error_response(id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": JSONRPC, "id": id, "error": err}
+
+
+def parse_error(detail: str) -> dict[str, Any]:
+    return error_response(None, PARSE_ERROR, f"Parse error: {detail}")
+
+
+def invalid_request(msg: Any, detail: str = "not a valid JSON-RPC 2.0 message") -> dict[str, Any]:
+    """The error answer to an invalid message, echoing its id when it has a usable one."""
+    mid = msg.get("id") if type(msg) is dict else None
+    return error_response(mid if _valid_id(mid) else None, INVALID_REQUEST, f"Invalid request: {detail}")

@@ -1,0 +1,1 @@
+"""The server side: ``MCPServer`` and what it registers."""

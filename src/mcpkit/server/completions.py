@@ -1,0 +1,79 @@
+"""``completion/complete``: argument suggestions for prompts and resource templates."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvalidParams
+
+__all__ = ["CompletionRegistry", "MAX_VALUES"]
+
+MAX_VALUES = 100  # server/utilities/completion: at most 100 values per response
+
+
+class CompletionRegistry:
+    def __init__(self) -> None:
+        # (ref type, name or uri template, argument name or None) -> handler
+        self.handlers: dict[tuple[str, str, str | None], Callable[..., Any]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.handlers)
+
+    def add(self, kind: str, target: str, argument: str | None, fn: Callable[..., Any]) -> None:
+        self.handlers[(kind, target, argument)] = fn
+
+    async def complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        ref = params.get("ref")
+        arg = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(arg, dict) or "name" not in arg:
+            raise InvalidParams("completion/complete needs 'ref' and 'argument' objects")
+        kind = ref.get("type")
+        if kind == "ref/prompt":
+            target = ref.get("name")
+        elif kind == "ref/resource":
+            target = ref.get("uri")
+        else:
+            raise InvalidParams(f"Unknown completion reference type: {kind!r}")
+        if not isinstance(target, str):
+            raise InvalidParams("completion reference needs a name (prompts) or uri (resources)")
+        name = str(arg["name"])
+        value = str(arg.get("value", ""))
+        context = params.get("context") or {}
+        arguments = context.get("arguments") or {} if isinstance(context, dict) else {}
+        handler = self.handlers.get((kind, target, name)) or self.handlers.get((kind, target, None))
+        if handler is None:
+            return {"completion": {"values": [], "total": 0, "hasMore": False}}
+        result = _call(handler, argument=name, value=value, arguments=dict(arguments))
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, dict):
+            values = [str(v) for v in result.get("values", [])]
+            total = result.get("total", len(values))
+            has_more = bool(result.get("hasMore", result.get("has_more", False)))
+        else:
+            values = [str(v) for v in (result or [])]
+            total = len(values)
+            has_more = False
+        if len(values) > MAX_VALUES:
+            values = values[:MAX_VALUES]
+            has_more = True
+        return {"completion": {"values": values, "total": total, "hasMore": has_more}}
+
+
+def _call(fn: Callable[..., Any], **available: Any) -> Any:
+    """Call ``fn`` with whichever of ``argument``, ``value``, ``arguments`` it declares."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return fn(**available)
+    named = {k: v for k, v in available.items() if k in params}
+    if named:
+        return fn(**named)
+    positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    args = [available["argument"], available["value"], available["arguments"]][-len(positional) :] if positional else []
+    if len(positional) == 1:
+        args = [available["value"]]
+    elif len(positional) == 2:
+        args = [available["argument"], available["value"]]
+    return fn(*args)

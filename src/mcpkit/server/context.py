@@ -1,0 +1,303 @@
+"""The ``Context`` a tool, resource or prompt function receives.
+
+Declare a parameter annotated ``Context`` (any name) and mcpkit passes the
+request's context; it never appears in the input schema. Everything that
+talks back to the client goes through the session, on the stream of the
+request that caused it (2025-11-25 transports: related messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InvalidParams
+
+if TYPE_CHECKING:
+    from .session import Request, ServerSession
+
+__all__ = [
+    "Context",
+    "ElicitResult",
+    "LogLevel",
+    "RequestExtra",
+    "Root",
+    "current_context",
+]
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LOG_LEVELS: dict[str, int] = {
+    name: i
+    for i, name in enumerate(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
+}
+
+T = TypeVar("T")
+
+_current: ContextVar[Context | None] = ContextVar("mcpkit_context", default=None)
+
+
+def current_context() -> Context | None:
+    """The ``Context`` of the MCP request being served, from anywhere in its call tree."""
+    return _current.get()
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitResult(Generic[T]):
+    """The user's answer: ``action`` is ``accept``, ``decline`` or ``cancel``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: T | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    uri: str
+    name: str | None = None
+
+
+class CancelSignal:
+    """Set when the client cancels the request (the seeds' ``signal``)."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event: asyncio.Event | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event is not None and self._event.is_set()
+
+    aborted = cancelled
+
+    def _set(self) -> None:
+        if self._event is None:
+            self._event = asyncio.Event()
+        self._event.set()
+
+    async def wait(self) -> None:
+        if self._event is None:
+            self._event = asyncio.Event()
+        await self._event.wait()
+
+
+@dataclass(slots=True)
+class RequestExtra:
+    """The seeds' ``extra``: what the transport knows about the request."""
+
+    auth_info: Any
+    session_id: str | None
+    signal: CancelSignal
+    send_notification: Callable[[str, dict[str, Any] | None], Awaitable[None]]
+    send_request: Callable[..., Awaitable[dict[str, Any]]]
+    request_id: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Context:
+    """Per-request handle: logging, progress, elicitation, sampling, roots."""
+
+    __slots__ = ("_extra", "_loop", "request", "session")
+
+    def __init__(self, session: ServerSession, request: Request) -> None:
+        self.session = session
+        self.request = request
+        self._extra: RequestExtra | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def request_id(self) -> Any:
+        return self.request.id
+
+    @property
+    def session_id(self) -> str | None:
+        return self.session.session_id
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.request.meta
+
+    @property
+    def auth_info(self) -> Any:
+        return self.request.auth_info
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        return self.session.client_info
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.session.client_capabilities
+
+    @property
+    def cancelled(self) -> bool:
+        return self.request.signal.cancelled
+
+    @property
+    def extra(self) -> RequestExtra:
+        if self._extra is None:
+            req = self.request
+            self._extra = RequestExtra(
+                auth_info=req.auth_info,
+                session_id=self.session.session_id,
+                signal=req.signal,
+                send_notification=self.send_notification,
+                send_request=self.send_request,
+                request_id=req.id,
+                meta=req.meta,
+            )
+        return self._extra
+
+    # -- thread bridge: sync tools run in a worker thread ----------------------------------
+    def _call(self, coro: Awaitable[T]) -> Any:
+        loop = self._loop
+        if loop is not None:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is None:
+                return asyncio.run_coroutine_threadsafe(coro, loop).result()  # type: ignore[arg-type]
+        return coro
+
+    # -- notifications ----------------------------------------------------------------------
+    async def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.request.send(method, params)
+
+    def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> Any:
+        """Send ``notifications/message`` if the session's level lets it through."""
+        return self._call(self.session.log(self.request, level, data, logger=logger))
+
+    def debug(self, data: Any, *, logger: str | None = None) -> Any:
+        return self.log("debug", data, logger=logger)
+
+    def info(self, data: Any, *, logger: str | None = None) -> Any:
+        return self.log("info", data, logger=logger)
+
+    def warning(self, data: Any, *, logger: str | None = None) -> Any:
+        return self.log("warning", data, logger=logger)
+
+    def error(self, data: Any, *, logger: str | None = None) -> Any:
+        return self.log("error", data, logger=logger)
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> Any:
+        """Report progress; a no-op when the request carried no progress token."""
+        return self._call(self.request.progress(progress, total, message))
+
+    # -- requests to the client -------------------------------------------------------------
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        return await self.session.send_request(method, params, self.request, timeout=timeout)
+
+    @overload
+    def elicit(self, message: str, schema: type[T], *, timeout: float | None = None) -> Awaitable[ElicitResult[T]]: ...
+    @overload
+    def elicit(
+        self, message: str, schema: dict[str, Any], *, timeout: float | None = None
+    ) -> Awaitable[ElicitResult[dict[str, Any]]]: ...
+    def elicit(self, message: str, schema: Any, *, timeout: float | None = None) -> Any:
+        """Ask the user for structured input (client/elicitation, form mode).
+
+        ``schema`` is a pydantic model (the content is parsed into it) or a
+        JSON-Schema dict of a flat object (enums and defaults allowed).
+        """
+        return self._call(self._elicit(message, schema, timeout))
+
+    async def _elicit(self, message: str, schema: Any, timeout: float | None) -> ElicitResult[Any]:
+        model: type[BaseModel] | None = None
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            model = schema
+            requested = elicitation_schema(schema)
+        elif isinstance(schema, dict):
+            requested = schema
+        else:
+            raise TypeError("elicit() schema must be a pydantic model class or a JSON-Schema dict")
+        result = await self.session.send_request(
+            "elicitation/create",
+            {"message": message, "requestedSchema": requested},
+            self.request,
+            timeout=timeout,
+            capability="elicitation",
+        )
+        action = result.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            raise InvalidParams(f"client answered elicitation with an unknown action {action!r}")
+        content = result.get("content")
+        if action == "accept" and model is not None:
+            try:
+                content = model.model_validate(content or {})
+            except ValidationError as exc:
+                raise InvalidParams(f"elicitation answer does not match the schema: {exc}") from None
+        return ElicitResult(action=action, content=content if action == "accept" else None)
+
+    def sample(
+        self,
+        messages: str | list[dict[str, Any]],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        include_context: Literal["none", "thisServer", "allServers"] | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Ask the client's LLM (``sampling/createMessage``); returns the result dict."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
+        for key, value in (
+            ("systemPrompt", system_prompt),
+            ("temperature", temperature),
+            ("stopSequences", stop_sequences),
+            ("modelPreferences", model_preferences),
+            ("includeContext", include_context),
+            ("metadata", metadata),
+        ):
+            if value is not None:
+                params[key] = value
+        return self._call(
+            self.session.send_request("sampling/createMessage", params, self.request, timeout=timeout, capability="sampling")
+        )
+
+    def list_roots(self, *, timeout: float | None = None) -> Any:
+        """The client's roots (``roots/list``)."""
+        return self._call(self._list_roots(timeout))
+
+    async def _list_roots(self, timeout: float | None) -> list[Root]:
+        result = await self.session.send_request("roots/list", None, self.request, timeout=timeout, capability="roots")
+        return [Root(uri=r["uri"], name=r.get("name")) for r in result.get("roots", [])]
+
+    def ping(self, *, timeout: float | None = None) -> Any:
+        return self._call(self.session.send_request("ping", None, self.request, timeout=timeout))
+
+
+def elicitation_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A flat ``requestedSchema`` from a pydantic model (elicitation § requested schema)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+    props: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        ref = prop.get("$ref")
+        if ref:  # enums become inline string enums
+            target = dict(defs.get(ref.rsplit("/", 1)[-1], {}))
+            target.update({k: v for k, v in prop.items() if k != "$ref"})
+            prop = target
+        if "anyOf" in prop:  # Optional[X]
+            options = [p for p in prop["anyOf"] if p.get("type") != "null"]
+            if len(options) == 1:
+                merged = dict(options[0])
+                merged.update({k: v for k, v in prop.items() if k != "anyOf"})
+                prop = merged
+        props[name] = prop
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if schema.get("required"):
+        out["required"] = schema["required"]
+    return out

@@ -1,0 +1,200 @@
+"""Prompts: ``@server.prompt`` functions, the seeds' callbacks, versions.
+
+Prompt arguments are strings on the wire; a typed parameter (``int``,
+``bool``, ...) is validated in lax mode, so ``"3"`` becomes ``3``. A missing
+required argument is -32602 (2025-11-25 server/prompts § error handling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from ..errors import InvalidParams, MCPError
+from .content import to_content
+from .signature import FunctionSignature, format_validation_error, inspect_function, summary
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .server import MCPServer
+
+__all__ = ["MCPServerPrompts", "PromptDefinition", "PromptManager", "PromptMessage"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    """One message of a prompt; ``content`` is text or any content helper."""
+
+    role: Literal["user", "assistant"]
+    content: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": to_content(self.content)}
+
+
+@dataclass(slots=True)
+class MCPServerPrompts:
+    """Prompt callbacks as in the seeds.
+
+    ``list_prompts()`` returns prompt dicts (``name``, ``description``,
+    ``arguments``, optional ``version``); ``get_prompt_messages(name=...,
+    version=..., args=...)`` returns messages, or ``{"prompt": ...,
+    "messages": [...]}``. Either may be sync or async.
+    """
+
+    list_prompts: Callable[[], Any] | None = None
+    get_prompt_messages: Callable[..., Any] | None = None
+
+
+@dataclass(slots=True)
+class PromptDefinition:
+    name: str
+    fn: Callable[..., Any]
+    sig: FunctionSignature
+    description: str | None = None
+    title: str | None = None
+    version: str | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+
+    def arguments(self) -> list[dict[str, Any]]:
+        out = []
+        for name, info in self.sig.model.model_fields.items():
+            arg: dict[str, Any] = {"name": name}
+            if info.description:
+                arg["description"] = info.description
+            arg["required"] = info.is_required()
+            out.append(arg)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"name": self.name}
+        if self.title:
+            item["title"] = self.title
+        if self.description:
+            item["description"] = self.description
+        item["arguments"] = self.arguments()
+        if self.icons:
+            item["icons"] = self.icons
+        meta = dict(self.meta or {})
+        if self.version is not None:
+            item["version"] = self.version
+        if meta:
+            item["_meta"] = meta
+        return item
+
+
+def messages_from(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        return [{"role": "user", "content": {"type": "text", "text": value}}]
+    if isinstance(value, PromptMessage):
+        return [value.to_dict()]
+    if isinstance(value, dict):
+        if "role" in value:
+            content = value.get("content")
+            return [{"role": value["role"], "content": to_content(content)}]
+        return [{"role": "user", "content": to_content(value)}]
+    if isinstance(value, list | tuple):
+        out: list[dict[str, Any]] = []
+        for v in value:
+            out.extend(messages_from(v))
+        return out
+    return [{"role": "user", "content": to_content(value)}]
+
+
+class PromptManager:
+    """``server.prompts``: registration, ``prompts/list`` and ``prompts/get``."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self._server = server
+        self.registered: dict[tuple[str, str | None], PromptDefinition] = {}
+        self.callbacks = MCPServerPrompts()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.registered or self.callbacks.list_prompts)
+
+    def add(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        version: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> PromptDefinition:
+        prompt_name = name or fn.__name__
+        sig = inspect_function(fn, model_name=f"prompt_{prompt_name}", strings=True)
+        desc = description if description is not None else summary(sig.doc)
+        prompt = PromptDefinition(prompt_name, fn, sig, desc, title, version, icons, meta)
+        self.registered[(prompt_name, version)] = prompt
+        return prompt
+
+    def find(self, name: str, version: str | None = None) -> PromptDefinition | None:
+        exact = self.registered.get((name, version))
+        if exact is not None or version is not None:
+            return exact
+        candidates = [p for (n, _v), p in self.registered.items() if n == name]
+        return candidates[-1] if candidates else None  # latest registered version
+
+    async def list(self) -> list[dict[str, Any]]:
+        items = [p.describe() for p in self.registered.values()]
+        if self.callbacks.list_prompts is not None:
+            listed = self.callbacks.list_prompts()
+            if inspect.isawaitable(listed):
+                listed = await listed
+            for p in listed or ():
+                items.append(p.model_dump(exclude_none=True) if hasattr(p, "model_dump") else dict(p))
+        return items
+
+    async def get(self, name: str, args: dict[str, Any], version: str | None, ctx: Context | None) -> dict[str, Any]:
+        prompt = self.find(name, version)
+        if prompt is not None:
+            try:
+                kwargs = prompt.sig.validate(args)
+            except ValidationError as exc:
+                raise InvalidParams(f"Invalid arguments for prompt '{name}': {format_validation_error(exc)}") from None
+            if prompt.sig.context_param is not None:
+                kwargs[prompt.sig.context_param] = ctx
+            if prompt.sig.is_async:
+                value = await prompt.fn(**kwargs)
+            else:
+                loop = asyncio.get_running_loop()
+                value = await loop.run_in_executor(None, functools.partial(prompt.fn, **kwargs))
+            result: dict[str, Any] = {"messages": messages_from(value)}
+            if prompt.description:
+                result["description"] = prompt.description
+            return result
+        getter = self.callbacks.get_prompt_messages
+        if getter is not None:
+            known = {p.get("name") for p in await self.list()}
+            if name not in known:
+                raise InvalidParams(f"Unknown prompt: {name}")
+            try:
+                value = getter(name=name, version=version, args=args)
+                if inspect.isawaitable(value):
+                    value = await value
+            except MCPError:
+                raise
+            except Exception as exc:
+                raise InvalidParams(f"Prompt '{name}' failed: {exc}") from None
+            if isinstance(value, dict) and "messages" in value:
+                out: dict[str, Any] = {"messages": messages_from(value["messages"])}
+                described = value.get("prompt") or {}
+                desc = described.get("description") if isinstance(described, dict) else None
+                if desc:
+                    out["description"] = desc
+                return out
+            return {"messages": messages_from(value)}
+        raise InvalidParams(f"Unknown prompt: {name}")
+
+    async def notify_list_changed(self) -> None:
+        await self._server._broadcast("notifications/prompts/list_changed")

@@ -1,0 +1,270 @@
+"""Resources: static ones, RFC 6570 templates, the seeds' callbacks, subscriptions.
+
+``resources/read`` looks a URI up in this order: static resources, templates
+(first registered wins), then the ``get_resource_content`` callback. Nothing
+found is -32002 (2025-11-25 server/resources § error handling).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidParams, MCPError, ResourceNotFound
+from .signature import FunctionSignature, inspect_function, summary
+from .uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .server import MCPServer
+
+__all__ = ["MCPServerResources", "ResourceDefinition", "ResourceManager", "TemplateDefinition"]
+
+
+@dataclass(slots=True)
+class MCPServerResources:
+    """Resource callbacks as in the seeds (``MCPServerResources``).
+
+    ``list_resources()`` returns resource dicts (``uri``, ``name``, ...),
+    ``get_resource_content(uri)`` returns ``{"text": ...}``, ``{"blob": ...}``,
+    a ``str``/``bytes``, or a list of those; ``resource_templates()`` returns
+    template dicts (``uriTemplate``, ``name``, ...). Each may be sync or async.
+    """
+
+    list_resources: Callable[[], Any] | None = None
+    get_resource_content: Callable[[str], Any] | None = None
+    resource_templates: Callable[[], Any] | None = None
+
+
+@dataclass(slots=True)
+class ResourceDefinition:
+    uri: str
+    name: str
+    fn: Callable[..., Any]
+    sig: FunctionSignature
+    description: str | None = None
+    mime_type: str | None = None
+    title: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        _fill(item, self)
+        if self.size is not None:
+            item["size"] = self.size
+        return item
+
+
+@dataclass(slots=True)
+class TemplateDefinition:
+    template: UriTemplate
+    name: str
+    fn: Callable[..., Any]
+    sig: FunctionSignature
+    description: str | None = None
+    mime_type: str | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    completions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
+        _fill(item, self)
+        return item
+
+
+def _fill(item: dict[str, Any], d: ResourceDefinition | TemplateDefinition) -> None:
+    for key, value in (
+        ("title", d.title),
+        ("description", d.description),
+        ("mimeType", d.mime_type),
+        ("annotations", d.annotations),
+        ("icons", d.icons),
+        ("_meta", d.meta),
+    ):
+        if value:
+            item[key] = value
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """``ResourceContents`` items from whatever a resource function returned."""
+    if isinstance(value, list | tuple):
+        out: list[dict[str, Any]] = []
+        for v in value:
+            out.extend(_contents(uri, v, mime_type))
+        return out
+    item: dict[str, Any]
+    if isinstance(value, str):
+        item = {"uri": uri, "text": value}
+    elif isinstance(value, bytes | bytearray | memoryview):
+        item = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode("ascii")}
+        mime_type = mime_type or "application/octet-stream"
+    elif isinstance(value, dict) and ("text" in value or "blob" in value):
+        item = dict(value)
+        item.setdefault("uri", uri)
+        if isinstance(item.get("blob"), bytes | bytearray):
+            item["blob"] = base64.b64encode(bytes(item["blob"])).decode("ascii")
+    else:
+        from .content import EmbeddedResource, dump_text
+
+        if isinstance(value, EmbeddedResource):
+            return [value.contents()]
+        item = {"uri": uri, "text": dump_text(value)}
+        mime_type = mime_type or "application/json"
+    if mime_type and "mimeType" not in item:
+        item["mimeType"] = mime_type
+    return [item]
+
+
+class ResourceManager:
+    """``server.resources``: registration, reading, subscriptions, notifications."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self._server = server
+        self.static: dict[str, ResourceDefinition] = {}
+        self.templates: list[TemplateDefinition] = []
+        self.callbacks = MCPServerResources()
+
+    @property
+    def enabled(self) -> bool:
+        c = self.callbacks
+        return bool(self.static or self.templates or c.list_resources or c.get_resource_content)
+
+    def add(
+        self,
+        uri: str,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> ResourceDefinition | TemplateDefinition:
+        template = UriTemplate(uri)
+        sig = inspect_function(fn, model_name=f"resource_{getattr(fn, '__name__', 'fn')}", strings=True)
+        res_name = name or getattr(fn, "__name__", uri)
+        desc = description if description is not None else summary(sig.doc)
+        if template.is_static:
+            if sig.param_names:
+                raise InvalidParams(f"resource {uri!r}: a static resource function takes no parameters")
+            res = ResourceDefinition(uri, res_name, fn, sig, desc, mime_type, title, size, annotations, icons, meta)
+            self.static[uri] = res
+            return res
+        missing = [p for p in sig.param_names if p not in template.variables]
+        if missing:
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"resource template {uri!r}: parameters {missing} of {res_name!r} are not template variables"
+            )
+        tmpl = TemplateDefinition(template, res_name, fn, sig, desc, mime_type, title, annotations, icons, meta)
+        self.templates.append(tmpl)
+        return tmpl
+
+    # -- protocol handlers -------------------------------------------------------------------
+    async def list(self) -> list[dict[str, Any]]:
+        items = [r.describe() for r in self.static.values()]
+        if self.callbacks.list_resources is not None:
+            items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.list_resources))))
+        return items
+
+    async def list_templates(self) -> list[dict[str, Any]]:
+        items = [t.describe() for t in self.templates]
+        if self.callbacks.resource_templates is not None:
+            items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.resource_templates))))
+        return items
+
+    async def read(self, uri: str, ctx: Context | None) -> list[dict[str, Any]]:
+        res = self.static.get(uri)
+        if res is not None:
+            return _contents(uri, await self._invoke(res.fn, res.sig, {}, ctx), res.mime_type)
+        for tmpl in self.templates:
+            values = tmpl.template.match(uri)
+            if values is None:
+                continue
+            args = {k: v for k, v in values.items() if k in tmpl.sig.param_names}
+            try:
+                kwargs = tmpl.sig.validate(args)
+            except Exception as exc:
+                raise InvalidParams(f"Invalid URI {uri!r} for template {tmpl.template.template!r}: {exc}") from None
+            return _contents(uri, await self._invoke(tmpl.fn, tmpl.sig, kwargs, ctx, validated=True), tmpl.mime_type)
+        getter = self.callbacks.get_resource_content
+        if getter is not None:
+            try:
+                value = await _maybe_await(getter(uri))
+            except MCPError:
+                raise
+            except (KeyError, LookupError, FileNotFoundError):
+                raise ResourceNotFound(uri) from None
+            if value is None:
+                raise ResourceNotFound(uri)
+            mime = None
+            if self.callbacks.list_resources is not None:
+                for r in _as_dicts(await _maybe_await(_call0(self.callbacks.list_resources))):
+                    if r.get("uri") == uri:
+                        mime = r.get("mimeType")
+                        break
+            return _contents(uri, value, mime)
+        raise ResourceNotFound(uri)
+
+    async def _invoke(
+        self, fn: Callable[..., Any], sig: FunctionSignature, kwargs: dict[str, Any], ctx: Context | None, *, validated: bool = False
+    ) -> Any:
+        if sig.context_param is not None:
+            kwargs[sig.context_param] = ctx
+        if sig.is_async:
+            return await fn(**kwargs)
+        import asyncio
+        import functools
+
+        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, **kwargs))
+
+    def template_for(self, uri_template: str) -> TemplateDefinition | None:
+        for t in self.templates:
+            if t.template.template == uri_template:
+                return t
+        return None
+
+    # -- notifications -----------------------------------------------------------------------
+    async def notify_updated(self, uri: str) -> None:
+        """``notifications/resources/updated`` to the sessions subscribed to ``uri``."""
+        for session in self._server.sessions():
+            if uri in session.subscriptions:
+                await session.notify("notifications/resources/updated", {"uri": uri})
+
+    async def notify_list_changed(self) -> None:
+        await self._server._broadcast("notifications/resources/list_changed")
+
+
+def _call0(fn: Callable[..., Any]) -> Any:
+    return fn()
+
+
+def _as_dicts(items: Sequence[Any] | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in items or ():
+        if hasattr(item, "model_dump"):
+            item = item.model_dump(by_alias=True, exclude_none=True)
+        out.append(dict(item))
+    return out
+
+
+_ = Awaitable  # re-exported type name used in annotations of callers

@@ -1,0 +1,508 @@
+"""``MCPServer``: the object a developer builds, and the method dispatch table."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from ..errors import ConfigurationError, InvalidParams, RegistrationError
+from ..protocol.versions import Revision
+from .completions import CompletionRegistry
+from .context import LOG_LEVELS, Context, _current
+from .pagination import paginate
+from .prompts import MCPServerPrompts, PromptManager
+from .resources import MCPServerResources, ResourceManager
+from .session import Handler, Request, ServerSession
+from .tools import ToolAnnotations, ToolDefinition, tool_from_function
+
+if TYPE_CHECKING:
+    from ..transports.asgi import ASGIApp
+
+__all__ = ["MCPServer", "ToolManager"]
+
+log = logging.getLogger("mcpkit.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolManager:
+    """``server.tools``: the registered tools, changeable at run time."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self._server = server
+        self._tools: dict[str, ToolDefinition] = {}
+        self._listing: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, tool: ToolDefinition) -> ToolDefinition:
+        self._tools[tool.name] = tool
+        self._listing.clear()
+        return tool
+
+    def remove(self, name: str) -> ToolDefinition | None:
+        self._listing.clear()
+        return self._tools.pop(name, None)
+
+    def get(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[ToolDefinition]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def listing(self, revision: Revision) -> list[dict[str, Any]]:
+        """``tools/list`` entries shaped for ``revision`` (cached until the tools change)."""
+        cached = self._listing.get(revision.name)
+        if cached is None:
+            cached = [_for_revision(t.describe(), revision) for t in self._tools.values()]
+            self._listing[revision.name] = cached
+        return cached
+
+    async def notify_list_changed(self) -> None:
+        """Tell every session the tool list changed (after ``add``/``remove`` at run time)."""
+        self._listing.clear()
+        await self._server._broadcast("notifications/tools/list_changed")
+
+
+def _for_revision(item: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    if revision.structured_output and revision.titles_and_icons:
+        return item
+    out = dict(item)
+    if not revision.structured_output:
+        out.pop("outputSchema", None)
+    if not revision.titles_and_icons:
+        out.pop("title", None)
+        out.pop("icons", None)
+    return out
+
+
+class MCPServer:
+    """An MCP server: tools, resources, prompts and completions.
+
+    >>> server = MCPServer(name="Demo", version="1.0.0")
+    >>> @server.tool
+    ... async def add(a: int, b: int) -> int:
+    ...     return a + b
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str,
+        tools: Mapping[str, ToolDefinition | Callable[..., Any]] | Sequence[ToolDefinition | Callable[..., Any]] | None = None,
+        resources: MCPServerResources | None = None,
+        prompts: MCPServerPrompts | None = None,
+        instructions: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        page_size: int | None = None,
+        request_timeout: float = 60.0,
+        default_log_level: str = "info",
+        debug: bool = False,
+    ) -> None:
+        if default_log_level not in LOG_LEVELS:
+            raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
+        if page_size is not None and page_size < 1:
+            raise ConfigurationError("page_size must be a positive integer or None")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.website_url = website_url
+        self.icons = icons
+        self.instructions = instructions
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+        self.default_log_level = default_log_level
+        self.debug = debug
+        self.tools = ToolManager(self)
+        self.resources = ResourceManager(self)
+        self.prompts = PromptManager(self)
+        self.completions = CompletionRegistry()
+        self._roots_changed: list[Callable[[ServerSession], Any]] = []
+        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._dispatch: dict[str, Handler] = _build_dispatch(self)
+        problems: list[str] = []
+        if tools:
+            items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
+            for key, tool in items:
+                try:
+                    if isinstance(tool, ToolDefinition):
+                        self.tools.add(tool)
+                    elif callable(tool):
+                        self.tools.add(tool_from_function(tool, name=key))
+                    else:
+                        problems.append(f"tool {key!r}: not a ToolDefinition or a function")
+                except Exception as exc:
+                    problems.append(f"tool {key!r}: {exc}")
+        if problems:
+            raise RegistrationError(problems)
+        if resources is not None:
+            self.resources.callbacks = resources
+        if prompts is not None:
+            self.prompts.callbacks = prompts
+
+    # -- registration decorators -----------------------------------------------------------
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+    def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Register a function as a tool; usable bare or with options."""
+
+        def register(f: F) -> F:
+            self.tools.add(tool_from_function(f, **options))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def add_tool(self, tool: ToolDefinition | Callable[..., Any], **options: Any) -> ToolDefinition:
+        """Register a tool object from :func:`create_tool`, or a function."""
+        if isinstance(tool, ToolDefinition):
+            return self.tools.add(tool)
+        return self.tools.add(tool_from_function(tool, **options))
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource; a URI with ``{variables}`` makes it an RFC 6570 template."""
+
+        def register(f: F) -> F:
+            self.resources.add(
+                uri,
+                f,
+                name=name,
+                description=description,
+                mime_type=mime_type,
+                title=title,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+            )
+            return f
+
+        return register
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+    @overload
+    def prompt(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        version: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+    def prompt(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Register a function returning prompt messages; usable bare or with options."""
+
+        def register(f: F) -> F:
+            self.prompts.add(f, **options)
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def completion(
+        self, *, prompt: str | None = None, resource_template: str | None = None, argument: str | None = None
+    ) -> Callable[[F], F]:
+        """Register argument completion for a prompt or a resource template.
+
+        The function may declare any of ``argument`` (the argument's name),
+        ``value`` (what the user typed) and ``arguments`` (values already
+        chosen, ``context.arguments``), and returns a list of strings or a
+        dict with ``values``, ``total`` and ``hasMore``.
+        """
+        if (prompt is None) == (resource_template is None):
+            raise ConfigurationError("completion() needs exactly one of prompt= or resource_template=")
+
+        def register(f: F) -> F:
+            if prompt is not None:
+                self.completions.add("ref/prompt", prompt, argument, f)
+            else:
+                assert resource_template is not None
+                self.completions.add("ref/resource", resource_template, argument, f)
+            return f
+
+        return register
+
+    def on_roots_changed(self, fn: F) -> F:
+        """Call ``fn(session)`` when a client says its roots changed."""
+        self._roots_changed.append(fn)
+        return fn
+
+    # -- capabilities and sessions ---------------------------------------------------------
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
+        if self.resources.enabled:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts.enabled:
+            caps["prompts"] = {"listChanged": True}
+        if self.completions or self.prompts.enabled or self.resources.templates:
+            caps["completions"] = {}
+        return caps
+
+    def server_info(self, revision: Revision | None = None) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if revision is None or revision.titles_and_icons:
+            for key, value in (
+                ("title", self.title),
+                ("description", self.description),
+                ("websiteUrl", self.website_url),
+                ("icons", self.icons),
+            ):
+                if value:
+                    info[key] = value
+            if revision is not None and revision.name == "2025-06-18":
+                info.pop("icons", None)
+                info.pop("websiteUrl", None)
+                info.pop("description", None)
+        return info
+
+    def _initialize_result(self, revision: Revision) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "protocolVersion": revision.name,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(revision),
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def create_session(
+        self, *, session_id: str | None = None, standalone: Any = None, stateless: bool = False
+    ) -> ServerSession:
+        """A new session; transports call this once per connection."""
+        return ServerSession(self, session_id=session_id, standalone=standalone, stateless=stateless)
+
+    def _remember(self, session: ServerSession) -> None:
+        self._sessions.add(session)
+
+    def _forget(self, session: ServerSession) -> None:
+        self._sessions.discard(session)
+
+    def sessions(self) -> list[ServerSession]:
+        """The live, initialized sessions."""
+        return list(self._sessions)
+
+    async def _broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
+        sessions = self.sessions()
+        if sessions:
+            await asyncio.gather(*(s.notify(method, params) for s in sessions))
+
+    # -- introspection (the seeds' API) ----------------------------------------------------
+    def get_server_info(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "capabilities": self.capabilities()}
+
+    def get_tool_list_info(self) -> dict[str, Any]:
+        return {"tools": [dict(t.describe()) for t in self.tools]}
+
+    def get_tool_info(self, name: str) -> dict[str, Any] | None:
+        tool = self.tools.get(name)
+        return dict(tool.describe()) if tool is not None else None
+
+    async def execute_tool(self, name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Validate and run a tool without a transport; returns the ``CallToolResult`` dict."""
+        tool = self.tools.get(name)
+        if tool is None:
+            raise InvalidParams(f"Unknown tool: {name}")
+        session = ServerSession(self, stateless=True)
+        req = Request(session, {"id": 0, "method": "tools/call", "params": {"name": name}}, _no_send, None)
+        return await tool.run(args, Context(session, req), debug=self.debug)
+
+    async def close(self) -> None:
+        """Close every live session."""
+        for session in self.sessions():
+            session.close()
+
+    # -- transports (imported lazily: `import mcpkit` stays light) ----------------------------
+    def run_stdio(self) -> None:
+        """Serve on stdin/stdout until stdin closes or SIGTERM."""
+        from ..transports.stdio import run_stdio
+
+        run_stdio(self)
+
+    async def serve_stdio(self) -> None:
+        from ..transports.stdio import serve_stdio
+
+        await serve_stdio(self)
+
+    def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
+        """A Streamable HTTP ASGI app (see :mod:`mcpkit.transports.streamable_http`)."""
+        from ..transports.streamable_http import StreamableHTTPApp
+
+        return StreamableHTTPApp(self, path=path, **options)
+
+    def sse_app(self, sse_path: str = "/sse", message_path: str = "/message", **options: Any) -> ASGIApp:
+        """A legacy HTTP+SSE (2024-11-05) ASGI app."""
+        from ..transports.sse_legacy import SSEApp
+
+        return SSEApp(self, sse_path=sse_path, message_path=message_path, **options)
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any) -> None:
+        """Serve Streamable HTTP on the embedded server (uvicorn)."""
+        from ..transports.serve import serve
+
+        serve(self.http_app(path, **options), host=host, port=port)
+
+    def run_sse(self, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+        from ..transports.serve import serve
+
+        serve(self.sse_app(**options), host=host, port=port)
+
+
+async def _no_send(message: dict[str, Any]) -> None:
+    return None
+
+
+# -- method handlers ---------------------------------------------------------------------------
+
+
+def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
+    """The method → handler table; one dict lookup per request."""
+    page_size = lambda: server.page_size  # noqa: E731  (read at call time: settable later)
+
+    async def initialize(session: ServerSession, req: Request) -> dict[str, Any]:
+        return await session.initialize(req)
+
+    async def ping(session: ServerSession, req: Request) -> dict[str, Any]:
+        return {}
+
+    async def set_level(session: ServerSession, req: Request) -> dict[str, Any]:
+        return await session.set_level(req)
+
+    async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
+        items, nxt = paginate(server.tools.listing(session.revision), req.params.get("cursor"), page_size())
+        return {"tools": items, "nextCursor": nxt} if nxt else {"tools": items}
+
+    async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
+        params = req.params
+        name = params.get("name")
+        tool = server.tools._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise InvalidParams(f"Unknown tool: {name}")
+        arguments = params.get("arguments")
+        if arguments is not None and type(arguments) is not dict:
+            raise InvalidParams("tools/call: 'arguments' must be an object")
+        ctx = Context(session, req)
+        token = _current.set(ctx)
+        try:
+            result = await tool.run(arguments, ctx, debug=server.debug)
+        finally:
+            _current.reset(token)
+        if not session.revision.structured_output and "structuredContent" in result:
+            result = {k: v for k, v in result.items() if k != "structuredContent"}
+        return result
+
+    async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
+        items, nxt = paginate(await server.resources.list(), req.params.get("cursor"), page_size())
+        return {"resources": items, "nextCursor": nxt} if nxt else {"resources": items}
+
+    async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
+        items, nxt = paginate(await server.resources.list_templates(), req.params.get("cursor"), page_size())
+        out: dict[str, Any] = {"resourceTemplates": items}
+        if nxt:
+            out["nextCursor"] = nxt
+        return out
+
+    async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]:
+        uri = req.params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("resources/read needs a 'uri' string")
+        ctx = Context(session, req)
+        token = _current.set(ctx)
+        try:
+            return {"contents": await server.resources.read(uri, ctx)}
+        finally:
+            _current.reset(token)
+
+    async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
+        uri = req.params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("resources/subscribe needs a 'uri' string")
+        session.subscriptions.add(uri)
+        return {}
+
+    async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
+        uri = req.params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("resources/unsubscribe needs a 'uri' string")
+        session.subscriptions.discard(uri)
+        return {}
+
+    async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
+        items, nxt = paginate(await server.prompts.list(), req.params.get("cursor"), page_size())
+        return {"prompts": items, "nextCursor": nxt} if nxt else {"prompts": items}
+
+    async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
+        params = req.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("prompts/get needs a 'name' string")
+        args = params.get("arguments") or {}
+        if not isinstance(args, dict):
+            raise InvalidParams("prompts/get: 'arguments' must be an object")
+        version = params.get("version") or req.meta.get("version")
+        ctx = Context(session, req)
+        token = _current.set(ctx)
+        try:
+            return await server.prompts.get(name, args, version, ctx)
+        finally:
+            _current.reset(token)
+
+    async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
+        return await server.completions.complete(req.params)
+
+    return {
+        "initialize": initialize,
+        "ping": ping,
+        "logging/setLevel": set_level,
+        "tools/list": tools_list,
+        "tools/call": tools_call,
+        "resources/list": resources_list,
+        "resources/templates/list": templates_list,
+        "resources/read": resources_read,
+        "resources/subscribe": subscribe,
+        "resources/unsubscribe": unsubscribe,
+        "prompts/list": prompts_list,
+        "prompts/get": prompts_get,
+        "completion/complete": complete,
+    }

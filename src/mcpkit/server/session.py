@@ -1,0 +1,321 @@
+"""One client's session on a server: lifecycle, dispatch, server→client requests.
+
+The session is transport-agnostic. A transport hands it decoded messages with
+a ``send`` coroutine for the stream they arrived on (the stdout writer for
+stdio, the request's SSE stream for Streamable HTTP) and gets back the
+response to write. Related notifications and requests made while serving a
+request go to that request's ``send``; unrelated ones (list changes, resource
+updates) go to ``standalone`` when the transport has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    CapabilityError,
+    ConnectionClosed,
+    InvalidParams,
+    MCPError,
+    PeerTimeout,
+    RemoteError,
+)
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import Kind, classify
+from ..protocol.lifecycle import State, allowed, next_state
+from ..protocol.versions import REVISIONS, Revision, negotiate
+from .context import LOG_LEVELS, CancelSignal
+
+if TYPE_CHECKING:
+    from .server import MCPServer
+
+__all__ = ["Request", "Send", "ServerSession"]
+
+log = logging.getLogger("mcpkit.server")
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def _drop(message: dict[str, Any]) -> None:
+    log.debug("no stream to deliver %s", message.get("method"))
+
+
+class Request:
+    """A request being served: its id, params and the stream to answer on."""
+
+    __slots__ = (
+        "auth_info",
+        "id",
+        "meta",
+        "method",
+        "params",
+        "progress_token",
+        "send_raw",
+        "session",
+        "signal",
+        "task",
+    )
+
+    def __init__(self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any) -> None:
+        self.session = session
+        self.id = msg["id"]
+        self.method: str = msg["method"]
+        params = msg.get("params")
+        self.params: dict[str, Any] = params if params is not None else {}
+        meta = self.params.get("_meta")
+        self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
+        self.progress_token = self.meta.get("progressToken")
+        self.send_raw = send
+        self.auth_info = auth_info
+        self.signal = CancelSignal()
+        self.task: asyncio.Task[Any] | None = None
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.send_raw(jsonrpc.notification(method, params))
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        if self.progress_token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.send("notifications/progress", params)
+
+
+Handler = Callable[["ServerSession", Request], Awaitable[dict[str, Any]]]
+
+
+class ServerSession:
+    """State of one client connection (or one request, in stateless mode)."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        *,
+        session_id: str | None = None,
+        standalone: Send | None = None,
+        stateless: bool = False,
+        revision: str | None = None,
+    ) -> None:
+        self.server = server
+        self.session_id = session_id
+        self.standalone: Send = standalone or _drop
+        self.stateless = stateless
+        self.state = State.READY if stateless else State.NEW
+        self.revision: Revision = REVISIONS[revision or negotiate(None)]
+        self.client_info: dict[str, Any] | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.log_level = LOG_LEVELS[server.default_log_level]
+        self.subscriptions: set[str] = set()
+        self._inflight: dict[Any, Request] = {}
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._handlers = server._dispatch
+
+    # -- inbound -----------------------------------------------------------------------------
+    async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
+        """Handle one decoded message; returns the response to write, if any."""
+        kind = classify(msg)
+        if kind is Kind.REQUEST:
+            return await self.handle_request(msg, send, auth_info=auth_info)
+        if kind is Kind.NOTIFICATION:
+            self.handle_notification(msg)
+            return None
+        if kind is Kind.RESPONSE or kind is Kind.ERROR:
+            self.handle_response(msg)
+            return None
+        return jsonrpc.invalid_request(msg)
+
+    async def handle_batch(self, batch: list[Any], send: Send, *, auth_info: Any = None) -> list[dict[str, Any]]:
+        """A JSON-RPC batch: only 2025-03-26 allows them (2025-06-18 changelog)."""
+        if not batch:
+            return [jsonrpc.invalid_request(batch, "empty batch")]
+        if not self.revision.batching and self.state is not State.NEW:
+            return [jsonrpc.invalid_request(None, f"batches are not supported in revision {self.revision.name}")]
+        if any(type(m) is dict and m.get("method") == "initialize" for m in batch):
+            return [jsonrpc.invalid_request(None, "initialize must not be part of a batch")]
+        if self.state is State.NEW:
+            return [jsonrpc.invalid_request(None, "batches are not supported before initialization")]
+        results = await asyncio.gather(*(self.handle(m, send, auth_info=auth_info) for m in batch))
+        return [r for r in results if r is not None]
+
+    async def handle_request(self, msg: dict[str, Any], send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
+        method: str = msg["method"]
+        rid = msg["id"]
+        if method == "initialize" and self.state is not State.NEW and not self.stateless:
+            return jsonrpc.error_response(rid, INVALID_REQUEST, "Invalid request: session already initialized")
+        if self.state is not State.READY and not allowed(self.state, method):
+            if method == "initialize":
+                return jsonrpc.error_response(rid, INVALID_REQUEST, "Invalid request: session already initialized")
+            return jsonrpc.error_response(
+                rid, INVALID_REQUEST, f"Invalid request: '{method}' received before initialization"
+            )
+        handler = self._handlers.get(method)
+        if handler is None:
+            return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
+        req = Request(self, msg, send, auth_info)
+        req.task = asyncio.current_task()
+        inflight = self._inflight
+        inflight[rid] = req
+        try:
+            result = await handler(self, req)
+        except MCPError as exc:
+            return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+        except asyncio.CancelledError:
+            if req.signal.cancelled and req.task is not None and req.task.uncancel() == 0:
+                return None  # cancelled by the client: no response (utilities/cancellation)
+            raise
+        except Exception as exc:
+            log.exception("handler for %s failed", method)
+            msg_text = f"Internal error: {type(exc).__name__}: {exc}" if self.server.debug else "Internal error"
+            return jsonrpc.error_response(rid, INTERNAL_ERROR, msg_text)
+        finally:
+            inflight.pop(rid, None)
+        if method == "initialize" and not self.stateless:
+            self.state = next_state(self.state, method)
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    def handle_notification(self, msg: dict[str, Any]) -> None:
+        method = msg["method"]
+        params = msg.get("params") or {}
+        if method == "notifications/initialized":
+            self.state = next_state(self.state, method)
+        elif method == "notifications/cancelled":
+            self.cancel(params.get("requestId"), params.get("reason"))
+        elif method == "notifications/roots/list_changed":
+            for callback in self.server._roots_changed:
+                asyncio.get_running_loop().call_soon(_spawn, callback, self)
+        # Other notifications (progress for our requests, unknown ones) are ignored.
+
+    def handle_response(self, msg: dict[str, Any]) -> None:
+        fut = self._pending.pop(msg.get("id"), None)
+        if fut is None or fut.done():
+            log.debug("response to an unknown request id %r", msg.get("id"))
+            return
+        if "error" in msg:
+            err = msg["error"]
+            fut.set_exception(RemoteError(str(err.get("message", "")), code=err.get("code"), data=err.get("data")))
+        else:
+            result = msg["result"]
+            fut.set_result(result if isinstance(result, dict) else {})
+
+    def cancel(self, request_id: Any, reason: str | None = None) -> bool:
+        """Cancel an in-flight request (``notifications/cancelled``)."""
+        req = self._inflight.get(request_id)
+        if req is None or req.method == "initialize":
+            return False
+        log.debug("request %r cancelled: %s", request_id, reason)
+        req.signal._set()
+        if req.task is not None:
+            req.task.cancel()
+        return True
+
+    # -- outbound ----------------------------------------------------------------------------
+    async def send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        request: Request | None = None,
+        *,
+        timeout: float | None = None,
+        capability: str | None = None,
+    ) -> dict[str, Any]:
+        """Send a request to the client and await its result."""
+        if capability is not None and capability not in self.client_capabilities:
+            raise CapabilityError(
+                f"the client did not declare the '{capability}' capability, so the server cannot send {method}"
+            )
+        if self.stateless:
+            raise CapabilityError(
+                f"cannot send {method}: this server runs in stateless mode, which has no channel "
+                "for server-to-client requests"
+            )
+        rid = f"mcpkit-{next(self._ids)}"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        send = request.send_raw if request is not None else self.standalone
+        wait = self.server.request_timeout if timeout is None else timeout
+        try:
+            await send(jsonrpc.request(rid, method, params))
+            return await asyncio.wait_for(fut, wait)
+        except TimeoutError:
+            try:
+                await send(jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": "timeout"}))
+            except Exception:
+                pass
+            raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
+        finally:
+            self._pending.pop(rid, None)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """A notification not related to any request (standalone stream)."""
+        if self.state is State.NEW:
+            return
+        try:
+            await self.standalone(jsonrpc.notification(method, params))
+        except Exception as exc:  # a gone client must not break the notifier
+            log.debug("could not deliver %s: %s", method, exc)
+
+    async def log(self, request: Request | None, level: str, data: Any, *, logger: str | None = None) -> None:
+        rank = LOG_LEVELS.get(level)
+        if rank is None:
+            raise ValueError(f"unknown log level {level!r}")
+        if rank < self.log_level:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        msg = jsonrpc.notification("notifications/message", params)
+        await (request.send_raw if request is not None else self.standalone)(msg)
+
+    def close(self) -> None:
+        """End the session: fail pending server→client requests, cancel in-flight ones."""
+        self.state = State.CLOSED
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionClosed("the session was closed"))
+        self._pending.clear()
+        for req in list(self._inflight.values()):
+            req.signal._set()
+            if req.task is not None and req.task is not asyncio.current_task():
+                req.task.cancel()
+        self.server._forget(self)
+
+    # -- lifecycle requests ------------------------------------------------------------------
+    async def initialize(self, req: Request) -> dict[str, Any]:
+        params = req.params
+        if not isinstance(params.get("capabilities", {}), dict):
+            raise InvalidParams("initialize: 'capabilities' must be an object")
+        self.revision = REVISIONS[negotiate(params.get("protocolVersion"))]
+        self.client_info = params.get("clientInfo")
+        self.client_capabilities = params.get("capabilities") or {}
+        self.server._remember(self)
+        return self.server._initialize_result(self.revision)
+
+    async def set_level(self, req: Request) -> dict[str, Any]:
+        level = req.params.get("level")
+        if level not in LOG_LEVELS:
+            raise MCPError(f"Invalid log level: {level!r}", code=INVALID_PARAMS)
+        self.log_level = LOG_LEVELS[level]
+        return {}
+
+
+def _spawn(callback: Callable[[ServerSession], Any], session: ServerSession) -> None:
+    result = callback(session)
+    if asyncio.iscoroutine(result):
+        task = asyncio.ensure_future(result)
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Future[Any]] = set()

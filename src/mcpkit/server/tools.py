@@ -1,0 +1,331 @@
+"""Tools: registration (schemas built once) and ``tools/list`` / ``tools/call``.
+
+Errors raised by a tool, and argument validation failures, become a result
+with ``isError: true`` (2025-11-25 server/tools § error handling); an unknown
+tool is a protocol error (-32602).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ..errors import ConfigurationError, InvalidParams, ToolError
+from .content import ToolResult, dump_text, to_content_list
+from .signature import (
+    FunctionSignature,
+    format_validation_error,
+    inspect_function,
+    is_object_type,
+    output_adapter,
+    summary,
+)
+
+if TYPE_CHECKING:
+    from .context import Context
+
+__all__ = ["ToolAnnotations", "ToolDefinition", "create_tool"]
+
+log = logging.getLogger("mcpkit.server")
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnnotations:
+    """Hints about a tool's behaviour (2025-03-26 tools § annotations)."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in (
+            ("title", self.title),
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(slots=True)
+class ToolDefinition:
+    """A registered tool. Build one with ``@server.tool`` or :func:`create_tool`."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    execute: Callable[..., Any]
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: ToolAnnotations | dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    # Prebuilt at registration:
+    _validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda a: a, repr=False)
+    _context_param: str | None = field(default=None, repr=False)
+    _is_async: bool = field(default=False, repr=False)
+    _dump_output: Callable[[Any], Any] | None = field(default=None, repr=False)
+    _listing: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        """The ``Tool`` object of ``tools/list`` (cached)."""
+        if not self._listing:
+            item: dict[str, Any] = {
+                "name": self.name,
+                "description": self.description,
+                "inputSchema": self.input_schema,
+            }
+            if self.title:
+                item["title"] = self.title
+            if self.output_schema is not None:
+                item["outputSchema"] = self.output_schema
+            ann = self.annotations.to_dict() if isinstance(self.annotations, ToolAnnotations) else self.annotations
+            if ann:
+                item["annotations"] = ann
+            if self.icons:
+                item["icons"] = self.icons
+            if self.meta:
+                item["_meta"] = self.meta
+            self._listing = item
+        return self._listing
+
+    async def run(self, arguments: Mapping[str, Any] | None, ctx: Context | None, *, debug: bool = False) -> dict[str, Any]:
+        """Validate, call and convert: a ``CallToolResult`` dict, errors included."""
+        try:
+            kwargs = self._validate(dict(arguments or {}))
+        except ValidationError as exc:
+            return _error_result(f"Invalid arguments for tool '{self.name}': {format_validation_error(exc)}")
+        except InvalidParams as exc:
+            return _error_result(f"Invalid arguments for tool '{self.name}': {exc.message}")
+        if self._context_param is not None:
+            kwargs[self._context_param] = ctx
+        try:
+            if self._is_async:
+                value = await self.execute(**kwargs)
+            else:
+                value = await _run_sync(self.execute, kwargs, ctx)
+        except ToolError as exc:
+            return _error_result(str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            from ..errors import MCPError
+
+            if isinstance(exc, MCPError):
+                raise
+            log.exception("tool %r raised", self.name)
+            detail = f"{type(exc).__name__}: {exc}" if debug else str(exc) or type(exc).__name__
+            return _error_result(f"Error executing tool '{self.name}': {detail}")
+        return self.to_result(value)
+
+    def to_result(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, ToolResult):
+            return value.to_dict()
+        if isinstance(value, dict) and "content" in value and isinstance(value.get("content"), list):
+            return value  # already a CallToolResult
+        if self._dump_output is not None and value is not None and not isinstance(value, str | list):
+            structured = self._dump_output(value)
+            if isinstance(structured, dict):
+                return {
+                    "content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
+                    "structuredContent": structured,
+                }
+        if isinstance(value, int | float | bool) and not isinstance(value, str):
+            return {"content": [{"type": "text", "text": dump_text(value)}]}
+        return {"content": to_content_list(value)}
+
+
+def _error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+async def _run_sync(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context | None) -> Any:
+    loop = asyncio.get_running_loop()
+    if ctx is not None:
+        ctx._loop = loop
+    return await loop.run_in_executor(None, functools.partial(fn, **kwargs))
+
+
+def _finish(tool: ToolDefinition, sig: FunctionSignature | None, output_type: Any) -> ToolDefinition:
+    if not _NAME_RE.match(tool.name):
+        log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
+    if output_type is not None and is_object_type(output_type):
+        adapter, schema = output_adapter(output_type)
+        if tool.output_schema is None:
+            tool.output_schema = schema
+        tool._dump_output = functools.partial(adapter.dump_python, mode="json")
+    elif tool.output_schema is not None:
+        tool._dump_output = _dump_any
+    return tool
+
+
+def _dump_any(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return value
+    return TypeAdapter(type(value)).dump_python(value, mode="json")
+
+
+def tool_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ToolDefinition:
+    """A tool whose input schema comes from ``fn``'s signature and docstring."""
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name or tool_name == "<lambda>":
+        raise ConfigurationError("a tool needs a name: pass name=... for lambdas and callables")
+    sig = inspect_function(fn, model_name=f"{tool_name}_arguments")
+    desc = description if description is not None else (summary(sig.doc) or "")
+    tool = ToolDefinition(
+        name=tool_name,
+        description=desc,
+        input_schema=sig.json_schema(),
+        execute=fn,
+        output_schema=output_schema,
+        title=title,
+        annotations=annotations,
+        icons=icons,
+        meta=meta,
+    )
+    tool._validate = sig.validate
+    tool._context_param = sig.context_param
+    tool._is_async = sig.is_async
+    output_type = sig.return_annotation if structured_output is not False else None
+    return _finish(tool, sig, output_type)
+
+
+def create_tool(
+    *,
+    id: str,
+    description: str,
+    execute: Callable[..., Any] | Callable[..., Awaitable[Any]],
+    input_schema: dict[str, Any] | type[BaseModel] | None = None,
+    output_schema: dict[str, Any] | type[BaseModel] | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ToolDefinition:
+    """A tool defined explicitly, as in the seeds' ``createTool``.
+
+    ``input_schema`` is a pydantic model or a JSON-Schema dict, emitted
+    unchanged; without one the schema comes from ``execute``'s signature.
+    ``execute`` (sync or async) receives the validated arguments as keyword
+    arguments, plus a ``Context`` if it declares a parameter annotated so.
+    """
+    if input_schema is None:
+        return tool_from_function(
+            execute,
+            name=id,
+            description=description,
+            title=title,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            output_schema=output_schema if isinstance(output_schema, dict) else None,
+        )
+    sig = inspect_function(execute, model_name=f"{id}_execute")
+    out_type: Any = None
+    out_schema: dict[str, Any] | None = None
+    if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
+        out_type = output_schema
+    elif isinstance(output_schema, dict):
+        out_schema = output_schema
+    accepts_kwargs = _accepts_var_kwargs(execute)
+    if isinstance(input_schema, type) and issubclass(input_schema, BaseModel):
+        model = input_schema
+        schema = model.model_json_schema()
+        fields = tuple(model.model_fields)
+
+        def validate(args: dict[str, Any]) -> dict[str, Any]:
+            obj = model.model_validate(args)
+            return {k: getattr(obj, k) for k in fields}
+
+    elif isinstance(input_schema, dict):
+        schema = input_schema
+        validate = _json_schema_validator(id, schema)
+    else:
+        raise ConfigurationError(f"tool {id!r}: input_schema must be a pydantic model or a JSON-Schema dict")
+    if not accepts_kwargs:
+        allowed = set(sig.param_names)
+        inner = validate
+
+        def validate(args: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in inner(args).items() if k in allowed}
+
+    tool = ToolDefinition(
+        name=id,
+        description=description,
+        input_schema=schema,
+        execute=execute,
+        output_schema=out_schema,
+        title=title,
+        annotations=annotations,
+        icons=icons,
+        meta=meta,
+    )
+    tool._validate = validate
+    tool._context_param = sig.context_param
+    tool._is_async = sig.is_async
+    return _finish(tool, sig, out_type)
+
+
+def _accepts_var_kwargs(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
+def _json_schema_validator(name: str, schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Validate against a raw JSON Schema; the validator is built on first use."""
+    compiled: list[Any] = []
+
+    def validate(args: dict[str, Any]) -> dict[str, Any]:
+        if not compiled:
+            try:
+                from jsonschema import Draft202012Validator
+            except ImportError:  # minimal check without the optional library
+                compiled.append(None)
+            else:
+                compiled.append(Draft202012Validator(schema))
+        validator = compiled[0]
+        if validator is None:
+            missing = [k for k in schema.get("required", ()) if k not in args]
+            if missing:
+                raise InvalidParams("; ".join(f"{k}: Field required" for k in missing))
+            return args
+        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        if errors:
+            raise InvalidParams(
+                "; ".join(
+                    f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors
+                )
+            )
+        return args
+
+    return validate

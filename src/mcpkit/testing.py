@@ -1,0 +1,163 @@
+"""Connect a client to a server object in memory: no sockets, no subprocess.
+
+Every message still goes through JSON serialisation both ways, so tests see
+exactly what a real transport would carry::
+
+    async with connect(server) as client:
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .errors import RemoteError
+from .protocol import jsonrpc
+from .protocol.versions import LATEST_HANDSHAKE
+
+if TYPE_CHECKING:
+    from .server.server import MCPServer
+    from .server.session import ServerSession
+
+__all__ = ["InMemoryClient", "connect"]
+
+RequestHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
+
+
+class InMemoryClient:
+    """A minimal MCP client bound to one server session, for tests."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        *,
+        protocol_version: str = LATEST_HANDSHAKE,
+        capabilities: dict[str, Any] | None = None,
+        client_info: dict[str, Any] | None = None,
+        handlers: dict[str, RequestHandler] | None = None,
+        initialize: bool = True,
+        stateless: bool = False,
+    ) -> None:
+        self.server = server
+        self.protocol_version = protocol_version
+        self.capabilities = capabilities if capabilities is not None else {}
+        self.client_info = client_info or {"name": "mcpkit-test-client", "version": "0.0.0"}
+        self.handlers: dict[str, RequestHandler] = dict(handlers or {})
+        self.notifications: list[dict[str, Any]] = []
+        self.received: list[dict[str, Any]] = []  # every message the server emitted
+        self.sent: list[dict[str, Any]] = []  # every message this client sent
+        self.initialize_result: dict[str, Any] | None = None
+        self._do_initialize = initialize
+        self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.session: ServerSession = server.create_session(standalone=self._deliver, stateless=stateless)
+
+    async def __aenter__(self) -> InMemoryClient:
+        if self._do_initialize:
+            self.initialize_result = await self.request(
+                "initialize",
+                {
+                    "protocolVersion": self.protocol_version,
+                    "capabilities": self.capabilities,
+                    "clientInfo": self.client_info,
+                },
+            )
+            await self.notify("notifications/initialized")
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        self.session.close()
+
+    # -- the wire ----------------------------------------------------------------------------
+    async def _deliver(self, message: dict[str, Any]) -> None:
+        msg = orjson.loads(orjson.dumps(message))
+        self.received.append(msg)
+        if "method" in msg and "id" in msg:
+            task = asyncio.ensure_future(self._answer(msg))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif "method" in msg:
+            self.notifications.append(msg)
+
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        handler = self.handlers.get(msg["method"])
+        if msg["method"] == "ping":
+            reply = jsonrpc.response(msg["id"], {})
+        elif handler is None:
+            reply = jsonrpc.error_response(msg["id"], -32601, f"Method not found: {msg['method']}")
+        else:
+            try:
+                result = handler(msg.get("params") or {})
+                if asyncio.iscoroutine(result):
+                    result = await result
+                reply = jsonrpc.response(msg["id"], result)  # type: ignore[arg-type]
+            except Exception as exc:
+                reply = jsonrpc.error_response(msg["id"], -32603, str(exc))
+        await self.send_raw(reply)
+
+    async def send_raw(self, message: Any) -> Any:
+        """Send any JSON value; returns the server's answer (None for notifications)."""
+        wire = orjson.loads(orjson.dumps(message))
+        self.sent.append(wire) if isinstance(wire, dict) else None
+        if isinstance(wire, list):
+            out: Any = await self.session.handle_batch(wire, self._deliver)
+        else:
+            out = await self.session.handle(wire, self._deliver)
+        if out is not None:
+            out = orjson.loads(orjson.dumps(out))
+            self.received.append(out) if isinstance(out, dict) else self.received.extend(out)
+        return out
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request; returns its result or raises ``RemoteError``."""
+        reply = await self.send_raw(jsonrpc.request(next(self._ids), method, params))
+        if reply is None:
+            raise RemoteError("request was cancelled: no response")
+        if "error" in reply:
+            err = reply["error"]
+            raise RemoteError(err.get("message", ""), code=err.get("code"), data=err.get("data"))
+        return reply["result"]  # type: ignore[no-any-return]
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.send_raw(jsonrpc.notification(method, params))
+
+    # -- conveniences ------------------------------------------------------------------------
+    async def list_tools(self) -> list[dict[str, Any]]:
+        return (await self.request("tools/list"))["tools"]  # type: ignore[no-any-return]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, progress_token: str | int | None = None
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if progress_token is not None:
+            params["_meta"] = {"progressToken": progress_token}
+        return await self.request("tools/call", params)
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        return await self.request("resources/read", {"uri": uri})
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return await self.request("prompts/get", params)
+
+
+def connect(server: MCPServer, **options: Any) -> InMemoryClient:
+    """An in-memory client for ``server``; use with ``async with``."""
+    return InMemoryClient(server, **options)

@@ -308,10 +308,17 @@ class MCPServer:
         return result
 
     def create_session(
-        self, *, session_id: str | None = None, standalone: Any = None, stateless: bool = False
+        self,
+        *,
+        session_id: str | None = None,
+        standalone: Any = None,
+        stateless: bool = False,
+        revision: str | None = None,
     ) -> ServerSession:
-        """A new session; transports call this once per connection."""
-        return ServerSession(self, session_id=session_id, standalone=standalone, stateless=stateless)
+        """A new session; transports call this once per connection (stateless: per request)."""
+        return ServerSession(
+            self, session_id=session_id, standalone=standalone, stateless=stateless, revision=revision
+        )
 
     def _remember(self, session: ServerSession) -> None:
         self._sessions.add(session)

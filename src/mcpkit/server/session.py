@@ -98,6 +98,24 @@ Handler = Callable[["ServerSession", Request], Awaitable[dict[str, Any]]]
 class ServerSession:
     """State of one client connection (or one request, in stateless mode)."""
 
+    __slots__ = (
+        "__weakref__",
+        "_handlers",
+        "_ids",
+        "_inflight",
+        "_pending",
+        "client_capabilities",
+        "client_info",
+        "log_level",
+        "revision",
+        "server",
+        "session_id",
+        "standalone",
+        "state",
+        "stateless",
+        "subscriptions",
+    )
+
     def __init__(
         self,
         server: MCPServer,

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -52,11 +52,17 @@ class InMemoryClient:
         self.notifications: list[dict[str, Any]] = []
         self.received: list[dict[str, Any]] = []  # every message the server emitted
         self.sent: list[dict[str, Any]] = []  # every message this client sent
+        # Both directions in wire order: (direction, message, checked). ``checked`` is False
+        # for what a test pushed through ``send_raw`` (often malformed on purpose), so a
+        # schema harness can validate the rest of the conversation.
+        self.traffic: list[tuple[Literal["sent", "received"], Any, bool]] = []
         self.initialize_result: dict[str, Any] | None = None
         self._do_initialize = initialize
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.session: ServerSession = server.create_session(standalone=self._deliver, stateless=stateless)
+        self.session: ServerSession = server.create_session(
+            standalone=self._deliver, stateless=stateless
+        )
 
     async def __aenter__(self) -> InMemoryClient:
         if self._do_initialize:
@@ -85,6 +91,7 @@ class InMemoryClient:
     async def _deliver(self, message: dict[str, Any]) -> None:
         msg = orjson.loads(orjson.dumps(message))
         self.received.append(msg)
+        self.traffic.append(("received", msg, True))
         if "method" in msg and "id" in msg:
             task = asyncio.ensure_future(self._answer(msg))
             self._tasks.add(task)
@@ -106,12 +113,23 @@ class InMemoryClient:
                 reply = jsonrpc.response(msg["id"], result)  # type: ignore[arg-type]
             except Exception as exc:
                 reply = jsonrpc.error_response(msg["id"], -32603, str(exc))
-        await self.send_raw(reply)
+        await self._send(reply, checked=True)
 
     async def send_raw(self, message: Any) -> Any:
-        """Send any JSON value; returns the server's answer (None for notifications)."""
+        """Send any JSON value; returns the server's answer (None for notifications).
+
+        Meant for malformed or unusual input: what goes through here is marked
+        unchecked in :attr:`traffic`.
+        """
+        return await self._send(message, checked=False)
+
+    async def _send(self, message: Any, *, checked: bool) -> Any:
         wire = orjson.loads(orjson.dumps(message))
-        self.sent.append(wire) if isinstance(wire, dict) else None
+        if isinstance(wire, dict):
+            self.sent.append(wire)
+        elif isinstance(wire, list):
+            self.sent.extend(m for m in wire if isinstance(m, dict))
+        self.traffic.append(("sent", wire, checked))
         if isinstance(wire, list):
             out: Any = await self.session.handle_batch(wire, self._deliver)
         else:
@@ -119,11 +137,12 @@ class InMemoryClient:
         if out is not None:
             out = orjson.loads(orjson.dumps(out))
             self.received.append(out) if isinstance(out, dict) else self.received.extend(out)
+            self.traffic.append(("received", out, True))
         return out
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send a request; returns its result or raises ``RemoteError``."""
-        reply = await self.send_raw(jsonrpc.request(next(self._ids), method, params))
+        reply = await self._send(jsonrpc.request(next(self._ids), method, params), checked=True)
         if reply is None:
             raise RemoteError("request was cancelled: no response")
         if "error" in reply:
@@ -132,14 +151,18 @@ class InMemoryClient:
         return reply["result"]  # type: ignore[no-any-return]
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        await self.send_raw(jsonrpc.notification(method, params))
+        await self._send(jsonrpc.notification(method, params), checked=True)
 
     # -- conveniences ------------------------------------------------------------------------
     async def list_tools(self) -> list[dict[str, Any]]:
         return (await self.request("tools/list"))["tools"]  # type: ignore[no-any-return]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, *, progress_token: str | int | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        progress_token: str | int | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -151,7 +174,9 @@ class InMemoryClient:
     async def read_resource(self, uri: str) -> dict[str, Any]:
         return await self.request("resources/read", {"uri": uri})
 
-    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments

@@ -1,0 +1,50 @@
+"""Shared fixtures: every in-memory conversation is validated against the MCP schema.
+
+Each :class:`mcpkit.testing.InMemoryClient` created during a test is recorded;
+when the test ends, all the traffic it carried is checked with
+:func:`tests.schema.assert_valid_traffic` against the revision the session
+negotiated. A violation fails the test (as a teardown error naming the message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcpkit import testing
+from tests import schema as _schema
+
+schema_dir = _schema.schema_dir()  # fail at collection time when ../shared is missing
+
+
+@pytest.fixture(autouse=True)
+def _validate_in_memory_traffic(request: pytest.FixtureRequest) -> Iterator[list[Any]]:
+    clients: list[Any] = []
+    original = testing.InMemoryClient.__init__
+
+    def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        clients.append(self)
+
+    testing.InMemoryClient.__init__ = recording_init  # type: ignore[method-assign]
+    try:
+        yield clients
+    finally:
+        testing.InMemoryClient.__init__ = original  # type: ignore[method-assign]
+    if request.node.get_closest_marker("no_schema_check") is None:
+        for client in clients:
+            _schema.assert_valid_traffic(client)
+
+
+@pytest.fixture
+def assert_valid_traffic() -> Callable[..., int]:
+    """Validate a client's traffic now (the autouse check runs again at teardown)."""
+    return _schema.assert_valid_traffic
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "no_schema_check: do not validate in-memory traffic (state the reason)"
+    )

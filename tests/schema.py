@@ -1,0 +1,354 @@
+"""Validate JSON-RPC messages against the official MCP JSON schemas, per revision.
+
+The schemas live in ``shared/spec/schema/<revision>/schema.json`` next to the
+repository (``<repo>/../shared``). A message is mapped to its definition:
+
+* requests and notifications by ``method`` (``tools/call`` → ``CallToolRequest``),
+  found by scanning the definitions for a ``method`` constant, so no table has
+  to be kept in step with the spec;
+* results by the method of the request they answer (``CallToolRequest`` →
+  ``CallToolResult``; no ``<X>Result`` definition means ``EmptyResult``), and,
+  where the revision defines one, the whole ``<X>ResultResponse`` envelope;
+* error responses by the error definition, which is named ``JSONRPCError`` up
+  to 2025-06-18 and ``JSONRPCErrorResponse`` from 2025-11-25 on.
+
+Strictness beyond the published schema: the generated schemas leave most
+objects open (no ``additionalProperties``), so on their own they would let
+newer fields leak to clients of older revisions. Every definition that exists
+under the same name in another revision is therefore closed against the
+properties that *other* revisions declare and this one does not (for example
+``outputSchema`` on a 2024-11-05 ``Tool`` or ``completions`` in 2024-11-05
+``ServerCapabilities``). Properties no revision knows (extensions such as a
+prompt's ``version``) stay allowed, as the schema allows them.
+
+One documented relaxation: an error response whose request id could not be
+read carries ``"id": null`` (JSON-RPC 2.0 §5); its envelope is checked without
+the id, since the MCP schemas only describe the id of readable requests.
+
+Usage::
+
+    validate_message(msg, "2025-11-25", request_method="tools/call")
+    assert_valid_traffic(client)  # an InMemoryClient, after use
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft7Validator, Draft202012Validator
+
+__all__ = [
+    "SchemaViolation",
+    "assert_valid_traffic",
+    "definition_for",
+    "revisions",
+    "schema_dir",
+    "unchecked_client_traffic",
+    "validate_message",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class SchemaViolation(AssertionError):
+    """A message does not match its revision's schema."""
+
+
+def schema_dir() -> Path:
+    """``<repo>/../shared/spec/schema``; fails loudly when the shared tree is missing."""
+    path = REPO_ROOT.parent / "shared" / "spec" / "schema"
+    if not path.is_dir():
+        raise RuntimeError(
+            f"MCP JSON schemas not found at {path}: the shared spec tree must sit next to the "
+            "repository (../shared/spec/schema/<revision>/schema.json)"
+        )
+    return path
+
+
+def revisions() -> list[str]:
+    return sorted(p.name for p in schema_dir().iterdir() if (p / "schema.json").is_file())
+
+
+@functools.cache
+def _raw(revision: str) -> dict[str, Any]:
+    path = schema_dir() / revision / "schema.json"
+    if not path.is_file():
+        raise RuntimeError(f"no schema for revision {revision!r} at {path}")
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def _defs_key(schema: dict[str, Any]) -> str:
+    return "$defs" if "$defs" in schema else "definitions"
+
+
+@functools.cache
+def _declared_properties() -> dict[str, dict[str, frozenset[str]]]:
+    """definition name → revision → the property names it declares."""
+    out: dict[str, dict[str, frozenset[str]]] = {}
+    for rev in revisions():
+        raw = _raw(rev)
+        for name, d in raw[_defs_key(raw)].items():
+            if isinstance(d, dict) and isinstance(d.get("properties"), dict):
+                out.setdefault(name, {})[rev] = frozenset(d["properties"])
+    return out
+
+
+@functools.cache
+def _strict(revision: str) -> dict[str, Any]:
+    """The revision's schema with other revisions' properties forbidden (see module doc)."""
+    schema = copy.deepcopy(_raw(revision))
+    declared = _declared_properties()
+    for name, d in schema[_defs_key(schema)].items():
+        if not isinstance(d, dict) or "additionalProperties" in d:
+            continue
+        mine = declared.get(name, {}).get(revision)
+        if mine is None:
+            continue
+        foreign: set[str] = set()
+        for rev, props in declared[name].items():
+            if rev != revision:
+                foreign |= props - mine
+        # Older schemas leave the JSON-RPC envelope out of per-method definitions.
+        foreign -= {"jsonrpc", "id"}
+        if foreign:
+            d["propertyNames"] = {"not": {"enum": sorted(foreign)}}
+    return schema
+
+
+@functools.cache
+def _method_index(revision: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(request method → definition, notification method → definition)."""
+    raw = _raw(revision)
+    requests: dict[str, str] = {}
+    notifications: dict[str, str] = {}
+    for name, d in raw[_defs_key(raw)].items():
+        if not isinstance(d, dict):
+            continue
+        const = d.get("properties", {}).get("method", {}).get("const")
+        if not isinstance(const, str):
+            continue
+        if name.endswith("Request"):
+            requests.setdefault(const, name)
+        elif name.endswith("Notification") and name not in (
+            "ClientNotification",
+            "ServerNotification",
+        ):
+            notifications[const] = name
+        elif name.endswith("Notification"):
+            notifications.setdefault(const, name)
+    return requests, notifications
+
+
+@functools.cache
+def _validator(revision: str, definition: str) -> jsonschema.protocols.Validator:
+    schema = _strict(revision)
+    defs = _defs_key(schema)
+    if definition not in schema[defs]:
+        raise KeyError(f"revision {revision} has no definition {definition!r}")
+    cls = Draft202012Validator if defs == "$defs" else Draft7Validator
+    wrapper = {
+        "$schema": schema["$schema"],
+        defs: schema[defs],
+        "$ref": f"#/{defs}/{definition}",
+    }
+    return cls(wrapper)  # type: ignore[no-any-return]
+
+
+def _error_definition(revision: str) -> str:
+    raw = _raw(revision)
+    defs = raw[_defs_key(raw)]
+    return "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in defs else "JSONRPCError"
+
+
+def _result_definitions(revision: str, request_method: str | None) -> tuple[str, str | None]:
+    """(definition of the ``result`` member, definition of the whole response or None)."""
+    raw = _raw(revision)
+    defs = raw[_defs_key(raw)]
+    if request_method is None:
+        return "Result", None
+    requests, _ = _method_index(revision)
+    req_def = requests.get(request_method)
+    if req_def is None:
+        return "Result", None
+    stem = req_def[: -len("Request")]
+    result = f"{stem}Result" if f"{stem}Result" in defs else "EmptyResult"
+    envelope = f"{stem}ResultResponse" if f"{stem}ResultResponse" in defs else None
+    return result, envelope
+
+
+def definition_for(msg: Any, revision: str, *, request_method: str | None = None) -> list[str]:
+    """The definitions ``msg`` is checked against (the envelope first)."""
+    if not isinstance(msg, dict):
+        raise SchemaViolation(f"not a JSON object: {msg!r}")
+    requests, notifications = _method_index(revision)
+    method = msg.get("method")
+    if method is not None and "id" in msg:
+        specific = requests.get(method) if isinstance(method, str) else None
+        if specific is None:
+            raise SchemaViolation(f"revision {revision} has no request method {method!r}")
+        return ["JSONRPCRequest", specific]
+    if method is not None:
+        specific = notifications.get(method) if isinstance(method, str) else None
+        if specific is None:
+            raise SchemaViolation(f"revision {revision} has no notification method {method!r}")
+        return ["JSONRPCNotification", specific]
+    if "error" in msg:
+        return [_error_definition(revision)]
+    if "result" in msg:
+        result, envelope = _result_definitions(revision, request_method)
+        out = [
+            "JSONRPCResultResponse"
+            if _has(revision, "JSONRPCResultResponse")
+            else "JSONRPCResponse"
+        ]
+        if envelope is not None:
+            out.append(envelope)
+        out.append(f"result:{result}")
+        return out
+    raise SchemaViolation(f"neither a request, a notification nor a response: {msg!r}")
+
+
+def _has(revision: str, definition: str) -> bool:
+    raw = _raw(revision)
+    return definition in raw[_defs_key(raw)]
+
+
+def _check(instance: Any, revision: str, definition: str, whole: Any) -> None:
+    errors = sorted(_validator(revision, definition).iter_errors(instance), key=lambda e: e.path)
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        where = "/".join(str(p) for p in best.absolute_path) or "(root)"
+        raise SchemaViolation(
+            f"{revision} {definition}: {best.message} at {where}\n"
+            f"message: {json.dumps(whole, default=repr)[:2000]}"
+        )
+
+
+def validate_message(msg: Any, revision: str, *, request_method: str | None = None) -> None:
+    """Raise :class:`SchemaViolation` unless ``msg`` is valid in ``revision``.
+
+    ``request_method`` names the method of the request a result answers; without
+    it a result is only checked as a generic ``Result``.
+    """
+    targets = definition_for(msg, revision, request_method=request_method)
+    if "error" in msg and "method" not in msg and msg.get("id", 0) is None:
+        # JSON-RPC 2.0 §5: an unreadable request id is answered with id null.
+        envelope = {k: v for k, v in msg.items() if k != "id"}
+        if set(envelope) - {"jsonrpc", "error"}:
+            raise SchemaViolation(f"unexpected members in error response: {msg!r}")
+        if _error_definition(revision) == "JSONRPCError":  # id required there: check the rest
+            if envelope.get("jsonrpc") != "2.0":
+                raise SchemaViolation(f"jsonrpc must be '2.0': {msg!r}")
+            _check_error_object(envelope.get("error"), msg)
+            return
+        msg = envelope
+    for target in targets:
+        if target.startswith("result:"):
+            _check(msg["result"], revision, target[len("result:") :], msg)
+        else:
+            _check(msg, revision, target, msg)
+
+
+def _check_error_object(error: Any, whole: Any) -> None:
+    if not (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error.get("code"), bool)
+        and isinstance(error.get("message"), str)
+        and set(error) <= {"code", "message", "data"}
+    ):
+        raise SchemaViolation(f"malformed error object: {whole!r}")
+
+
+# -- whole conversations --------------------------------------------------------------------------
+
+_unchecked_clients: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def unchecked_client_traffic(client: Any) -> Any:
+    """Skip checking what ``client`` sends (tests that answer the server with bad data)."""
+    _unchecked_clients.add(client)
+    return client
+
+
+def _traffic(client: Any) -> Iterator[tuple[str, Any, bool]]:
+    """(direction, message, checked) in the order they crossed the wire."""
+    traffic = getattr(client, "traffic", None)
+    if traffic is not None:
+        yield from traffic
+        return
+    for m in client.sent:  # older clients without an ordered log
+        yield "sent", m, True
+    for m in client.received:
+        yield "received", m, True
+
+
+def negotiated_revision(client: Any) -> str:
+    init = getattr(client, "initialize_result", None)
+    if isinstance(init, dict) and isinstance(init.get("protocolVersion"), str):
+        return init["protocolVersion"]  # type: ignore[no-any-return]
+    return client.session.revision.name  # type: ignore[no-any-return]
+
+
+def assert_valid_traffic(client: Any, revision: str | None = None) -> int:
+    """Validate every message ``client`` sent and received; returns how many were checked.
+
+    Responses are paired with the request they answer by id, in wire order: a
+    response in one direction answers the latest request with that id that went
+    the other way. Messages the client sent through ``send_raw`` are exempt
+    (tests use it to send malformed input on purpose), as is everything a client
+    marked with :func:`unchecked_client_traffic` sends.
+    """
+    rev = revision or negotiated_revision(client)
+    skip_sent = client in _unchecked_clients
+    outstanding: dict[str, dict[Any, str]] = {"sent": {}, "received": {}}
+    checked = 0
+    problems: list[str] = []
+    for direction, msg, check in _traffic(client):
+        for item in msg if isinstance(msg, list) else [msg]:
+            method_of_request = None
+            if isinstance(item, dict):
+                if isinstance(item.get("method"), str) and "id" in item:
+                    _hashable(item["id"], outstanding[direction], item["method"])
+                elif "method" not in item and ("result" in item or "error" in item):
+                    other = "received" if direction == "sent" else "sent"
+                    method_of_request = _pop(outstanding[other], item.get("id"))
+            if not check or (direction == "sent" and skip_sent):
+                continue
+            try:
+                validate_message(item, rev, request_method=method_of_request)
+            except SchemaViolation as exc:
+                problems.append(f"[{direction}] {exc}")
+            checked += 1
+    if problems:
+        raise SchemaViolation(
+            f"{len(problems)} message(s) invalid in {rev}:\n" + "\n".join(problems)
+        )
+    return checked
+
+
+def _hashable(key: Any, table: dict[Any, str], method: str) -> None:
+    try:
+        table[key] = method
+    except TypeError:
+        pass
+
+
+def _pop(table: dict[Any, str], key: Any) -> str | None:
+    try:
+        return table.pop(key, None)
+    except TypeError:
+        return None
+
+
+def validate_all(messages: Iterable[Any], revision: str) -> None:
+    """Validate standalone messages (no pairing: results are checked as generic results)."""
+    for m in messages:
+        validate_message(m, revision)

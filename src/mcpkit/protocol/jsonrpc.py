@@ -21,9 +21,12 @@ __all__ = [
     "decode",
     "dumps",
     "error_response",
+    "invalid_request",
     "notification",
+    "parse_error",
     "request",
     "response",
+    "valid_id",
 ]
 
 JSONRPC: Final = "2.0"
@@ -54,15 +57,23 @@ def dumps(message: Any) -> bytes:
     return orjson.dumps(message)
 
 
-def _valid_id(value: Any) -> bool:
-    # JSON-RPC allows strings and numbers; MCP forbids null ids on requests.
+def valid_id(value: Any) -> bool:
+    """Is ``value`` a usable request id? Strings and integers; MCP forbids null ids."""
     return (isinstance(value, str | int) and not isinstance(value, bool)) or (
         isinstance(value, float) and value.is_integer()
     )
 
 
 def classify(msg: Any) -> Kind:
-    """What kind of JSON-RPC message ``msg`` is (``INVALID`` when malformed)."""
+    """What kind of JSON-RPC message ``msg`` is (``INVALID`` when malformed).
+
+    Total over every JSON value: it never raises. A request or notification
+    must have a string ``method`` and object ``params`` (MCP never sends
+    by-position params); a request id is a string or an integer (never null,
+    2025-11-25 basic § requests); any result is accepted here (the
+    session checks its shape against what it asked for); an error has an
+    integer ``code`` and a string ``message``.
+    """
     if type(msg) is not dict or msg.get("jsonrpc") != JSONRPC:
         return Kind.INVALID
     method = msg.get("method")
@@ -75,13 +86,22 @@ def classify(msg: Any) -> Kind:
             return Kind.INVALID
         if "id" not in msg:
             return Kind.NOTIFICATION
-        return Kind.REQUEST if _valid_id(msg["id"]) else Kind.INVALID
+        return Kind.REQUEST if valid_id(msg["id"]) else Kind.INVALID
     if "id" not in msg:
         return Kind.INVALID
+    rid = msg["id"]
     if "result" in msg:
-        return Kind.RESPONSE if "error" not in msg else Kind.INVALID
+        if "error" in msg or not valid_id(rid):
+            return Kind.INVALID
+        return Kind.RESPONSE
     err = msg.get("error")
-    if type(err) is dict and type(err.get("code")) is int:
+    # An error may carry a null id: the peer could not read the id of our request.
+    if (
+        type(err) is dict
+        and type(err.get("code")) is int
+        and type(err.get("message")) is str
+        and (rid is None or valid_id(rid))
+    ):
         return Kind.ERROR
     return Kind.INVALID
 
@@ -118,4 +138,6 @@ def parse_error(detail: str) -> dict[str, Any]:
 def invalid_request(msg: Any, detail: str = "not a valid JSON-RPC 2.0 message") -> dict[str, Any]:
     """The error answer to an invalid message, echoing its id when it has a usable one."""
     mid = msg.get("id") if type(msg) is dict else None
-    return error_response(mid if _valid_id(mid) else None, INVALID_REQUEST, f"Invalid request: {detail}")
+    return error_response(
+        mid if valid_id(mid) else None, INVALID_REQUEST, f"Invalid request: {detail}"
+    )

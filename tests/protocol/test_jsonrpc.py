@@ -1,0 +1,244 @@
+"""JSON-RPC framing: decode, classify, encode, and the exact error codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpkit import errors
+from mcpkit.protocol import jsonrpc
+from mcpkit.protocol.jsonrpc import Kind, classify
+from tests.schema import validate_message
+
+# -- decode / dumps ---------------------------------------------------------------------------
+
+
+def test_decode_accepts_bytes_str_and_memoryview() -> None:
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    expected = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert jsonrpc.decode(raw) == expected
+    assert jsonrpc.decode(raw.decode()) == expected
+    assert jsonrpc.decode(bytearray(raw)) == expected
+    assert jsonrpc.decode(memoryview(raw)) == expected
+
+
+@pytest.mark.parametrize("bad", [b"", b"{", b"not json", b'{"a":1,}', b"\xff\xfe", b"[1,2"])
+def test_decode_raises_parse_error_on_invalid_json(bad: bytes) -> None:
+    with pytest.raises(jsonrpc.ParseError):
+        jsonrpc.decode(bad)
+
+
+def test_parse_error_is_a_value_error_not_an_orjson_type() -> None:
+    with pytest.raises(ValueError) as info:
+        jsonrpc.decode(b"{")
+    assert type(info.value) is jsonrpc.ParseError
+
+
+def test_dumps_is_compact_utf8_without_newline() -> None:
+    out = jsonrpc.dumps({"jsonrpc": "2.0", "method": "x", "params": {"t": "é"}})
+    assert out == '{"jsonrpc":"2.0","method":"x","params":{"t":"é"}}'.encode()
+    assert not out.endswith(b"\n")
+
+
+def test_dumps_then_decode_round_trips() -> None:
+    msg = jsonrpc.request(7, "tools/call", {"name": "a", "arguments": {"x": [1, 2.5, None]}})
+    assert jsonrpc.decode(jsonrpc.dumps(msg)) == msg
+
+
+# -- builders ---------------------------------------------------------------------------------
+
+
+def test_request_builder_omits_absent_params() -> None:
+    assert jsonrpc.request(1, "ping") == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert jsonrpc.request("a", "m", {}) == {
+        "jsonrpc": "2.0",
+        "id": "a",
+        "method": "m",
+        "params": {},
+    }
+
+
+def test_notification_builder_has_no_id() -> None:
+    msg = jsonrpc.notification("notifications/initialized")
+    assert msg == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert classify(msg) is Kind.NOTIFICATION
+
+
+def test_response_and_error_builders() -> None:
+    assert jsonrpc.response(3, {"a": 1}) == {"jsonrpc": "2.0", "id": 3, "result": {"a": 1}}
+    assert jsonrpc.error_response(3, -32601, "nope") == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32601, "message": "nope"},
+    }
+    with_data = jsonrpc.error_response(3, -32002, "gone", {"uri": "x://y"})
+    assert with_data["error"]["data"] == {"uri": "x://y"}
+
+
+def test_parse_error_has_code_32700_and_null_id() -> None:
+    err = jsonrpc.parse_error("unexpected end")
+    assert err["id"] is None
+    assert err["error"]["code"] == errors.PARSE_ERROR == -32700
+    assert "unexpected end" in err["error"]["message"]
+    for revision in ("2024-11-05", "2025-11-25"):
+        validate_message(err, revision)
+
+
+@pytest.mark.parametrize(
+    ("msg", "echoed"),
+    [
+        ({"jsonrpc": "2.0", "id": 5, "method": 3}, 5),
+        ({"jsonrpc": "2.0", "id": "x", "method": "m", "params": [1]}, "x"),
+        ({"jsonrpc": "1.0", "id": 9, "method": "m"}, 9),
+        ({"jsonrpc": "2.0", "id": None, "method": "m"}, None),
+        ({"jsonrpc": "2.0", "id": True, "method": "m"}, None),
+        ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "m"}, None),
+        ([1, 2], None),
+        ("just a string", None),
+    ],
+)
+def test_invalid_request_echoes_only_usable_ids(msg: Any, echoed: Any) -> None:
+    err = jsonrpc.invalid_request(msg)
+    assert err["error"]["code"] == errors.INVALID_REQUEST == -32600
+    assert err["id"] == echoed
+    validate_message(err, "2025-11-25")
+
+
+def test_error_code_constants_match_json_rpc_and_mcp() -> None:
+    assert errors.PARSE_ERROR == -32700
+    assert errors.INVALID_REQUEST == -32600
+    assert errors.METHOD_NOT_FOUND == -32601
+    assert errors.INVALID_PARAMS == -32602
+    assert errors.INTERNAL_ERROR == -32603
+    assert errors.RESOURCE_NOT_FOUND == -32002
+
+
+# -- classify -------------------------------------------------------------------------------------
+
+VALID = [
+    ({"jsonrpc": "2.0", "id": 1, "method": "ping"}, Kind.REQUEST),
+    (
+        {"jsonrpc": "2.0", "id": "abc", "method": "tools/call", "params": {"name": "x"}},
+        Kind.REQUEST,
+    ),
+    ({"jsonrpc": "2.0", "id": 0, "method": "m", "params": None}, Kind.REQUEST),
+    ({"jsonrpc": "2.0", "id": 2.0, "method": "m"}, Kind.REQUEST),  # integral number
+    ({"jsonrpc": "2.0", "id": -4, "method": "m"}, Kind.REQUEST),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized"}, Kind.NOTIFICATION),
+    ({"jsonrpc": "2.0", "method": "n", "params": {"a": 1}}, Kind.NOTIFICATION),
+    ({"jsonrpc": "2.0", "id": 1, "result": {}}, Kind.RESPONSE),
+    ({"jsonrpc": "2.0", "id": "s", "result": {"x": [1]}}, Kind.RESPONSE),
+    ({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "m"}}, Kind.ERROR),
+    ({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "m"}}, Kind.ERROR),
+    ({"jsonrpc": "2.0", "id": 1, "error": {"code": 5, "message": "m", "data": [1]}}, Kind.ERROR),
+]
+
+INVALID = [
+    None,
+    1,
+    "text",
+    [],
+    [{"jsonrpc": "2.0", "method": "x"}],
+    {},
+    {"jsonrpc": "2.0"},
+    {"jsonrpc": "1.0", "id": 1, "method": "ping"},
+    {"id": 1, "method": "ping"},  # no jsonrpc member
+    {"jsonrpc": 2.0, "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 1, "method": 5},
+    {"jsonrpc": "2.0", "id": 1, "method": None},
+    {"jsonrpc": "2.0", "id": 1, "method": "m", "params": [1, 2]},  # MCP params are objects
+    {"jsonrpc": "2.0", "id": 1, "method": "m", "params": "x"},
+    {"jsonrpc": "2.0", "id": None, "method": "m"},  # MCP: request ids are never null
+    {"jsonrpc": "2.0", "id": True, "method": "m"},
+    {"jsonrpc": "2.0", "id": 1.5, "method": "m"},
+    {"jsonrpc": "2.0", "id": [1], "method": "m"},
+    {"jsonrpc": "2.0", "id": {}, "method": "m"},
+    {"jsonrpc": "2.0", "result": {}},  # response without id
+    {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}},
+    {"jsonrpc": "2.0", "id": {}, "result": {}},  # unhashable id
+    {"jsonrpc": "2.0", "id": [], "error": {"code": 1, "message": "m"}},
+    {"jsonrpc": "2.0", "id": 1, "error": "boom"},
+    {"jsonrpc": "2.0", "id": 1, "error": {"code": "1", "message": "m"}},
+    {"jsonrpc": "2.0", "id": 1, "error": {"code": True, "message": "m"}},
+    {"jsonrpc": "2.0", "id": 1, "error": {"code": 1}},
+    {"jsonrpc": "2.0", "id": 1},
+]
+
+
+@pytest.mark.parametrize(("msg", "kind"), VALID)
+def test_classify_valid_shapes(msg: Any, kind: Kind) -> None:
+    assert classify(msg) is kind
+
+
+@pytest.mark.parametrize("msg", INVALID)
+def test_classify_rejects_malformed_shapes(msg: Any) -> None:
+    assert classify(msg) is Kind.INVALID
+
+
+def test_valid_id_accepts_strings_and_integers_only() -> None:
+    assert jsonrpc.valid_id(0) and jsonrpc.valid_id("") and jsonrpc.valid_id(3.0)
+    for bad in (None, True, False, 1.25, [], {}, b"x"):
+        assert not jsonrpc.valid_id(bad)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+# Near-misses of real messages find more corner cases than arbitrary JSON.
+envelope_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2]) | json_values,
+        "id": json_values,
+        "method": st.sampled_from(["ping", "tools/call", "notifications/cancelled"]) | json_values,
+        "params": json_values,
+        "result": json_values,
+        "error": st.fixed_dictionaries(
+            {}, optional={"code": json_values, "message": json_values, "data": json_values}
+        )
+        | json_values,
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values | envelope_like)
+def test_classify_is_total_over_json_values(value: Any) -> None:
+    kind = classify(value)
+    assert isinstance(kind, Kind)
+    # Whatever the kind, building the error answer for it must not raise either.
+    jsonrpc.invalid_request(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(envelope_like)
+def test_classified_messages_have_what_their_kind_promises(value: Any) -> None:
+    kind = classify(value)
+    if kind is Kind.REQUEST:
+        assert isinstance(value["method"], str) and jsonrpc.valid_id(value["id"])
+        hash(value["id"])
+    elif kind is Kind.NOTIFICATION:
+        assert isinstance(value["method"], str) and "id" not in value
+    elif kind is Kind.RESPONSE:
+        assert "result" in value and jsonrpc.valid_id(value["id"])
+    elif kind is Kind.ERROR:
+        assert isinstance(value["error"]["code"], int) and isinstance(
+            value["error"]["message"], str
+        )
+        hash(value["id"])
+    # Every kind except INVALID survives the wire unchanged.
+    if kind is not Kind.INVALID:
+        assert classify(orjson.loads(orjson.dumps(value))) is kind

@@ -165,6 +165,10 @@ def is_object_type(annotation: Any) -> bool:
             return True
         if origin in _OBJECT_ORIGINS or (origin is not str and issubclass(origin, dict)):
             return True
+        from .content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
+
+        if issubclass(origin, Text | Image | Audio | ResourceLink | EmbeddedResource | ToolResult):
+            return False  # content helpers become content blocks, not structuredContent
         import dataclasses
 
         if dataclasses.is_dataclass(origin):

@@ -189,6 +189,20 @@ class Context:
         """Report progress; a no-op when the request carried no progress token."""
         return self._call(self.request.progress(progress, total, message))
 
+    def close_sse_stream(self) -> Any:
+        """Close this request's SSE stream now; the client resumes it later (SEP-1699 polling).
+
+        Messages sent afterwards, and the result, are kept in the transport's
+        event store and replayed when the client reconnects with
+        ``Last-Event-ID``. A no-op when the transport cannot resume streams.
+        """
+        return self._call(self._close_sse_stream())
+
+    async def _close_sse_stream(self) -> None:
+        close = self.request.close_stream
+        if close is not None:
+            await close()
+
     # -- requests to the client -------------------------------------------------------------
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None

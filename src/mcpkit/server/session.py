@@ -53,6 +53,7 @@ class Request:
 
     __slots__ = (
         "auth_info",
+        "close_stream",
         "id",
         "meta",
         "method",
@@ -77,6 +78,8 @@ class Request:
         self.auth_info = auth_info
         self.signal = CancelSignal()
         self.task: asyncio.Task[Any] | None = None
+        # Set by transports whose request stream can be closed early (Streamable HTTP, SEP-1699).
+        self.close_stream: Callable[[], Awaitable[None]] | None = getattr(send, "close_stream", None)
 
     async def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.send_raw(jsonrpc.notification(method, params))

@@ -1,0 +1,202 @@
+"""ASGI types and the few HTTP helpers the HTTP transports share.
+
+mcpkit's HTTP transports are plain ASGI 3 applications (no framework in
+``src``): they run on the embedded uvicorn and mount into Starlette, FastAPI
+or any other ASGI host. Everything here works on the raw ``scope`` /
+``receive`` / ``send`` triple, so a request costs a handful of dict lookups and
+two ``send`` calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any, Final, Protocol
+
+import orjson
+
+__all__ = [
+    "AUTH_SCOPE_KEY",
+    "ASGIApp",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "StreamOwner",
+    "end_all_streams",
+    "route_path",
+]
+
+log = logging.getLogger("mcpkit.transports")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+AUTH_SCOPE_KEY: Final = "mcpkit.auth"
+"""Where authentication middleware puts the verified principal (passed to handlers as ``auth_info``)."""
+
+
+class ASGIApp(Protocol):
+    """An ASGI 3 application."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+
+class StreamOwner(Protocol):
+    """An app holding long-lived streams that must end for a graceful shutdown."""
+
+    def end_streams(self) -> None: ...
+
+
+# Long-lived SSE streams keep uvicorn's graceful shutdown waiting forever (it waits for
+# every connection to finish). The apps register here so `serve()` can end their streams
+# when a signal arrives, even when they are mounted inside another framework's app.
+_stream_owners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def register_stream_owner(owner: StreamOwner) -> None:
+    _stream_owners.add(owner)
+
+
+def end_all_streams() -> None:
+    """End every open SSE stream of every mcpkit HTTP app in this process (call on the loop)."""
+    for owner in list(_stream_owners):
+        try:
+            owner.end_streams()
+        except Exception:  # pragma: no cover - defensive: shutdown must go on
+            log.exception("could not end the streams of %r", owner)
+
+
+def route_path(scope: Scope) -> str:
+    """The request path relative to where the app is mounted (``root_path``).
+
+    Starlette's ``Mount`` and uvicorn's ``--root-path`` keep the full path in
+    ``path`` and the mount prefix in ``root_path``.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        rest = path[len(root) :]
+        if not rest or rest[0] == "/":
+            return rest
+    return path
+
+
+# -- responses -------------------------------------------------------------------------------
+
+JSON_CT: Final = (b"content-type", b"application/json")
+SSE_HEADERS: Final = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    # nginx buffers proxied responses unless told not to; SSE must flow event by event.
+    (b"x-accel-buffering", b"no"),
+)
+
+
+async def send_body(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    headers: Iterable[tuple[bytes, bytes]] = (),
+    *,
+    content_type: tuple[bytes, bytes] | None = JSON_CT,
+) -> None:
+    """A complete response in two ``send`` calls."""
+    out = [(b"content-length", str(len(body)).encode())]
+    if content_type is not None and body:
+        out.append(content_type)
+    out.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body})
+
+
+def error_body(code: int, message: str, request_id: Any = None) -> bytes:
+    """A JSON-RPC error object for an HTTP error body.
+
+    Transport-level errors concern no request, so the ``id`` is left out
+    (2025-11-25 transports: "a JSON-RPC error response that has no id"; the
+    schema makes ``id`` optional but never null).
+    """
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "error": {"code": code, "message": message}}
+    if request_id is not None:
+        msg["id"] = request_id
+    return orjson.dumps(msg)
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    await send_body(send, status, error_body(code, message), headers)
+
+
+class BodyTooLarge(Exception):
+    """The request body exceeds the configured limit."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before the request body arrived."""
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The request body, read as a stream and abandoned as soon as it passes ``limit``."""
+    message = await receive()
+    if message["type"] != "http.request":
+        raise ClientGone
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):  # the common case: one chunk
+        if len(body) > limit:
+            raise BodyTooLarge
+        return body
+    chunks = [body]
+    size = len(body)
+    while True:
+        if size > limit:
+            raise BodyTooLarge
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    if size > limit:
+        raise BodyTooLarge
+    return b"".join(chunks)
+
+
+async def lifespan(
+    receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]
+) -> None:
+    """Answer the ASGI lifespan protocol; nothing to start, sessions to end on shutdown."""
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif kind == "lifespan.shutdown":
+            try:
+                await on_shutdown()
+            except Exception as exc:
+                log.exception("error while shutting down")
+                await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def sse_event(data: bytes, event_id: str | None = None, event: bytes = b"message") -> bytes:
+    """One SSE event; ``data`` is compact JSON, so it never holds a newline."""
+    if event_id is None:
+        return b"event: " + event + b"\ndata: " + data + b"\n\n"
+    return b"id: " + event_id.encode() + b"\nevent: " + event + b"\ndata: " + data + b"\n\n"
+
+
+PING: Final = b": ping\n\n"

@@ -1,0 +1,102 @@
+"""SSE event log for resumable Streamable HTTP streams.
+
+2025-11-25 transports § "Resumability and Redelivery": when the server
+attaches an ``id`` to its SSE events, a client that lost a stream reconnects
+with ``GET`` + ``Last-Event-ID`` and the server replays what it missed *on that
+stream only*. The transport records every event it sends (and, while no
+connection is attached, every event it could not send) through an
+:class:`EventStore`; the store is the only state resumption needs, so a shared
+implementation (Redis streams, a database) lets a client resume on any worker.
+
+Event ids are opaque to the transport but must be unique across the whole
+session and must let the store find the stream again: the in-memory store
+writes ``"<stream id>#<sequence>"``. Stream ids are chosen by the transport
+(``"<session id>/<n>"``) so a store never needs to know about sessions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["EventCallback", "EventStore", "InMemoryEventStore"]
+
+EventCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""``await send(event_id, message)``: one replayed event."""
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Where SSE events are kept so a broken stream can be resumed."""
+
+    async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
+        """Record one event of ``stream_id``; returns its event id.
+
+        ``message`` is None for a *priming* event (an id with empty data, sent
+        first on a stream so the client has a ``Last-Event-ID`` before any
+        message arrives); it is never replayed but must be a valid position.
+        """
+        ...
+
+    async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
+        """Send, in order, every message of the stream of ``last_event_id`` stored after it.
+
+        Returns that stream's id, or None when the id is unknown (malformed,
+        or its stream was evicted) and nothing was sent.
+        """
+        ...
+
+
+class InMemoryEventStore:
+    """A bounded, process-local :class:`EventStore`.
+
+    Keeps at most ``max_events_per_stream`` events per stream (the oldest are
+    dropped first) and at most ``max_streams`` streams (the least recently
+    written stream is dropped first). A resume from an id older than what is
+    kept replays what is left: a partial replay beats none, and the final
+    response, the event that matters most, is the newest.
+    """
+
+    __slots__ = ("_seq", "_streams", "max_events_per_stream", "max_streams")
+
+    def __init__(self, *, max_events_per_stream: int = 1000, max_streams: int = 10_000) -> None:
+        if max_events_per_stream < 1 or max_streams < 1:
+            raise ValueError("max_events_per_stream and max_streams must be positive")
+        self.max_events_per_stream = max_events_per_stream
+        self.max_streams = max_streams
+        self._streams: OrderedDict[str, deque[tuple[int, dict[str, Any] | None]]] = OrderedDict()
+        self._seq = itertools.count(1)
+
+    def __len__(self) -> int:
+        """The number of streams kept."""
+        return len(self._streams)
+
+    async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
+        seq = next(self._seq)
+        streams = self._streams
+        events = streams.get(stream_id)
+        if events is None:
+            if len(streams) >= self.max_streams:
+                streams.popitem(last=False)
+            events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
+        else:
+            streams.move_to_end(stream_id)
+        events.append((seq, message))
+        return f"{stream_id}#{seq}"
+
+    async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
+        stream_id, sep, tail = last_event_id.rpartition("#")
+        if not sep or not tail.isdigit():
+            return None
+        events = self._streams.get(stream_id)
+        if events is None:
+            return None
+        after = int(tail)
+        # Snapshot: `send` may await, and new events of a live stream must not
+        # be replayed twice (the transport delivers those itself).
+        for seq, message in list(events):
+            if seq > after and message is not None:
+                await send(f"{stream_id}#{seq}", message)
+        return stream_id

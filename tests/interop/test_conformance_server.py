@@ -1,0 +1,137 @@
+"""The official MCP conformance server suite, run against examples/everything_server.py.
+
+``scripts/conformance.py`` installs the pinned suite from npm (first run only),
+serves the fixture with ``mcpkit run ... --transport http`` on a free port and
+judges every scenario against ``conformance/expected-failures.txt``. This test
+runs it exactly as a developer would and fails with its table when the verdict
+is not clean. The judging rules themselves are tested below on synthetic results.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "conformance.py"
+# npm install (~15 s the first time) + three legs (~10 s each on 2 cores) + server start.
+RUN_TIMEOUT_S = 600
+
+
+def test_conformance_suite_passes_against_the_everything_server(tmp_path: Path) -> None:
+    # A new session (process group), so a timeout stops the server and node children too.
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--output", str(tmp_path / "results")],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"the conformance run took more than {RUN_TIMEOUT_S} s:\n{output}")
+    lines = output.strip().splitlines()
+    assert proc.returncode == 0, output
+    assert lines[-1].endswith(" passed, 0 failed"), output
+    assert int(lines[-1].split()[0]) >= 90, output  # three legs ran, not a handful of scenarios
+
+
+# -- the judging rules ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("conformance_runner", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being created
+    spec.loader.exec_module(module)
+    return module
+
+
+TAGS = {
+    "tools-list": ["2025-06-18", "2025-11-25", "2026-07-28"],
+    "json-schema-2020-12": ["2025-11-25", "2026-07-28"],
+    "caching": ["2026-07-28"],
+    "tasks-lifecycle": ["extension"],
+}
+
+
+def verdicts(
+    runner: ModuleType, results: dict[str, bool], expected: dict[str, str]
+) -> dict[str, bool]:
+    outcomes = {
+        name: runner.Outcome(passed, [] if passed else ["some-check"])
+        for name, passed in results.items()
+    }
+    rows, problems = runner.judge(["all"], {"all": outcomes}, TAGS, expected)
+    assert not problems
+    return {row.scenario: row.ok for row in rows}
+
+
+def test_an_expected_failure_that_fails_is_fine(runner: ModuleType) -> None:
+    got = verdicts(
+        runner,
+        {
+            "tools-list": True,
+            "json-schema-2020-12": True,
+            "caching": False,
+            "tasks-lifecycle": False,
+        },
+        {"caching": "later", "tasks-lifecycle": "later"},
+    )
+    assert got == dict.fromkeys(TAGS, True)
+
+
+def test_an_unlisted_failure_fails(runner: ModuleType) -> None:
+    got = verdicts(
+        runner,
+        {
+            "tools-list": True,
+            "json-schema-2020-12": True,
+            "caching": False,
+            "tasks-lifecycle": True,
+        },
+        {},
+    )
+    assert got["caching"] is False and got["tasks-lifecycle"] is True
+
+
+def test_an_expected_failure_that_passes_fails(runner: ModuleType) -> None:
+    got = verdicts(
+        runner,
+        {"tools-list": True, "json-schema-2020-12": True, "caching": True, "tasks-lifecycle": True},
+        {"caching": "later"},
+    )
+    assert got["caching"] is False
+
+
+def test_a_scenario_without_a_result_fails(runner: ModuleType) -> None:
+    got = verdicts(runner, {"tools-list": True, "caching": True, "tasks-lifecycle": True}, {})
+    assert got["json-schema-2020-12"] is False
+
+
+def test_scenarios_of_implemented_revisions_cannot_be_excused(runner: ModuleType) -> None:
+    outcomes = {"json-schema-2020-12": runner.Outcome(False, ["x"])}
+    _, problems = runner.judge(
+        ["all"], {"all": outcomes}, TAGS, {"json-schema-2020-12": "x", "nope": "y"}
+    )
+    assert len(problems) == 2
+
+
+def test_the_expected_failures_file_parses(runner: ModuleType) -> None:
+    expected = runner.load_expected(runner.DEFAULT_EXPECTED)
+    assert "server-stateless" in expected
+    assert all(reason for reason in expected.values()), "every entry says which issue fixes it"

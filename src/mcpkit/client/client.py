@@ -1,0 +1,301 @@
+"""``Client``: a connection to one MCP server, whatever the transport.
+
+>>> async with Client(command="python", args=["server.py"]) as client:  # doctest: +SKIP
+...     result = await client.call_tool("add", {"a": 1, "b": 2})
+
+The transport follows from the options: ``command`` spawns a stdio server,
+``url`` speaks Streamable HTTP, ``server`` connects in memory to an
+:class:`~mcpkit.server.server.MCPServer` object. Everything else is the
+:class:`~mcpkit.client.session.ClientSession` it wraps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError, ConnectionClosed
+from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
+from .handlers import (
+    ElicitationHandler,
+    ListChangedCallback,
+    LogCallback,
+    ProgressCallback,
+    ResourceUpdatedCallback,
+    RootsSpec,
+    SamplingHandler,
+)
+from .session import DEFAULT_TIMEOUT, ClientSession, Trace
+from .transports.base import ClientTransport
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..server.server import MCPServer
+
+__all__ = ["Client"]
+
+
+class Client:
+    """An MCP client for one server; use it as an async context manager.
+
+    Exactly one of ``command`` (stdio), ``url`` (Streamable HTTP), ``server``
+    (in memory) or ``transport`` (any object following
+    :class:`~mcpkit.client.transports.base.ClientTransport`) is required.
+    ``timeout`` bounds every wait (seconds; each call can override it).
+    """
+
+    def __init__(
+        self,
+        *,
+        command: str | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        server: MCPServer | None = None,
+        transport: ClientTransport | None = None,
+        name: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        protocol_version: str = LATEST_HANDSHAKE,
+        supported_versions: tuple[str, ...] = HANDSHAKE_REVISIONS,
+        client_info: Mapping[str, Any] | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        elicitation_modes: tuple[str, ...] = ("form",),
+        roots: RootsSpec | None = None,
+        server_logs: bool = True,
+        log_handler: LogCallback | None = None,
+        on_resource_updated: ResourceUpdatedCallback | None = None,
+        on_list_changed: ListChangedCallback | None = None,
+        trace: Trace | None = None,
+    ) -> None:
+        chosen = [
+            k
+            for k, v in (
+                ("command", command),
+                ("url", url),
+                ("server", server),
+                ("transport", transport),
+            )
+            if v is not None
+        ]
+        if len(chosen) != 1:
+            raise ConfigurationError(
+                "Client needs exactly one of command= (stdio), url= (Streamable HTTP), "
+                f"server= (in memory) or transport=; got {chosen or 'none'}"
+            )
+        if (args or env or cwd is not None) and command is None:
+            raise ConfigurationError("args=, env= and cwd= only apply with command=")
+        if (headers or http_client is not None) and url is None:
+            raise ConfigurationError("headers= and http_client= only apply with url=")
+        self._transport_options: dict[str, Any] = {
+            "command": command,
+            "args": args,
+            "env": env,
+            "cwd": cwd,
+            "url": url,
+            "headers": headers,
+            "http_client": http_client,
+            "server": server,
+            "transport": transport,
+            "name": name,
+        }
+        self._session_options: dict[str, Any] = {
+            "name": name,
+            "timeout": timeout,
+            "protocol_version": protocol_version,
+            "supported_versions": supported_versions,
+            "client_info": client_info,
+            "sampling_handler": sampling_handler,
+            "elicitation_handler": elicitation_handler,
+            "elicitation_modes": elicitation_modes,
+            "roots": roots,
+            "server_logs": server_logs,
+            "log_handler": log_handler,
+            "on_resource_updated": on_resource_updated,
+            "on_list_changed": on_list_changed,
+            "trace": trace,
+        }
+        self._session: ClientSession | None = None
+
+    # -- connection ---------------------------------------------------------------------------
+    async def connect(self) -> Client:
+        """Start the transport and run the handshake (``async with`` does this)."""
+        if self._session is not None:
+            raise ConfigurationError("this Client is already connected")
+        session = ClientSession(_transport(**self._transport_options), **self._session_options)
+        self._session = session
+        try:
+            await session.start()
+            await session.initialize()
+        except BaseException:
+            self._session = None
+            await session.aclose()
+            raise
+        return self
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.aclose()
+
+    async def __aenter__(self) -> Client:
+        return await self.connect()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def session(self) -> ClientSession:
+        """The live session (raises when not connected)."""
+        if self._session is None:
+            raise ConnectionClosed("the client is not connected: use 'async with Client(...)'")
+        return self._session
+
+    @property
+    def connected(self) -> bool:
+        return self._session is not None and not self._session.closed
+
+    # -- what the server told us --------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.session.name
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self.session.server_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        return self.session.server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        return self.session.instructions
+
+    @property
+    def protocol_version(self) -> str | None:
+        revision = self.session.revision
+        return revision.name if revision is not None else None
+
+    # -- the session's API --------------------------------------------------------------------
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        return await self.session.request(method, params, timeout=timeout, progress=progress)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.session.notify(method, params)
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self.session.list_tools(timeout=timeout)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return await self.session.call_tool(
+            name, arguments, timeout=timeout, progress=progress, meta=meta
+        )
+
+    async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self.session.list_resources(timeout=timeout)
+
+    async def list_resource_templates(
+        self, *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        return await self.session.list_resource_templates(timeout=timeout)
+
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        return await self.session.read_resource(uri, timeout=timeout, progress=progress)
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        await self.session.subscribe_resource(uri, timeout=timeout)
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        await self.session.unsubscribe_resource(uri, timeout=timeout)
+
+    async def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self.session.list_prompts(timeout=timeout)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        return await self.session.get_prompt(name, arguments, timeout=timeout, progress=progress)
+
+    async def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        return await self.session.complete(ref, argument, value, context=context, timeout=timeout)
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        await self.session.set_logging_level(level, timeout=timeout)
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        await self.session.ping(timeout=timeout)
+
+    async def set_roots(self, roots: RootsSpec) -> None:
+        await self.session.set_roots(roots)
+
+
+def _transport(
+    *,
+    command: str | None,
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+    url: str | None,
+    headers: Mapping[str, str] | None,
+    http_client: httpx.AsyncClient | None,
+    server: MCPServer | None,
+    transport: ClientTransport | None,
+    name: str | None,
+) -> ClientTransport:
+    if transport is not None:
+        return transport
+    if command is not None:
+        from .transports.stdio import StdioTransport
+
+        return StdioTransport(command, args, env=env, cwd=cwd, name=name)
+    if url is not None:
+        try:
+            from .transports.streamable_http import StreamableHTTPTransport
+        except ImportError as exc:  # httpx is an optional extra
+            raise ConfigurationError(
+                "connecting to a URL needs httpx: pip install httpx (or the 'mcpkit[client]' extra)"
+            ) from exc
+        return StreamableHTTPTransport(url, headers=headers, http_client=http_client, name=name)
+    assert server is not None
+    from .transports.memory import MemoryTransport
+
+    return MemoryTransport(server)

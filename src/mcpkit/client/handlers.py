@@ -1,0 +1,271 @@
+"""Server-to-client traffic: requests the server makes and notifications it sends.
+
+Requests (2025-11-25 client/*): ``sampling/createMessage``, ``elicitation/create``
+and ``roots/list`` go to the handlers the application registered, ``ping`` is
+answered here. Each runs in its own task, so a handler waiting on a user never
+blocks the reader, and ``notifications/cancelled`` from the server cancels it
+(utilities/cancellation: no response is sent for a cancelled request).
+
+Notifications: progress goes to the callback of the call that asked for it,
+``notifications/message`` to Python logging (prefixed with the server's name)
+and/or a callback, resource updates and list changes to their callbacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+import orjson
+
+from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, MCPError
+from ..protocol import jsonrpc
+from .elicitation import normalize_elicit_result
+
+if TYPE_CHECKING:
+    from .session import ClientSession
+
+__all__ = [
+    "ElicitationHandler",
+    "ListChangedCallback",
+    "LogCallback",
+    "ProgressCallback",
+    "ResourceUpdatedCallback",
+    "RootsSpec",
+    "SamplingHandler",
+    "ServerTraffic",
+]
+
+log = logging.getLogger("mcpkit.client")
+server_log = logging.getLogger("mcpkit.client.server_log")
+
+MaybeAwaitable: TypeAlias = Awaitable[Any] | Any
+SamplingHandler: TypeAlias = Callable[[dict[str, Any]], MaybeAwaitable]
+"""``handler(params) -> CreateMessageResult dict`` (sync or async)."""
+ElicitationHandler: TypeAlias = Callable[[dict[str, Any]], MaybeAwaitable]
+"""``handler(params) -> {"action": ..., "content": {...}}`` (sync or async)."""
+RootsSpec: TypeAlias = Sequence[str | Mapping[str, Any]] | Callable[[], MaybeAwaitable]
+"""Roots as URIs or ``{"uri", "name"}`` dicts, or a function returning them."""
+ProgressCallback: TypeAlias = Callable[[float, float | None, str | None], MaybeAwaitable]
+"""``callback(progress, total, message)`` for one call."""
+LogCallback: TypeAlias = Callable[[dict[str, Any]], MaybeAwaitable]
+"""``callback(params)`` for each ``notifications/message``."""
+ResourceUpdatedCallback: TypeAlias = Callable[[str], MaybeAwaitable]
+ListChangedCallback: TypeAlias = Callable[[str], MaybeAwaitable]
+"""``callback(kind)`` with kind ``"tools"``, ``"resources"``, ``"prompts"``."""
+
+# notifications/message levels (RFC 5424 severities) → Python logging levels.
+_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+_LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+
+
+class ServerTraffic:
+    """Handles what the server sends that is not an answer to our requests."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        *,
+        sampling_handler: SamplingHandler | None,
+        elicitation_handler: ElicitationHandler | None,
+        roots: RootsSpec | None,
+        server_logs: bool,
+        log_handler: LogCallback | None,
+        on_resource_updated: ResourceUpdatedCallback | None,
+        on_list_changed: ListChangedCallback | None,
+    ) -> None:
+        self.session = session
+        self.sampling_handler = sampling_handler
+        self.elicitation_handler = elicitation_handler
+        self.roots = roots
+        self.server_logs = server_logs
+        self.log_handler = log_handler
+        self.resource_updated: list[ResourceUpdatedCallback] = (
+            [on_resource_updated] if on_resource_updated else []
+        )
+        self.list_changed: list[ListChangedCallback] = [on_list_changed] if on_list_changed else []
+        self.notification_callbacks: dict[str, list[Callable[[dict[str, Any]], Any]]] = {}
+        self.progress: dict[Any, ProgressCallback] = {}
+        self._serving: dict[Any, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def capabilities(self, elicitation_modes: tuple[str, ...]) -> dict[str, Any]:
+        """Client capabilities for ``initialize``: declare only what has a handler."""
+        caps: dict[str, Any] = {}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True}
+        if self.sampling_handler is not None:
+            caps["sampling"] = {}
+        if self.elicitation_handler is not None:
+            # 2025-11-25 client/elicitation § capabilities: modes as keys ({} means form only).
+            caps["elicitation"] = {mode: {} for mode in elicitation_modes}
+        return caps
+
+    def on_notification(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> None:
+        """Call ``callback(params)`` for every ``method`` notification."""
+        self.notification_callbacks.setdefault(method, []).append(callback)
+
+    # -- tasks --------------------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run a user callback; a coroutine result runs as a task. Errors are logged."""
+        try:
+            result = fn(*args)
+        except Exception:
+            log.exception("callback %r failed", fn)
+            return
+        if inspect.isawaitable(result):
+            self.spawn(_guard(result, fn))
+
+    def close(self) -> None:
+        for task in list(self._serving.values()):
+            task.cancel()
+        self._serving.clear()
+        for task in list(self._tasks):
+            task.cancel()
+
+    # -- server requests ----------------------------------------------------------------------
+    def serve(self, msg: dict[str, Any]) -> None:
+        rid = msg["id"]
+        task = asyncio.get_running_loop().create_task(self._answer(msg))
+        try:
+            self._serving[rid] = task
+        except TypeError:  # an unhashable id: still answered, just not cancellable
+            return
+        task.add_done_callback(lambda _t: self._serving.pop(rid, None))
+
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        rid = msg["id"]
+        method = msg["method"]
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        try:
+            result = await self._result(method, params)
+            reply = jsonrpc.response(rid, result)
+        except MCPError as exc:
+            reply = {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+        except Exception as exc:
+            # Logged here; the server only learns that it failed (errors.py: no leaks).
+            log.exception("handler for %s from %r failed: %s", method, self.session.name, exc)
+            reply = jsonrpc.error_response(rid, INTERNAL_ERROR, "Internal error")
+        try:
+            await self.session.send_message(reply)
+        except Exception as exc:
+            log.debug("could not answer %s from %r: %s", method, self.session.name, exc)
+
+    async def _result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "ping":
+            return {}
+        if method == "sampling/createMessage" and self.sampling_handler is not None:
+            return _as_dict(await _maybe_await(self.sampling_handler(params)), method)
+        if method == "elicitation/create" and self.elicitation_handler is not None:
+            answer = await _maybe_await(self.elicitation_handler(params))
+            return normalize_elicit_result(params, answer)
+        if method == "roots/list" and self.roots is not None:
+            return {"roots": await self.list_roots()}
+        # The client did not declare the capability (or the method is unknown).
+        raise MCPError(f"Method not found: {method}", code=METHOD_NOT_FOUND)
+
+    async def list_roots(self) -> list[dict[str, Any]]:
+        roots = self.roots
+        if callable(roots):
+            roots = await _maybe_await(roots())
+        out: list[dict[str, Any]] = []
+        for root in roots or ():
+            if isinstance(root, str):
+                out.append({"uri": root})
+            elif isinstance(root, Mapping):
+                out.append(dict(root))
+            else:  # objects with .uri/.name (mcpkit.Root)
+                item = {"uri": root.uri}
+                if getattr(root, "name", None):
+                    item["name"] = root.name
+                out.append(item)
+        return out
+
+    # -- notifications ------------------------------------------------------------------------
+    def notification(self, msg: dict[str, Any]) -> None:
+        method = msg["method"]
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        if method == "notifications/progress":
+            callback = self.progress.get(params.get("progressToken"))
+            if callback is not None:
+                self._call(
+                    callback, params.get("progress"), params.get("total"), params.get("message")
+                )
+        elif method == "notifications/message":
+            self._log(params)
+        elif method == "notifications/cancelled":
+            task = self._serving.pop(params.get("requestId"), None)
+            if task is not None:
+                task.cancel()
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            for on_updated in self.resource_updated:
+                self._call(on_updated, uri)
+        elif method in _LIST_CHANGED:
+            kind = _LIST_CHANGED[method]
+            for on_changed in self.list_changed:
+                self._call(on_changed, kind)
+        for cb in self.notification_callbacks.get(method, ()):
+            self._call(cb, params)
+
+    def _log(self, params: dict[str, Any]) -> None:
+        if self.log_handler is not None:
+            self._call(self.log_handler, params)
+        if not self.server_logs:
+            return
+        level = _LEVELS.get(params.get("level"), logging.INFO)  # type: ignore[arg-type]
+        if not server_log.isEnabledFor(level):
+            return
+        data = params.get("data")
+        text = data if isinstance(data, str) else orjson.dumps(data).decode()
+        source = params.get("logger")
+        if isinstance(source, str) and source:
+            server_log.log(level, "[%s] %s: %s", self.session.name, source, text)
+        else:
+            server_log.log(level, "[%s] %s", self.session.name, text)
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def _guard(awaitable: Awaitable[Any], fn: Callable[..., Any]) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.exception("callback %r failed", fn)
+
+
+def _as_dict(result: Any, method: str) -> dict[str, Any]:
+    if not isinstance(result, Mapping):
+        raise TypeError(f"the {method} handler must return a dict, not {type(result).__name__}")
+    return dict(result)

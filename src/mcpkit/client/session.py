@@ -1,0 +1,509 @@
+"""``ClientSession``: one MCP session over any client transport.
+
+The session correlates requests and responses by id (one future per call, no
+queue), enforces a timeout on every wait, turns cancellation of the awaiting
+task into ``notifications/cancelled``, runs the ``initialize`` handshake, and
+answers the server's own requests (sampling, elicitation, roots, ping).
+Messages stay plain dicts from the transport's ``orjson.loads`` to the caller
+(ARCHITECTURE.md, principle 3).
+
+Server-to-client traffic is handled by :mod:`mcpkit.client.handlers`; the
+transport interface is in :mod:`mcpkit.client.transports.base`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Final
+
+from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
+from ..protocol import jsonrpc
+from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE, REVISIONS, Revision
+from .handlers import (
+    ElicitationHandler,
+    ListChangedCallback,
+    LogCallback,
+    ProgressCallback,
+    ResourceUpdatedCallback,
+    RootsSpec,
+    SamplingHandler,
+    ServerTraffic,
+)
+from .transports.base import ClientTransport, SessionExpired
+
+__all__ = ["DEFAULT_TIMEOUT", "ClientSession", "Trace"]
+
+log = logging.getLogger("mcpkit.client")
+
+DEFAULT_TIMEOUT: Final = 60.0
+CLIENT_INFO: Final = {"name": "mcpkit", "version": "0.1.0"}
+# A server that keeps answering with a cursor must not make a listing loop forever.
+MAX_PAGES: Final = 1000
+
+Trace = Callable[[str, Any], None]
+"""``trace(direction, message)``: sees every message, ``"sent"`` or ``"received"``."""
+
+
+class ClientSession:
+    """A session with one MCP server over ``transport``.
+
+    >>> async with ClientSession(transport) as session:   # doctest: +SKIP
+    ...     tools = await session.list_tools()
+
+    Every request waits at most ``timeout`` seconds (overridable per call); a
+    timeout raises :class:`~mcpkit.errors.PeerTimeout` and tells the server with
+    ``notifications/cancelled``. Handlers for server requests and callbacks for
+    notifications are keyword options; see :class:`~mcpkit.client.handlers.ServerTraffic`.
+    """
+
+    def __init__(
+        self,
+        transport: ClientTransport,
+        *,
+        name: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        protocol_version: str = LATEST_HANDSHAKE,
+        supported_versions: tuple[str, ...] = HANDSHAKE_REVISIONS,
+        client_info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        elicitation_modes: tuple[str, ...] = ("form",),
+        roots: RootsSpec | None = None,
+        server_logs: bool = True,
+        log_handler: LogCallback | None = None,
+        on_resource_updated: ResourceUpdatedCallback | None = None,
+        on_list_changed: ListChangedCallback | None = None,
+        trace: Trace | None = None,
+    ) -> None:
+        if protocol_version not in supported_versions:
+            raise ValueError(
+                f"protocol_version {protocol_version!r} is not among the supported versions "
+                f"{supported_versions}"
+            )
+        unknown = [v for v in supported_versions if v not in REVISIONS]
+        if unknown:
+            raise ValueError(f"unknown protocol versions {unknown}; known: {sorted(REVISIONS)}")
+        self.transport = transport
+        self.timeout = timeout
+        self.protocol_version = protocol_version
+        self.supported_versions = supported_versions
+        self.client_info = dict(client_info) if client_info is not None else dict(CLIENT_INFO)
+        self.initialize_result: dict[str, Any] | None = None
+        self.server_info: dict[str, Any] = {}
+        self.server_capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+        self.revision: Revision | None = None
+        self._label = name
+        self._trace = trace
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._closed: BaseException | None = None
+        self._started = False
+        self._generation = 0  # bumped by every successful handshake (HTTP re-initialization)
+        self._reinit_lock: asyncio.Lock | None = None
+        self.traffic = ServerTraffic(
+            self,
+            sampling_handler=sampling_handler,
+            elicitation_handler=elicitation_handler,
+            roots=roots,
+            server_logs=server_logs,
+            log_handler=log_handler,
+            on_resource_updated=on_resource_updated,
+            on_list_changed=on_list_changed,
+        )
+        self._capabilities = self.traffic.capabilities(elicitation_modes)
+        if capabilities:
+            self._capabilities.update(capabilities)
+
+    # -- identity -----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The server's name for messages: the one given, else ``serverInfo.name``."""
+        if self._label:
+            return self._label
+        name = self.server_info.get("name")
+        if isinstance(name, str) and name:
+            return name
+        label = getattr(self.transport, "label", None)
+        return label if isinstance(label, str) and label else "MCP server"
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The client capabilities sent in ``initialize``."""
+        return self._capabilities
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def __aenter__(self) -> ClientSession:
+        try:
+            await self.start()
+            await self.initialize()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Open the transport (``__aenter__`` does this and the handshake)."""
+        if not self._started:
+            self._started = True
+            await self.transport.start(self)
+
+    async def initialize(self) -> dict[str, Any]:
+        """The handshake (2025-11-25 basic/lifecycle § initialization); returns the result."""
+        params = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": self._capabilities,
+            "clientInfo": self.client_info,
+        }
+        result = await self.request("initialize", params, _retry=False)
+        version = result.get("protocolVersion")
+        if version not in self.supported_versions:
+            # Lifecycle § version negotiation: a client that does not support the
+            # server's version SHOULD disconnect.
+            exc = MCPError(
+                f"{self._describe(result)} answered initialize with protocol version {version!r}, "
+                f"which this client does not support (it asked for {self.protocol_version!r}; "
+                f"supported: {', '.join(self.supported_versions)})",
+                code=INTERNAL_ERROR,
+                data={"requested": self.protocol_version, "received": version},
+            )
+            self._fail_all(ConnectionClosed(str(exc)))
+            await self.transport.aclose()
+            raise exc
+        self.initialize_result = result
+        self.revision = REVISIONS[version]
+        info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        caps = result.get("capabilities")
+        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        await self.notify("notifications/initialized", _retry=False)
+        self._generation += 1
+        return result
+
+    def _describe(self, result: Mapping[str, Any]) -> str:
+        info = result.get("serverInfo")
+        if not self._label and isinstance(info, dict) and isinstance(info.get("name"), str):
+            return f"MCP server {info['name']!r}"
+        return f"MCP server {self.name!r}"
+
+    async def aclose(self) -> None:
+        """Fail pending calls, stop serving server requests and close the transport."""
+        if self._closed is None:
+            self._closed = ConnectionClosed(f"the session with {self.name!r} was closed")
+        self._fail_all(self._closed)
+        self.traffic.close()
+        await self.transport.aclose()
+
+    def _fail_all(self, exc: BaseException) -> None:
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(_copy(exc))
+
+    # -- requests -----------------------------------------------------------------------------
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        _retry: bool = True,
+    ) -> dict[str, Any]:
+        """Send a request and return its result; raises ``RemoteError`` for an error answer."""
+        if self._closed is not None:
+            raise _copy(self._closed)
+        if _retry and self._reinit_lock is not None and self._reinit_lock.locked():
+            async with self._reinit_lock:  # a new session is being made: wait for it
+                pass
+        rid = next(self._ids)
+        if progress is not None:
+            # utilities/progress: the token rides in the request's `_meta`; the id is unique.
+            params = dict(params) if params else {}
+            meta = params.get("_meta")
+            params["_meta"] = {**meta, "progressToken": rid} if meta else {"progressToken": rid}
+            self.traffic.progress[rid] = progress
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        pending = self._pending
+        pending[rid] = fut
+        msg = jsonrpc.request(rid, method, params)
+        generation = self._generation
+        wait = self.timeout if timeout is None else timeout
+        try:
+            async with asyncio.timeout(wait):
+                if self._trace is not None:
+                    self._trace("sent", msg)
+                await self.transport.send(msg)
+                return await fut
+        except TimeoutError:
+            if method != "initialize":  # lifecycle: initialize MUST NOT be cancelled
+                await self._cancel_quietly(rid, f"timed out after {wait:g} s")
+            raise PeerTimeout(
+                f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
+            ) from None
+        except asyncio.CancelledError:
+            if method != "initialize" and self._closed is None:
+                self.traffic.spawn(self._cancel_quietly(rid, "cancelled by the client"))
+            raise
+        except SessionExpired:
+            if not _retry:
+                raise
+            await self._reinitialize(generation)
+        finally:
+            pending.pop(rid, None)
+            if progress is not None:
+                self.traffic.progress.pop(rid, None)
+        # The server forgot the session (it restarted): a new one was made; try once more.
+        return await self.request(method, params, timeout=timeout, progress=progress, _retry=False)
+
+    async def notify(
+        self, method: str, params: dict[str, Any] | None = None, *, _retry: bool = True
+    ) -> None:
+        """Send a notification."""
+        if self._closed is not None:
+            raise _copy(self._closed)
+        msg = jsonrpc.notification(method, params)
+        generation = self._generation
+        try:
+            await self.send_message(msg)
+        except SessionExpired:
+            if not _retry:
+                raise
+            await self._reinitialize(generation)
+            await self.send_message(msg)
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        """Write one raw message (responses to the server use this)."""
+        if self._trace is not None:
+            self._trace("sent", message)
+        await self.transport.send(message)
+
+    async def _cancel_quietly(self, rid: Any, reason: str) -> None:
+        if self._closed is not None:
+            return
+        try:
+            await asyncio.wait_for(
+                self.send_message(
+                    jsonrpc.notification(
+                        "notifications/cancelled", {"requestId": rid, "reason": reason}
+                    )
+                ),
+                5.0,
+            )
+        except Exception as exc:  # the connection may be what failed
+            log.debug("could not send notifications/cancelled for %r: %s", rid, exc)
+
+    async def _reinitialize(self, generation: int) -> None:
+        """Run the handshake again, once for every request that saw the session expire."""
+        if self._reinit_lock is None:
+            self._reinit_lock = asyncio.Lock()
+        async with self._reinit_lock:
+            if self._generation != generation:
+                return  # another call already made a new session
+            log.info("MCP server %r forgot our session; initializing a new one", self.name)
+            await self.initialize()
+
+    # -- what the transport delivers (transports.base.Inbound) --------------------------------
+    def message_received(self, message: Any) -> None:
+        if self._trace is not None:
+            self._trace("received", message)
+        if type(message) is dict:
+            self._dispatch(message)
+        elif type(message) is list:  # a batch (2025-03-26 servers may answer with one)
+            for item in message:
+                if type(item) is dict:
+                    self._dispatch(item)
+        else:
+            log.warning("MCP server %r sent a non-object message: %.200r", self.name, message)
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        if "method" in msg:
+            if "id" in msg:
+                self.traffic.serve(msg)
+            else:
+                self.traffic.notification(msg)
+            return
+        fut = self._pending.pop(msg.get("id"), None)
+        if fut is None:
+            log.debug("MCP server %r answered an unknown request id %r", self.name, msg.get("id"))
+            return
+        if fut.done():
+            return
+        result = msg.get("result")
+        if type(result) is dict:
+            fut.set_result(result)
+            return
+        err = msg.get("error")
+        if type(err) is dict:
+            code = err.get("code")
+            fut.set_exception(
+                RemoteError(
+                    str(err.get("message", "")),
+                    code=code if type(code) is int else INTERNAL_ERROR,
+                    data=err.get("data"),
+                )
+            )
+        else:
+            fut.set_exception(
+                RemoteError(
+                    f"MCP server {self.name!r} sent a malformed response: {msg!r:.300}",
+                    code=INTERNAL_ERROR,
+                )
+            )
+
+    def request_failed(self, request_id: Any, exc: BaseException) -> None:
+        fut = self._pending.get(request_id)
+        if fut is not None and not fut.done():
+            fut.set_exception(exc)
+
+    def connection_lost(self, exc: BaseException) -> None:
+        if self._closed is None:
+            self._closed = exc
+            log.debug("connection to %r lost: %s", self.name, exc)
+        self._fail_all(exc)
+        self.traffic.close()
+
+    # -- high-level API: tools ----------------------------------------------------------------
+    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every tool, following ``nextCursor`` across pages."""
+        return await self._list_all("tools/list", "tools", timeout)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool; returns the ``CallToolResult`` dict (``isError`` is not raised)."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
+        return await self.request("tools/call", params, timeout=timeout, progress=progress)
+
+    # -- resources ----------------------------------------------------------------------------
+    async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self._list_all("resources/list", "resources", timeout)
+
+    async def list_resource_templates(
+        self, *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        return await self._list_all("resources/templates/list", "resourceTemplates", timeout)
+
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """``resources/read``; returns the result dict (its ``contents`` list)."""
+        return await self.request(
+            "resources/read", {"uri": uri}, timeout=timeout, progress=progress
+        )
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        await self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
+
+    # -- prompts ------------------------------------------------------------------------------
+    async def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self._list_all("prompts/list", "prompts", timeout)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``prompts/get``; returns the result dict (``description``, ``messages``)."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self.request("prompts/get", params, timeout=timeout, progress=progress)
+
+    # -- utilities ----------------------------------------------------------------------------
+    async def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """``completion/complete``; returns the ``completion`` dict (``values``, ``hasMore``…).
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``.
+        """
+        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
+        if context is not None:
+            params["context"] = {"arguments": dict(context)}
+        result = await self.request("completion/complete", params, timeout=timeout)
+        completion = result.get("completion")
+        return completion if isinstance(completion, dict) else {"values": []}
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """``logging/setLevel``: the least severe level the server should send."""
+        await self.request("logging/setLevel", {"level": level}, timeout=timeout)
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        await self.request("ping", timeout=timeout)
+
+    async def set_roots(self, roots: RootsSpec) -> None:
+        """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
+        self.traffic.roots = roots
+        if self.initialize_result is not None and self._closed is None:
+            await self.notify("notifications/roots/list_changed")
+
+    async def _list_all(self, method: str, key: str, timeout: float | None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            result = await self.request(method, params, timeout=timeout)
+            page = result.get(key)
+            if isinstance(page, list):
+                items.extend(page)
+            cursor = result.get("nextCursor")
+            # utilities/pagination: a missing cursor is the end; a repeated one would loop.
+            if not isinstance(cursor, str) or cursor in seen:
+                return items
+            seen.add(cursor)
+            params = {"cursor": cursor}
+        raise RemoteError(
+            f"MCP server {self.name!r} kept paginating {method} beyond {MAX_PAGES} pages",
+            code=INTERNAL_ERROR,
+        )
+
+
+def _copy(exc: BaseException) -> BaseException:
+    """A fresh exception like ``exc`` (raising one instance from many calls tangles tracebacks)."""
+    try:
+        new = copy.copy(exc)
+    except Exception:
+        return exc
+    new.__traceback__ = None
+    return new

@@ -1,0 +1,71 @@
+"""A client transport straight into an :class:`~mcpkit.server.server.MCPServer` object.
+
+No sockets and no subprocess, yet every message crosses ``orjson`` both ways,
+so the client and the server see exactly the JSON a real wire would carry.
+Each client request is served in its own task, as a real transport would: a
+tool waiting for an elicitation answer must not block reading that answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...errors import ConnectionClosed
+from .base import Inbound
+
+if TYPE_CHECKING:
+    from ...server.server import MCPServer
+    from ...server.session import ServerSession
+
+__all__ = ["MemoryTransport"]
+
+
+class MemoryTransport:
+    """Connects a client session to ``server`` in the same event loop."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self.session: ServerSession | None = None
+        self._inbound: Inbound | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    async def start(self, inbound: Inbound) -> None:
+        self._inbound = inbound
+        self.session = self.server.create_session(standalone=self._deliver)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        session = self.session
+        if session is None or self._closed:
+            raise ConnectionClosed("the in-memory connection is closed")
+        wire = orjson.loads(orjson.dumps(message))
+        if "method" in wire and "id" in wire:
+            task = asyncio.get_running_loop().create_task(self._serve(session, wire))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            out = await session.handle(wire, self._deliver)
+            if out is not None:
+                await self._deliver(out)
+
+    async def _serve(self, session: ServerSession, msg: dict[str, Any]) -> None:
+        out = await session.handle(msg, self._deliver)
+        if out is not None:
+            await self._deliver(out)
+
+    async def _deliver(self, message: dict[str, Any]) -> None:
+        if self._closed or self._inbound is None:
+            return
+        self._inbound.message_received(orjson.loads(orjson.dumps(message)))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        if self.session is not None:
+            self.session.close()

@@ -1,0 +1,384 @@
+"""stdio client transport: spawn the server, speak newline-delimited JSON on its pipes.
+
+2025-11-25 basic/transports § stdio: messages are JSON-RPC, one per line, on
+the server's stdin/stdout; the server may log to stderr; to shut down the
+client closes stdin, waits for the process to exit, then SIGTERM, then SIGKILL.
+
+Beyond the spec, for production use:
+
+* The server runs in a new process group and shutdown signals the whole group,
+  so helpers it started (``npx`` → ``node``, shells) go too: no orphans. The
+  event loop's child watcher reaps it: no zombies. An ``atexit`` hook kills the
+  groups of transports the application forgot to close.
+* The pipes are read by an :class:`asyncio.SubprocessProtocol`, so each stdout
+  chunk is split and decoded in the callback that received it and pushed
+  straight to the session: no reader task, no queue.
+* When the process dies, pending calls fail at once with an error naming the
+  server, its exit status and the last lines it wrote to stderr. A line on
+  stdout that is not JSON fails the connection with an error that says so
+  (instead of the call hanging until its timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import contextlib
+import copy
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+
+from ...errors import ConnectionClosed
+from .base import Inbound
+
+__all__ = ["ServerExited", "StdioTransport"]
+
+stderr_log = logging.getLogger("mcpkit.client.stderr")
+log = logging.getLogger("mcpkit.client")
+
+_NEWLINE: Final = orjson.OPT_APPEND_NEWLINE
+# How long after the process exits we still wait for its last stdout bytes.
+_EXIT_GRACE: Final = 0.25
+_STDERR_TAIL: Final = 10
+
+
+class ServerExited(ConnectionClosed):
+    """The server process exited (or stopped being usable); ``returncode`` may be None."""
+
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+class StdioTransport:
+    """Runs ``command args…`` and talks MCP over its stdin/stdout.
+
+    ``env`` is added to this process's environment (``inherit_env=False``
+    passes ``env`` alone). Closing waits ``close_timeout`` seconds for the
+    server to exit after stdin closes, then ``kill_timeout`` after SIGTERM.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        inherit_env: bool = True,
+        close_timeout: float = 2.0,
+        kill_timeout: float = 2.0,
+    ) -> None:
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.inherit_env = inherit_env
+        self.close_timeout = close_timeout
+        self.kill_timeout = kill_timeout
+        self.label = name or _label(command, self.args)
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self._inbound: Inbound | None = None
+        self._process: asyncio.SubprocessTransport | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._partial = bytearray()
+        self._err_partial = bytearray()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+        self._stdout_eof = False
+        self._exited: asyncio.Event | None = None
+        self._lost: ConnectionClosed | None = None
+        self._lost_timer: asyncio.TimerHandle | None = None
+        self._closing = False
+        self._paused = False
+        self._drain_waiter: asyncio.Future[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, inbound: Inbound) -> None:
+        self._inbound = inbound
+        loop = asyncio.get_running_loop()
+        self._exited = asyncio.Event()
+        env = None
+        if self.env is not None or not self.inherit_env:
+            env = {**os.environ, **(self.env or {})} if self.inherit_env else dict(self.env or {})
+        try:
+            process, _ = await loop.subprocess_exec(
+                lambda: _Pipes(self),
+                self.command,
+                *self.args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=self.cwd,
+                process_group=0,  # its own group: shutdown signals reach its children too
+            )
+        except OSError as exc:
+            raise ServerExited(f"cannot start MCP server {self.label!r}: {exc}") from exc
+        self._process = process
+        self.pid = process.get_pid()
+        _live_groups.add(self.pid)
+        stdin = process.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        self._stdin = stdin
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self._lost is not None:
+            raise copy.copy(self._lost)
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing():
+            raise ServerExited(f"MCP server {self.label!r}: its stdin is closed", self.returncode)
+        stdin.write(orjson.dumps(message, option=_NEWLINE))
+        if self._paused:
+            await self._drain()
+
+    async def _drain(self) -> None:
+        if self._drain_waiter is None or self._drain_waiter.done():
+            self._drain_waiter = asyncio.get_running_loop().create_future()
+        await self._drain_waiter
+
+    async def aclose(self) -> None:
+        """Close stdin, wait, SIGTERM, wait, SIGKILL: the whole process group."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._lost_timer is not None:
+            self._lost_timer.cancel()
+        process = self._process
+        if process is None:
+            return
+        pgid = self.pid
+        try:
+            if self._stdin is not None:
+                self._stdin.close()  # EOF on stdin asks the server to exit (transports § stdio)
+            if not await self._wait_exit(self.close_timeout):
+                self._signal(signal.SIGTERM)
+                if not await self._wait_exit(self.kill_timeout):
+                    self._signal(signal.SIGKILL)
+                    await self._wait_exit(5.0)
+            await self._reap_group()
+        finally:
+            process.close()
+            if pgid is not None:
+                _live_groups.discard(pgid)
+            self._wake_drain(ConnectionClosed("closed"))
+
+    async def _wait_exit(self, timeout: float) -> bool:
+        assert self._exited is not None
+        if self._exited.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._exited.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _reap_group(self) -> None:
+        """Stop processes the server left behind in its group (they would be orphans)."""
+        if self.pid is None or not _group_alive(self.pid):
+            return
+        self._signal(signal.SIGTERM)
+        for _ in range(25):
+            await asyncio.sleep(0.02)
+            if not _group_alive(self.pid):
+                return
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self.pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    # -- pipe events (from _Pipes) ------------------------------------------------------------
+    def _stdout(self, data: bytes) -> None:
+        if self._partial:
+            self._partial += data
+            if b"\n" not in data:
+                return
+            data = bytes(self._partial)
+            self._partial.clear()
+        elif b"\n" not in data:
+            self._partial += data
+            return
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if tail:
+            self._partial += tail
+        inbound = self._inbound
+        assert inbound is not None
+        for line in lines:
+            if self._lost is not None:
+                return
+            try:
+                message = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                if line.strip():
+                    self._garbage(line)
+                continue
+            try:
+                inbound.message_received(message)
+            except Exception:  # never let a bug here kill the pipe (asyncio would close it)
+                log.exception("MCP server %r: failed to handle a message", self.label)
+
+    def _garbage(self, line: bytes) -> None:
+        snippet = line[:200].decode("utf-8", "replace")
+        self._report(
+            ConnectionClosed(
+                f"MCP server {self.label!r} wrote a line to stdout that is not JSON: {snippet!r}. "
+                "An MCP server must write only JSON-RPC messages to stdout (logs go to stderr); "
+                "the connection is unusable and was dropped"
+            )
+        )
+
+    def _stderr(self, data: bytes) -> None:
+        self._err_partial += data
+        if b"\n" not in data:
+            if len(self._err_partial) < 65536:
+                return
+            data = bytes(self._err_partial) + b"\n"  # an endless line: flush it anyway
+        else:
+            data = bytes(self._err_partial)
+        self._err_partial.clear()
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if tail:
+            self._err_partial += tail
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").rstrip()
+            if text:
+                self._stderr_tail.append(text)
+                stderr_log.info("[%s] %s", self.label, text)
+
+    def _stdout_closed(self) -> None:
+        self._stdout_eof = True
+        if self._partial.strip():
+            line = bytes(self._partial)
+            self._partial.clear()
+            self._stdout(line + b"\n")
+        self._check_lost()
+
+    def _process_exited(self) -> None:
+        assert self._process is not None and self._exited is not None
+        self.returncode = self._process.get_returncode()
+        self._exited.set()
+        self._check_lost()
+
+    def _check_lost(self) -> None:
+        if self._closing or self._lost is not None:
+            return
+        if self._stdout_eof and self.returncode is not None:
+            self._report_exit()
+        elif self._lost_timer is None:
+            # Let the last stdout bytes (or the exit status) arrive, then report.
+            loop = asyncio.get_running_loop()
+            self._lost_timer = loop.call_later(_EXIT_GRACE, self._report_exit)
+
+    def _report_exit(self) -> None:
+        if self._closing or self._lost is not None:
+            return
+        if self.returncode is not None:
+            what = f"MCP server {self.label!r} (pid {self.pid}) {_status(self.returncode)}"
+        else:
+            what = f"MCP server {self.label!r} (pid {self.pid}) closed its stdout"
+        if self._stderr_tail:
+            what += "; its last stderr lines:\n  " + "\n  ".join(self._stderr_tail)
+        self._report(ServerExited(what, self.returncode))
+
+    def _report(self, exc: ConnectionClosed) -> None:
+        if self._lost is not None:
+            return
+        self._lost = exc
+        if self._lost_timer is not None:
+            self._lost_timer.cancel()
+        self._wake_drain(exc)
+        if self._inbound is not None:
+            self._inbound.connection_lost(exc)
+
+    def _pause(self) -> None:
+        self._paused = True
+
+    def _resume(self) -> None:
+        self._paused = False
+        self._wake_drain(None)
+
+    def _wake_drain(self, exc: BaseException | None) -> None:
+        waiter, self._drain_waiter = self._drain_waiter, None
+        if waiter is not None and not waiter.done():
+            if exc is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(exc)
+
+
+class _Pipes(asyncio.SubprocessProtocol):
+    """Forwards pipe events to the transport (a protocol object is what asyncio wants)."""
+
+    def __init__(self, owner: StdioTransport) -> None:
+        self.owner = owner
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        assert isinstance(data, bytes)
+        if fd == 1:
+            self.owner._stdout(data)
+        else:
+            self.owner._stderr(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.owner._stdout_closed()
+        elif fd == 0:
+            self.owner._resume()
+
+    def process_exited(self) -> None:
+        self.owner._process_exited()
+
+    def pause_writing(self) -> None:
+        self.owner._pause()
+
+    def resume_writing(self) -> None:
+        self.owner._resume()
+
+
+def _label(command: str, args: Sequence[str]) -> str:
+    text = " ".join([os.path.basename(command), *args])
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _status(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# Process groups of servers still running; killed at interpreter exit if never closed.
+_live_groups: set[int] = set()
+
+
+@atexit.register
+def _kill_forgotten() -> None:
+    for pgid in list(_live_groups):
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+    _live_groups.clear()

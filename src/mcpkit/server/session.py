@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -27,6 +26,7 @@ from ..errors import (
     MCPError,
     PeerTimeout,
     RemoteError,
+    to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
@@ -65,7 +65,9 @@ class Request:
         "task",
     )
 
-    def __init__(self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any) -> None:
+    def __init__(
+        self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any
+    ) -> None:
         self.session = session
         self.id = msg["id"]
         self.method: str = msg["method"]
@@ -73,18 +75,26 @@ class Request:
         self.params: dict[str, Any] = params if params is not None else {}
         meta = self.params.get("_meta")
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
-        self.progress_token = self.meta.get("progressToken")
+        token = self.meta.get("progressToken")
+        # A ProgressToken is a string or an integer; anything else cannot be echoed validly.
+        self.progress_token: str | int | None = (
+            token if isinstance(token, str | int) and not isinstance(token, bool) else None
+        )
         self.send_raw = send
         self.auth_info = auth_info
         self.signal = CancelSignal()
         self.task: asyncio.Task[Any] | None = None
         # Set by transports whose request stream can be closed early (Streamable HTTP, SEP-1699).
-        self.close_stream: Callable[[], Awaitable[None]] | None = getattr(send, "close_stream", None)
+        self.close_stream: Callable[[], Awaitable[None]] | None = getattr(
+            send, "close_stream", None
+        )
 
     async def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.send_raw(jsonrpc.notification(method, params))
 
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         if self.progress_token is None:
             return
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
@@ -157,30 +167,44 @@ class ServerSession:
             return None
         return jsonrpc.invalid_request(msg)
 
-    async def handle_batch(self, batch: list[Any], send: Send, *, auth_info: Any = None) -> list[dict[str, Any]]:
-        """A JSON-RPC batch: only 2025-03-26 allows them (2025-06-18 changelog)."""
+    async def handle_batch(
+        self, batch: list[Any], send: Send, *, auth_info: Any = None
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """A JSON-RPC array: only 2025-03-26 allows batches (2025-06-18 changelog).
+
+        Returns the list of responses to write as one array (empty when the batch
+        held only notifications and responses: write nothing), or, when the batch
+        as a whole is refused, one error response object (JSON-RPC 2.0 § 6: an
+        invalid batch gets a single response, not an array).
+        """
         if not batch:
-            return [jsonrpc.invalid_request(batch, "empty batch")]
-        if not self.revision.batching and self.state is not State.NEW:
-            return [jsonrpc.invalid_request(None, f"batches are not supported in revision {self.revision.name}")]
-        if any(type(m) is dict and m.get("method") == "initialize" for m in batch):
-            return [jsonrpc.invalid_request(None, "initialize must not be part of a batch")]
+            return jsonrpc.invalid_request(None, "empty batch")
         if self.state is State.NEW:
-            return [jsonrpc.invalid_request(None, "batches are not supported before initialization")]
+            # The revision is not known yet, and initialize must not be batched
+            # (2025-03-26 basic/lifecycle § initialization).
+            return jsonrpc.invalid_request(None, "batches are not allowed before initialization")
+        if not self.revision.batching:
+            return jsonrpc.invalid_request(
+                None,
+                f"JSON-RPC batches are not supported in protocol revision {self.revision.name}",
+            )
+        # Each member runs in its own task: cancelling one must not cancel the others.
         results = await asyncio.gather(*(self.handle(m, send, auth_info=auth_info) for m in batch))
         return [r for r in results if r is not None]
 
-    async def handle_request(self, msg: dict[str, Any], send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
+    async def handle_request(
+        self, msg: dict[str, Any], send: Send, *, auth_info: Any = None
+    ) -> dict[str, Any] | None:
         method: str = msg["method"]
         rid = msg["id"]
-        if method == "initialize" and self.state is not State.NEW and not self.stateless:
-            return jsonrpc.error_response(rid, INVALID_REQUEST, "Invalid request: session already initialized")
-        if self.state is not State.READY and not allowed(self.state, method):
-            if method == "initialize":
-                return jsonrpc.error_response(rid, INVALID_REQUEST, "Invalid request: session already initialized")
-            return jsonrpc.error_response(
-                rid, INVALID_REQUEST, f"Invalid request: '{method}' received before initialization"
-            )
+        if self.state is not State.READY and not self.stateless and not allowed(self.state, method):
+            return jsonrpc.error_response(rid, INVALID_REQUEST, self._refusal(method))
+        if method == "initialize" and not self.stateless:
+            # Claim the handshake now: a second initialize sent while the first one
+            # is still being served must be refused too.
+            if self.state is not State.NEW:
+                return jsonrpc.error_response(rid, INVALID_REQUEST, self._refusal(method))
+            self.state = next_state(self.state, method)
         handler = self._handlers.get(method)
         if handler is None:
             return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -191,20 +215,33 @@ class ServerSession:
         try:
             result = await handler(self, req)
         except MCPError as exc:
+            if method == "initialize" and not self.stateless:
+                self.state = State.NEW  # a refused handshake may be retried
             return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
         except asyncio.CancelledError:
             if req.signal.cancelled and req.task is not None and req.task.uncancel() == 0:
                 return None  # cancelled by the client: no response (utilities/cancellation)
             raise
         except Exception as exc:
+            if method == "initialize" and not self.stateless:
+                self.state = State.NEW
             log.exception("handler for %s failed", method)
-            msg_text = f"Internal error: {type(exc).__name__}: {exc}" if self.server.debug else "Internal error"
-            return jsonrpc.error_response(rid, INTERNAL_ERROR, msg_text)
+            return {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": to_jsonrpc_error(exc, debug=self.server.debug),
+            }
         finally:
-            inflight.pop(rid, None)
-        if method == "initialize" and not self.stateless:
-            self.state = next_state(self.state, method)
+            if inflight.get(rid) is req:
+                del inflight[rid]
         return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    def _refusal(self, method: str) -> str:
+        if self.state is State.CLOSED:
+            return f"Invalid request: the session is closed ('{method}' refused)"
+        if method == "initialize":
+            return "Invalid request: the session is already initialized"
+        return f"Invalid request: '{method}' received before initialization"
 
     def handle_notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
@@ -212,7 +249,10 @@ class ServerSession:
         if method == "notifications/initialized":
             self.state = next_state(self.state, method)
         elif method == "notifications/cancelled":
-            self.cancel(params.get("requestId"), params.get("reason"))
+            request_id = params.get("requestId")
+            if jsonrpc.valid_id(request_id):
+                reason = params.get("reason")
+                self.cancel(request_id, reason if isinstance(reason, str) else None)
         elif method == "notifications/roots/list_changed":
             for callback in self.server._roots_changed:
                 asyncio.get_running_loop().call_soon(_spawn, callback, self)
@@ -225,10 +265,13 @@ class ServerSession:
             return
         if "error" in msg:
             err = msg["error"]
-            fut.set_exception(RemoteError(str(err.get("message", "")), code=err.get("code"), data=err.get("data")))
+            fut.set_exception(RemoteError(err["message"], code=err["code"], data=err.get("data")))
+        elif isinstance(msg["result"], dict):
+            fut.set_result(msg["result"])
         else:
-            result = msg["result"]
-            fut.set_result(result if isinstance(result, dict) else {})
+            fut.set_exception(
+                RemoteError("the client answered with a result that is not an object")
+            )
 
     def cancel(self, request_id: Any, reason: str | None = None) -> bool:
         """Cancel an in-flight request (``notifications/cancelled``)."""
@@ -251,7 +294,15 @@ class ServerSession:
         timeout: float | None = None,
         capability: str | None = None,
     ) -> dict[str, Any]:
-        """Send a request to the client and await its result."""
+        """Send a request to the client and await its result.
+
+        Raises :class:`CapabilityError` when ``capability`` was not declared by the
+        client, :class:`PeerTimeout` when it does not answer within ``timeout``
+        (default: the server's ``request_timeout``), :class:`RemoteError` when it
+        answers with an error and :class:`ConnectionClosed` when the session ends.
+        """
+        if self.state is State.CLOSED:
+            raise ConnectionClosed(f"cannot send {method}: the session is closed")
         if capability is not None and capability not in self.client_capabilities:
             raise CapabilityError(
                 f"the client did not declare the '{capability}' capability, so the server cannot send {method}"
@@ -271,7 +322,11 @@ class ServerSession:
             return await asyncio.wait_for(fut, wait)
         except TimeoutError:
             try:
-                await send(jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": "timeout"}))
+                await send(
+                    jsonrpc.notification(
+                        "notifications/cancelled", {"requestId": rid, "reason": "timeout"}
+                    )
+                )
             except Exception:
                 pass
             raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
@@ -287,7 +342,9 @@ class ServerSession:
         except Exception as exc:  # a gone client must not break the notifier
             log.debug("could not deliver %s: %s", method, exc)
 
-    async def log(self, request: Request | None, level: str, data: Any, *, logger: str | None = None) -> None:
+    async def log(
+        self, request: Request | None, level: str, data: Any, *, logger: str | None = None
+    ) -> None:
         rank = LOG_LEVELS.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}")

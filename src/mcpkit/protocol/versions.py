@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 __all__ = [
+    "DEFAULT_HTTP_REVISION",
     "HANDSHAKE_REVISIONS",
     "LATEST_HANDSHAKE",
     "REVISIONS",
@@ -19,26 +20,57 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Revision:
+    """What one protocol revision has; each flag names the revision that introduced it."""
+
     name: str
     era: Literal["handshake", "stateless"]
     batching: bool  # JSON-RPC batches allowed (2025-03-26 only)
-    structured_output: bool  # outputSchema / structuredContent
-    elicitation: bool
-    titles_and_icons: bool  # `title` fields (2025-06-18), icons (2025-11-25)
-    protocol_header: bool  # MCP-Protocol-Version header on HTTP
-    sse_polling: bool  # priming event + server-initiated close (SEP-1699)
+    completions: bool  # `completions` server capability (2025-03-26)
+    tool_annotations: bool  # Tool.annotations (2025-03-26)
+    audio: bool  # AudioContent (2025-03-26)
+    structured_output: bool  # outputSchema / structuredContent (2025-06-18)
+    elicitation: bool  # elicitation/create (2025-06-18)
+    titles: bool  # `title` on tools, prompts, resources, implementations (2025-06-18)
+    meta_fields: bool  # `_meta` on tools, prompts, resources and content blocks (2025-06-18)
+    resource_links: bool  # ResourceLink content (2025-06-18)
+    icons: bool  # `icons`, Implementation description/websiteUrl (2025-11-25)
+    rich_elicitation: bool  # defaults, titled and multi-select enums in forms (2025-11-25)
+    protocol_header: bool  # MCP-Protocol-Version header on HTTP (2025-06-18)
+    sse_polling: bool  # priming event + server-initiated close (SEP-1699, 2025-11-25)
     resource_not_found_code: int
+
+
+def _handshake(name: str, level: int) -> Revision:
+    """A handshake-era row; ``level`` counts revisions since 2024-11-05."""
+    return Revision(
+        name=name,
+        era="handshake",
+        batching=level == 1,
+        completions=level >= 1,
+        tool_annotations=level >= 1,
+        audio=level >= 1,
+        structured_output=level >= 2,
+        elicitation=level >= 2,
+        titles=level >= 2,
+        meta_fields=level >= 2,
+        resource_links=level >= 2,
+        icons=level >= 3,
+        rich_elicitation=level >= 3,
+        protocol_header=level >= 2,
+        sse_polling=level >= 3,
+        resource_not_found_code=-32002,
+    )
 
 
 REVISIONS: Final[dict[str, Revision]] = {
     r.name: r
     for r in (
-        Revision("2024-11-05", "handshake", False, False, False, False, False, False, -32002),
-        Revision("2025-03-26", "handshake", True, False, False, False, False, False, -32002),
-        Revision("2025-06-18", "handshake", False, True, True, True, True, False, -32002),
-        Revision("2025-11-25", "handshake", False, True, True, True, True, True, -32002),
+        _handshake("2024-11-05", 0),
+        _handshake("2025-03-26", 1),
+        _handshake("2025-06-18", 2),
+        _handshake("2025-11-25", 3),
     )
 }
 
@@ -51,6 +83,10 @@ DEFAULT_HTTP_REVISION: Final = "2025-03-26"
 
 def negotiate(requested: object) -> str:
     """The revision to answer an ``initialize`` with (lifecycle § version negotiation)."""
-    if isinstance(requested, str) and requested in REVISIONS and REVISIONS[requested].era == "handshake":
+    if (
+        isinstance(requested, str)
+        and requested in REVISIONS
+        and REVISIONS[requested].era == "handshake"
+    ):
         return requested
     return LATEST_HANDSHAKE

@@ -14,9 +14,12 @@ import mimetypes
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from ..protocol.versions import Revision
 
 __all__ = [
     "Audio",
@@ -25,6 +28,8 @@ __all__ = [
     "ResourceLink",
     "Text",
     "ToolResult",
+    "shape_content",
+    "shape_result",
     "to_content",
     "to_content_list",
 ]
@@ -34,7 +39,9 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-def _annotated(item: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
+def _annotated(
+    item: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
+) -> dict[str, Any]:
     if annotations:
         item["annotations"] = annotations
     if meta:
@@ -134,7 +141,9 @@ class EmbeddedResource:
         return res
 
     def to_dict(self) -> dict[str, Any]:
-        return _annotated({"type": "resource", "resource": self.contents()}, self.annotations, self.meta)
+        return _annotated(
+            {"type": "resource", "resource": self.contents()}, self.annotations, self.meta
+        )
 
 
 @dataclass(slots=True)
@@ -194,3 +203,53 @@ def dump_text(value: Any) -> str:
         from pydantic_core import to_json
 
         return to_json(value).decode()
+
+
+# -- older revisions --------------------------------------------------------------------------
+# Content is built in the newest shape; sessions on an older revision get it
+# rewritten into what that revision's schema has. Only those sessions pay for it.
+
+
+def shape_content(block: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    """``block`` as ``revision`` can carry it.
+
+    ResourceLink (2025-06-18) becomes text naming the link; AudioContent
+    (2025-03-26) becomes text saying what was left out; ``_meta`` on content and
+    ``annotations.lastModified`` (2025-06-18) are dropped.
+    """
+    kind = block.get("type")
+    if kind == "resource_link" and not revision.resource_links:
+        name = block.get("title") or block.get("name")
+        block = {
+            "type": "text",
+            "text": f"{name}: {block.get('uri')}" if name else str(block.get("uri")),
+        }
+    elif kind == "audio" and not revision.audio:
+        block = {
+            "type": "text",
+            "text": f"[{block.get('mimeType', 'audio')} audio omitted: protocol revision "
+            f"{revision.name} cannot carry audio]",
+        }
+    if revision.meta_fields:
+        return block
+    out = {k: v for k, v in block.items() if k != "_meta"}
+    annotations = out.get("annotations")
+    if isinstance(annotations, dict) and "lastModified" in annotations:
+        out["annotations"] = {k: v for k, v in annotations.items() if k != "lastModified"}
+    resource = out.get("resource")
+    if isinstance(resource, dict) and "_meta" in resource:
+        out["resource"] = {k: v for k, v in resource.items() if k != "_meta"}
+    return out
+
+
+def shape_result(result: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    """A ``CallToolResult`` for ``revision`` (``structuredContent`` is 2025-06-18)."""
+    if revision.meta_fields and revision.structured_output:
+        return result
+    out = {
+        k: v for k, v in result.items() if k != "structuredContent" or revision.structured_output
+    }
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [shape_content(b, revision) if isinstance(b, dict) else b for b in content]
+    return out

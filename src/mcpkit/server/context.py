@@ -9,16 +9,19 @@ request that caused it (2025-11-25 transports: related messages).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextvars
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InvalidParams
+from ..errors import CapabilityError, InvalidParams
 
 if TYPE_CHECKING:
+    from ..protocol.versions import Revision
     from .session import Request, ServerSession
 
 __all__ = [
@@ -33,7 +36,9 @@ __all__ = [
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 LOG_LEVELS: dict[str, int] = {
     name: i
-    for i, name in enumerate(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
+    for i, name in enumerate(
+        ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+    )
 }
 
 T = TypeVar("T")
@@ -42,8 +47,27 @@ _current: ContextVar[Context | None] = ContextVar("mcpkit_context", default=None
 
 
 def current_context() -> Context | None:
-    """The ``Context`` of the MCP request being served, from anywhere in its call tree."""
+    """The ``Context`` of the MCP request being served, from anywhere in its call tree.
+
+    Works in sync functions mcpkit runs in a worker thread too: they run in a
+    copy of the request's ``contextvars`` context.
+    """
     return _current.get()
+
+
+async def run_sync(fn: Callable[..., T], kwargs: dict[str, Any], ctx: Context | None) -> T:
+    """Run a sync user function in the default thread pool, so it never stalls the loop.
+
+    The function runs in a copy of the caller's ``contextvars`` context
+    (``run_in_executor`` does not carry it over by itself), so
+    :func:`current_context` works in the thread, and ``ctx`` learns the loop its
+    blocking helpers (``ctx.info(...)`` from the thread) must hop back to.
+    """
+    loop = asyncio.get_running_loop()
+    if ctx is not None:
+        ctx._loop = loop
+    call = functools.partial(fn, **kwargs)
+    return await loop.run_in_executor(None, contextvars.copy_context().run, call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +178,18 @@ class Context:
         return self._extra
 
     # -- thread bridge: sync tools run in a worker thread ----------------------------------
-    def _call(self, coro: Awaitable[T]) -> Any:
-        loop = self._loop
-        if loop is not None:
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is None:
-                return asyncio.run_coroutine_threadsafe(coro, loop).result()  # type: ignore[arg-type]
+    def _call(self, coro: Coroutine[Any, Any, T]) -> Any:
+        """On the loop: the awaitable. In a worker thread: run it on the loop and wait."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            loop = self._loop
+            if loop is None and self.request.task is not None:
+                loop = self.request.task.get_loop()
+            if loop is None:
+                coro.close()
+                raise RuntimeError("this Context is not bound to a running event loop") from None
+            return asyncio.run_coroutine_threadsafe(coro, loop).result()
         return coro
 
     # -- notifications ----------------------------------------------------------------------
@@ -185,7 +212,9 @@ class Context:
     def error(self, data: Any, *, logger: str | None = None) -> Any:
         return self.log("error", data, logger=logger)
 
-    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> Any:
+    def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> Any:
         """Report progress; a no-op when the request carried no progress token."""
         return self._call(self.request.progress(progress, total, message))
 
@@ -210,7 +239,9 @@ class Context:
         return await self.session.send_request(method, params, self.request, timeout=timeout)
 
     @overload
-    def elicit(self, message: str, schema: type[T], *, timeout: float | None = None) -> Awaitable[ElicitResult[T]]: ...
+    def elicit(
+        self, message: str, schema: type[T], *, timeout: float | None = None
+    ) -> Awaitable[ElicitResult[T]]: ...
     @overload
     def elicit(
         self, message: str, schema: dict[str, Any], *, timeout: float | None = None
@@ -232,23 +263,46 @@ class Context:
             requested = schema
         else:
             raise TypeError("elicit() schema must be a pydantic model class or a JSON-Schema dict")
+        revision = self.session.revision
+        caps = self.session.client_capabilities.get("elicitation")
+        if caps is None:
+            raise CapabilityError(
+                "the client did not declare the 'elicitation' capability, so the server cannot "
+                "send elicitation/create"
+            )
+        if not revision.elicitation:
+            raise CapabilityError(
+                f"elicitation is not part of protocol revision {revision.name}: the client must "
+                "negotiate 2025-06-18 or later"
+            )
+        # 2025-11-25 client/elicitation § capabilities: `{}` means form mode only.
+        if isinstance(caps, dict) and caps and "form" not in caps:
+            raise CapabilityError("the client supports only URL-mode elicitation, not forms")
+        params: dict[str, Any] = {
+            "message": message,
+            "requestedSchema": requested_schema_for(requested, revision),
+        }
+        if revision.rich_elicitation:
+            params["mode"] = "form"
         result = await self.session.send_request(
-            "elicitation/create",
-            {"message": message, "requestedSchema": requested},
-            self.request,
-            timeout=timeout,
-            capability="elicitation",
+            "elicitation/create", params, self.request, timeout=timeout
         )
         action = result.get("action")
         if action not in ("accept", "decline", "cancel"):
             raise InvalidParams(f"client answered elicitation with an unknown action {action!r}")
+        if action != "accept":
+            return ElicitResult(action=action)
         content = result.get("content")
-        if action == "accept" and model is not None:
+        if model is not None:
             try:
                 content = model.model_validate(content or {})
             except ValidationError as exc:
-                raise InvalidParams(f"elicitation answer does not match the schema: {exc}") from None
-        return ElicitResult(action=action, content=content if action == "accept" else None)
+                raise InvalidParams(
+                    f"elicitation answer does not match the schema: {exc}"
+                ) from None
+        elif content is not None and not isinstance(content, dict):
+            raise InvalidParams("elicitation answer content is not an object")
+        return ElicitResult(action="accept", content=content)
 
     def sample(
         self,
@@ -278,7 +332,13 @@ class Context:
             if value is not None:
                 params[key] = value
         return self._call(
-            self.session.send_request("sampling/createMessage", params, self.request, timeout=timeout, capability="sampling")
+            self.session.send_request(
+                "sampling/createMessage",
+                params,
+                self.request,
+                timeout=timeout,
+                capability="sampling",
+            )
         )
 
     def list_roots(self, *, timeout: float | None = None) -> Any:
@@ -286,32 +346,82 @@ class Context:
         return self._call(self._list_roots(timeout))
 
     async def _list_roots(self, timeout: float | None) -> list[Root]:
-        result = await self.session.send_request("roots/list", None, self.request, timeout=timeout, capability="roots")
+        result = await self.session.send_request(
+            "roots/list", None, self.request, timeout=timeout, capability="roots"
+        )
         return [Root(uri=r["uri"], name=r.get("name")) for r in result.get("roots", [])]
 
     def ping(self, *, timeout: float | None = None) -> Any:
         return self._call(self.session.send_request("ping", None, self.request, timeout=timeout))
 
 
+def _inline(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Resolve a pydantic ``$ref`` (enums) and ``Optional[X]`` into one flat property."""
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        target = dict(defs.get(ref.rsplit("/", 1)[-1], {}))
+        target.update({k: v for k, v in prop.items() if k != "$ref"})
+        prop = target
+    if "anyOf" in prop:  # Optional[X]
+        options = [p for p in prop["anyOf"] if p.get("type") != "null"]
+        if len(options) == 1:
+            merged = _inline(dict(options[0]), defs)
+            merged.update({k: v for k, v in prop.items() if k != "anyOf"})
+            prop = merged
+    if isinstance(prop.get("items"), dict):  # multi-select: list[Enum] / list[Literal]
+        prop["items"] = _inline(prop["items"], defs)
+        prop["items"].pop("title", None)
+    if "default" in prop and prop["default"] is None:
+        del prop["default"]  # a null default is not a value of any primitive schema
+    return prop
+
+
 def elicitation_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A flat ``requestedSchema`` from a pydantic model (elicitation § requested schema)."""
+    """A flat ``requestedSchema`` from a pydantic model (elicitation § requested schema).
+
+    Fields may be ``str`` (with ``format`` from e.g. ``EmailStr``, ``date``),
+    ``int``, ``float``, ``bool``, an ``Enum`` or ``Literal`` of strings (single
+    select), or a list of those (multi select, 2025-11-25); defaults carry over.
+    """
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
-    props: dict[str, Any] = {}
-    for name, prop in schema.get("properties", {}).items():
-        ref = prop.get("$ref")
-        if ref:  # enums become inline string enums
-            target = dict(defs.get(ref.rsplit("/", 1)[-1], {}))
-            target.update({k: v for k, v in prop.items() if k != "$ref"})
-            prop = target
-        if "anyOf" in prop:  # Optional[X]
-            options = [p for p in prop["anyOf"] if p.get("type") != "null"]
-            if len(options) == 1:
-                merged = dict(options[0])
-                merged.update({k: v for k, v in prop.items() if k != "anyOf"})
-                prop = merged
-        props[name] = prop
+    props = {name: _inline(dict(prop), defs) for name, prop in schema.get("properties", {}).items()}
     out: dict[str, Any] = {"type": "object", "properties": props}
     if schema.get("required"):
         out["required"] = schema["required"]
     return out
+
+
+def requested_schema_for(schema: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    """``schema`` in the forms ``revision`` knows.
+
+    2025-11-25 added defaults on strings, numbers and enums, titled enums
+    (``oneOf`` of ``const``/``title``) and multi-select enums; for 2025-06-18
+    defaults are dropped (the form still works without them), titled enums
+    become the legacy ``enum`` + ``enumNames`` form, and a multi-select cannot be
+    expressed at all.
+    """
+    props = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(props, dict):
+        raise ValueError("an elicitation schema is a flat JSON object schema with 'properties'")
+    if revision.rich_elicitation:
+        return schema
+    out_props: dict[str, Any] = {}
+    for name, prop in props.items():
+        if not isinstance(prop, dict):
+            raise ValueError(f"elicitation schema property {name!r} is not an object")
+        prop = dict(prop)
+        kind = prop.get("type")
+        if kind == "array":
+            raise CapabilityError(
+                f"multi-select field {name!r} needs protocol revision 2025-11-25; "
+                f"the client negotiated {revision.name}"
+            )
+        one_of = prop.pop("oneOf", None)
+        if isinstance(one_of, list):
+            prop["enum"] = [option.get("const") for option in one_of]
+            prop["enumNames"] = [option.get("title", option.get("const")) for option in one_of]
+        if kind != "boolean":
+            prop.pop("default", None)
+        out_props[name] = prop
+    return {**schema, "properties": out_props}

@@ -7,8 +7,6 @@ required argument is -32602 (2025-11-25 server/prompts § error handling).
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from pydantic import ValidationError
 
 from ..errors import InvalidParams, MCPError
 from .content import to_content
+from .context import run_sync
 from .signature import FunctionSignature, format_validation_error, inspect_function, summary
 
 if TYPE_CHECKING:
@@ -152,23 +151,28 @@ class PromptManager:
             if inspect.isawaitable(listed):
                 listed = await listed
             for p in listed or ():
-                items.append(p.model_dump(exclude_none=True) if hasattr(p, "model_dump") else dict(p))
+                items.append(
+                    p.model_dump(exclude_none=True) if hasattr(p, "model_dump") else dict(p)
+                )
         return items
 
-    async def get(self, name: str, args: dict[str, Any], version: str | None, ctx: Context | None) -> dict[str, Any]:
+    async def get(
+        self, name: str, args: dict[str, Any], version: str | None, ctx: Context | None
+    ) -> dict[str, Any]:
         prompt = self.find(name, version)
         if prompt is not None:
             try:
                 kwargs = prompt.sig.validate(args)
             except ValidationError as exc:
-                raise InvalidParams(f"Invalid arguments for prompt '{name}': {format_validation_error(exc)}") from None
+                raise InvalidParams(
+                    f"Invalid arguments for prompt '{name}': {format_validation_error(exc)}"
+                ) from None
             if prompt.sig.context_param is not None:
                 kwargs[prompt.sig.context_param] = ctx
             if prompt.sig.is_async:
                 value = await prompt.fn(**kwargs)
             else:
-                loop = asyncio.get_running_loop()
-                value = await loop.run_in_executor(None, functools.partial(prompt.fn, **kwargs))
+                value = await run_sync(prompt.fn, kwargs, ctx)
             result: dict[str, Any] = {"messages": messages_from(value)}
             if prompt.description:
                 result["description"] = prompt.description

@@ -8,12 +8,14 @@ found is -32002 (2025-11-25 server/resources § error handling).
 from __future__ import annotations
 
 import base64
+import builtins
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams, MCPError, ResourceNotFound
+from ..errors import ConfigurationError, InvalidParams, MCPError, ResourceNotFound
+from .context import run_sync
 from .signature import FunctionSignature, inspect_function, summary
 from .uri_template import UriTemplate
 
@@ -142,7 +144,17 @@ class ResourceManager:
     @property
     def enabled(self) -> bool:
         c = self.callbacks
-        return bool(self.static or self.templates or c.list_resources or c.get_resource_content)
+        return bool(
+            self.static
+            or self.templates
+            or c.list_resources
+            or c.get_resource_content
+            or c.resource_templates
+        )
+
+    @property
+    def has_templates(self) -> bool:
+        return bool(self.templates or self.callbacks.resource_templates)
 
     def add(
         self,
@@ -159,40 +171,47 @@ class ResourceManager:
         meta: dict[str, Any] | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
         template = UriTemplate(uri)
-        sig = inspect_function(fn, model_name=f"resource_{getattr(fn, '__name__', 'fn')}", strings=True)
-        res_name = name or getattr(fn, "__name__", uri)
+        sig = inspect_function(
+            fn, model_name=f"resource_{getattr(fn, '__name__', 'fn')}", strings=True
+        )
+        res_name: str = name or getattr(fn, "__name__", None) or uri
         desc = description if description is not None else summary(sig.doc)
         if template.is_static:
             if sig.param_names:
-                raise InvalidParams(f"resource {uri!r}: a static resource function takes no parameters")
-            res = ResourceDefinition(uri, res_name, fn, sig, desc, mime_type, title, size, annotations, icons, meta)
+                raise ConfigurationError(
+                    f"resource {uri!r}: a static resource function takes no parameters "
+                    f"(got {list(sig.param_names)}); use {{variables}} in the URI for a template"
+                )
+            res = ResourceDefinition(
+                uri, res_name, fn, sig, desc, mime_type, title, size, annotations, icons, meta
+            )
             self.static[uri] = res
             return res
         missing = [p for p in sig.param_names if p not in template.variables]
         if missing:
-            from ..errors import ConfigurationError
-
             raise ConfigurationError(
                 f"resource template {uri!r}: parameters {missing} of {res_name!r} are not template variables"
             )
-        tmpl = TemplateDefinition(template, res_name, fn, sig, desc, mime_type, title, annotations, icons, meta)
+        tmpl = TemplateDefinition(
+            template, res_name, fn, sig, desc, mime_type, title, annotations, icons, meta
+        )
         self.templates.append(tmpl)
         return tmpl
 
     # -- protocol handlers -------------------------------------------------------------------
-    async def list(self) -> list[dict[str, Any]]:
+    async def list(self) -> builtins.list[dict[str, Any]]:
         items = [r.describe() for r in self.static.values()]
         if self.callbacks.list_resources is not None:
             items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.list_resources))))
         return items
 
-    async def list_templates(self) -> list[dict[str, Any]]:
+    async def list_templates(self) -> builtins.list[dict[str, Any]]:
         items = [t.describe() for t in self.templates]
         if self.callbacks.resource_templates is not None:
             items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.resource_templates))))
         return items
 
-    async def read(self, uri: str, ctx: Context | None) -> list[dict[str, Any]]:
+    async def read(self, uri: str, ctx: Context | None) -> builtins.list[dict[str, Any]]:
         res = self.static.get(uri)
         if res is not None:
             return _contents(uri, await self._invoke(res.fn, res.sig, {}, ctx), res.mime_type)
@@ -204,8 +223,14 @@ class ResourceManager:
             try:
                 kwargs = tmpl.sig.validate(args)
             except Exception as exc:
-                raise InvalidParams(f"Invalid URI {uri!r} for template {tmpl.template.template!r}: {exc}") from None
-            return _contents(uri, await self._invoke(tmpl.fn, tmpl.sig, kwargs, ctx, validated=True), tmpl.mime_type)
+                raise InvalidParams(
+                    f"Invalid URI {uri!r} for template {tmpl.template.template!r}: {exc}"
+                ) from None
+            return _contents(
+                uri,
+                await self._invoke(tmpl.fn, tmpl.sig, kwargs, ctx, validated=True),
+                tmpl.mime_type,
+            )
         getter = self.callbacks.get_resource_content
         if getter is not None:
             try:
@@ -226,16 +251,19 @@ class ResourceManager:
         raise ResourceNotFound(uri)
 
     async def _invoke(
-        self, fn: Callable[..., Any], sig: FunctionSignature, kwargs: dict[str, Any], ctx: Context | None, *, validated: bool = False
+        self,
+        fn: Callable[..., Any],
+        sig: FunctionSignature,
+        kwargs: dict[str, Any],
+        ctx: Context | None,
+        *,
+        validated: bool = False,
     ) -> Any:
         if sig.context_param is not None:
             kwargs[sig.context_param] = ctx
         if sig.is_async:
             return await fn(**kwargs)
-        import asyncio
-        import functools
-
-        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, **kwargs))
+        return await run_sync(fn, kwargs, ctx)
 
     def template_for(self, uri_template: str) -> TemplateDefinition | None:
         for t in self.templates:

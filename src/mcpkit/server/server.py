@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
 from ..protocol.versions import Revision
 from .completions import CompletionRegistry
+from .content import shape_content, shape_result
 from .context import LOG_LEVELS, Context, _current
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
@@ -21,7 +22,7 @@ from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 if TYPE_CHECKING:
     from ..transports.asgi import ASGIApp
 
-__all__ = ["MCPServer", "ToolManager"]
+__all__ = ["MCPServer", "ToolManager", "shape_listing"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -61,7 +62,7 @@ class ToolManager:
         """``tools/list`` entries shaped for ``revision`` (cached until the tools change)."""
         cached = self._listing.get(revision.name)
         if cached is None:
-            cached = [_for_revision(t.describe(), revision) for t in self._tools.values()]
+            cached = [shape_listing(t.describe(), revision) for t in self._tools.values()]
             self._listing[revision.name] = cached
         return cached
 
@@ -71,15 +72,33 @@ class ToolManager:
         await self._server._broadcast("notifications/tools/list_changed")
 
 
-def _for_revision(item: dict[str, Any], revision: Revision) -> dict[str, Any]:
-    if revision.structured_output and revision.titles_and_icons:
-        return item
-    out = dict(item)
+def shape_listing(item: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    """A tool, resource, template or prompt entry without the fields ``revision`` lacks.
+
+    Entries are described in the newest shape; a client on an older revision
+    gets them without ``title``/``_meta``/``outputSchema`` (2025-06-18),
+    ``icons`` (2025-11-25) or tool ``annotations`` (2025-03-26).
+    """
+    drop = set()
+    if not revision.titles:
+        drop.add("title")
+    if not revision.icons:
+        drop.add("icons")
+    if not revision.meta_fields:
+        drop.add("_meta")
     if not revision.structured_output:
-        out.pop("outputSchema", None)
-    if not revision.titles_and_icons:
-        out.pop("title", None)
-        out.pop("icons", None)
+        drop.add("outputSchema")
+    if not revision.tool_annotations and "inputSchema" in item:
+        drop.add("annotations")
+    if not drop:
+        return item
+    out = {k: v for k, v in item.items() if k not in drop}
+    arguments = out.get("arguments")
+    if "title" in drop and isinstance(arguments, list):  # PromptArgument.title is 2025-06-18 too
+        out["arguments"] = [
+            {k: v for k, v in a.items() if k != "title"} if isinstance(a, dict) else a
+            for a in arguments
+        ]
     return out
 
 
@@ -97,7 +116,9 @@ class MCPServer:
         *,
         name: str,
         version: str,
-        tools: Mapping[str, ToolDefinition | Callable[..., Any]] | Sequence[ToolDefinition | Callable[..., Any]] | None = None,
+        tools: Mapping[str, ToolDefinition | Callable[..., Any]]
+        | Sequence[ToolDefinition | Callable[..., Any]]
+        | None = None,
         resources: MCPServerResources | None = None,
         prompts: MCPServerPrompts | None = None,
         instructions: str | None = None,
@@ -242,7 +263,11 @@ class MCPServer:
         return register(fn) if fn is not None else register
 
     def completion(
-        self, *, prompt: str | None = None, resource_template: str | None = None, argument: str | None = None
+        self,
+        *,
+        prompt: str | None = None,
+        resource_template: str | None = None,
+        argument: str | None = None,
     ) -> Callable[[F], F]:
         """Register argument completion for a prompt or a resource template.
 
@@ -252,7 +277,9 @@ class MCPServer:
         dict with ``values``, ``total`` and ``hasMore``.
         """
         if (prompt is None) == (resource_template is None):
-            raise ConfigurationError("completion() needs exactly one of prompt= or resource_template=")
+            raise ConfigurationError(
+                "completion() needs exactly one of prompt= or resource_template="
+            )
 
         def register(f: F) -> F:
             if prompt is not None:
@@ -270,37 +297,39 @@ class MCPServer:
         return fn
 
     # -- capabilities and sessions ---------------------------------------------------------
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self, revision: Revision | None = None) -> dict[str, Any]:
+        """The server capabilities (for ``revision``: without what it does not define)."""
         caps: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
         if self.resources.enabled:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self.prompts.enabled:
             caps["prompts"] = {"listChanged": True}
-        if self.completions or self.prompts.enabled or self.resources.templates:
+        # The `completions` capability is 2025-03-26; completion/complete itself is older.
+        if (self.completions or self.prompts.enabled or self.resources.has_templates) and (
+            revision is None or revision.completions
+        ):
             caps["completions"] = {}
         return caps
 
     def server_info(self, revision: Revision | None = None) -> dict[str, Any]:
+        """``serverInfo`` (an ``Implementation``): ``title`` is 2025-06-18, the rest 2025-11-25."""
         info: dict[str, Any] = {"name": self.name, "version": self.version}
-        if revision is None or revision.titles_and_icons:
+        if self.title and (revision is None or revision.titles):
+            info["title"] = self.title
+        if revision is None or revision.icons:
             for key, value in (
-                ("title", self.title),
                 ("description", self.description),
                 ("websiteUrl", self.website_url),
                 ("icons", self.icons),
             ):
                 if value:
                     info[key] = value
-            if revision is not None and revision.name == "2025-06-18":
-                info.pop("icons", None)
-                info.pop("websiteUrl", None)
-                info.pop("description", None)
         return info
 
     def _initialize_result(self, revision: Revision) -> dict[str, Any]:
         result: dict[str, Any] = {
             "protocolVersion": revision.name,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(revision),
             "serverInfo": self.server_info(revision),
         }
         if self.instructions:
@@ -317,7 +346,11 @@ class MCPServer:
     ) -> ServerSession:
         """A new session; transports call this once per connection (stateless: per request)."""
         return ServerSession(
-            self, session_id=session_id, standalone=standalone, stateless=stateless, revision=revision
+            self,
+            session_id=session_id,
+            standalone=standalone,
+            stateless=stateless,
+            revision=revision,
         )
 
     def _remember(self, session: ServerSession) -> None:
@@ -346,14 +379,24 @@ class MCPServer:
         tool = self.tools.get(name)
         return dict(tool.describe()) if tool is not None else None
 
-    async def execute_tool(self, name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    async def execute_tool(
+        self, name: str, args: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Validate and run a tool without a transport; returns the ``CallToolResult`` dict."""
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name}")
         session = ServerSession(self, stateless=True)
-        req = Request(session, {"id": 0, "method": "tools/call", "params": {"name": name}}, _no_send, None)
-        return await tool.run(args, Context(session, req), debug=self.debug)
+        req = Request(
+            session, {"id": 0, "method": "tools/call", "params": {"name": name}}, _no_send, None
+        )
+        req.task = asyncio.current_task()
+        ctx = Context(session, req)
+        token = _current.set(ctx)
+        try:
+            return await tool.run(args, ctx, debug=self.debug)
+        finally:
+            _current.reset(token)
 
     async def close(self) -> None:
         """Close every live session."""
@@ -378,13 +421,17 @@ class MCPServer:
 
         return StreamableHTTPApp(self, path=path, **options)
 
-    def sse_app(self, sse_path: str = "/sse", message_path: str = "/message", **options: Any) -> ASGIApp:
+    def sse_app(
+        self, sse_path: str = "/sse", message_path: str = "/message", **options: Any
+    ) -> ASGIApp:
         """A legacy HTTP+SSE (2024-11-05) ASGI app."""
         from ..transports.sse_legacy import SSEApp
 
         return SSEApp(self, sse_path=sse_path, message_path=message_path, **options)
 
-    def run_http(self, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any) -> None:
+    def run_http(
+        self, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
+    ) -> None:
         """Serve Streamable HTTP on the embedded server (uvicorn)."""
         from ..transports.serve import serve
 
@@ -405,7 +452,9 @@ async def _no_send(message: dict[str, Any]) -> None:
 
 def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
     """The method → handler table; one dict lookup per request."""
-    page_size = lambda: server.page_size  # noqa: E731  (read at call time: settable later)
+
+    def page_size() -> int | None:
+        return server.page_size  # read at call time: settable after construction
 
     async def initialize(session: ServerSession, req: Request) -> dict[str, Any]:
         return await session.initialize(req)
@@ -417,7 +466,9 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         return await session.set_level(req)
 
     async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        items, nxt = paginate(server.tools.listing(session.revision), req.params.get("cursor"), page_size())
+        items, nxt = paginate(
+            server.tools.listing(session.revision), req.params.get("cursor"), page_size()
+        )
         return {"tools": items, "nextCursor": nxt} if nxt else {"tools": items}
 
     async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
@@ -435,16 +486,24 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
             result = await tool.run(arguments, ctx, debug=server.debug)
         finally:
             _current.reset(token)
-        if not session.revision.structured_output and "structuredContent" in result:
-            result = {k: v for k, v in result.items() if k != "structuredContent"}
-        return result
+        revision = session.revision
+        if revision.meta_fields and revision.structured_output:
+            return result
+        return shape_result(result, revision)
+
+    def shaped(items: list[dict[str, Any]], revision: Revision) -> list[dict[str, Any]]:
+        return [shape_listing(i, revision) for i in items]
 
     async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        items, nxt = paginate(await server.resources.list(), req.params.get("cursor"), page_size())
+        cursor = req.params.get("cursor")
+        items, nxt = paginate(
+            shaped(await server.resources.list(), session.revision), cursor, page_size()
+        )
         return {"resources": items, "nextCursor": nxt} if nxt else {"resources": items}
 
     async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        items, nxt = paginate(await server.resources.list_templates(), req.params.get("cursor"), page_size())
+        templates = shaped(await server.resources.list_templates(), session.revision)
+        items, nxt = paginate(templates, req.params.get("cursor"), page_size())
         out: dict[str, Any] = {"resourceTemplates": items}
         if nxt:
             out["nextCursor"] = nxt
@@ -457,9 +516,12 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         ctx = Context(session, req)
         token = _current.set(ctx)
         try:
-            return {"contents": await server.resources.read(uri, ctx)}
+            contents = await server.resources.read(uri, ctx)
         finally:
             _current.reset(token)
+        if not session.revision.meta_fields:
+            contents = [{k: v for k, v in c.items() if k != "_meta"} for c in contents]
+        return {"contents": contents}
 
     async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
         uri = req.params.get("uri")
@@ -476,7 +538,8 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         return {}
 
     async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        items, nxt = paginate(await server.prompts.list(), req.params.get("cursor"), page_size())
+        prompts = shaped(await server.prompts.list(), session.revision)
+        items, nxt = paginate(prompts, req.params.get("cursor"), page_size())
         return {"prompts": items, "nextCursor": nxt} if nxt else {"prompts": items}
 
     async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
@@ -491,9 +554,15 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         ctx = Context(session, req)
         token = _current.set(ctx)
         try:
-            return await server.prompts.get(name, args, version, ctx)
+            result = await server.prompts.get(name, args, version, ctx)
         finally:
             _current.reset(token)
+        revision = session.revision
+        if not (revision.meta_fields and revision.audio):
+            result["messages"] = [
+                {**m, "content": shape_content(m["content"], revision)} for m in result["messages"]
+            ]
+        return result
 
     async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
         return await server.completions.complete(req.params)

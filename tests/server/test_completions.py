@@ -1,0 +1,155 @@
+"""completion/complete for prompt arguments and resource-template variables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpkit import MCPServer
+from mcpkit.errors import INVALID_PARAMS, ConfigurationError, RemoteError
+from mcpkit.testing import connect
+
+LANGUAGES = ["python", "perl", "php", "pascal", "rust"]
+
+
+def completion_server() -> MCPServer:
+    server = MCPServer(name="c", version="1")
+
+    @server.prompt
+    def review(language: str, framework: str = "") -> str:
+        return f"{language} {framework}"
+
+    @server.resource("test://repos/{owner}/{repo}")
+    def repo(owner: str, repo: str) -> str:
+        return f"{owner}/{repo}"
+
+    @server.completion(prompt="review", argument="language")
+    def languages(value: str) -> list[str]:
+        return [lang for lang in LANGUAGES if lang.startswith(value)]
+
+    @server.completion(prompt="review", argument="framework")
+    def frameworks(value: str, arguments: dict[str, str]) -> list[str]:
+        by_language = {"python": ["django", "flask", "fastapi"], "rust": ["axum"]}
+        return [
+            f for f in by_language.get(arguments.get("language", ""), []) if f.startswith(value)
+        ]
+
+    @server.completion(resource_template="test://repos/{owner}/{repo}")
+    async def repos(argument: str, value: str, arguments: dict[str, str]) -> dict[str, Any]:
+        if argument == "owner":
+            return {"values": ["octocat", "oct-org"], "total": 2, "hasMore": False}
+        owner = arguments.get("owner", "?")
+        return {"values": [f"{owner}-repo-{i}" for i in range(3)], "total": 30, "hasMore": True}
+
+    @server.completion(prompt="many")
+    def many(value: str) -> list[str]:
+        return [f"v{i}" for i in range(250)]
+
+    return server
+
+
+async def complete(
+    client: Any, ref: dict[str, Any], name: str, value: str, context: Any = None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"ref": ref, "argument": {"name": name, "value": value}}
+    if context is not None:
+        params["context"] = {"arguments": context}
+    return (await client.request("completion/complete", params))["completion"]  # type: ignore[no-any-return]
+
+
+async def test_prompt_argument_completion() -> None:
+    async with connect(completion_server()) as client:
+        assert client.initialize_result is not None
+        assert client.initialize_result["capabilities"]["completions"] == {}
+        got = await complete(client, {"type": "ref/prompt", "name": "review"}, "language", "p")
+    assert got == {"values": ["python", "perl", "php", "pascal"], "total": 4, "hasMore": False}
+
+
+async def test_context_arguments_are_passed_to_the_completer() -> None:
+    async with connect(completion_server()) as client:
+        ref = {"type": "ref/prompt", "name": "review"}
+        assert (await complete(client, ref, "framework", "f", {"language": "python"}))[
+            "values"
+        ] == [
+            "flask",
+            "fastapi",
+        ]
+        assert (await complete(client, ref, "framework", "", {"language": "rust"}))["values"] == [
+            "axum"
+        ]
+        assert (await complete(client, ref, "framework", ""))["values"] == []
+
+
+async def test_resource_template_variable_completion() -> None:
+    async with connect(completion_server()) as client:
+        ref = {"type": "ref/resource", "uri": "test://repos/{owner}/{repo}"}
+        owners = await complete(client, ref, "owner", "oc")
+        assert owners == {"values": ["octocat", "oct-org"], "total": 2, "hasMore": False}
+        repos = await complete(client, ref, "repo", "", {"owner": "octocat"})
+        assert repos == {
+            "values": ["octocat-repo-0", "octocat-repo-1", "octocat-repo-2"],
+            "total": 30,
+            "hasMore": True,
+        }
+
+
+async def test_more_than_100_values_are_cut_to_100_with_has_more_and_total() -> None:
+    async with connect(completion_server()) as client:
+        got = await complete(client, {"type": "ref/prompt", "name": "many"}, "anything", "")
+    assert got["values"] == [f"v{i}" for i in range(100)]
+    assert got["hasMore"] is True
+    assert got["total"] == 250
+
+
+async def test_no_completer_gives_no_values() -> None:
+    async with connect(completion_server()) as client:
+        got = await complete(client, {"type": "ref/prompt", "name": "review"}, "unknown_arg", "x")
+    assert got == {"values": [], "total": 0, "hasMore": False}
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"ref": {"type": "ref/prompt", "name": "review"}},
+        {"ref": {"type": "ref/tool", "name": "x"}, "argument": {"name": "a", "value": ""}},
+        {"ref": {"type": "ref/prompt"}, "argument": {"name": "a", "value": ""}},
+        {"argument": {"name": "a", "value": ""}},
+    ],
+)
+async def test_malformed_completion_requests_are_32602(params: dict[str, Any]) -> None:
+    async with connect(completion_server()) as client:
+        out = await client.send_raw(
+            {"jsonrpc": "2.0", "id": 1, "method": "completion/complete", "params": params}
+        )
+        assert out["error"]["code"] == INVALID_PARAMS
+
+
+def test_completion_needs_exactly_one_target() -> None:
+    server = MCPServer(name="c", version="1")
+    with pytest.raises(ConfigurationError):
+        server.completion()
+    with pytest.raises(ConfigurationError):
+        server.completion(prompt="a", resource_template="b")
+
+
+async def test_completions_capability_is_absent_for_2024_11_05() -> None:
+    async with connect(completion_server(), protocol_version="2024-11-05") as client:
+        assert client.initialize_result is not None
+        assert "completions" not in client.initialize_result["capabilities"]
+        # The method itself exists in 2024-11-05.
+        got = await complete(client, {"type": "ref/prompt", "name": "review"}, "language", "ru")
+    assert got["values"] == ["rust"]
+
+
+async def test_a_failing_completer_is_an_internal_error() -> None:
+    server = MCPServer(name="c", version="1")
+
+    @server.completion(prompt="p")
+    def broken(value: str) -> list[str]:
+        raise RuntimeError("boom")
+
+    async with connect(server) as client:
+        with pytest.raises(RemoteError) as info:
+            await complete(client, {"type": "ref/prompt", "name": "p"}, "a", "")
+    assert info.value.code == -32603

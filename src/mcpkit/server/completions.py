@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import InvalidParams
 
-__all__ = ["CompletionRegistry", "MAX_VALUES"]
+__all__ = ["MAX_VALUES", "CompletionRegistry"]
 
 MAX_VALUES = 100  # server/utilities/completion: at most 100 values per response
 
@@ -70,8 +70,14 @@ def _call(fn: Callable[..., Any], **available: Any) -> Any:
     named = {k: v for k, v in available.items() if k in params}
     if named:
         return fn(**named)
-    positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    args = [available["argument"], available["value"], available["arguments"]][-len(positional) :] if positional else []
+    positional = [
+        p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    args = (
+        [available["argument"], available["value"], available["arguments"]][-len(positional) :]
+        if positional
+        else []
+    )
     if len(positional) == 1:
         args = [available["value"]]
     elif len(positional) == 2:

@@ -13,7 +13,9 @@ from ..errors import InvalidParams
 T = TypeVar("T")
 
 
-def paginate(items: Sequence[T], cursor: Any, page_size: int | None) -> tuple[Sequence[T], str | None]:
+def paginate(
+    items: Sequence[T], cursor: Any, page_size: int | None
+) -> tuple[Sequence[T], str | None]:
     """The page of ``items`` at ``cursor`` and the cursor of the next page."""
     start = 0
     if cursor is not None:

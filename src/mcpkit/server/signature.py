@@ -8,6 +8,7 @@ pydantic validator (ARCHITECTURE.md, principle 3).
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +23,13 @@ __all__ = ["FunctionSignature", "format_validation_error", "inspect_function"]
 def _is_context(annotation: Any) -> bool:
     from .context import Context
 
+    if isinstance(annotation, str):  # an unresolvable postponed annotation
+        return annotation.rsplit(".", 1)[-1] in ("Context", "Context | None", "Optional[Context]")
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (typing.Union, types.UnionType):  # Context | None
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and _is_context(args[0])
     return isinstance(annotation, type) and issubclass(annotation, Context)
 
 
@@ -51,52 +57,82 @@ class FunctionSignature:
         return schema
 
 
+_ARG_SECTIONS = frozenset(
+    {"args:", "arguments:", "parameters:", "params:", "keyword args:", "keyword arguments:"}
+)
+_OTHER_SECTIONS = frozenset(
+    {"returns:", "return:", "raises:", "yields:", "examples:", "example:", "notes:", "note:"}
+)
+
+
 def _param_descriptions(doc: str | None) -> dict[str, str]:
-    """Descriptions of parameters from Google/NumPy/Sphinx-style docstrings."""
+    """Parameter descriptions from a Google-style (``Args:``) or Sphinx-style (``:param x:``)
+    docstring; indented continuation lines are joined to the description they continue."""
     if not doc:
         return {}
     out: dict[str, str] = {}
-    lines = inspect.cleandoc(doc).splitlines()
-    in_args = False
-    for line in lines:
+    section: int | None = None  # indentation of the `Args:` header while inside that section
+    entry: int | None = None  # indentation of the entries of that section
+    current: str | None = None  # the parameter a continuation line belongs to
+    for line in inspect.cleandoc(doc).splitlines():
         stripped = line.strip()
-        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
-            in_args = True
+        indent = len(line) - len(line.lstrip())
+        if not stripped:
             continue
-        if stripped.startswith(":param "):
-            head, _, desc = stripped[len(":param ") :].partition(":")
-            out[head.split()[-1]] = desc.strip()
+        if stripped.startswith(":"):  # Sphinx field list
+            section = None
+            current = None
+            if stripped.startswith((":param ", ":parameter ", ":arg ", ":argument ")):
+                head, _, desc = stripped.split(" ", 1)[1].partition(":")
+                words = head.split()
+                if words and words[-1].isidentifier():
+                    current = words[-1]
+                    out[current] = desc.strip()
             continue
-        if in_args:
-            if not stripped:
+        if stripped.lower() in _ARG_SECTIONS:
+            section, entry, current = indent, None, None
+            continue
+        if section is not None and indent > section:
+            if entry is None:
+                entry = indent
+            if indent == entry:
+                name, sep, desc = stripped.partition(":")
+                name = name.split("(")[0].strip().lstrip("*")
+                current = name if sep and name.isidentifier() else None
+                if current is not None:
+                    out[current] = desc.strip()
                 continue
-            if not line.startswith((" ", "\t")) and stripped.endswith(":"):
-                in_args = False
-                continue
-            name, sep, desc = stripped.partition(":")
-            name = name.split("(")[0].strip()
-            if sep and name.isidentifier():
-                out[name] = desc.strip()
+        elif section is not None:
+            section = None
+            current = None
+        if current is not None and indent > 0:
+            out[current] = f"{out[current]} {stripped}".strip()
+        else:
+            current = None
     return out
 
 
 def summary(doc: str | None) -> str | None:
-    """The docstring without its argument section."""
+    """The docstring up to its first section (arguments, returns, raises...)."""
     if not doc:
         return None
     lines = inspect.cleandoc(doc).splitlines()
     kept: list[str] = []
     for line in lines:
-        if line.strip().lower() in ("args:", "arguments:", "parameters:", "params:", "returns:", "raises:"):
+        stripped = line.strip()
+        lowered = stripped.lower()
+        if lowered in _ARG_SECTIONS or lowered in _OTHER_SECTIONS:
             break
-        if line.strip().startswith(":param"):
+        if stripped.startswith((":param", ":parameter", ":arg", ":type", ":return", ":raise")):
             break
         kept.append(line)
     text = "\n".join(kept).strip()
     return text or None
 
 
-def inspect_function(fn: Callable[..., Any], *, model_name: str, strings: bool = False) -> FunctionSignature:
+def inspect_function(
+    fn: Callable[..., Any], *, model_name: str, strings: bool = False
+) -> FunctionSignature:
     """Inspect ``fn`` once. ``strings`` marks prompt arguments (always strings on the wire)."""
     target = fn
     sig = inspect.signature(target)
@@ -124,7 +160,13 @@ def inspect_function(fn: Callable[..., Any], *, model_name: str, strings: bool =
         if isinstance(default, FieldInfo):
             info = default
         else:
-            info = Field(default=default, description=descriptions.get(name))
+            # A docstring description fills in, but never overrides, an explicit
+            # `Annotated[..., Field(description=...)]`.
+            described = descriptions.get(name)
+            if described and not _has_description(annotation):
+                info = Field(default=default, description=described)
+            else:
+                info = Field(default=default)
         fields[name] = (annotation, info)
         names.append(name)
     config = ConfigDict(arbitrary_types_allowed=True, coerce_numbers_to_str=strings)
@@ -132,13 +174,20 @@ def inspect_function(fn: Callable[..., Any], *, model_name: str, strings: bool =
     ret = hints.get("return", inspect.Parameter.empty)
     return FunctionSignature(
         fn=fn,
-        is_async=inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),
+        is_async=inspect.iscoroutinefunction(fn)
+        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004 (async callables)
         context_param=context_param,
         param_names=tuple(names),
         model=model,
         return_annotation=ret,
         doc=doc,
     )
+
+
+def _has_description(annotation: Any) -> bool:
+    if get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -7,10 +7,11 @@ tool is a protocol error (-32602).
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import inspect
 import logging
 import re
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,18 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..errors import ConfigurationError, InvalidParams, ToolError
+from ..errors import (
+    CapabilityError,
+    ConfigurationError,
+    ConnectionClosed,
+    InvalidParams,
+    MCPError,
+    PeerTimeout,
+    RemoteError,
+    ToolError,
+)
 from .content import ToolResult, dump_text, to_content_list
+from .context import run_sync
 from .signature import (
     FunctionSignature,
     format_validation_error,
@@ -95,7 +106,11 @@ class ToolDefinition:
                 item["title"] = self.title
             if self.output_schema is not None:
                 item["outputSchema"] = self.output_schema
-            ann = self.annotations.to_dict() if isinstance(self.annotations, ToolAnnotations) else self.annotations
+            ann = (
+                self.annotations.to_dict()
+                if isinstance(self.annotations, ToolAnnotations)
+                else self.annotations
+            )
             if ann:
                 item["annotations"] = ann
             if self.icons:
@@ -105,12 +120,26 @@ class ToolDefinition:
             self._listing = item
         return self._listing
 
-    async def run(self, arguments: Mapping[str, Any] | None, ctx: Context | None, *, debug: bool = False) -> dict[str, Any]:
-        """Validate, call and convert: a ``CallToolResult`` dict, errors included."""
+    async def run(
+        self, arguments: Mapping[str, Any] | None, ctx: Context | None, *, debug: bool = False
+    ) -> dict[str, Any]:
+        """Validate, call and convert: a ``CallToolResult`` dict, errors included.
+
+        Failures the model can act on become ``isError`` results (2025-11-25
+        server/tools § error handling): invalid arguments (every failing path
+        named), :class:`ToolError`, and the peer-side failures of a tool's own
+        requests (:class:`CapabilityError`, :class:`PeerTimeout`,
+        :class:`RemoteError`), all with their message. Any other exception also
+        becomes ``isError``, but its text and traceback stay hidden unless
+        ``debug``. An :class:`MCPError` the tool raises on purpose (for example
+        ``InvalidParams``) is a JSON-RPC error.
+        """
         try:
             kwargs = self._validate(dict(arguments or {}))
         except ValidationError as exc:
-            return _error_result(f"Invalid arguments for tool '{self.name}': {format_validation_error(exc)}")
+            return _error_result(
+                f"Invalid arguments for tool '{self.name}': {format_validation_error(exc)}"
+            )
         except InvalidParams as exc:
             return _error_result(f"Invalid arguments for tool '{self.name}': {exc.message}")
         if self._context_param is not None:
@@ -119,27 +148,35 @@ class ToolDefinition:
             if self._is_async:
                 value = await self.execute(**kwargs)
             else:
-                value = await _run_sync(self.execute, kwargs, ctx)
-        except ToolError as exc:
-            return _error_result(str(exc))
-        except asyncio.CancelledError:
+                value = await run_sync(self.execute, kwargs, ctx)
+        except (ToolError, PeerTimeout, ConnectionClosed) as exc:
+            return _error_result(str(exc) or type(exc).__name__)
+        except (CapabilityError, RemoteError) as exc:
+            return _error_result(exc.message)
+        except MCPError:
             raise
         except Exception as exc:
-            from ..errors import MCPError
-
-            if isinstance(exc, MCPError):
-                raise
             log.exception("tool %r raised", self.name)
-            detail = f"{type(exc).__name__}: {exc}" if debug else str(exc) or type(exc).__name__
-            return _error_result(f"Error executing tool '{self.name}': {detail}")
+            if debug:
+                trace = "".join(traceback.format_exception(exc))
+                return _error_result(f"Error executing tool '{self.name}': {exc!r}\n{trace}")
+            return _error_result(f"Error executing tool '{self.name}': an internal error occurred")
         return self.to_result(value)
 
     def to_result(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult):
             return value.to_dict()
-        if isinstance(value, dict) and "content" in value and isinstance(value.get("content"), list):
+        if (
+            isinstance(value, dict)
+            and "content" in value
+            and isinstance(value.get("content"), list)
+        ):
             return value  # already a CallToolResult
-        if self._dump_output is not None and value is not None and not isinstance(value, str | list):
+        if (
+            self._dump_output is not None
+            and value is not None
+            and not isinstance(value, str | list)
+        ):
             structured = self._dump_output(value)
             if isinstance(structured, dict):
                 return {
@@ -155,14 +192,9 @@ def _error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-async def _run_sync(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context | None) -> Any:
-    loop = asyncio.get_running_loop()
-    if ctx is not None:
-        ctx._loop = loop
-    return await loop.run_in_executor(None, functools.partial(fn, **kwargs))
-
-
-def _finish(tool: ToolDefinition, sig: FunctionSignature | None, output_type: Any) -> ToolDefinition:
+def _finish(
+    tool: ToolDefinition, sig: FunctionSignature | None, output_type: Any
+) -> ToolDefinition:
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
     if output_type is not None and is_object_type(output_type):
@@ -199,12 +231,18 @@ def tool_from_function(
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name or tool_name == "<lambda>":
         raise ConfigurationError("a tool needs a name: pass name=... for lambdas and callables")
-    sig = inspect_function(fn, model_name=f"{tool_name}_arguments")
+    try:
+        sig = inspect_function(fn, model_name=f"{tool_name}_arguments")
+        input_schema = sig.json_schema()
+    except Exception as exc:  # unsupported annotations: say which tool, at registration
+        raise ConfigurationError(
+            f"tool {tool_name!r}: cannot build its input schema: {exc}"
+        ) from exc
     desc = description if description is not None else (summary(sig.doc) or "")
     tool = ToolDefinition(
         name=tool_name,
         description=desc,
-        input_schema=sig.json_schema(),
+        input_schema=input_schema,
         execute=fn,
         output_schema=output_schema,
         title=title,
@@ -257,26 +295,33 @@ def create_tool(
     elif isinstance(output_schema, dict):
         out_schema = output_schema
     accepts_kwargs = _accepts_var_kwargs(execute)
+    validate: Callable[[dict[str, Any]], dict[str, Any]]
     if isinstance(input_schema, type) and issubclass(input_schema, BaseModel):
         model = input_schema
         schema = model.model_json_schema()
         fields = tuple(model.model_fields)
 
-        def validate(args: dict[str, Any]) -> dict[str, Any]:
+        def validate_model(args: dict[str, Any]) -> dict[str, Any]:
             obj = model.model_validate(args)
             return {k: getattr(obj, k) for k in fields}
+
+        validate = validate_model
 
     elif isinstance(input_schema, dict):
         schema = input_schema
         validate = _json_schema_validator(id, schema)
     else:
-        raise ConfigurationError(f"tool {id!r}: input_schema must be a pydantic model or a JSON-Schema dict")
+        raise ConfigurationError(
+            f"tool {id!r}: input_schema must be a pydantic model or a JSON-Schema dict"
+        )
     if not accepts_kwargs:
         allowed = set(sig.param_names)
         inner = validate
 
-        def validate(args: dict[str, Any]) -> dict[str, Any]:
+        def validate_declared(args: dict[str, Any]) -> dict[str, Any]:
             return {k: v for k, v in inner(args).items() if k in allowed}
+
+        validate = validate_declared
 
     tool = ToolDefinition(
         name=id,
@@ -296,19 +341,19 @@ def create_tool(
 
 
 def _accepts_var_kwargs(fn: Callable[..., Any]) -> bool:
-    import inspect
-
     return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
 
 
-def _json_schema_validator(name: str, schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def _json_schema_validator(
+    name: str, schema: dict[str, Any]
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Validate against a raw JSON Schema; the validator is built on first use."""
     compiled: list[Any] = []
 
     def validate(args: dict[str, Any]) -> dict[str, Any]:
         if not compiled:
             try:
-                from jsonschema import Draft202012Validator
+                from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
             except ImportError:  # minimal check without the optional library
                 compiled.append(None)
             else:
@@ -319,13 +364,25 @@ def _json_schema_validator(name: str, schema: dict[str, Any]) -> Callable[[dict[
             if missing:
                 raise InvalidParams("; ".join(f"{k}: Field required" for k in missing))
             return args
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        errors = sorted(
+            validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path]
+        )
         if errors:
-            raise InvalidParams(
-                "; ".join(
-                    f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors
-                )
-            )
+            raise InvalidParams("; ".join(_describe_schema_error(e) for e in errors))
         return args
 
     return validate
+
+
+def _describe_schema_error(error: Any) -> str:
+    """``path: message``, naming the missing property itself for ``required`` errors."""
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [
+            name
+            for name in error.validator_value
+            if name not in error.instance and repr(name) in error.message
+        ]
+        if missing:
+            return f"{'.'.join([*path, str(missing[0])])}: Field required"
+    return f"{'.'.join(path) or '(arguments)'}: {error.message}"

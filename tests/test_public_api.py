@@ -1,0 +1,134 @@
+"""The curated public surface: pinned exports, a cheap and side-effect-free import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import mcpkit
+
+EXPECTED_ALL = [
+    "Audio",
+    "CapabilityError",
+    "ConfigurationError",
+    "ConnectionClosed",
+    "Context",
+    "ElicitResult",
+    "EmbeddedResource",
+    "Image",
+    "InvalidParams",
+    "MCPError",
+    "MCPKitError",
+    "MCPServer",
+    "MCPServerPrompts",
+    "MCPServerResources",
+    "PeerTimeout",
+    "PromptMessage",
+    "RegistrationError",
+    "RemoteError",
+    "ResourceLink",
+    "ResourceNotFound",
+    "Root",
+    "Text",
+    "ToolAnnotations",
+    "ToolDefinition",
+    "ToolError",
+    "ToolResult",
+    "UriTemplate",
+    "__version__",
+    "create_tool",
+    "current_context",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(mcpkit.__all__) == sorted(EXPECTED_ALL)
+
+
+def test_every_export_resolves() -> None:
+    for name in mcpkit.__all__:
+        assert getattr(mcpkit, name) is not None, name
+    assert dir(mcpkit) == mcpkit.__all__
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    try:
+        mcpkit.DoesNotExist  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "DoesNotExist" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_exceptions_form_one_hierarchy() -> None:
+    for name in mcpkit.__all__:
+        value = getattr(mcpkit, name)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            assert issubclass(value, mcpkit.MCPKitError), name
+
+
+HEAVY = ["pydantic", "orjson", "uvicorn", "httpx", "starlette", "anyio", "jsonschema", "mcp"]
+
+
+def _run(code: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_import_is_light_and_has_no_side_effects() -> None:
+    result = _run(
+        f"""
+        import json, logging, sys, threading
+        before_threads = threading.active_count()
+        before_handlers = list(logging.getLogger().handlers)
+        import mcpkit
+        print(json.dumps({{
+            "heavy": [m for m in {HEAVY!r} if m in sys.modules],
+            "threads": threading.active_count() - before_threads,
+            "handlers": len(logging.getLogger().handlers) - len(before_handlers),
+            "mcpkit_modules": sorted(m for m in sys.modules if m.startswith("mcpkit")),
+        }}))
+        """
+    )
+    assert result["heavy"] == []
+    assert result["threads"] == 0
+    assert result["handlers"] == 0
+    assert result["mcpkit_modules"] == ["mcpkit"]
+
+
+def test_importtime_shows_no_heavy_module() -> None:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import mcpkit"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    imported = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in out.stderr.splitlines()
+        if "|" in line
+    }
+    assert not imported & set(HEAVY)
+
+
+def test_names_load_on_first_use() -> None:
+    result = _run(
+        """
+        import json, sys
+        import mcpkit
+        mcpkit.ToolError
+        light = "pydantic" not in sys.modules
+        mcpkit.MCPServer
+        print(json.dumps({"errors_only_light": light, "server_loaded": "mcpkit.server.server" in sys.modules}))
+        """
+    )
+    assert result == {"errors_only_light": True, "server_loaded": True}

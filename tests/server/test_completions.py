@@ -153,3 +153,15 @@ async def test_a_failing_completer_is_an_internal_error() -> None:
         with pytest.raises(RemoteError) as info:
             await complete(client, {"type": "ref/prompt", "name": "p"}, "a", "")
     assert info.value.code == -32603
+
+
+async def test_a_bad_total_from_the_completer_is_replaced_by_the_count() -> None:
+    server = MCPServer(name="c", version="1")
+
+    @server.completion(prompt="p")
+    def sloppy(value: str) -> dict[str, Any]:
+        return {"values": ["a", "b"], "total": "lots"}
+
+    async with connect(server) as client:
+        got = await complete(client, {"type": "ref/prompt", "name": "p"}, "x", "")
+    assert got == {"values": ["a", "b"], "total": 2, "hasMore": False}

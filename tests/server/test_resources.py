@@ -308,3 +308,20 @@ async def test_resource_listings_are_shaped_for_old_revisions() -> None:
             assert set(res) == keys, version
             (tmpl,) = (await client.request("resources/templates/list"))["resourceTemplates"]
             assert set(tmpl) == (keys - {"size", "uri"}) | {"uriTemplate"}, version
+
+
+def test_an_invalid_uri_template_is_a_configuration_error() -> None:
+    server = MCPServer(name="x", version="1")
+    with pytest.raises(ConfigurationError, match="test://bad/"):
+
+        @server.resource("test://bad/{unclosed")
+        def bad(unclosed: str) -> str:
+            return ""
+
+
+async def test_template_variable_errors_name_the_variable() -> None:
+    async with connect(resource_server()) as client:
+        with pytest.raises(RemoteError) as info:
+            await client.read_resource("test://template/abc/data")
+    assert "id:" in info.value.message
+    assert "errors.pydantic.dev" not in info.value.message

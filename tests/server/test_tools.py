@@ -741,3 +741,42 @@ async def test_adding_a_tool_at_run_time_notifies_and_relists() -> None:
         assert [t["name"] for t in await client.list_tools()] == ["late"]
         server.tools.remove("late")
         assert await client.list_tools() == []
+
+
+async def test_results_that_break_the_declared_output_type_are_errors() -> None:
+    def wrong_field() -> Forecast:
+        return {"city": "x", "celsius": "warm"}  # type: ignore[return-value]
+
+    def wrong_kind() -> Forecast:
+        return "sunny"  # type: ignore[return-value]
+
+    def nothing() -> dict[str, int]:
+        return None  # type: ignore[return-value]
+
+    def coercible() -> Window:
+        return {"width": "3", "height": 4}  # type: ignore[typeddict-item]
+
+    async with connect(server_with(wrong_field, wrong_kind, nothing, coercible)) as client:
+        for name, detail in [
+            ("wrong_field", "celsius"),
+            ("wrong_kind", "(result)"),
+            ("nothing", "(result)"),
+        ]:
+            result = await client.call_tool(name)
+            assert result["isError"] is True, name
+            assert "output schema" in text_of(result) and detail in text_of(result), text_of(result)
+            assert "structuredContent" not in result
+        fixed = await client.call_tool("coercible")
+    assert fixed["structuredContent"] == {"width": 3, "height": 4}
+
+
+class Opaque:
+    """Not a type pydantic can describe."""
+
+
+def test_unsupported_return_annotation_fails_registration_naming_the_tool() -> None:
+    def returns_opaque() -> dict[str, Opaque]:
+        return {}
+
+    with pytest.raises(ConfigurationError, match="returns_opaque"):
+        server_with(returns_opaque)

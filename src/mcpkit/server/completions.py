@@ -50,7 +50,9 @@ class CompletionRegistry:
             result = await result
         if isinstance(result, dict):
             values = [str(v) for v in result.get("values", [])]
-            total = result.get("total", len(values))
+            total = result.get("total")
+            if not isinstance(total, int) or isinstance(total, bool):
+                total = len(values)
             has_more = bool(result.get("hasMore", result.get("has_more", False)))
         else:
             values = [str(v) for v in (result or [])]

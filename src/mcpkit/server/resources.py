@@ -14,9 +14,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from ..errors import ConfigurationError, InvalidParams, MCPError, ResourceNotFound
 from .context import run_sync
-from .signature import FunctionSignature, inspect_function, summary
+from .signature import FunctionSignature, format_validation_error, inspect_function, summary
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:
@@ -170,7 +172,10 @@ class ResourceManager:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
-        template = UriTemplate(uri)
+        try:
+            template = UriTemplate(uri)
+        except ValueError as exc:  # UriTemplateError: say which registration failed
+            raise ConfigurationError(f"resource {uri!r}: invalid URI template: {exc}") from exc
         sig = inspect_function(
             fn, model_name=f"resource_{getattr(fn, '__name__', 'fn')}", strings=True
         )
@@ -222,9 +227,10 @@ class ResourceManager:
             args = {k: v for k, v in values.items() if k in tmpl.sig.param_names}
             try:
                 kwargs = tmpl.sig.validate(args)
-            except Exception as exc:
+            except ValidationError as exc:
                 raise InvalidParams(
-                    f"Invalid URI {uri!r} for template {tmpl.template.template!r}: {exc}"
+                    f"Invalid URI {uri!r} for template {tmpl.template.template!r}: "
+                    f"{format_validation_error(exc)}"
                 ) from None
             return _contents(
                 uri,

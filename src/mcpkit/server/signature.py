@@ -190,11 +190,11 @@ def _has_description(annotation: Any) -> bool:
     return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
 
 
-def format_validation_error(exc: ValidationError) -> str:
-    """One readable line per failing argument path."""
+def format_validation_error(exc: ValidationError, *, root: str = "(arguments)") -> str:
+    """One readable ``path: message`` part per failing path (``root`` names an empty path)."""
     parts = []
     for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+        loc = ".".join(str(p) for p in err.get("loc", ())) or root
         parts.append(f"{loc}: {err.get('msg', 'invalid')}")
     return "; ".join(parts)
 

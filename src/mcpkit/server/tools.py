@@ -7,6 +7,7 @@ tool is a protocol error (-32602).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -14,7 +15,7 @@ import re
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_origin
 
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -92,6 +93,7 @@ class ToolDefinition:
     _context_param: str | None = field(default=None, repr=False)
     _is_async: bool = field(default=False, repr=False)
     _dump_output: Callable[[Any], Any] | None = field(default=None, repr=False)
+    _typed_output: bool = field(default=False, repr=False)  # the return type is an object type
     _listing: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -161,7 +163,14 @@ class ToolDefinition:
                 trace = "".join(traceback.format_exception(exc))
                 return _error_result(f"Error executing tool '{self.name}': {exc!r}\n{trace}")
             return _error_result(f"Error executing tool '{self.name}': an internal error occurred")
-        return self.to_result(value)
+        try:
+            return self.to_result(value)
+        except ValidationError as exc:
+            # 2025-06-18 server/tools § output schema: structured results MUST conform.
+            return _error_result(
+                f"Tool '{self.name}' returned a value that does not match its output schema: "
+                f"{format_validation_error(exc, root='(result)')}"
+            )
 
     def to_result(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult):
@@ -172,10 +181,8 @@ class ToolDefinition:
             and isinstance(value.get("content"), list)
         ):
             return value  # already a CallToolResult
-        if (
-            self._dump_output is not None
-            and value is not None
-            and not isinstance(value, str | list)
+        if self._dump_output is not None and (
+            self._typed_output or (value is not None and not isinstance(value, str | list))
         ):
             structured = self._dump_output(value)
             if isinstance(structured, dict):
@@ -198,13 +205,43 @@ def _finish(
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
     if output_type is not None and is_object_type(output_type):
-        adapter, schema = output_adapter(output_type)
+        try:
+            adapter, schema = output_adapter(output_type)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"tool {tool.name!r}: cannot build its output schema: {exc}"
+            ) from exc
         if tool.output_schema is None:
             tool.output_schema = schema
-        tool._dump_output = functools.partial(adapter.dump_python, mode="json")
+        tool._dump_output = _structured_dumper(adapter, output_type)
+        tool._typed_output = True
     elif tool.output_schema is not None:
         tool._dump_output = _dump_any
     return tool
+
+
+def _structured_dumper(adapter: TypeAdapter[Any], output_type: Any) -> Callable[[Any], Any]:
+    """JSON for a declared object return type; validated unless already an instance.
+
+    A model or dataclass instance was validated when it was built, so only other
+    values (dicts for a ``TypedDict`` or ``dict[...]``, a stray ``None``...) pay
+    for validation.
+    """
+    origin = get_origin(output_type) or output_type
+    exact = (
+        origin
+        if isinstance(origin, type)
+        and (issubclass(origin, BaseModel) or dataclasses.is_dataclass(origin))
+        else None
+    )
+    dump = functools.partial(adapter.dump_python, mode="json")
+
+    def dump_structured(value: Any) -> Any:
+        if exact is None or not isinstance(value, exact):
+            value = adapter.validate_python(value)
+        return dump(value)
+
+    return dump_structured
 
 
 def _dump_any(value: Any) -> Any:

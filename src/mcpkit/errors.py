@@ -6,22 +6,25 @@ Hierarchy, split by who must act::
     ├── ConfigurationError        the developer: bad registration, bad options
     │   └── RegistrationError     several registration problems, collected
     ├── MCPError                  carries a JSON-RPC error (code, message, data)
+    │   ├── InvalidRequest        -32600, the message breaks the protocol rules
     │   ├── InvalidParams         -32602, the caller sent bad arguments
     │   ├── MethodNotFound        -32601
     │   ├── ResourceNotFound      -32002 (-32602 from 2026-07-28 on)
+    │   ├── CapabilityError       the peer did not declare what a call needs
     │   └── RemoteError           the peer answered one of our requests with an error
     ├── ToolError                 raised inside a tool: becomes ``isError: true``
-    ├── CapabilityError           the peer did not declare what a call needs
     ├── PeerTimeout               the peer did not answer in time
     └── ConnectionClosed          the transport went away
 
-:func:`to_jsonrpc_error` is the single boundary that turns an exception into a
-JSON-RPC error object; nothing else in the code builds error objects by hand
-from exceptions.
+The two boundaries to the wire are here too: :func:`to_jsonrpc_error` turns
+an exception into a JSON-RPC error object, and :func:`tool_error_text` decides
+what a tool's exception shows the model in an ``isError`` result. Nothing
+else builds error objects or messages from exceptions by hand.
 """
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionClosed",
     "InvalidParams",
+    "InvalidRequest",
     "MCPError",
     "MCPKitError",
     "MethodNotFound",
@@ -45,6 +49,7 @@ __all__ = [
     "ResourceNotFound",
     "ToolError",
     "to_jsonrpc_error",
+    "tool_error_text",
 ]
 
 # JSON-RPC 2.0 §5.1 and MCP's own codes.
@@ -150,3 +155,27 @@ def to_jsonrpc_error(exc: BaseException, *, debug: bool = False) -> dict[str, An
     if debug:
         return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
     return {"code": INTERNAL_ERROR, "message": "Internal error"}
+
+
+def tool_error_text(exc: Exception, *, tool: str, debug: bool = False) -> str | None:
+    """The text of the ``isError`` result for an exception a tool raised.
+
+    ``None`` means the exception is a deliberate protocol error (an
+    :class:`MCPError` the tool raised itself, such as ``InvalidParams``) and
+    becomes a JSON-RPC error instead. :class:`ToolError` and the failures of a
+    tool's own requests to the client (capability missing, timeout, the client's
+    error answer, connection gone) show their message, which mcpkit or the tool
+    author wrote for the model. Anything else hides its text and traceback
+    unless ``debug`` (2025-11-25 server/tools § error handling: tool errors are
+    results the model can see; ARCHITECTURE.md principle 6: no internals leak).
+    """
+    if isinstance(exc, ToolError | PeerTimeout | ConnectionClosed):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, CapabilityError | RemoteError):
+        return exc.message
+    if isinstance(exc, MCPError):
+        return None
+    if debug:
+        trace = "".join(traceback.format_exception(exc))
+        return f"Error executing tool '{tool}': {exc!r}\n{trace}"
+    return f"Error executing tool '{tool}': an internal error occurred"

@@ -12,7 +12,6 @@ import functools
 import inspect
 import logging
 import re
-import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_origin
@@ -20,16 +19,7 @@ from typing import TYPE_CHECKING, Any, get_origin
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..errors import (
-    CapabilityError,
-    ConfigurationError,
-    ConnectionClosed,
-    InvalidParams,
-    MCPError,
-    PeerTimeout,
-    RemoteError,
-    ToolError,
-)
+from ..errors import ConfigurationError, InvalidParams, MCPKitError, tool_error_text
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .signature import (
@@ -127,14 +117,9 @@ class ToolDefinition:
     ) -> dict[str, Any]:
         """Validate, call and convert: a ``CallToolResult`` dict, errors included.
 
-        Failures the model can act on become ``isError`` results (2025-11-25
-        server/tools § error handling): invalid arguments (every failing path
-        named), :class:`ToolError`, and the peer-side failures of a tool's own
-        requests (:class:`CapabilityError`, :class:`PeerTimeout`,
-        :class:`RemoteError`), all with their message. Any other exception also
-        becomes ``isError``, but its text and traceback stay hidden unless
-        ``debug``. An :class:`MCPError` the tool raises on purpose (for example
-        ``InvalidParams``) is a JSON-RPC error.
+        Invalid arguments become an ``isError`` result naming every failing path;
+        what an exception from the tool shows is decided by
+        :func:`mcpkit.errors.tool_error_text`.
         """
         try:
             kwargs = self._validate(dict(arguments or {}))
@@ -151,18 +136,13 @@ class ToolDefinition:
                 value = await self.execute(**kwargs)
             else:
                 value = await run_sync(self.execute, kwargs, ctx)
-        except (ToolError, PeerTimeout, ConnectionClosed) as exc:
-            return _error_result(str(exc) or type(exc).__name__)
-        except (CapabilityError, RemoteError) as exc:
-            return _error_result(exc.message)
-        except MCPError:
-            raise
         except Exception as exc:
-            log.exception("tool %r raised", self.name)
-            if debug:
-                trace = "".join(traceback.format_exception(exc))
-                return _error_result(f"Error executing tool '{self.name}': {exc!r}\n{trace}")
-            return _error_result(f"Error executing tool '{self.name}': an internal error occurred")
+            text = tool_error_text(exc, tool=self.name, debug=debug)
+            if text is None:
+                raise
+            if not isinstance(exc, MCPKitError):
+                log.exception("tool %r raised", self.name)
+            return _error_result(text)
         try:
             return self.to_result(value)
         except ValidationError as exc:

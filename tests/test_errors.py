@@ -1,0 +1,90 @@
+"""The exception hierarchy and the two boundaries to the wire."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpkit import errors
+from mcpkit.errors import (
+    CapabilityError,
+    ConnectionClosed,
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    PeerTimeout,
+    RegistrationError,
+    RemoteError,
+    ResourceNotFound,
+    ToolError,
+    to_jsonrpc_error,
+    tool_error_text,
+)
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (InvalidRequest("x"), -32600),
+        (MethodNotFound("x"), -32601),
+        (InvalidParams("x"), -32602),
+        (ResourceNotFound("a://b"), -32002),
+        (CapabilityError("x"), -32600),
+        (MCPError("x"), -32603),
+        (MCPError("x", code=-32042, data={"k": 1}), -32042),
+    ],
+)
+def test_mcp_errors_carry_their_code(exc: MCPError, code: int) -> None:
+    assert to_jsonrpc_error(exc)["code"] == code
+
+
+def test_to_jsonrpc_error_hides_internals_unless_debug() -> None:
+    boom = KeyError("secret")
+    assert to_jsonrpc_error(boom) == {"code": -32603, "message": "Internal error"}
+    assert "secret" in to_jsonrpc_error(boom, debug=True)["message"]
+
+
+def test_data_is_only_present_when_given() -> None:
+    assert "data" not in to_jsonrpc_error(InvalidParams("x"))
+    assert to_jsonrpc_error(ResourceNotFound("u://x"))["data"] == {"uri": "u://x"}
+
+
+def test_registration_error_lists_every_problem() -> None:
+    exc = RegistrationError(["tool 'a': bad", "tool 'b': worse"])
+    assert exc.problems == ["tool 'a': bad", "tool 'b': worse"]
+    assert "2 registration error(s)" in str(exc) and "tool 'b': worse" in str(exc)
+    assert isinstance(exc, errors.ConfigurationError)
+
+
+def test_timeouts_and_closed_connections_are_also_builtin_kinds() -> None:
+    assert issubclass(PeerTimeout, TimeoutError)
+    assert issubclass(ConnectionClosed, ConnectionError)
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ToolError("not prime"), "not prime"),
+        (PeerTimeout("the client did not answer"), "the client did not answer"),
+        (ConnectionClosed("gone"), "gone"),
+        (CapabilityError("no sampling"), "no sampling"),
+        (RemoteError("user declined", code=-1), "user declined"),
+    ],
+)
+def test_tool_error_text_shows_messages_meant_for_the_model(exc: Exception, expected: str) -> None:
+    assert tool_error_text(exc, tool="t") == expected
+
+
+def test_tool_error_text_hides_other_exceptions_unless_debug() -> None:
+    try:
+        raise ValueError("password=hunter2")
+    except ValueError as exc:
+        hidden = tool_error_text(exc, tool="t")
+        shown = tool_error_text(exc, tool="t", debug=True)
+    assert hidden == "Error executing tool 't': an internal error occurred"
+    assert shown is not None and "hunter2" in shown and "Traceback" in shown
+
+
+def test_deliberate_protocol_errors_are_not_tool_results() -> None:
+    assert tool_error_text(InvalidParams("x"), tool="t") is None
+    assert tool_error_text(ResourceNotFound("a://b"), tool="t") is None

@@ -9,6 +9,7 @@ two ``send`` calls.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -26,6 +27,7 @@ __all__ = [
     "StreamOwner",
     "end_all_streams",
     "route_path",
+    "watch_disconnect",
 ]
 
 log = logging.getLogger("mcpkit.transports")
@@ -200,3 +202,12 @@ def sse_event(data: bytes, event_id: str | None = None, event: bytes = b"message
 
 
 PING: Final = b": ping\n\n"
+
+
+async def watch_disconnect(receive: Receive, queue: asyncio.Queue[Any], item: Any) -> None:
+    """Put ``item`` on ``queue`` when the client disconnects (run as a task beside a stream)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            queue.put_nowait(item)
+            return

@@ -45,7 +45,6 @@ import inspect
 import logging
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -57,11 +56,9 @@ from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS
 from .asgi import (
     AUTH_SCOPE_KEY,
     JSON_CT,
-    PING,
     SSE_HEADERS,
     BodyTooLarge,
     ClientGone,
-    Message,
     Receive,
     Scope,
     Send,
@@ -74,6 +71,7 @@ from .asgi import (
     sse_event,
 )
 from .event_store import EventStore
+from .http_sessions import CLOSE, FINAL, HTTPSession, RequestStream, SessionTable, pump
 from .security import RequestGuard
 
 if TYPE_CHECKING:
@@ -94,16 +92,9 @@ DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_KEEPALIVE: Final = 15.0
-MAX_QUEUED: Final = 10_000  # messages waiting for a slow standalone/resumed stream
-
 _JSON = 0
 _SSE = 1
 _NOT_ACCEPTABLE = -1
-
-# Pump control items (queue items are otherwise `(event_id, message)` tuples).
-_FINAL: Final = "final"  # the stream is complete: end the response
-_CLOSE: Final = "close"  # end the connection, not the stream: send `retry`, the client comes back
-_GONE: Final = "gone"  # the client disconnected
 
 _ALLOW_STATEFUL: Final = (b"allow", b"GET, POST, DELETE")
 _ALLOW_STATELESS: Final = (b"allow", b"POST")
@@ -115,169 +106,6 @@ async def _drop(message: dict[str, Any]) -> None:
 
 def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
     return [JSON_CT, (b"content-length", str(len(body)).encode())]
-
-
-class _Session:
-    """Transport state of one stateful session; calling it sends on the standalone stream."""
-
-    __slots__ = (
-        "app",
-        "busy",
-        "get_queue",
-        "last_seen",
-        "listened",
-        "nstreams",
-        "session",
-        "sid",
-        "streams",
-    )
-
-    def __init__(self, app: StreamableHTTPApp, sid: str, session: ServerSession) -> None:
-        self.app = app
-        self.sid = sid
-        self.session = session
-        self.last_seen = time.monotonic()
-        self.busy = 0  # in-flight POSTs and open streams: a busy session never expires
-        self.get_queue: asyncio.Queue[Any] | None = None
-        self.listened = False  # opened a GET stream once: keep its messages while it is away
-        self.nstreams = 0
-        self.streams: dict[str, _RequestStream] | None = None  # live resumable POST streams
-
-    @property
-    def standalone_id(self) -> str:
-        return self.sid + "/0"
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        """``session.standalone``: unrelated notifications and requests (GET stream)."""
-        store = self.app.event_store
-        event_id = None
-        if store is not None and self.listened:
-            event_id = await store.store_event(self.standalone_id, message)
-        queue = self.get_queue
-        if queue is None:
-            if event_id is None:
-                log.debug("no GET stream for session; dropped %s", message.get("method"))
-            return
-        if queue.qsize() >= MAX_QUEUED:
-            log.warning("GET stream of a session is not reading; dropped %s", message.get("method"))
-            return
-        queue.put_nowait((event_id, message))
-
-
-class _RequestStream:
-    """The SSE stream answering one POST; calling it sends a related message on it.
-
-    The POST's own connection is written inline (no queue on the hot path).
-    When the stream is resumable (event store) a later GET with
-    ``Last-Event-ID`` may take it over: from then on messages go to that
-    connection's queue.
-    """
-
-    __slots__ = ("app", "done", "entry", "primed", "resumer", "send", "stream_id", "timer")
-
-    def __init__(
-        self, app: StreamableHTTPApp, entry: _Session | None, send: Send, stream_id: str | None
-    ) -> None:
-        self.app = app
-        self.entry = entry
-        self.send: Send | None = send
-        self.stream_id = stream_id
-        self.resumer: asyncio.Queue[Any] | None = None
-        self.primed = False
-        self.done = False
-        self.timer: asyncio.TimerHandle | None = None
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        await self.emit(message, False)
-
-    async def _write(self, chunk: bytes, more: bool) -> None:
-        send = self.send
-        if send is None:
-            return
-        if not more:
-            self.send = None
-        try:
-            await send({"type": "http.response.body", "body": chunk, "more_body": more})
-        except Exception:  # the client went away (servers other than uvicorn raise)
-            self.send = None
-            return
-        if more and self.timer is not None:
-            self._arm()
-
-    async def emit(self, message: dict[str, Any], final: bool) -> None:
-        event_id = None
-        if self.stream_id is not None:
-            store = self.app.event_store
-            assert store is not None
-            event_id = await store.store_event(self.stream_id, message)
-        resumer = self.resumer
-        if resumer is not None:
-            resumer.put_nowait((event_id, message))
-            if final:
-                resumer.put_nowait(_FINAL)
-        elif self.send is not None:
-            await self._write(sse_event(orjson.dumps(message), event_id), not final)
-        if final:
-            self._finish()
-
-    async def end(self) -> None:
-        """No response will come (the request was cancelled): end the stream."""
-        if self.resumer is not None:
-            self.resumer.put_nowait(_FINAL)
-        await self._write(b"", False)
-        self._finish()
-
-    def _finish(self) -> None:
-        self.done = True
-        self.send = None
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        entry = self.entry
-        if entry is not None and entry.streams is not None and self.stream_id is not None:
-            entry.streams.pop(self.stream_id, None)
-
-    async def close_stream(self) -> None:
-        """Server-initiated disconnect (SEP-1699): close the connection, keep the stream.
-
-        Only a primed, resumable stream can be closed; otherwise the client
-        could not come back for the rest and this is a no-op.
-        """
-        if not self.primed or self.done:
-            log.debug("close_sse_stream ignored: the stream is not resumable")
-            return
-        resumer = self.resumer
-        if resumer is not None:
-            self.resumer = None
-            resumer.put_nowait(_CLOSE)
-        await self._write(self.app._retry_field, False)
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    # Keep-alive: a timer armed on each write, only while the stream is open.
-    def _arm(self) -> None:
-        interval = self.app.keepalive_interval
-        if interval is None:
-            return
-        if self.timer is not None:
-            self.timer.cancel()
-        self.timer = asyncio.get_running_loop().call_later(interval, self._ping)
-
-    def _ping(self) -> None:
-        self.timer = None
-        if self.send is not None and self.resumer is None:
-            task = asyncio.ensure_future(self._send_ping())
-            _background.add(task)
-            task.add_done_callback(_background.discard)
-
-    async def _send_ping(self) -> None:
-        await self._write(PING, True)
-        if self.send is not None and self.timer is None:
-            self._arm()
-
-
-_background: set[asyncio.Future[Any]] = set()
 
 
 class StreamableHTTPApp:
@@ -332,11 +160,9 @@ class StreamableHTTPApp:
         self.keepalive_interval = keepalive_interval
         self.debug = debug or server.debug
         self._guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
-        self._sweep_every = min(30.0, session_idle_timeout / 2)
-        self._next_sweep = time.monotonic() + self._sweep_every
+        self._sessions = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
         self._versions = frozenset(name.encode() for name in REVISIONS)
-        self._retry_field = (
+        self.retry_field = (
             b"retry: %d\n\n" % retry_interval_ms if retry_interval_ms is not None else b""
         )
         self._allow = _ALLOW_STATELESS if stateless else _ALLOW_STATEFUL
@@ -494,7 +320,7 @@ class StreamableHTTPApp:
     async def _dispatch(
         self,
         session: ServerSession,
-        entry: _Session | None,
+        entry: HTTPSession | None,
         msg: Any,
         mode: int,
         send: Send,
@@ -530,14 +356,18 @@ class StreamableHTTPApp:
         await self._stream_response(session, entry, msg, send, auth_info)
 
     async def _stream_response(
-        self, session: ServerSession, entry: _Session | None, msg: Any, send: Send, auth_info: Any
+        self,
+        session: ServerSession,
+        entry: HTTPSession | None,
+        msg: Any,
+        send: Send,
+        auth_info: Any,
     ) -> None:
         store = self.event_store
         stream_id = None
         if entry is not None and store is not None:
-            entry.nstreams += 1
-            stream_id = f"{entry.sid}/{entry.nstreams}"
-        stream = _RequestStream(self, entry, send, stream_id)
+            stream_id = entry.new_stream_id()
+        stream = RequestStream(self, entry, send, stream_id)
         await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
         if stream_id is not None:
             assert entry is not None and store is not None
@@ -553,11 +383,11 @@ class StreamableHTTPApp:
                     else b""
                 )
                 stream.primed = True
-                await stream._write(
+                await stream.write(
                     b"id: " + event_id.encode() + b"\n" + retry + b"data: \n\n", True
                 )
         if self.keepalive_interval is not None:
-            stream._arm()
+            stream.arm()
         try:
             resp = await session.handle(msg, stream, auth_info=auth_info)
         except BaseException:
@@ -571,7 +401,7 @@ class StreamableHTTPApp:
     async def _dispatch_batch(
         self,
         session: ServerSession,
-        entry: _Session | None,
+        entry: HTTPSession | None,
         batch: list[Any],
         mode: int,
         send: Send,
@@ -596,7 +426,7 @@ class StreamableHTTPApp:
         await send({"type": "http.response.body", "body": sse_event(body), "more_body": False})
 
     async def _initialize(self, msg: dict[str, Any], mode: int, send: Send, auth_info: Any) -> None:
-        if not self._make_room():
+        if not self._sessions.make_room():
             await send_error(
                 send, 503, INTERNAL_ERROR, "Service Unavailable: too many active sessions"
             )
@@ -613,7 +443,7 @@ class StreamableHTTPApp:
                 f"session_id_generator returned an unusable session id {sid!r}"
             )
         session = self.server.create_session(session_id=sid)
-        entry = _Session(self, sid, session)
+        entry = HTTPSession(self, sid, session)
         session.standalone = entry
         resp = await session.handle(msg, _drop, auth_info=auth_info)
         if resp is None:  # cannot happen for initialize, but never answer "null"
@@ -622,7 +452,7 @@ class StreamableHTTPApp:
             return
         extra: list[tuple[bytes, bytes]] = []
         if "result" in resp:
-            self._sessions[sid] = entry
+            self._sessions.add(entry)
             extra.append((b"mcp-session-id", sid.encode()))
             if self.on_session_initialized is not None:
                 try:
@@ -643,86 +473,16 @@ class StreamableHTTPApp:
         await send({"type": "http.response.body", "body": sse_event(body), "more_body": False})
 
     # -- sessions --------------------------------------------------------------------------------
-    def _lookup(self, raw_sid: bytes) -> _Session | None:
-        sid = raw_sid.decode("latin-1")
-        entry = self._sessions.get(sid)
-        if entry is None:
-            return None
-        now = time.monotonic()
-        if not entry.busy and now - entry.last_seen > self.session_idle_timeout:
-            self._end(sid, entry)
-            return None
-        entry.last_seen = now
-        self._sessions.move_to_end(sid)
-        if now >= self._next_sweep:
-            self._sweep(now)
-        return entry
-
-    def _sweep(self, now: float) -> None:
-        """Expire idle sessions; cheap: stops at the first recently used one."""
-        self._next_sweep = now + self._sweep_every
-        cutoff = now - self.session_idle_timeout
-        expired: list[tuple[str, _Session]] = []
-        busy: list[str] = []
-        for sid, entry in self._sessions.items():
-            if entry.last_seen > cutoff:
-                break
-            if entry.busy:
-                busy.append(sid)
-            else:
-                expired.append((sid, entry))
-        for sid in busy:  # still in use: counts as recently used
-            self._sessions[sid].last_seen = now
-            self._sessions.move_to_end(sid)
-        for sid, entry in expired:
-            log.debug("session expired after %.0f s idle", self.session_idle_timeout)
-            self._end(sid, entry)
-
-    def _make_room(self) -> bool:
-        """Room for one more session: sweep, then evict the least recently used idle one."""
-        sessions = self._sessions
-        if len(sessions) < self.max_sessions:
-            return True
-        self._sweep(time.monotonic())
-        if len(sessions) < self.max_sessions:
-            return True
-        for sid, entry in sessions.items():
-            if not entry.busy:
-                log.info(
-                    "session cap (%d) reached: evicting the least recently used idle session",
-                    self.max_sessions,
-                )
-                self._end(sid, entry)
-                return True
-        return False
-
-    def _end(self, sid: str, entry: _Session) -> None:
-        self._sessions.pop(sid, None)
-        entry.session.close()
-        if entry.get_queue is not None:
-            entry.get_queue.put_nowait(_FINAL)
-            entry.get_queue = None
-        if entry.streams:
-            for stream in list(entry.streams.values()):
-                if stream.resumer is not None:
-                    stream.resumer.put_nowait(_FINAL)
+    def _lookup(self, raw_sid: bytes) -> HTTPSession | None:
+        return self._sessions.lookup(raw_sid.decode("latin-1"))
 
     def end_streams(self) -> None:
-        """Close every GET/resumed stream's connection (with ``retry``) so a server can shut down."""
-        for entry in self._sessions.values():
-            if entry.get_queue is not None:
-                entry.get_queue.put_nowait(_CLOSE)
-                entry.get_queue = None
-            if entry.streams:
-                for stream in entry.streams.values():
-                    if stream.resumer is not None:
-                        stream.resumer.put_nowait(_CLOSE)
-                        stream.resumer = None
+        """Close every GET/resumed stream's connection (with ``retry``) so a server can stop."""
+        self._sessions.end_streams()
 
     async def aclose(self) -> None:
         """End every session (the ASGI lifespan shutdown calls this)."""
-        for sid, entry in list(self._sessions.items()):
-            self._end(sid, entry)
+        self._sessions.close_all()
 
     # -- DELETE ----------------------------------------------------------------------------------
     async def _delete(self, send: Send, headers: dict[bytes, bytes]) -> None:
@@ -736,7 +496,7 @@ class StreamableHTTPApp:
         if entry is None:
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
-        self._end(entry.sid, entry)
+        self._sessions.end(entry)
         await send_body(send, 204)
 
     # -- GET -------------------------------------------------------------------------------------
@@ -776,7 +536,7 @@ class StreamableHTTPApp:
             entry.get_queue = queue
             entry.listened = True
             try:
-                await self._pump(send, receive, queue, [], set())
+                await pump(self, send, receive, queue, [], set())
             finally:
                 if entry.get_queue is queue:
                     entry.get_queue = None
@@ -790,7 +550,7 @@ class StreamableHTTPApp:
         )
 
     async def _resume(
-        self, entry: _Session, last_event_id: str, receive: Receive, send: Send
+        self, entry: HTTPSession, last_event_id: str, receive: Receive, send: Send
     ) -> bool:
         """GET + Last-Event-ID: replay the stream after that id, then continue it live.
 
@@ -807,10 +567,11 @@ class StreamableHTTPApp:
         # Replay into a buffer first: only once the store names the stream can we
         # check that it belongs to this session (transports: never replay another stream).
         stream_id = await store.replay_events_after(last_event_id, collect)
-        if stream_id is None or stream_id.rpartition("/")[0] != entry.sid:
+        if stream_id is None or not entry.owns(stream_id):
             return False
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        live: _RequestStream | None = None
+        live: RequestStream | None = None
+        attached = True
         if stream_id == entry.standalone_id:
             if entry.get_queue is not None:
                 await self._conflict(send)
@@ -820,80 +581,28 @@ class StreamableHTTPApp:
             live = entry.streams.get(stream_id) if entry.streams else None
             if live is None or live.done:
                 live = None
-                queue.put_nowait(_FINAL)
+                attached = False
+                queue.put_nowait(FINAL)
             else:
                 previous = live.resumer
                 live.resumer = queue  # from now on the request's messages come here
                 if previous is not None:
-                    previous.put_nowait(_CLOSE)
-        if queue.empty():
+                    previous.put_nowait(CLOSE)
+                # One connection per stream (transports § multiple connections): if the
+                # POST's own connection is somehow still open, end it.
+                await live.write(self.retry_field, False)
+        if attached:
             # Events stored between the replay and the takeover: replay again, deduplicated.
             await store.replay_events_after(replay[-1][0] if replay else last_event_id, collect)
         seen = {event_id for event_id, _ in replay}
         try:
-            await self._pump(send, receive, queue, replay, seen)
+            await pump(self, send, receive, queue, replay, seen)
         finally:
             if live is not None and live.resumer is queue:
                 live.resumer = None
             if entry.get_queue is queue:
                 entry.get_queue = None
         return True
-
-    async def _pump(
-        self,
-        send: Send,
-        receive: Receive,
-        queue: asyncio.Queue[Any],
-        replay: list[tuple[str, dict[str, Any]]],
-        seen: set[str],
-    ) -> None:
-        """Write a queue-fed SSE stream until it ends, the client leaves or the server stops."""
-        await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, queue))
-        tail = b""
-        try:
-            for event_id, message in replay:
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": sse_event(orjson.dumps(message), event_id),
-                        "more_body": True,
-                    }
-                )
-            interval = self.keepalive_interval
-            while True:
-                try:
-                    async with asyncio.timeout(interval):
-                        item = await queue.get()
-                except TimeoutError:
-                    await send({"type": "http.response.body", "body": PING, "more_body": True})
-                    continue
-                if type(item) is tuple:
-                    event_id, message = item
-                    if event_id is not None and event_id in seen:
-                        continue
-                    chunk = sse_event(orjson.dumps(message), event_id)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    continue
-                if item == _CLOSE:
-                    tail = self._retry_field
-                break
-        except OSError:  # the client went away mid-write
-            pass
-        finally:
-            watcher.cancel()
-        try:
-            await send({"type": "http.response.body", "body": tail, "more_body": False})
-        except Exception:
-            pass
-
-
-async def _watch_disconnect(receive: Receive, queue: asyncio.Queue[Any]) -> None:
-    while True:
-        message: Message = await receive()
-        if message["type"] == "http.disconnect":
-            queue.put_nowait(_GONE)
-            return
 
 
 def _new_session_id() -> str:

@@ -1,0 +1,391 @@
+"""Streamable HTTP client transport (2025-03-26 … 2025-11-25 basic/transports), on httpx.
+
+* Every message is one POST. A request's answer comes back as JSON or as an
+  SSE stream that may first carry related notifications and server requests;
+  each request's POST runs in its own task so ``send`` returns at once and the
+  session keeps correlating by id.
+* After ``notifications/initialized`` a GET opens the standalone SSE stream
+  (405 means the server has none). It is reopened when the server closes it,
+  after the ``retry`` delay the server set.
+* A dropped response stream is resumed with ``GET`` + ``Last-Event-ID`` after
+  ``retry`` milliseconds (transports § resumability; SEP-1699 polling).
+* ``Mcp-Session-Id`` from the ``initialize`` answer and the negotiated
+  ``MCP-Protocol-Version`` go on every later request; a 404 for the session
+  raises :class:`~mcpkit.client.transports.base.SessionExpired` so the session
+  re-initializes (session management, item 4). Closing sends DELETE.
+
+httpx is an optional dependency: this module is imported only when a client
+connects to a URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+import orjson
+
+from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from .base import Inbound, SessionExpired
+from .eventstream import EventStreamDecoder
+
+__all__ = ["StreamableHTTPTransport"]
+
+log = logging.getLogger("mcpkit.client")
+
+_POST_ACCEPT: Final = "application/json, text/event-stream"
+_SSE: Final = "text/event-stream"
+_JSON: Final = "application/json"
+
+
+class StreamableHTTPTransport:
+    """A connection to an MCP endpoint URL.
+
+    ``headers`` go on every request (authorization, for example);
+    ``http_client`` is used instead of a new ``httpx.AsyncClient`` (it is not
+    closed by this transport). A dropped stream is resumed up to
+    ``max_reconnects`` times in a row without progress; ``reconnect_delay``
+    is the wait when the server gave no ``retry``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+        reconnect_delay: float = 1.0,
+        max_reconnects: int = 5,
+        terminate_on_close: bool = True,
+    ) -> None:
+        self.url = url
+        self.label = name or url
+        self.headers = dict(headers or {})
+        self.reconnect_delay = reconnect_delay
+        self.max_reconnects = max_reconnects
+        self.terminate_on_close = terminate_on_close
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._inbound: Inbound | None = None
+        self._init_id: Any = None
+        self._requests: dict[Any, asyncio.Task[None]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, inbound: Inbound) -> None:
+        self._inbound = inbound
+        if self._client is None:
+            # No read timeout: SSE streams idle legitimately; the session times every call.
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        tasks = list(self._requests.values())
+        if self._listener is not None:
+            tasks.append(self._listener)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        client = self._client
+        if client is None:
+            return
+        try:
+            if self.session_id is not None and self.terminate_on_close:
+                # Session management, item 5: say we are done; 405 means "not supported".
+                with contextlib.suppress(httpx.HTTPError, TimeoutError):
+                    await asyncio.wait_for(client.delete(self.url, headers=self._headers()), 5.0)
+        finally:
+            self.session_id = None
+            if self._owns_client:
+                await client.aclose()
+
+    def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._closed or self._client is None:
+            raise ConnectionClosed(f"the connection to {self.label} is closed")
+        return self._client
+
+    # -- sending ------------------------------------------------------------------------------
+    async def send(self, message: dict[str, Any]) -> None:
+        self._http()
+        method = message.get("method")
+        if method is not None and "id" in message:
+            rid = message["id"]
+            if method == "initialize":
+                self._init_id = rid
+                self.protocol_version = None  # the header is for requests after initialize
+            task = asyncio.get_running_loop().create_task(self._request(rid, message))
+            self._requests[rid] = task
+            task.add_done_callback(lambda _t: self._requests.pop(rid, None))
+            return
+        await self._post_message(message)
+        if method == "notifications/initialized":
+            self._listen()
+        elif method == "notifications/cancelled":
+            # The server was told; stop reading the answer stream nobody awaits.
+            params = message.get("params") or {}
+            pending = self._requests.pop(params.get("requestId"), None)
+            if pending is not None:
+                pending.cancel()
+
+    async def _post_message(self, message: dict[str, Any]) -> None:
+        """A notification or a response: the server answers 202 Accepted."""
+        client = self._http()
+        sent_session = self.session_id
+        try:
+            resp = await client.post(
+                self.url,
+                content=orjson.dumps(message),
+                headers=self._headers({"accept": _POST_ACCEPT, "content-type": _JSON}),
+            )
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        if resp.status_code == 404 and sent_session is not None:
+            self._expire(sent_session)
+            raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+        if resp.status_code >= 400:
+            raise _http_error(resp, self.label)
+
+    async def _request(self, rid: Any, message: dict[str, Any]) -> None:
+        """POST one request and deliver what comes back; failures go to ``request_failed``."""
+        try:
+            await self._post_request(rid, message)
+        except asyncio.CancelledError:
+            raise
+        except MCPKitError as exc:
+            self._fail(rid, exc)
+        except httpx.HTTPError as exc:
+            self._fail(rid, self._unreachable(exc))
+        except Exception as exc:  # a malformed body, say: still fail the one call clearly
+            log.debug("request %r to %s failed", rid, self.label, exc_info=True)
+            self._fail(rid, ConnectionClosed(f"{self.label}: {type(exc).__name__}: {exc}"))
+
+    def _fail(self, rid: Any, exc: BaseException) -> None:
+        if self._inbound is not None:
+            self._inbound.request_failed(rid, exc)
+
+    async def _post_request(self, rid: Any, message: dict[str, Any]) -> None:
+        client = self._http()
+        sent_session = self.session_id
+        headers = self._headers({"accept": _POST_ACCEPT, "content-type": _JSON})
+        async with client.stream(
+            "POST", self.url, content=orjson.dumps(message), headers=headers
+        ) as resp:
+            status = resp.status_code
+            if status == 404 and sent_session is not None:
+                self._expire(sent_session)
+                raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+            if status >= 400:
+                await resp.aread()
+                raise _http_error(resp, self.label)
+            if rid == self._init_id:
+                sid = resp.headers.get("mcp-session-id")
+                if sid:
+                    self.session_id = sid
+            ctype = _content_type(resp)
+            if ctype == _SSE:
+                await self._consume(resp, rid)
+            elif ctype == _JSON:
+                self._deliver(orjson.loads(await resp.aread()))
+            else:
+                raise RemoteError(
+                    f"{self.label} answered a request with HTTP {status} and content type "
+                    f"{ctype or 'none'!r}; expected JSON or an SSE stream",
+                    code=INTERNAL_ERROR,
+                    data={"status": status},
+                )
+
+    # -- receiving ----------------------------------------------------------------------------
+    def _deliver(self, message: Any) -> None:
+        if (
+            self._init_id is not None
+            and type(message) is dict
+            and "method" not in message
+            and message.get("id") == self._init_id
+        ):
+            # Remember the negotiated revision for the MCP-Protocol-Version header.
+            self._init_id = None
+            result = message.get("result")
+            version = result.get("protocolVersion") if type(result) is dict else None
+            if isinstance(version, str):
+                self.protocol_version = version
+        if self._inbound is not None:
+            self._inbound.message_received(message)
+
+    async def _consume(self, resp: httpx.Response, rid: Any) -> None:
+        """Read a POST's SSE stream until the answer to ``rid``, resuming it when it drops."""
+        decoder = EventStreamDecoder()
+        if await self._read_stream(resp, decoder, rid):
+            return
+        failures = 0
+        while True:
+            if not decoder.last_event_id:
+                raise ConnectionClosed(
+                    f"{self.label} ended the response stream of request {rid!r} before "
+                    "answering it, without an event id to resume from"
+                )
+            if failures >= self.max_reconnects:
+                raise ConnectionClosed(
+                    f"could not resume the response stream of request {rid!r} from "
+                    f"{self.label} after {failures} attempts"
+                )
+            await asyncio.sleep(self._delay(decoder, failures))
+            before = decoder.last_event_id
+            decoder.resume()
+            try:
+                if await self._resume(decoder, rid):
+                    return
+            except httpx.TransportError as exc:
+                log.debug("resuming request %r on %s failed: %s", rid, self.label, exc)
+            failures = 0 if decoder.last_event_id != before else failures + 1
+
+    async def _resume(self, decoder: EventStreamDecoder, rid: Any) -> bool:
+        """One ``GET`` with ``Last-Event-ID``; True once the answer to ``rid`` arrived."""
+        client = self._http()
+        sent_session = self.session_id
+        assert decoder.last_event_id is not None
+        headers = self._headers({"accept": _SSE, "last-event-id": decoder.last_event_id})
+        async with client.stream("GET", self.url, headers=headers) as resp:
+            if resp.status_code == 404 and sent_session is not None:
+                self._expire(sent_session)
+                raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+            if resp.status_code >= 400 or _content_type(resp) != _SSE:
+                await resp.aread()
+                raise ConnectionClosed(
+                    f"{self.label} refused to resume the response stream of request {rid!r} "
+                    f"(HTTP {resp.status_code})"
+                )
+            return await self._read_stream(resp, decoder, rid)
+
+    async def _read_stream(
+        self, resp: httpx.Response, decoder: EventStreamDecoder, rid: Any
+    ) -> bool:
+        """Deliver a stream's messages; True when the answer to ``rid`` was among them."""
+        try:
+            async for chunk in resp.aiter_bytes():
+                for event in decoder.feed(chunk):
+                    if event.type != "message" or not event.data.strip():
+                        continue
+                    try:
+                        message = orjson.loads(event.data)
+                    except orjson.JSONDecodeError:
+                        log.warning(
+                            "%s sent an SSE event that is not JSON: %.200r", self.label, event.data
+                        )
+                        continue
+                    self._deliver(message)
+                    if rid is not None and _answers(message, rid):
+                        return True
+        except httpx.TransportError as exc:  # the connection dropped mid-stream
+            log.debug("stream from %s dropped: %s", self.label, exc)
+        return False
+
+    def _delay(self, decoder: EventStreamDecoder, failures: int) -> float:
+        if decoder.retry is not None:  # "The client MUST respect the retry field"
+            return decoder.retry / 1000
+        return float(min(self.reconnect_delay * 2**failures, 30.0))
+
+    # -- the standalone GET stream ------------------------------------------------------------
+    def _listen(self) -> None:
+        if self._listener is not None and not self._listener.done():
+            self._listener.cancel()
+        self._listener = asyncio.get_running_loop().create_task(self._listen_loop())
+
+    async def _listen_loop(self) -> None:
+        decoder = EventStreamDecoder()
+        failures = 0
+        while not self._closed:
+            client = self._http()
+            headers = self._headers({"accept": _SSE})
+            if decoder.last_event_id:
+                headers["last-event-id"] = decoder.last_event_id
+            try:
+                async with client.stream("GET", self.url, headers=headers) as resp:
+                    if resp.status_code in (404, 405):
+                        # 405: no standalone stream here; 404: the session is gone (the
+                        # next call finds out and re-initializes).
+                        return
+                    if resp.status_code >= 400 or _content_type(resp) != _SSE:
+                        failures += 1
+                        log.debug("GET stream of %s: HTTP %s", self.label, resp.status_code)
+                    else:
+                        failures = 0
+                        await self._read_stream(resp, decoder, None)
+            except httpx.TransportError as exc:
+                failures += 1
+                log.debug("GET stream of %s failed: %s", self.label, exc)
+            if failures > self.max_reconnects:
+                log.warning(
+                    "giving up the GET stream of %s after %d failures", self.label, failures
+                )
+                return
+            decoder.resume()
+            await asyncio.sleep(self._delay(decoder, failures))
+
+    def _expire(self, sent_session: str) -> None:
+        """The server forgot ``sent_session``: drop it (unless a new one already replaced it)."""
+        if self.session_id == sent_session:
+            self.session_id = None
+            self.protocol_version = None
+            if self._listener is not None:
+                self._listener.cancel()
+                self._listener = None
+
+    def _unreachable(self, exc: httpx.HTTPError) -> ConnectionClosed:
+        return ConnectionClosed(f"HTTP request to {self.label} failed: {type(exc).__name__}: {exc}")
+
+
+def _content_type(resp: httpx.Response) -> str:
+    value: str = resp.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()
+
+
+def _answers(message: Any, rid: Any) -> bool:
+    if type(message) is dict:
+        return "method" not in message and message.get("id") == rid
+    if type(message) is list:
+        return any(_answers(m, rid) for m in message)
+    return False
+
+
+def _http_error(resp: httpx.Response, label: str) -> RemoteError:
+    """A JSON-RPC error from an HTTP error status (the body may carry one, without an id)."""
+    status = resp.status_code
+    try:
+        body = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        body = None
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        code = err.get("code")
+        return RemoteError(
+            f"{err['message']} (HTTP {status} from {label})",
+            code=code if type(code) is int else INTERNAL_ERROR,
+            data=err.get("data"),
+        )
+    text = resp.text[:300].strip()
+    return RemoteError(
+        f"HTTP {status} {resp.reason_phrase} from {label}" + (f": {text}" if text else ""),
+        code=INTERNAL_ERROR,
+        data={"status": status},
+    )

@@ -1,0 +1,301 @@
+"""The Streamable HTTP client transport against a real mcpkit server on uvicorn (127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from mcpkit.client import Client
+from mcpkit.client.transports.streamable_http import StreamableHTTPTransport
+from mcpkit.errors import ConnectionClosed, PeerTimeout, RemoteError
+from mcpkit.server.context import Context
+from mcpkit.server.server import MCPServer
+from mcpkit.transports.asgi import end_all_streams
+from mcpkit.transports.event_store import InMemoryEventStore
+from mcpkit.transports.streamable_http import StreamableHTTPApp
+from tests.client.conftest import Traffic
+from tests.client.fixtures.demo_server import build_server
+
+TIMEOUT = 10.0
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:  # leave the test process's signal handlers alone
+        yield
+
+
+def free_socket(port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def serve(app: Any, sock: socket.socket | None = None) -> AsyncIterator[str]:
+    """Run ``app`` on uvicorn; yields the MCP endpoint URL."""
+    sock = sock or free_socket()
+    port = sock.getsockname()[1]
+    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("uvicorn stopped before it started")
+                await asyncio.sleep(0.005)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        end_all_streams()
+        server.should_exit = True
+        async with asyncio.timeout(TIMEOUT):
+            await task
+        sock.close()
+
+
+class Recorder:
+    """An httpx event hook keeping (method, headers) of every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, httpx.Headers]] = []
+
+    async def __call__(self, request: httpx.Request) -> None:
+        self.requests.append((request.method, request.headers))
+
+    def methods(self) -> list[str]:
+        return [m for m, _ in self.requests]
+
+
+async def eventually(action: Callable[[], Any], check: Callable[[], bool]) -> None:
+    """Repeat ``action`` until ``check`` holds (a GET stream takes a moment to open)."""
+    for _ in range(50):
+        await action()
+        for _ in range(10):
+            if check():
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+@pytest.fixture
+def server() -> MCPServer:
+    return build_server()
+
+
+async def sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "Paris"},
+        "model": "m",
+        "stopReason": "endTurn",
+    }
+
+
+# -- the basics -----------------------------------------------------------------------------------
+
+
+async def test_round_trips_with_sse_responses(server: MCPServer, traffic: Traffic) -> None:
+    async with (
+        serve(server.http_app()) as url,
+        Client(
+            url=url,
+            trace=traffic,
+            timeout=TIMEOUT,
+            sampling_handler=sample,
+            elicitation_handler=lambda p: {"action": "accept", "content": {"name": "Ada"}},
+            roots=["file:///w"],
+        ) as client,
+    ):
+        assert client.server_info["name"] == "demo"
+        assert client.protocol_version == "2025-11-25"
+        assert {t["name"] for t in await client.list_tools()} >= {"add", "hang"}
+        assert text_of(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
+        # Server requests arrive on the POST's SSE stream; answers go back as POSTs.
+        assert text_of(await client.call_tool("ask_llm", {"question": "?"})) == "Paris"
+        answer = await client.call_tool("ask_user")
+        assert answer["structuredContent"]["content"]["age"] == 30
+        assert text_of(await client.call_tool("roots")) == "file:///w"
+        seen: list[Any] = []
+        await client.call_tool("slow", {"steps": 3}, progress=lambda *a: seen.append(a))
+        assert [s[0] for s in seen] == [1, 2, 3]
+        results = await asyncio.gather(
+            *(client.call_tool("echo", {"text": str(i)}) for i in range(20))
+        )
+        assert [text_of(r) for r in results] == [str(i) for i in range(20)]
+        prompt = await client.get_prompt("review", {"code": "x"})
+        assert prompt["messages"][0]["content"]["text"] == "Please review: x"
+    traffic.exempt(
+        lambda m: isinstance(m.get("result"), dict) and m["result"].get("action") == "accept",
+        "the 2025-11-25 schema forbids non-integer numbers in ElicitResult content, while "
+        "NumberSchema defaults (95.5 here) must be sent back",
+    )
+
+
+async def test_json_responses_and_the_standalone_stream(
+    server: MCPServer, traffic: Traffic
+) -> None:
+    updated: list[str] = []
+    async with (
+        serve(server.http_app(json_response=True)) as url,
+        Client(
+            url=url,
+            trace=traffic,
+            timeout=TIMEOUT,
+            sampling_handler=sample,
+            on_resource_updated=updated.append,
+        ) as client,
+    ):
+        assert text_of(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
+        await client.subscribe_resource("memo://greeting")
+        # Unrelated notifications come on the GET stream the client opened by itself.
+        await eventually(
+            lambda: client.call_tool("touch", {"uri": "memo://greeting"}), lambda: bool(updated)
+        )
+        # In JSON mode the server's requests travel on that stream too.
+        assert text_of(await client.call_tool("ask_llm", {"question": "?"})) == "Paris"
+
+
+async def test_headers_session_id_and_delete_on_close(server: MCPServer) -> None:
+    recorder = Recorder()
+    app = StreamableHTTPApp(server, path="/mcp")
+    async with (
+        httpx.AsyncClient(event_hooks={"request": [recorder]}) as http,
+        serve(app) as url,
+    ):
+        client = Client(url=url, headers={"X-Team": "blue"}, http_client=http, timeout=TIMEOUT)
+        async with client:
+            await client.ping()
+            transport = client.session.transport
+            assert isinstance(transport, StreamableHTTPTransport)
+            session_id = transport.session_id
+            assert session_id and len(app) == 1
+        assert len(app) == 0  # DELETE ended the server's session
+        assert not http.is_closed  # an injected client belongs to the caller
+    methods = recorder.methods()
+    assert methods[:2] == ["POST", "POST"] and methods[-1] == "DELETE" and "GET" in methods
+    (_, init_headers), *later = recorder.requests
+    assert "mcp-session-id" not in init_headers
+    assert "mcp-protocol-version" not in init_headers
+    assert init_headers["accept"] == "application/json, text/event-stream"
+    for _, headers in recorder.requests:
+        assert headers["x-team"] == "blue"
+    for method, headers in later:
+        assert headers["mcp-session-id"] == session_id
+        assert headers["mcp-protocol-version"] == "2025-11-25"
+        if method == "GET":
+            assert headers["accept"] == "text/event-stream"
+
+
+# -- faults -----------------------------------------------------------------------------------------
+
+
+async def test_server_restart_reinitializes_transparently(traffic: Traffic) -> None:
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    client = Client(url=f"http://127.0.0.1:{port}/mcp", trace=traffic, timeout=TIMEOUT)
+    async with serve(build_server().http_app(), sock) as url:
+        await client.connect()
+        assert text_of(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+    # A new process on the same port knows nothing of our session: 404, then a new one.
+    async with serve(build_server().http_app(), free_socket(port)) as url:
+        assert url.endswith(f":{port}/mcp")
+        results = await asyncio.gather(
+            *(client.call_tool("add", {"a": i, "b": 1}) for i in range(3))
+        )
+        assert [text_of(r) for r in results] == ["1", "2", "3"]
+        await client.aclose()
+    assert len(traffic.sent("initialize")) == 2  # once more, however many calls saw the 404
+    assert len(traffic.sent("notifications/initialized")) == 2
+
+
+async def test_a_closed_stream_is_resumed_after_retry(traffic: Traffic) -> None:
+    server = MCPServer(name="resumable", version="1")
+
+    @server.tool
+    async def poll(ctx: Context) -> str:
+        await ctx.info("before the cut")
+        await ctx.close_sse_stream()  # SEP-1699: the server ends the connection, not the stream
+        await ctx.info("after the cut")
+        await asyncio.sleep(0.05)
+        return "finished"
+
+    recorder = Recorder()
+    logs: list[Any] = []
+    app = server.http_app(event_store=InMemoryEventStore(), retry_interval_ms=300)
+    async with (
+        httpx.AsyncClient(event_hooks={"request": [recorder]}) as http,
+        serve(app) as url,
+        Client(
+            url=url, http_client=http, trace=traffic, timeout=TIMEOUT, log_handler=logs.append
+        ) as client,
+    ):
+        start = time.monotonic()
+        result = await client.call_tool("poll")
+        elapsed = time.monotonic() - start
+    assert text_of(result) == "finished"
+    assert 0.3 <= elapsed < 2.0  # waited for `retry`, then resumed
+    assert [entry["data"] for entry in logs] == ["before the cut", "after the cut"]
+    resumes = [h for m, h in recorder.requests if m == "GET" and "last-event-id" in h]
+    assert len(resumes) == 1
+    answers = [m for m in traffic.received() if "result" in m and "content" in m["result"]]
+    assert len(answers) == 1  # neither lost nor duplicated
+
+
+async def test_timeout_over_http_cancels_on_the_server(server: MCPServer, traffic: Traffic) -> None:
+    async with (
+        serve(server.http_app()) as url,
+        Client(url=url, trace=traffic, timeout=TIMEOUT) as client,
+    ):
+        with pytest.raises(PeerTimeout):
+            await client.call_tool("hang", timeout=0.3)
+        call_id = traffic.sent("tools/call")[0]["id"]
+        for _ in range(100):
+            if server.cancelled:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.01)
+        assert server.cancelled == [call_id]  # type: ignore[attr-defined]
+        assert text_of(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
+
+
+async def test_an_unreachable_server_fails_fast() -> None:
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there
+    start = time.monotonic()
+    with pytest.raises(ConnectionClosed, match=f"127.0.0.1:{port}"):
+        async with Client(url=f"http://127.0.0.1:{port}/mcp", timeout=TIMEOUT):
+            pass
+    assert time.monotonic() - start < 2.0
+
+
+async def test_an_http_error_is_reported_with_its_status(server: MCPServer) -> None:
+    async with serve(server.http_app()) as url:
+        with pytest.raises(RemoteError, match="HTTP 404"):
+            async with Client(url=url.replace("/mcp", "/elsewhere"), timeout=TIMEOUT):
+                pass
+
+
+def test_importing_the_client_does_not_import_httpx() -> None:
+    code = (
+        "import sys, mcpkit.client\n"
+        "from mcpkit.client import Client\n"
+        "import mcpkit.client.session, mcpkit.client.transports.stdio\n"
+        "assert 'httpx' not in sys.modules, 'httpx imported eagerly'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)

@@ -46,6 +46,7 @@ from jsonschema import Draft7Validator, Draft202012Validator
 
 __all__ = [
     "SchemaViolation",
+    "assert_valid_conversation",
     "assert_valid_traffic",
     "definition_for",
     "revisions",
@@ -300,18 +301,33 @@ def negotiated_revision(client: Any) -> str:
 def assert_valid_traffic(client: Any, revision: str | None = None) -> int:
     """Validate every message ``client`` sent and received; returns how many were checked.
 
-    Responses are paired with the request they answer by id, in wire order: a
-    response in one direction answers the latest request with that id that went
-    the other way. Messages the client sent through ``send_raw`` are exempt
-    (tests use it to send malformed input on purpose), as is everything a client
-    marked with :func:`unchecked_client_traffic` sends.
+    ``client`` is an :class:`mcpkit.testing.InMemoryClient` (or anything with a
+    ``traffic`` log, or ``sent``/``received`` lists). Messages the client sent
+    through ``send_raw`` are exempt (tests use it to send malformed input on
+    purpose), as is everything a client marked with
+    :func:`unchecked_client_traffic` sends.
     """
     rev = revision or negotiated_revision(client)
     skip_sent = client in _unchecked_clients
+    return assert_valid_conversation(
+        ((d, m, c and not (skip_sent and d == "sent")) for d, m, c in _traffic(client)), rev
+    )
+
+
+def assert_valid_conversation(traffic: Iterable[tuple[str, Any, bool]], revision: str) -> int:
+    """Validate a conversation: ``(direction, message, checked)`` triples in wire order.
+
+    ``direction`` is ``"sent"`` (client to server) or ``"received"``; a message
+    may be a list (a batch). Responses are paired with the request they answer
+    by id: a response in one direction answers the latest request with that id
+    that went the other way. Unchecked messages still take part in pairing.
+    Transport tests can build the triples from what they put on and took off
+    the wire. Returns how many messages were checked.
+    """
     outstanding: dict[str, dict[Any, str]] = {"sent": {}, "received": {}}
     checked = 0
     problems: list[str] = []
-    for direction, msg, check in _traffic(client):
+    for direction, msg, check in traffic:
         for item in msg if isinstance(msg, list) else [msg]:
             method_of_request = None
             if isinstance(item, dict):
@@ -320,16 +336,16 @@ def assert_valid_traffic(client: Any, revision: str | None = None) -> int:
                 elif "method" not in item and ("result" in item or "error" in item):
                     other = "received" if direction == "sent" else "sent"
                     method_of_request = _pop(outstanding[other], item.get("id"))
-            if not check or (direction == "sent" and skip_sent):
+            if not check:
                 continue
             try:
-                validate_message(item, rev, request_method=method_of_request)
+                validate_message(item, revision, request_method=method_of_request)
             except SchemaViolation as exc:
                 problems.append(f"[{direction}] {exc}")
             checked += 1
     if problems:
         raise SchemaViolation(
-            f"{len(problems)} message(s) invalid in {rev}:\n" + "\n".join(problems)
+            f"{len(problems)} message(s) invalid in {revision}:\n" + "\n".join(problems)
         )
     return checked
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from typing import Any
@@ -101,3 +102,13 @@ async def test_a_server_ignoring_eof_and_sigterm_is_killed_with_its_children() -
     assert transport.returncode == -signal.SIGKILL
     assert not alive(pid)
     assert await wait_until(lambda: not alive(grandchild))
+
+
+async def test_exit_is_noticed_without_pidfd(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Platforms without pidfd_open (macOS, old kernels) watch the exit from a thread.
+    monkeypatch.delattr(os, "pidfd_open")
+    async with raw("exit", timeout=30) as client:
+        start = time.monotonic()
+        with pytest.raises(ServerExited, match="exited with status 7"):
+            await client.call_tool("anything")
+        assert time.monotonic() - start < 1.0

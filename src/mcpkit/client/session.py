@@ -24,6 +24,7 @@ from typing import Any, Final
 from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
 from ..protocol import jsonrpc
 from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE, REVISIONS, Revision
+from .deadlines import Deadlines
 from .handlers import (
     ElicitationHandler,
     ListChangedCallback,
@@ -107,6 +108,7 @@ class ClientSession:
         self._started = False
         self._generation = 0  # bumped by every successful handshake (HTTP re-initialization)
         self._reinit_lock: asyncio.Lock | None = None
+        self._deadlines = Deadlines()
         self.traffic = ServerTraffic(
             self,
             sampling_handler=sampling_handler,
@@ -209,6 +211,7 @@ class ClientSession:
             self._closed = ConnectionClosed(f"the session with {self.name!r} was closed")
         self._fail_all(self._closed)
         self.traffic.close()
+        self._deadlines.close()
         await self.transport.aclose()
 
     def _fail_all(self, exc: BaseException) -> None:
@@ -246,19 +249,19 @@ class ClientSession:
         msg = jsonrpc.request(rid, method, params)
         generation = self._generation
         wait = self.timeout if timeout is None else timeout
+        deadline = self._deadlines.add(rid, wait)
         try:
-            async with asyncio.timeout(wait):
-                if self._trace is not None:
-                    self._trace("sent", msg)
-                await self.transport.send(msg)
-                return await fut
-        except TimeoutError:
-            if method != "initialize":  # lifecycle: initialize MUST NOT be cancelled
-                await self._cancel_quietly(rid, f"timed out after {wait:g} s")
-            raise PeerTimeout(
-                f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
-            ) from None
+            if self._trace is not None:
+                self._trace("sent", msg)
+            await self.transport.send(msg)
+            return await fut
         except asyncio.CancelledError:
+            if deadline.expired and deadline.task.uncancel() == 0:
+                if method != "initialize":  # lifecycle: initialize MUST NOT be cancelled
+                    await self._cancel_quietly(rid, f"timed out after {wait:g} s")
+                raise PeerTimeout(
+                    f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
+                ) from None
             if method != "initialize" and self._closed is None:
                 self.traffic.spawn(self._cancel_quietly(rid, "cancelled by the client"))
             raise
@@ -267,6 +270,7 @@ class ClientSession:
                 raise
             await self._reinitialize(generation)
         finally:
+            self._deadlines.discard(rid)
             pending.pop(rid, None)
             if progress is not None:
                 self.traffic.progress.pop(rid, None)

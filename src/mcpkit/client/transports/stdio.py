@@ -10,9 +10,11 @@ Beyond the spec, for production use:
   so helpers it started (``npx`` → ``node``, shells) go too: no orphans. The
   event loop's child watcher reaps it: no zombies. An ``atexit`` hook kills the
   groups of transports the application forgot to close.
-* The pipes are read by an :class:`asyncio.SubprocessProtocol`, so each stdout
-  chunk is split and decoded in the callback that received it and pushed
-  straight to the session: no reader task, no queue.
+* The pipes are connected to the event loop directly (``connect_read_pipe``),
+  so each stdout chunk is split and decoded in the callback that read it and
+  pushed straight to the session: no reader task, no queue, and not the extra
+  ``call_soon`` hop per chunk that ``loop.subprocess_exec`` adds. The exit is
+  watched with a pidfd (Linux), else by a thread blocked in ``wait()``.
 * When the process dies, pending calls fail at once with an error naming the
   server, its exit status and the last lines it wrote to stderr. A line on
   stdout that is not JSON fails the connection with an error that says so
@@ -30,7 +32,8 @@ import logging
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -88,8 +91,9 @@ class StdioTransport:
         self.pid: int | None = None
         self.returncode: int | None = None
         self._inbound: Inbound | None = None
-        self._process: asyncio.SubprocessTransport | None = None
+        self._popen: subprocess.Popen[bytes] | None = None
         self._stdin: asyncio.WriteTransport | None = None
+        self._readers: list[asyncio.BaseTransport] = []
         self._partial = bytearray()
         self._err_partial = bytearray()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
@@ -110,25 +114,56 @@ class StdioTransport:
         if self.env is not None or not self.inherit_env:
             env = {**os.environ, **(self.env or {})} if self.inherit_env else dict(self.env or {})
         try:
-            process, _ = await loop.subprocess_exec(
-                lambda: _Pipes(self),
-                self.command,
-                *self.args,
+            popen = subprocess.Popen(
+                [self.command, *self.args],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                bufsize=0,
                 env=env,
                 cwd=self.cwd,
                 process_group=0,  # its own group: shutdown signals reach its children too
             )
         except OSError as exc:
             raise ServerExited(f"cannot start MCP server {self.label!r}: {exc}") from exc
-        self._process = process
-        self.pid = process.get_pid()
-        _live_groups.add(self.pid)
-        stdin = process.get_pipe_transport(0)
+        self._popen = popen
+        self.pid = popen.pid
+        _live_groups.add(popen.pid)
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        try:
+            stdin, _ = await loop.connect_write_pipe(lambda: _Stdin(self), popen.stdin)
+            out, _ = await loop.connect_read_pipe(
+                lambda: _Reader(self._stdout, self._stdout_closed), popen.stdout
+            )
+            err, _ = await loop.connect_read_pipe(lambda: _Reader(self._stderr, None), popen.stderr)
+        except BaseException:
+            popen.kill()
+            raise
         assert isinstance(stdin, asyncio.WriteTransport)
         self._stdin = stdin
+        self._readers = [out, err]
+        self._watch_exit(loop, popen)
+
+    def _watch_exit(self, loop: asyncio.AbstractEventLoop, popen: subprocess.Popen[bytes]) -> None:
+        try:
+            pidfd = os.pidfd_open(popen.pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3: a thread waits instead
+
+            def wait() -> None:
+                popen.wait()
+                with contextlib.suppress(RuntimeError):  # the loop is closed
+                    loop.call_soon_threadsafe(self._process_exited)
+
+            threading.Thread(target=wait, name=f"mcpkit-wait-{popen.pid}", daemon=True).start()
+            return
+
+        def ready() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            popen.wait()  # already exited: this only reaps it
+            self._process_exited()
+
+        loop.add_reader(pidfd, ready)
 
     async def send(self, message: dict[str, Any]) -> None:
         if self._lost is not None:
@@ -152,8 +187,7 @@ class StdioTransport:
         self._closing = True
         if self._lost_timer is not None:
             self._lost_timer.cancel()
-        process = self._process
-        if process is None:
+        if self._popen is None:
             return
         pgid = self.pid
         try:
@@ -166,7 +200,8 @@ class StdioTransport:
                     await self._wait_exit(5.0)
             await self._reap_group()
         finally:
-            process.close()
+            for reader in self._readers:
+                reader.close()
             if pgid is not None:
                 _live_groups.discard(pgid)
             self._wake_drain(ConnectionClosed("closed"))
@@ -267,8 +302,8 @@ class StdioTransport:
         self._check_lost()
 
     def _process_exited(self) -> None:
-        assert self._process is not None and self._exited is not None
-        self.returncode = self._process.get_returncode()
+        assert self._popen is not None and self._exited is not None
+        self.returncode = self._popen.returncode
         self._exited.set()
         self._check_lost()
 
@@ -319,32 +354,39 @@ class StdioTransport:
                 waiter.set_exception(exc)
 
 
-class _Pipes(asyncio.SubprocessProtocol):
-    """Forwards pipe events to the transport (a protocol object is what asyncio wants)."""
+class _Reader(asyncio.Protocol):
+    """Hands a pipe's bytes to the transport as they are read."""
+
+    def __init__(
+        self, on_data: Callable[[bytes], None], on_close: Callable[[], None] | None
+    ) -> None:
+        self.on_data = on_data
+        self.on_close = on_close
+
+    def data_received(self, data: bytes) -> None:
+        self.on_data(data)
+
+    def eof_received(self) -> bool:
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.on_close is not None:
+            self.on_close()
+
+
+class _Stdin(asyncio.BaseProtocol):
+    """Flow control for the server's stdin."""
 
     def __init__(self, owner: StdioTransport) -> None:
         self.owner = owner
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        assert isinstance(data, bytes)
-        if fd == 1:
-            self.owner._stdout(data)
-        else:
-            self.owner._stderr(data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            self.owner._stdout_closed()
-        elif fd == 0:
-            self.owner._resume()
-
-    def process_exited(self) -> None:
-        self.owner._process_exited()
 
     def pause_writing(self) -> None:
         self.owner._pause()
 
     def resume_writing(self) -> None:
+        self.owner._resume()
+
+    def connection_lost(self, exc: Exception | None) -> None:
         self.owner._resume()
 
 

@@ -14,11 +14,12 @@ repository (``<repo>/../shared``). A message is mapped to its definition:
 
 Strictness beyond the published schema: the generated schemas leave most
 objects open (no ``additionalProperties``), so on their own they would let
-newer fields leak to clients of older revisions. Every definition that exists
-under the same name in another revision is therefore closed against the
-properties that *other* revisions declare and this one does not (for example
-``outputSchema`` on a 2024-11-05 ``Tool`` or ``completions`` in 2024-11-05
-``ServerCapabilities``). Properties no revision knows (extensions such as a
+newer fields leak to clients of older revisions. Every object in a
+definition (the definition itself and the inline objects under it, matched by
+definition name and property path, following ``$ref``) is therefore closed
+against the properties that *other* revisions declare there and this one does
+not (for example ``outputSchema`` on a 2024-11-05 ``Tool``, ``completions`` in
+2024-11-05 ``ServerCapabilities``, ``message`` in 2024-11-05 progress params). Properties no revision knows (extensions such as a
 prompt's ``version``) stay allowed, as the schema allows them.
 
 One documented relaxation: an error response whose request id could not be
@@ -89,37 +90,58 @@ def _defs_key(schema: dict[str, Any]) -> str:
     return "$defs" if "$defs" in schema else "definitions"
 
 
-@functools.cache
-def _declared_properties() -> dict[str, dict[str, frozenset[str]]]:
-    """definition name → revision → the property names it declares."""
-    out: dict[str, dict[str, frozenset[str]]] = {}
-    for rev in revisions():
-        raw = _raw(rev)
-        for name, d in raw[_defs_key(raw)].items():
-            if isinstance(d, dict) and isinstance(d.get("properties"), dict):
-                out.setdefault(name, {})[rev] = frozenset(d["properties"])
-    return out
+def _resolve(raw: dict[str, Any], node: Any) -> Any:
+    defs = raw[_defs_key(raw)]
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+    return node
+
+
+def _properties_at(revision: str, definition: str, path: tuple[str, ...]) -> frozenset[str]:
+    """The properties the object at ``path`` inside ``definition`` declares in ``revision``.
+
+    ``$ref`` is followed, so an inline ``params`` object of one revision lines up
+    with the named ``...Params`` definition another revision moved it to.
+    """
+    raw = _raw(revision)
+    node = _resolve(raw, raw[_defs_key(raw)].get(definition))
+    for key in path:
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict) or key not in props:
+            return frozenset()
+        node = _resolve(raw, props[key])
+    props = node.get("properties") if isinstance(node, dict) else None
+    return frozenset(props) if isinstance(props, dict) else frozenset()
+
+
+def _close(revision: str, definition: str, node: Any, path: tuple[str, ...]) -> None:
+    """Forbid, on ``node`` and the inline objects under it, other revisions' properties."""
+    if not isinstance(node, dict) or "$ref" in node:
+        return  # named definitions are closed under their own name
+    props = node.get("properties")
+    if not isinstance(props, dict):
+        return
+    if "additionalProperties" not in node:
+        foreign: set[str] = set()
+        for rev in revisions():
+            if rev != revision:
+                foreign |= _properties_at(rev, definition, path) - set(props)
+        if not path:  # older schemas leave the JSON-RPC envelope out of method definitions
+            foreign -= {"jsonrpc", "id"}
+        if path == ("params",):  # every revision's base Request/Notification params has _meta
+            foreign.discard("_meta")
+        if foreign:
+            node["propertyNames"] = {"not": {"enum": sorted(foreign)}}
+    for key, child in props.items():
+        _close(revision, definition, child, (*path, key))
 
 
 @functools.cache
 def _strict(revision: str) -> dict[str, Any]:
     """The revision's schema with other revisions' properties forbidden (see module doc)."""
     schema = copy.deepcopy(_raw(revision))
-    declared = _declared_properties()
     for name, d in schema[_defs_key(schema)].items():
-        if not isinstance(d, dict) or "additionalProperties" in d:
-            continue
-        mine = declared.get(name, {}).get(revision)
-        if mine is None:
-            continue
-        foreign: set[str] = set()
-        for rev, props in declared[name].items():
-            if rev != revision:
-                foreign |= props - mine
-        # Older schemas leave the JSON-RPC envelope out of per-method definitions.
-        foreign -= {"jsonrpc", "id"}
-        if foreign:
-            d["propertyNames"] = {"not": {"enum": sorted(foreign)}}
+        _close(revision, name, d, ())
     return schema
 
 

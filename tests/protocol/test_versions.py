@@ -46,6 +46,7 @@ def test_only_2025_03_26_allows_batches() -> None:
         ("completions", "2025-03-26"),
         ("tool_annotations", "2025-03-26"),
         ("audio", "2025-03-26"),
+        ("progress_messages", "2025-03-26"),
         ("structured_output", "2025-06-18"),
         ("elicitation", "2025-06-18"),
         ("titles", "2025-06-18"),

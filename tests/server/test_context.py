@@ -143,6 +143,15 @@ async def test_progress_notifications_carry_the_request_token(token: str | int) 
     ]
 
 
+async def test_progress_messages_are_left_out_for_2024_11_05() -> None:
+    async with connect(progress_server(), protocol_version="2024-11-05") as client:
+        await client.call_tool("work", progress_token=1)
+        progress = [
+            n["params"] for n in client.notifications if n["method"] == "notifications/progress"
+        ]
+    assert progress[0] == {"progressToken": 1, "progress": 1, "total": 3}
+
+
 async def test_progress_from_a_sync_tool() -> None:
     async with connect(progress_server()) as client:
         await client.call_tool("work_sync", progress_token="s")

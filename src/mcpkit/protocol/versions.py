@@ -30,6 +30,7 @@ class Revision:
     completions: bool  # `completions` server capability (2025-03-26)
     tool_annotations: bool  # Tool.annotations (2025-03-26)
     audio: bool  # AudioContent (2025-03-26)
+    progress_messages: bool  # `message` in progress notifications (2025-03-26)
     structured_output: bool  # outputSchema / structuredContent (2025-06-18)
     elicitation: bool  # elicitation/create (2025-06-18)
     titles: bool  # `title` on tools, prompts, resources, implementations (2025-06-18)
@@ -51,6 +52,7 @@ def _handshake(name: str, level: int) -> Revision:
         completions=level >= 1,
         tool_annotations=level >= 1,
         audio=level >= 1,
+        progress_messages=level >= 1,
         structured_output=level >= 2,
         elicitation=level >= 2,
         titles=level >= 2,

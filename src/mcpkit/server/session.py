@@ -100,7 +100,7 @@ class Request:
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None:
+        if message is not None and self.session.revision.progress_messages:
             params["message"] = message
         await self.send("notifications/progress", params)
 

@@ -396,7 +396,10 @@ async def test_server_logs_can_be_turned_off(
 
 async def test_list_changed_callback(server: MCPServer, traffic: Traffic) -> None:
     kinds: list[str] = []
+    raw: list[dict[str, Any]] = []
     async with Client(server=server, trace=traffic, on_list_changed=kinds.append) as client:
+        client.session.on_notification("notifications/tools/list_changed", raw.append)
         await client.call_tool("add_tool")
         assert "extra" in {t["name"] for t in await client.list_tools()}
     assert kinds == ["tools"]
+    assert raw == [{}]

@@ -182,8 +182,8 @@ class Client:
 
     @property
     def protocol_version(self) -> str | None:
-        revision = self.session.revision
-        return revision.name if revision is not None else None
+        """The negotiated protocol revision."""
+        return self.session.protocol_version
 
     # -- the session's API --------------------------------------------------------------------
     async def request(

@@ -36,7 +36,7 @@ __all__ = [
     "ResourceUpdatedCallback",
     "RootsSpec",
     "SamplingHandler",
-    "ServerTraffic",
+    "ServerHandlers",
 ]
 
 log = logging.getLogger("mcpkit.client")
@@ -76,7 +76,7 @@ _LIST_CHANGED: Final = {
 }
 
 
-class ServerTraffic:
+class ServerHandlers:
     """Handles what the server sends that is not an answer to our requests."""
 
     def __init__(

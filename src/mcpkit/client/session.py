@@ -33,7 +33,7 @@ from .handlers import (
     ResourceUpdatedCallback,
     RootsSpec,
     SamplingHandler,
-    ServerTraffic,
+    ServerHandlers,
 )
 from .transports.base import ClientTransport, SessionExpired
 
@@ -59,7 +59,7 @@ class ClientSession:
     Every request waits at most ``timeout`` seconds (overridable per call); a
     timeout raises :class:`~mcpkit.errors.PeerTimeout` and tells the server with
     ``notifications/cancelled``. Handlers for server requests and callbacks for
-    notifications are keyword options; see :class:`~mcpkit.client.handlers.ServerTraffic`.
+    notifications are keyword options; see :class:`~mcpkit.client.handlers.ServerHandlers`.
     """
 
     def __init__(
@@ -92,7 +92,7 @@ class ClientSession:
             raise ValueError(f"unknown protocol versions {unknown}; known: {sorted(REVISIONS)}")
         self.transport = transport
         self.timeout = timeout
-        self.protocol_version = protocol_version
+        self.requested_version = protocol_version
         self.supported_versions = supported_versions
         self.client_info = dict(client_info) if client_info is not None else dict(CLIENT_INFO)
         self.initialize_result: dict[str, Any] | None = None
@@ -109,7 +109,7 @@ class ClientSession:
         self._generation = 0  # bumped by every successful handshake (HTTP re-initialization)
         self._reinit_lock: asyncio.Lock | None = None
         self._deadlines = Deadlines()
-        self.traffic = ServerTraffic(
+        self.handlers = ServerHandlers(
             self,
             sampling_handler=sampling_handler,
             elicitation_handler=elicitation_handler,
@@ -119,7 +119,7 @@ class ClientSession:
             on_resource_updated=on_resource_updated,
             on_list_changed=on_list_changed,
         )
-        self._capabilities = self.traffic.capabilities(elicitation_modes)
+        self._capabilities = self.handlers.capabilities(elicitation_modes)
         if capabilities:
             self._capabilities.update(capabilities)
 
@@ -136,6 +136,11 @@ class ClientSession:
         return label if isinstance(label, str) and label else "MCP server"
 
     @property
+    def protocol_version(self) -> str | None:
+        """The negotiated revision's name (None before the handshake)."""
+        return self.revision.name if self.revision is not None else None
+
+    @property
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities sent in ``initialize``."""
         return self._capabilities
@@ -143,6 +148,10 @@ class ClientSession:
     @property
     def closed(self) -> bool:
         return self._closed is not None
+
+    def on_notification(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> None:
+        """Also call ``callback(params)`` for every ``method`` notification from the server."""
+        self.handlers.on_notification(method, callback)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def __aenter__(self) -> ClientSession:
@@ -168,7 +177,7 @@ class ClientSession:
     async def initialize(self) -> dict[str, Any]:
         """The handshake (2025-11-25 basic/lifecycle § initialization); returns the result."""
         params = {
-            "protocolVersion": self.protocol_version,
+            "protocolVersion": self.requested_version,
             "capabilities": self._capabilities,
             "clientInfo": self.client_info,
         }
@@ -179,10 +188,10 @@ class ClientSession:
             # server's version SHOULD disconnect.
             exc = MCPError(
                 f"{self._describe(result)} answered initialize with protocol version {version!r}, "
-                f"which this client does not support (it asked for {self.protocol_version!r}; "
+                f"which this client does not support (it asked for {self.requested_version!r}; "
                 f"supported: {', '.join(self.supported_versions)})",
                 code=INTERNAL_ERROR,
-                data={"requested": self.protocol_version, "received": version},
+                data={"requested": self.requested_version, "received": version},
             )
             self._fail_all(ConnectionClosed(str(exc)))
             await self.transport.aclose()
@@ -210,7 +219,7 @@ class ClientSession:
         if self._closed is None:
             self._closed = ConnectionClosed(f"the session with {self.name!r} was closed")
         self._fail_all(self._closed)
-        self.traffic.close()
+        self.handlers.close()
         self._deadlines.close()
         await self.transport.aclose()
 
@@ -242,7 +251,7 @@ class ClientSession:
             params = dict(params) if params else {}
             meta = params.get("_meta")
             params["_meta"] = {**meta, "progressToken": rid} if meta else {"progressToken": rid}
-            self.traffic.progress[rid] = progress
+            self.handlers.progress[rid] = progress
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         pending = self._pending
         pending[rid] = fut
@@ -263,7 +272,7 @@ class ClientSession:
                     f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
                 ) from None
             if method != "initialize" and self._closed is None:
-                self.traffic.spawn(self._cancel_quietly(rid, "cancelled by the client"))
+                self.handlers.spawn(self._cancel_quietly(rid, "cancelled by the client"))
             raise
         except SessionExpired:
             if not _retry:
@@ -273,7 +282,7 @@ class ClientSession:
             self._deadlines.discard(rid)
             pending.pop(rid, None)
             if progress is not None:
-                self.traffic.progress.pop(rid, None)
+                self.handlers.progress.pop(rid, None)
         # The server forgot the session (it restarted): a new one was made; try once more.
         return await self.request(method, params, timeout=timeout, progress=progress, _retry=False)
 
@@ -340,9 +349,9 @@ class ClientSession:
     def _dispatch(self, msg: dict[str, Any]) -> None:
         if "method" in msg:
             if "id" in msg:
-                self.traffic.serve(msg)
+                self.handlers.serve(msg)
             else:
-                self.traffic.notification(msg)
+                self.handlers.notification(msg)
             return
         fut = self._pending.pop(msg.get("id"), None)
         if fut is None:
@@ -382,7 +391,7 @@ class ClientSession:
             self._closed = exc
             log.debug("connection to %r lost: %s", self.name, exc)
         self._fail_all(exc)
-        self.traffic.close()
+        self.handlers.close()
 
     # -- high-level API: tools ----------------------------------------------------------------
     async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
@@ -478,7 +487,7 @@ class ClientSession:
 
     async def set_roots(self, roots: RootsSpec) -> None:
         """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
-        self.traffic.roots = roots
+        self.handlers.roots = roots
         if self.initialize_result is not None and self._closed is None:
             await self.notify("notifications/roots/list_changed")
 

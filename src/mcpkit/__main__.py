@@ -1,0 +1,5 @@
+"""``python -m mcpkit``: the same as the ``mcpkit`` command."""
+
+from mcpkit.cli import main
+
+raise SystemExit(main())

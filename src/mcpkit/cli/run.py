@@ -1,0 +1,110 @@
+"""``mcpkit run FILE[:OBJECT]``: load a server and serve it (stdio by default)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..server.server import MCPServer
+
+__all__ = ["HELP", "configure", "run"]
+
+HELP = "serve an MCP server from a Python file or module"
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_PATH = "/mcp"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        metavar="FILE[:OBJECT]",
+        help="a Python file or module (pkg.module) and the server object in it "
+        "(default: 'server'); a function that returns a server also works",
+    )
+    parser.add_argument(
+        "--transport",
+        "-t",
+        choices=("stdio", "http", "sse"),
+        default="stdio",
+        help="stdio (default), http (Streamable HTTP) or sse (legacy HTTP+SSE, 2024-11-05)",
+    )
+    parser.add_argument("--host", help=f"address to listen on (http, sse; default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=int, help=f"port to listen on (http, sse; default {DEFAULT_PORT})"
+    )
+    parser.add_argument("--path", help=f"the MCP endpoint's path (http; default {DEFAULT_PATH})")
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="no sessions: every request stands alone (http)",
+    )
+    parser.add_argument(
+        "--json-response",
+        action="store_true",
+        help="answer POSTs with plain JSON instead of an SSE stream (http)",
+    )
+
+
+def _misplaced_options(args: argparse.Namespace) -> list[str]:
+    given = {
+        "--host": args.host is not None,
+        "--port": args.port is not None,
+        "--path": args.path is not None,
+        "--stateless": args.stateless,
+        "--json-response": args.json_response,
+    }
+    applies = {
+        "stdio": set(),
+        "sse": {"--host", "--port"},
+        "http": set(given),
+    }[args.transport]
+    return [name for name, on in given.items() if on and name not in applies]
+
+
+def _fail(message: str, status: int = 2) -> int:
+    print(f"mcpkit: error: {message}", file=sys.stderr)
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    misplaced = _misplaced_options(args)
+    if misplaced:
+        return _fail(f"{', '.join(misplaced)} cannot be used with --transport {args.transport}")
+    server = _load(args.target, quiet_stdout=args.transport == "stdio")
+    if isinstance(server, int):
+        return server
+    if args.transport == "stdio":
+        server.run_stdio()
+    elif args.transport == "http":
+        server.run_http(
+            args.host or DEFAULT_HOST,
+            DEFAULT_PORT if args.port is None else args.port,
+            args.path or DEFAULT_PATH,
+            stateless=args.stateless,
+            json_response=True if args.json_response else None,
+        )
+    else:
+        server.run_sse(args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port)
+    return 0
+
+
+def _load(target: str, *, quiet_stdout: bool) -> MCPServer | int:
+    """The server, or the exit status after reporting why it could not be loaded."""
+    from .loader import LoadError, UserCodeError, load_server
+
+    # On stdio, stdout belongs to the protocol from the start: whatever the
+    # user's module prints while it is imported goes to stderr.
+    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
+    try:
+        with redirect:
+            return load_server(target)
+    except LoadError as exc:
+        return _fail(str(exc))
+    except UserCodeError as exc:
+        print(exc.report(), file=sys.stderr)
+        return _fail(str(exc), status=1)

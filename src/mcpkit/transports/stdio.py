@@ -1,0 +1,623 @@
+"""The stdio transport: newline-delimited JSON-RPC on stdin/stdout.
+
+2025-11-25 basic/transports § stdio: the client launches the server as a
+subprocess; each message is one line of UTF-8 JSON without embedded newlines;
+the server MUST NOT write anything to stdout that is not an MCP message, and
+MAY log to stderr. Lifecycle § shutdown (stdio): the client closes the
+server's stdin, then escalates to SIGTERM and SIGKILL. So the server exits
+with status 0 on stdin EOF and on SIGTERM (and on SIGINT, for people at a
+terminal).
+
+One process is one session. The hot path is deliberately flat: bytes from the
+pipe → split at ``\\n`` → ``orjson.loads`` → one task per request (so a tool
+awaiting an elicitation answer or being cancelled never blocks the reader) →
+``orjson.dumps`` → one ``write`` on the pipe transport. There is no queue, no
+lock and no ``drain`` per message: a single event-loop thread owns the pipe,
+and only notifications sent while the transport's buffer is over its
+high-water mark wait for the client to catch up.
+
+To keep stdout clean, serving on the process's own stdio moves the protocol to
+private copies of fds 0 and 1, points fd 1 at stderr (stray ``print`` calls,
+C extensions and child processes then land on stderr) and fd 0 at
+``/dev/null`` (a child process can no longer swallow protocol bytes), and sets
+``sys.stdout`` to ``sys.stderr``. Everything is put back when serving ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import stat
+import sys
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol, cast
+
+import orjson
+
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import Kind, classify
+
+if TYPE_CHECKING:
+    from ..server.server import MCPServer
+    from ..server.session import ServerSession
+
+__all__ = ["MAX_MESSAGE_SIZE", "LineSplitter", "Oversized", "run_stdio", "serve_stdio"]
+
+log = logging.getLogger("mcpkit.transports.stdio")
+
+#: Longest line accepted (bytes). Longer lines are discarded and answered with an error.
+MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
+#: Requests served at once before the reader pauses (memory bound for a flooding client).
+MAX_IN_FLIGHT: Final = 4096
+_READ_CHUNK: Final = 1 << 18
+_DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
+
+StreamArg = IO[Any] | int | None
+
+
+# -- framing (no I/O) -----------------------------------------------------------------------------
+
+
+class Oversized:
+    """Marks a line that was dropped for exceeding the size limit."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+class LineSplitter:
+    """Splits a byte stream into lines, bounding each line's size.
+
+    Each chunk is scanned once, so a 10 MB line arriving in 64 KiB pieces
+    costs linear time. A line over ``max_size`` is not buffered: its bytes
+    are counted and dropped, and it comes out as an :class:`Oversized`.
+    """
+
+    __slots__ = ("_buf", "_dropping", "_max")
+
+    def __init__(self, max_size: int = MAX_MESSAGE_SIZE) -> None:
+        self._buf = bytearray()
+        self._dropping = 0  # > 0 while discarding an oversized line
+        self._max = max_size
+
+    def feed(self, data: bytes) -> list[bytes | bytearray | Oversized]:
+        out: list[bytes | bytearray | Oversized] = []
+        start = 0
+        end = len(data)
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._dropping:
+                out.append(Oversized(self._dropping + nl - start))
+                self._dropping = 0
+            elif self._buf:
+                self._buf += memoryview(data)[start:nl]
+                if len(self._buf) > self._max:
+                    out.append(Oversized(len(self._buf)))
+                    self._buf.clear()
+                else:
+                    out.append(self._buf)
+                    self._buf = bytearray()
+            elif nl - start > self._max:
+                out.append(Oversized(nl - start))
+            elif start == 0 and nl == end - 1:
+                out.append(data)  # the common case: exactly one whole line (JSON ignores the \n)
+            else:
+                out.append(data[start:nl])
+            start = nl + 1
+        if start < end:
+            if self._dropping:
+                self._dropping += end - start
+            elif len(self._buf) + end - start > self._max:
+                self._dropping = len(self._buf) + end - start
+                self._buf.clear()
+            else:
+                self._buf += memoryview(data)[start:]
+        return out
+
+    def close(self) -> list[bytes | bytearray | Oversized]:
+        """At end of input: the last line, when it had no newline."""
+        if self._dropping:
+            size, self._dropping = self._dropping, 0
+            return [Oversized(size)]
+        if self._buf:
+            line, self._buf = self._buf, bytearray()
+            return [line]
+        return []
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+class _Output(Protocol):
+    paused: bool
+    lost: bool
+
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+    async def aclose(self, timeout: float) -> None: ...
+
+
+class _PipeOutput(asyncio.BaseProtocol):
+    """Write side on a pipe transport: asyncio writes at once and buffers the rest."""
+
+    def __init__(self, on_lost: Callable[[], None]) -> None:
+        self.paused = False
+        self.lost = False
+        self._on_lost = on_lost
+        self._transport: asyncio.WriteTransport | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+        self._closed = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio's ABCs: no isinstance check.
+        self._transport = cast(asyncio.WriteTransport, transport)
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.paused = False
+        self._wake()
+        if not self._closed.done():
+            self._closed.set_result(None)
+        self._on_lost()
+
+    def _wake(self) -> None:
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._waiters.clear()
+
+    def write(self, data: bytes) -> None:
+        if not self.lost and self._transport is not None:
+            self._transport.write(data)
+
+    async def drain(self) -> None:
+        while self.paused and not self.lost:
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            await fut
+
+    async def aclose(self, timeout: float) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()  # flushes what is buffered, then closes
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._closed), timeout)
+        if self._transport is not None and not self.lost:
+            self._transport.abort()
+
+
+class _BlockingOutput:
+    """For stdout that is not a pipe (a regular file, ``/dev/null``; Windows): plain writes."""
+
+    def __init__(self, file: IO[bytes], on_lost: Callable[[], None]) -> None:
+        self.paused = False
+        self.lost = False
+        self._file = file
+        self._fd = file.fileno()
+        self._on_lost = on_lost
+
+    def write(self, data: bytes) -> None:
+        if self.lost:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            log.debug("stdout write failed: %s", exc)
+            self.lost = True
+            self._on_lost()
+
+    async def drain(self) -> None:
+        return None
+
+    async def aclose(self, timeout: float) -> None:
+        self.lost = True
+        self._file.close()
+
+
+# -- the connection -------------------------------------------------------------------------------
+
+
+class _StdioConnection(asyncio.Protocol):
+    """Drives one :class:`ServerSession` from a byte stream in and a byte stream out."""
+
+    def __init__(self, server: MCPServer, *, max_message_size: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._splitter = LineSplitter(max_message_size)
+        self._max_size = max_message_size
+        self._out: _Output | None = None
+        self._in: asyncio.ReadTransport | None = None
+        self._reading_paused = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped: asyncio.Future[str] = self._loop.create_future()
+        self._signalled: asyncio.Future[None] = self._loop.create_future()
+        self._eof = False
+        self.session: ServerSession = server.create_session(standalone=self.send)
+
+    # -- inbound (asyncio.Protocol) -----------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._in = cast(asyncio.ReadTransport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        for line in self._splitter.feed(data):
+            self._dispatch(line)
+
+    def eof_received(self) -> bool | None:
+        self._end_of_input()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.debug("stdin failed: %s", exc)
+        self._end_of_input()
+
+    def _end_of_input(self) -> None:
+        if self._eof:
+            return
+        self._eof = True
+        for line in self._splitter.close():
+            self._dispatch(line)
+        self._stop("eof")
+
+    def _dispatch(self, line: bytes | bytearray | Oversized) -> None:
+        if isinstance(line, Oversized):
+            log.error("dropped a %d-byte message: the limit is %d bytes", line.size, self._max_size)
+            self._write(
+                jsonrpc.error_response(
+                    None,
+                    INVALID_REQUEST,
+                    f"Invalid request: message of {line.size} bytes exceeds the "
+                    f"{self._max_size}-byte limit",
+                )
+            )
+            return
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if line.strip():  # blank lines between messages are tolerated
+                self._write(jsonrpc.parse_error(str(exc)))
+            return
+        if type(msg) is dict:
+            kind = classify(msg)
+            if kind is Kind.REQUEST:
+                self._spawn(self._serve_request(msg))
+            elif kind is Kind.INVALID:
+                self._write(jsonrpc.invalid_request(msg))
+            else:
+                # Notifications and answers to our requests run after the tasks of the
+                # requests read before them took their first step, so `notifications/
+                # cancelled` finds a request that was just read, as if sequential.
+                self._loop.call_soon(self._handle_inline, msg, kind)
+        elif type(msg) is list:
+            self._spawn(self._serve_batch(msg))
+        else:
+            self._write(jsonrpc.invalid_request(msg))
+
+    def _handle_inline(self, msg: dict[str, Any], kind: Kind) -> None:
+        try:
+            if kind is Kind.NOTIFICATION:
+                self.session.handle_notification(msg)
+            else:
+                self.session.handle_response(msg)
+        except Exception:
+            log.exception("handling %s failed", msg.get("method", "a response"))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._tasks.add(self._loop.create_task(coro))
+        if len(self._tasks) >= MAX_IN_FLIGHT and self._in is not None and not self._reading_paused:
+            self._reading_paused = True
+            self._in.pause_reading()
+
+    def _finished(self) -> None:
+        # Called from the task itself rather than as a done callback: that would cost
+        # one more event-loop iteration per request.
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.discard(task)
+        if self._reading_paused and len(self._tasks) <= MAX_IN_FLIGHT // 2 and self._in is not None:
+            self._reading_paused = False
+            self._in.resume_reading()
+
+    async def _serve_request(self, msg: dict[str, Any]) -> None:
+        try:
+            response = await self.session.handle_request(msg, self.send)
+        except Exception:  # the session maps handler errors itself; this guards the transport
+            log.exception("serving %s failed", msg.get("method"))
+            response = jsonrpc.error_response(msg["id"], INTERNAL_ERROR, "Internal error")
+        finally:
+            self._finished()
+        if response is not None:
+            self._write(response)
+
+    async def _serve_batch(self, batch: list[Any]) -> None:
+        try:
+            responses = await self.session.handle_batch(batch, self.send)
+        except Exception:
+            log.exception("serving a batch failed")
+            responses = jsonrpc.error_response(None, INTERNAL_ERROR, "Internal error")
+        finally:
+            self._finished()
+        if responses:  # an empty list: the batch held only notifications and responses
+            self._write(responses)
+
+    # -- outbound -----------------------------------------------------------------------------
+    def _write(self, message: Any) -> None:
+        """Write a response (never raises: an unserialisable result becomes an error)."""
+        out = self._out
+        if out is None or out.lost:
+            return
+        try:
+            data = orjson.dumps(message, option=_DUMP_OPTIONS)
+        except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+            log.error("could not serialise a response: %s", exc)
+            rid = message.get("id") if type(message) is dict else None
+            data = orjson.dumps(
+                jsonrpc.error_response(rid, INTERNAL_ERROR, "Internal error: result is not JSON"),
+                option=_DUMP_OPTIONS,
+            )
+        out.write(data)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """The session's ``send``: notifications and server→client requests."""
+        out = self._out
+        if out is None or out.lost:
+            raise ConnectionClosed("stdout is closed")
+        out.write(orjson.dumps(message, option=_DUMP_OPTIONS))
+        if out.paused:
+            await out.drain()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _stop(self, reason: str) -> None:
+        if not self._stopped.done():
+            self._stopped.set_result(reason)
+
+    def _on_signal(self, name: str) -> None:
+        if not self._signalled.done():
+            self._signalled.set_result(None)
+        self._stop(name)
+
+    def _output_lost(self) -> None:
+        self._stop("stdout closed")
+
+    async def run(
+        self,
+        in_file: IO[bytes],
+        out_file: IO[bytes],
+        *,
+        shutdown_grace: float,
+        handle_signals: bool,
+    ) -> None:
+        loop = self._loop
+        self._out = await _open_output(loop, out_file, self._output_lost)
+        reader_thread = None
+        if _is_stream(in_file.fileno()):
+            await loop.connect_read_pipe(lambda: self, in_file)
+        else:
+            reader_thread = _start_reader_thread(loop, in_file, self)
+        restore = _install_signal_handlers(loop, self._on_signal) if handle_signals else None
+        try:
+            reason = await self._stopped
+            log.debug("stdio: stopping (%s)", reason)
+            if reason == "eof" and self._tasks:
+                # The client closed stdin but may still read stdout: let in-flight
+                # requests finish, within a bound; a signal cuts the wait short.
+                all_done = loop.create_task(asyncio.wait(set(self._tasks)))
+                either: set[asyncio.Future[Any]] = {all_done, self._signalled}
+                await asyncio.wait(
+                    either,
+                    timeout=shutdown_grace,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                all_done.cancel()
+        finally:
+            if restore is not None:
+                restore()
+            self.session.close()  # cancels what is still running; they answer nothing
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=1.0)
+                for task in self._tasks:
+                    task.cancel()
+            if self._in is not None:
+                self._in.close()
+            if reader_thread is not None:
+                reader_thread.stop()
+            await self._out.aclose(timeout=2.0)
+
+
+def _is_stream(fd: int) -> bool:
+    """Can the event loop poll this fd? (pipes, sockets, terminals; not files or /dev/null)."""
+    if sys.platform == "win32":
+        return False
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
+async def _open_output(
+    loop: asyncio.AbstractEventLoop, file: IO[bytes], on_lost: Callable[[], None]
+) -> _Output:
+    if _is_stream(file.fileno()):
+        _, protocol = await loop.connect_write_pipe(lambda: _PipeOutput(on_lost), file)
+        return protocol
+    return _BlockingOutput(file, on_lost)
+
+
+class _ReaderThread:
+    """Reads a non-pollable stdin (a regular file, ``/dev/null``; Windows) in a thread."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, file: IO[bytes], conn: _StdioConnection
+    ) -> None:
+        self._loop = loop
+        self._fd = os.dup(file.fileno())  # the thread's own: nobody closes it under a blocked read
+        self._conn = conn
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="mcpkit-stdin", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        fd = self._fd
+        try:
+            while not self._stopping:
+                chunk = os.read(fd, _READ_CHUNK)
+                if not chunk:
+                    break
+                self._loop.call_soon_threadsafe(self._conn.data_received, chunk)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: the loop is closed
+            log.debug("stdin reader stopped: %s", exc)
+        finally:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._conn.eof_received)
+            os.close(fd)
+
+    def stop(self) -> None:
+        self._stopping = True
+
+
+def _start_reader_thread(
+    loop: asyncio.AbstractEventLoop, file: IO[bytes], conn: _StdioConnection
+) -> _ReaderThread:
+    return _ReaderThread(loop, file, conn)
+
+
+def _install_signal_handlers(
+    loop: asyncio.AbstractEventLoop, stop: Callable[[str], None]
+) -> Callable[[], None] | None:
+    """SIGTERM and SIGINT end serving cleanly (lifecycle § shutdown, stdio)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    installed: list[tuple[signal.Signals, Any]] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+        try:
+            loop.add_signal_handler(sig, stop, sig.name)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or no signal support
+            continue
+        installed.append((sig, previous))
+
+    def restore() -> None:
+        for sig, previous in installed:
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, previous)
+
+    return restore
+
+
+# -- claiming the process's stdio -----------------------------------------------------------------
+
+
+def _private_copy(fd: int, flags: int) -> int:
+    """A copy of ``fd`` whose blocking mode we may change without touching fd 0/1/2.
+
+    A terminal shares one open file description between stdin, stdout and
+    stderr; reopening it gives us our own. Pipes are private to this process
+    already, so a ``dup`` suffices.
+    """
+    if sys.platform != "win32" and os.isatty(fd):
+        with contextlib.suppress(OSError):
+            return os.open(os.ttyname(fd), flags | os.O_NOCTTY)
+    return os.dup(fd)
+
+
+@contextlib.contextmanager
+def _claim_process_stdio() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    blocking_in, blocking_out = os.get_blocking(0), os.get_blocking(1)
+    in_file = open(_private_copy(0, os.O_RDONLY), "rb", buffering=0)
+    out_file = open(_private_copy(1, os.O_WRONLY), "wb", buffering=0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    python_stdout = sys.stdout
+    try:
+        os.dup2(devnull, 0)
+        try:
+            os.dup2(2, 1)
+        except OSError:  # no stderr at all
+            os.dup2(devnull, 1)
+        sys.stdout = sys.stderr
+        if python_stdout is not None:
+            with contextlib.suppress(Exception):
+                python_stdout.flush()  # text printed before serving goes to stderr now
+        yield in_file, out_file
+    finally:
+        sys.stdout = python_stdout
+        in_file.close()
+        out_file.close()
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        for fd, blocking in ((0, blocking_in), (1, blocking_out)):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, blocking)
+        for fd in (saved_in, saved_out, devnull):
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _given_streams(stdin: StreamArg, stdout: StreamArg) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """Private copies of caller-given streams (the transports close what they get)."""
+    in_fd = stdin if isinstance(stdin, int) else (stdin.fileno() if stdin is not None else 0)
+    out_fd = stdout if isinstance(stdout, int) else (stdout.fileno() if stdout is not None else 1)
+    in_file = open(os.dup(in_fd), "rb", buffering=0)
+    out_file = open(os.dup(out_fd), "wb", buffering=0)
+    try:
+        yield in_file, out_file
+    finally:
+        in_file.close()
+        out_file.close()
+
+
+# -- entry points ---------------------------------------------------------------------------------
+
+
+async def serve_stdio(
+    server: MCPServer,
+    *,
+    stdin: StreamArg = None,
+    stdout: StreamArg = None,
+    shutdown_grace: float = 2.0,
+    handle_signals: bool = True,
+    max_message_size: int = MAX_MESSAGE_SIZE,
+) -> None:
+    """Serve one session over stdio until stdin closes, stdout breaks, or SIGTERM/SIGINT.
+
+    ``stdin``/``stdout`` default to the process's own (claimed as described in
+    the module docstring); pass binary files or fds to serve other streams.
+    On stdin EOF, requests still running get ``shutdown_grace`` seconds to
+    answer before the session is closed.
+    """
+    claim = (
+        _claim_process_stdio()
+        if stdin is None and stdout is None
+        else _given_streams(stdin, stdout)
+    )
+    with claim as (in_file, out_file):
+        conn = _StdioConnection(server, max_message_size=max_message_size)
+        await conn.run(
+            in_file, out_file, shutdown_grace=shutdown_grace, handle_signals=handle_signals
+        )
+
+
+def run_stdio(server: MCPServer, **options: Any) -> None:
+    """Run :func:`serve_stdio` on a new event loop (uvloop when installed); blocks."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(serve_stdio(server, **options))
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(serve_stdio(server, **options))

@@ -11,6 +11,7 @@ import httpx
 import orjson
 import pytest
 
+from mcpkit.transports import http_sessions
 from mcpkit.transports.security import RequestGuard
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server
@@ -36,37 +37,65 @@ async def until(predicate: Any) -> None:
 # -- idle expiry and the cap ---------------------------------------------------------------------------
 
 
-async def test_idle_sessions_expire(serve_app: Any, make_client: Any) -> None:
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The clock of session expiry, advanced by hand (no sleeping, no timing races)."""
+    fake = FakeClock()
+    monkeypatch.setattr(http_sessions, "clock", fake)
+    return fake
+
+
+async def test_idle_sessions_expire(serve_app: Any, make_client: Any, clock: FakeClock) -> None:
     server = demo_server()
-    app = StreamableHTTPApp(server, session_idle_timeout=0.2)
+    app = StreamableHTTPApp(server, session_idle_timeout=60)
     url = await serve_app(app) + "/mcp"
     a: HTTPClient = make_client(url)
     b: HTTPClient = make_client(url)
     await a.initialize()
     await b.initialize()
-    await asyncio.sleep(0.3)
-    assert (await a.request("ping")).status == 404  # expired on lookup
+    clock.now += 59
+    assert (await a.request("ping")).status == 200
+    clock.now += 59  # b idle for 118 s, a for 59 s
     c: HTTPClient = make_client(url)
-    await c.initialize()
-    assert (await c.request("ping")).status == 200  # this lookup sweeps the rest
+    await c.initialize()  # this lookup sweeps: b expires
+    assert len(app) == 2
+    assert (await b.request("ping")).status == 404
+    clock.now += 7  # a idle for 66 s, c for 7 s
+    assert (await a.request("ping")).status == 404  # expired on lookup
+    assert (await c.request("ping")).status == 200
     assert len(app) == 1
     assert [s.session_id for s in server.sessions()] == [c.session_id]
 
 
 async def test_activity_keeps_a_session_alive_and_an_open_stream_counts_as_activity(
-    serve_app: Any, make_client: Any
+    serve_app: Any, make_client: Any, clock: FakeClock
 ) -> None:
-    app = StreamableHTTPApp(demo_server(), session_idle_timeout=0.3)
+    app = StreamableHTTPApp(demo_server(), session_idle_timeout=60)
     url = await serve_app(app) + "/mcp"
     c: HTTPClient = make_client(url)
     await c.initialize()
-    for _ in range(4):  # 0.6 s in all, never 0.3 s idle
-        await asyncio.sleep(0.15)
+    for _ in range(4):  # 160 s in all, never 60 s idle
+        clock.now += 40
         assert (await c.request("ping")).status == 200
+    entry = next(iter(app._sessions.values()))
     async with c.http.stream("GET", url, headers=c.headers("text/event-stream")) as resp:
         assert resp.status_code == 200
-        await asyncio.sleep(0.5)  # longer than the idle timeout, but streaming
+        await until(lambda: entry.busy == 1)
+        clock.now += 600  # idle for ten minutes, but streaming
+        other: HTTPClient = make_client(url)
+        await other.initialize()  # sweeps: the streaming session stays
         assert (await c.request("ping")).status == 200
+    await until(lambda: entry.busy == 0)
+    clock.now += 61
+    assert (await c.request("ping")).status == 404
 
 
 async def test_session_cap_evicts_the_least_recently_used_idle_session(

@@ -311,3 +311,67 @@ async def test_last_event_id_of_another_session_is_not_replayed(
             first = await g.next()
             assert first.json["method"] == "notifications/tools/list_changed"
         await until(lambda: entry_b.get_queue is None)
+
+
+# -- keep-alive and cancellation on POST streams --------------------------------------------------------
+
+
+async def test_a_quiet_post_stream_gets_keepalive_pings(setup: Any, make_client: Any) -> None:
+    _, _, url = await setup(keepalive_interval=0.05)
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    async with c.stream(call(3, "sleepy", {"seconds": 0.4})) as resp:
+        async with asyncio.timeout(TIMEOUT):
+            lines = [line async for line in resp.aiter_lines()]
+    assert lines.count(": ping") >= 2
+    assert lines[-2].startswith("data: ") and '"slept"' in lines[-2]
+
+
+async def test_a_cancelled_request_ends_its_stream_without_a_response(
+    setup: Any, make_client: Any
+) -> None:
+    server, _, url = await setup()
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    async with c.stream(call(21, "steps", {"count": 50, "delay": 0.05}, token="t")) as resp:
+        events = sse_events(resp)
+        assert (await next_event(events)).json["method"] == "notifications/progress"
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 21},
+        }
+        assert (await c.post(cancel)).status == 202
+        async with asyncio.timeout(TIMEOUT):
+            rest = [e.json async for e in events]
+    assert all("method" in m for m in rest)  # progress only: no response after a cancel
+    assert server.finished == []
+
+
+async def test_a_cancelled_json_request_is_answered_202_without_body(
+    setup: Any, make_client: Any
+) -> None:
+    _, _, url = await setup(json_response=True)
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    pending = asyncio.ensure_future(c.post(call(22, "sleepy", {"seconds": 5})))
+    await asyncio.sleep(0.2)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 22}}
+    assert (await c.post(cancel)).status == 202
+    async with asyncio.timeout(TIMEOUT):
+        ex = await pending
+    assert ex.status == 202 and ex.messages == []
+
+
+async def test_delete_during_a_request_ends_its_stream(setup: Any, make_client: Any) -> None:
+    _, app, url = await setup()
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    async with c.stream(call(23, "sleepy", {"seconds": 5}, token="t")) as resp:
+        events = sse_events(resp)
+        assert (await next_event(events)).json["method"] == "notifications/progress"
+        assert (await c.delete()).status_code == 204
+        async with asyncio.timeout(TIMEOUT):
+            rest = [e async for e in events]
+    assert rest == []
+    assert len(app) == 0

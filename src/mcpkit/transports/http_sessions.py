@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
-from .asgi import PING, SSE_HEADERS, Receive, Send, sse_event, watch_disconnect
+from ..errors import INVALID_REQUEST
+from .asgi import PING, SSE_HEADERS, Receive, Send, send_error, sse_event, watch_disconnect
 from .event_store import EventStore
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcpkit.transports.http")
+
+clock = time.monotonic  # module-level so tests can drive idle expiry without sleeping
 
 MAX_QUEUED: Final = 10_000  # messages waiting for a slow standalone/resumed stream
 
@@ -81,7 +84,7 @@ class HTTPSession:
         self.settings = settings
         self.sid = sid
         self.session = session
-        self.last_seen = time.monotonic()
+        self.last_seen = clock()
         self.busy = 0  # in-flight POSTs and open streams: a busy session never expires
         self.get_queue: asyncio.Queue[Any] | None = None
         self.listened = False  # opened a GET stream once: keep its messages while it is away
@@ -91,6 +94,9 @@ class HTTPSession:
     @property
     def standalone_id(self) -> str:
         return self.sid + "/0"
+
+    def touch(self) -> None:
+        self.last_seen = clock()
 
     def new_stream_id(self) -> str:
         self.nstreams += 1
@@ -142,7 +148,7 @@ class SessionTable:
         # Sweeping from the request path (no timer per session, no background task):
         # at most every half timeout, and each sweep stops at the first live session.
         self._sweep_every = min(30.0, idle_timeout / 2)
-        self._next_sweep = time.monotonic() + self._sweep_every
+        self._next_sweep = clock() + self._sweep_every
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -167,7 +173,7 @@ class SessionTable:
         entry = self._sessions.get(sid)
         if entry is None:
             return None
-        now = time.monotonic()
+        now = clock()
         if not entry.busy and now - entry.last_seen > self.idle_timeout:
             self.end(entry)
             return None
@@ -198,7 +204,7 @@ class SessionTable:
         """Room for one more session: sweep, then evict the least recently used idle one."""
         if len(self._sessions) < self.max_sessions:
             return True
-        self.sweep(time.monotonic())
+        self.sweep(clock())
         if len(self._sessions) < self.max_sessions:
             return True
         for entry in self._sessions.values():
@@ -391,3 +397,91 @@ async def pump(
         await send({"type": "http.response.body", "body": tail, "more_body": False})
     except Exception:
         pass
+
+
+async def open_stream(
+    settings: StreamSettings,
+    entry: HTTPSession,
+    last_event_id: str | None,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Serve a GET: resume the stream ``last_event_id`` belongs to, else the standalone one."""
+    if last_event_id is not None and settings.event_store is not None:
+        if await _resume(settings, entry, last_event_id, receive, send):
+            return
+    if entry.get_queue is not None:
+        await _conflict(send)
+        return
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    entry.get_queue = queue
+    entry.listened = True
+    try:
+        await pump(settings, send, receive, queue, [], set())
+    finally:
+        if entry.get_queue is queue:
+            entry.get_queue = None
+
+
+async def _conflict(send: Send) -> None:
+    # One standalone stream per session: messages are sent on one stream only (transports §
+    # multiple connections), so a second listener would silently get nothing.
+    await send_error(
+        send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open"
+    )
+
+
+async def _resume(
+    settings: StreamSettings, entry: HTTPSession, last_event_id: str, receive: Receive, send: Send
+) -> bool:
+    """GET + Last-Event-ID: replay the stream after that id, then continue it live.
+
+    Returns False when the id names no stream of this session (the caller
+    then opens a plain standalone stream).
+    """
+    store = settings.event_store
+    assert store is not None
+    replay: list[tuple[str, dict[str, Any]]] = []
+
+    async def collect(event_id: str, message: dict[str, Any]) -> None:
+        replay.append((event_id, message))
+
+    # Replay into a buffer first: only once the store names the stream can we check that
+    # it belongs to this session (transports § resumability: never replay another stream).
+    stream_id = await store.replay_events_after(last_event_id, collect)
+    if stream_id is None or not entry.owns(stream_id):
+        return False
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    live: RequestStream | None = None
+    attached = True
+    if stream_id == entry.standalone_id:
+        if entry.get_queue is not None:
+            await _conflict(send)
+            return True
+        entry.get_queue = queue
+    else:
+        live = entry.streams.get(stream_id) if entry.streams else None
+        if live is None or live.done:
+            live = None
+            attached = False
+            queue.put_nowait(FINAL)
+        else:
+            previous = live.resumer
+            live.resumer = queue  # from now on the request's messages come here
+            if previous is not None:
+                previous.put_nowait(CLOSE)
+            # One connection per stream: if the POST's own connection is somehow still
+            # open, end it.
+            await live.write(settings.retry_field, False)
+    if attached:
+        # Events stored between the replay and the takeover: replay again, deduplicated.
+        await store.replay_events_after(replay[-1][0] if replay else last_event_id, collect)
+    seen = {event_id for event_id, _ in replay}
+    try:
+        await pump(settings, send, receive, queue, replay, seen)
+    finally:
+        if live is not None and live.resumer is queue:
+            live.resumer = None
+        if entry.get_queue is queue:
+            entry.get_queue = None
+    return True

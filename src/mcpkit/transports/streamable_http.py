@@ -40,11 +40,9 @@ Choices the spec leaves open (2025-11-25 basic/transports):
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -71,7 +69,7 @@ from .asgi import (
     sse_event,
 )
 from .event_store import EventStore
-from .http_sessions import CLOSE, FINAL, HTTPSession, RequestStream, SessionTable, pump
+from .http_sessions import HTTPSession, RequestStream, SessionTable, open_stream
 from .security import RequestGuard
 
 if TYPE_CHECKING:
@@ -111,8 +109,40 @@ def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
 class StreamableHTTPApp:
     """An ASGI app serving ``server`` over Streamable HTTP at ``path``.
 
-    >>> app = StreamableHTTPApp(server, path="/mcp")        # uvicorn module:app
-    >>> starlette_app = Starlette(routes=[Mount("/", app=app)])
+    >>> app = server.http_app()                              # uvicorn module:app
+    >>> outer = Starlette(routes=[Mount("/api", app=app)])   # served at /api/mcp
+
+    Options (all keyword-only):
+
+    ``stateless``
+        No sessions: every POST gets a fresh session, GET and DELETE answer
+        405, and server→client requests (elicitation, sampling, roots) fail
+        with a clear error.
+    ``json_response``
+        Answer requests with plain JSON instead of an SSE stream. Default:
+        JSON when stateless, SSE (when the client accepts it) otherwise.
+    ``session_id_generator``
+        Returns new session ids (visible ASCII); default 256 random bits.
+    ``on_session_initialized``
+        Called (sync or async) with the id of each new session before the
+        ``initialize`` response is sent.
+    ``event_store``
+        Makes SSE streams resumable (see :mod:`.event_store`).
+    ``allowed_origins``, ``allowed_hosts``
+        DNS-rebinding protection (see :mod:`.security`; ``["*"]`` disables).
+    ``max_body_size``
+        Bytes per POST body (default 4 MiB); larger bodies get 413.
+    ``session_idle_timeout``, ``max_sessions``
+        Idle sessions end after this many seconds (default 1800); at most this
+        many live sessions (default 10 000).
+    ``retry_interval_ms``
+        The SSE ``retry`` sent in priming events and before a server-initiated
+        close; None sends none (clients use their default).
+    ``keepalive_interval``
+        Seconds of silence before an SSE ``: ping`` comment (default 15;
+        None disables).
+    ``debug``
+        Put exception details in 500 answers (also on when ``server.debug``).
     """
 
     def __init__(
@@ -302,7 +332,7 @@ class StreamableHTTPApp:
             await self._dispatch(entry.session, entry, msg, mode, send, auth_info)
         finally:
             entry.busy -= 1
-            entry.last_seen = time.monotonic()
+            entry.touch()
 
     async def _too_large(self, send: Send) -> None:
         await send_error(
@@ -526,83 +556,16 @@ class StreamableHTTPApp:
         entry.busy += 1
         try:
             last_event_id = headers.get(b"last-event-id")
-            if last_event_id is not None and self.event_store is not None:
-                if await self._resume(entry, last_event_id.decode("latin-1"), receive, send):
-                    return
-            if entry.get_queue is not None:
-                await self._conflict(send)
-                return
-            queue: asyncio.Queue[Any] = asyncio.Queue()
-            entry.get_queue = queue
-            entry.listened = True
-            try:
-                await pump(self, send, receive, queue, [], set())
-            finally:
-                if entry.get_queue is queue:
-                    entry.get_queue = None
+            await open_stream(
+                self,
+                entry,
+                last_event_id.decode("latin-1") if last_event_id is not None else None,
+                receive,
+                send,
+            )
         finally:
             entry.busy -= 1
-            entry.last_seen = time.monotonic()
-
-    async def _conflict(self, send: Send) -> None:
-        await send_error(
-            send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open"
-        )
-
-    async def _resume(
-        self, entry: HTTPSession, last_event_id: str, receive: Receive, send: Send
-    ) -> bool:
-        """GET + Last-Event-ID: replay the stream after that id, then continue it live.
-
-        Returns False when the id names no stream of this session (the caller
-        then opens a plain standalone stream).
-        """
-        store = self.event_store
-        assert store is not None
-        replay: list[tuple[str, dict[str, Any]]] = []
-
-        async def collect(event_id: str, message: dict[str, Any]) -> None:
-            replay.append((event_id, message))
-
-        # Replay into a buffer first: only once the store names the stream can we
-        # check that it belongs to this session (transports: never replay another stream).
-        stream_id = await store.replay_events_after(last_event_id, collect)
-        if stream_id is None or not entry.owns(stream_id):
-            return False
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        live: RequestStream | None = None
-        attached = True
-        if stream_id == entry.standalone_id:
-            if entry.get_queue is not None:
-                await self._conflict(send)
-                return True
-            entry.get_queue = queue
-        else:
-            live = entry.streams.get(stream_id) if entry.streams else None
-            if live is None or live.done:
-                live = None
-                attached = False
-                queue.put_nowait(FINAL)
-            else:
-                previous = live.resumer
-                live.resumer = queue  # from now on the request's messages come here
-                if previous is not None:
-                    previous.put_nowait(CLOSE)
-                # One connection per stream (transports § multiple connections): if the
-                # POST's own connection is somehow still open, end it.
-                await live.write(self.retry_field, False)
-        if attached:
-            # Events stored between the replay and the takeover: replay again, deduplicated.
-            await store.replay_events_after(replay[-1][0] if replay else last_event_id, collect)
-        seen = {event_id for event_id, _ in replay}
-        try:
-            await pump(self, send, receive, queue, replay, seen)
-        finally:
-            if live is not None and live.resumer is queue:
-                live.resumer = None
-            if entry.get_queue is queue:
-                entry.get_queue = None
-        return True
+            entry.touch()
 
 
 def _new_session_id() -> str:

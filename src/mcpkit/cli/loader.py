@@ -151,7 +151,7 @@ def _server_from(module: ModuleType, where: str, attr: str | None) -> MCPServer:
     if isinstance(obj, MCPServer):
         return obj
     if not callable(obj):
-        raise LoadError(f"{where}:{attr} is a {type(obj).__name__}, not an MCPServer")
+        raise LoadError(f"{where}:{attr} is {_a(obj)}, not an MCPServer")
     return _call_factory(obj, where, attr)
 
 
@@ -182,8 +182,13 @@ def _call_factory(factory: Any, where: str, attr: str) -> MCPServer:
     except Exception as exc:
         raise UserCodeError(f"calling {attr}()", exc) from exc
     if not isinstance(result, MCPServer):
-        raise LoadError(f"{where}:{attr}() returned a {type(result).__name__}, not an MCPServer")
+        raise LoadError(f"{where}:{attr}() returned {_a(result)}, not an MCPServer")
     return result
+
+
+def _a(obj: object) -> str:
+    name = type(obj).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 async def _await(awaitable: Any) -> Any:

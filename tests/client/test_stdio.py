@@ -1,0 +1,123 @@
+"""The stdio client transport against real subprocesses: mcpkit servers and misbehaving ones."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit.client import Client
+from mcpkit.client.transports.stdio import ServerExited, StdioTransport
+from mcpkit.errors import ConnectionClosed
+from tests.client.conftest import DEMO, PYTHON, RAW, Traffic, alive, group_members
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+async def wait_until(predicate: Any, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(0.02)
+    return bool(predicate())
+
+
+def demo(**options: Any) -> Client:
+    return Client(command=PYTHON, args=[DEMO], **options)
+
+
+def raw(mode: str, **options: Any) -> Client:
+    return Client(command=PYTHON, args=[RAW, mode], **options)
+
+
+def transport_of(client: Client) -> StdioTransport:
+    transport = client.session.transport
+    assert isinstance(transport, StdioTransport)
+    return transport
+
+
+# -- an mcpkit server over stdio -----------------------------------------------------------------
+
+
+async def test_round_trips_with_an_mcpkit_server(traffic: Traffic) -> None:
+    async with demo(trace=traffic, roots=["file:///w"], timeout=10) as client:
+        assert client.server_info["name"] == "demo"
+        assert text_of(await client.call_tool("add", {"a": 20, "b": 22})) == "42"
+        results = await asyncio.gather(
+            *(client.call_tool("echo", {"text": str(i)}) for i in range(20))
+        )
+        assert [text_of(r) for r in results] == [str(i) for i in range(20)]
+        assert text_of(await client.call_tool("roots")) == "file:///w"
+        seen: list[Any] = []
+        await client.call_tool("slow", {"steps": 2}, progress=lambda *a: seen.append(a))
+        assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+        read = await client.read_resource("memo://greeting")
+        assert read["contents"][0]["text"] == "hello"
+
+
+async def test_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
+    async with demo(env={"MCPKIT_TEST_VALUE": "xyz"}, cwd=tmp_path, timeout=10) as client:
+        assert text_of(await client.call_tool("environ", {"name": "MCPKIT_TEST_VALUE"})) == "xyz"
+        # The parent's environment is inherited too (PATH and friends).
+        assert text_of(await client.call_tool("environ", {"name": "PATH"})) == os.environ["PATH"]
+        assert text_of(await client.call_tool("cwd")) == str(tmp_path)
+
+
+async def test_stderr_goes_to_a_logger(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mcpkit.client.stderr")
+    async with demo(name="files", timeout=10) as client:
+        await client.call_tool("to_stderr", {"text": "warming up the cache"})
+        assert await wait_until(
+            lambda: "[files] warming up the cache" in caplog.messages, timeout=2
+        )
+
+
+async def test_closing_leaves_no_process_behind() -> None:
+    async with demo(timeout=10) as client:
+        pid = int(text_of(await client.call_tool("pid")))
+        grandchild = int(text_of(await client.call_tool("spawn_child")))
+        assert transport_of(client).pid == pid
+        assert alive(pid) and alive(grandchild)
+    assert not alive(pid)
+    assert await wait_until(lambda: not alive(grandchild))
+    assert group_members(pid) == []
+
+
+async def test_server_killed_mid_call_fails_the_call_promptly(traffic: Traffic) -> None:
+    async with demo(trace=traffic, timeout=30) as client:
+        pid = transport_of(client).pid
+        assert pid is not None
+        call = asyncio.create_task(client.call_tool("hang"))
+        await asyncio.sleep(0.1)
+        start = time.monotonic()
+        os.killpg(pid, signal.SIGKILL)
+        with pytest.raises(ServerExited) as info:
+            await asyncio.wait_for(call, 5)
+        assert time.monotonic() - start < 1.0
+        assert f"(pid {pid}) was killed by signal SIGKILL" in str(info.value)
+        assert info.value.returncode == -signal.SIGKILL
+        # Later calls fail at once with the same story.
+        with pytest.raises(ConnectionClosed, match="SIGKILL"):
+            await client.ping()
+    assert not alive(pid)
+    assert group_members(pid) == []
+
+
+async def test_server_exit_names_the_status_and_last_stderr_lines() -> None:
+    async with demo(name="db", timeout=30) as client:
+        with pytest.raises(ServerExited) as info:
+            await asyncio.wait_for(client.call_tool("die", {"status": 3}), 5)
+    message = str(info.value)
+    assert "MCP server 'db'" in message
+    assert "exited with status 3" in message
+    assert "about to die" in message
+    assert info.value.returncode == 3

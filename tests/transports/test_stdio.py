@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from mcpkit import MCPServer
-from mcpkit.transports.stdio import LineSplitter, Oversized, serve_stdio
+from mcpkit.transports.stdio import MAX_IN_FLIGHT, LineSplitter, Oversized, serve_stdio
 from tests.transports.stdio_peer import LAUNCHERS, REPO, SERVER, TIMEOUT, StdioPeer, process_gone
 
 PeerFactory = Callable[..., Coroutine[Any, Any, StdioPeer]]
@@ -531,3 +531,57 @@ def test_splitter_drops_oversized_lines_without_buffering_them() -> None:
     assert splitter.feed(b"y" * 20) == []
     closing = splitter.close()
     assert isinstance(closing[0], Oversized) and closing[0].size == 20
+
+
+# -- flow control and a vanished client ------------------------------------------------------------
+
+
+async def test_more_concurrent_requests_than_the_in_flight_cap(spawn: PeerFactory) -> None:
+    # Past MAX_IN_FLIGHT the reader pauses until half have finished; nothing is lost.
+    peer = await spawn()
+    await peer.initialize()
+    count = MAX_IN_FLIGHT + 500
+    call = {"name": "slow", "arguments": {"seconds": 0.2}}
+    for rid in range(count):
+        peer.pending[rid] = "tools/call"
+    await peer.send_bytes(
+        b"".join(
+            orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": call})
+            + b"\n"
+            for rid in range(count)
+        )
+    )
+    seen = set()
+    assert peer.proc.stdout is not None
+    for _ in range(count):  # read raw: schema-checking thousands of answers is slow
+        answer = orjson.loads(await asyncio.wait_for(peer.proc.stdout.readline(), TIMEOUT))
+        assert answer["result"]["content"][0]["text"] == "finished"
+        seen.add(answer["id"])
+    assert seen == set(range(count))
+    peer.pending.clear()
+    assert await _finish(peer) == 0
+
+
+def test_exits_zero_when_the_client_stops_reading_stdout() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdout.close()  # the read end is gone: the server's next write fails (EPIPE)
+        proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + b"\n")
+        proc.stdin.flush()
+        assert proc.wait(TIMEOUT) == 0
+        assert proc.stderr is not None
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(TIMEOUT)
+        for stream in (proc.stdin, proc.stderr):
+            if stream is not None:
+                stream.close()

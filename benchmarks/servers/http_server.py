@@ -1,0 +1,62 @@
+"""Serve one implementation's Streamable HTTP endpoint on uvicorn, all on the same settings.
+
+    python http_server.py {minimal,mcpkit,sdk} {stateless,stateful} PORT
+
+One worker, uvloop, httptools, no access log: the same for every
+implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
+"""
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+
+async def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+def build(impl: str, mode: str) -> Any:
+    stateless = mode == "stateless"
+    if impl == "minimal":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from minimal_asgi import app
+
+        return app
+    if impl == "mcpkit":
+        from mcpkit import MCPServer
+
+        server = MCPServer(name="bench", version="1.0.0")
+        server.tool(echo)
+        return server.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl == "sdk":
+        try:
+            from mcp.server.mcpserver import MCPServer as Server
+        except ImportError:  # mcp 1.x
+            from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef]
+
+        sdk = Server("bench")
+        sdk.tool()(echo)
+        return sdk.streamable_http_app(json_response=True, stateless_http=stateless)
+    raise SystemExit(f"unknown implementation {impl!r}")
+
+
+def main() -> None:
+    impl, mode, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    uvicorn.run(
+        build(impl, mode),
+        host="127.0.0.1",
+        port=port,
+        workers=1,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+        lifespan="auto",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -39,6 +39,9 @@ _LOCAL_NAMES: Final = frozenset({"127.0.0.1", "localhost", "[::1]"})
 # (status, message) of a rejected request; None means "allowed".
 Verdict = tuple[int, str] | None
 
+_MISSING: Final = object()
+_CACHE_SIZE: Final = 256
+
 
 def _split_host(value: str) -> tuple[str, str | None]:
     """``host[:port]`` → (host, port or None); IPv6 literals keep their brackets."""
@@ -99,7 +102,7 @@ class RequestGuard:
     >>> guard = RequestGuard(allowed_hosts=["api.example.com"], allowed_origins=["https://app.example.com"])
     """
 
-    __slots__ = ("_any_host", "_any_origin", "_hosts", "_local_cache", "_origins")
+    __slots__ = ("_any_host", "_any_origin", "_hosts", "_origins", "_verdicts")
 
     def __init__(
         self,
@@ -119,21 +122,31 @@ class RequestGuard:
             if allowed_origins is None
             else [_OriginPattern(o) for o in allowed_origins if o != "*"]
         )
-        self._local_cache: dict[object, bool] = {}
+        self._verdicts: dict[tuple[object, bytes | None, bytes | None], object] = {}
 
-    def _local(self, server: object) -> bool:
-        key = server[0] if isinstance(server, tuple | list) and server else None
-        cached = self._local_cache.get(key)
-        if cached is None:
-            cached = _is_loopback(key)
-            if len(self._local_cache) < 64:
-                self._local_cache[key] = cached
-        return cached
+    @staticmethod
+    def _local(server: object) -> bool:
+        return _is_loopback(server[0] if isinstance(server, tuple | list) and server else None)
 
     def check(
         self, server: object, host_header: bytes | None, origin_header: bytes | None
     ) -> Verdict:
         """``server`` is ``scope["server"]``; the headers are the raw values (or None)."""
+        # Clients repeat the same Host and Origin on every request: remember the verdicts
+        # (a bounded cache; a flood of distinct values just stops being cached).
+        where = server[0] if isinstance(server, tuple | list) and server else None
+        key = (where, host_header, origin_header)
+        cached = self._verdicts.get(key, _MISSING)
+        if cached is not _MISSING:
+            return cached  # type: ignore[return-value]
+        verdict = self._check(server, host_header, origin_header)
+        if len(self._verdicts) < _CACHE_SIZE:
+            self._verdicts[key] = verdict
+        return verdict
+
+    def _check(
+        self, server: object, host_header: bytes | None, origin_header: bytes | None
+    ) -> Verdict:
         local: bool | None = None
         host = host_header.decode("latin-1").lower() if host_header is not None else None
         if not self._any_host:

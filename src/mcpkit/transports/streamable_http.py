@@ -371,7 +371,7 @@ class StreamableHTTPApp:
             await send_body(send, 202)
             return
         if mode == _JSON:
-            resp = await session.handle(
+            resp = await session.handle_request(
                 msg, entry if entry is not None else _drop, auth_info=auth_info
             )
             if resp is None:  # cancelled by the client: nothing to answer
@@ -419,7 +419,7 @@ class StreamableHTTPApp:
         if self.keepalive_interval is not None:
             stream.arm()
         try:
-            resp = await session.handle(msg, stream, auth_info=auth_info)
+            resp = await session.handle_request(msg, stream, auth_info=auth_info)
         except BaseException:
             await stream.end()
             raise

@@ -375,3 +375,23 @@ async def test_delete_during_a_request_ends_its_stream(setup: Any, make_client: 
             rest = [e async for e in events]
     assert rest == []
     assert len(app) == 0
+
+
+async def test_resuming_the_get_stream_takes_over_a_stale_connection(
+    setup: Any, make_client: Any
+) -> None:
+    server, app, url = await setup(event_store=InMemoryEventStore())
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    entry = next(iter(app._sessions.values()))
+    async with GetStream(c) as old:
+        await until(lambda: entry.get_queue is not None)
+        await server.tools.notify_list_changed()
+        seen = await old.next()
+        # the server still thinks `old` is open; a resume with its last id wins
+        async with GetStream(c, last_event_id=seen.id) as new:
+            assert new.response.status_code == 200
+            async with asyncio.timeout(TIMEOUT):
+                assert [e async for e in old.events] == []  # the old connection was ended
+            await server.prompts.notify_list_changed()
+            assert (await new.next()).json["method"] == "notifications/prompts/list_changed"

@@ -9,8 +9,9 @@ connection is attached, every event it could not send) through an
 implementation (Redis streams, a database) lets a client resume on any worker.
 
 Event ids are opaque to the transport but must be unique across the whole
-session and must let the store find the stream again: the in-memory store
-writes ``"<stream id>#<sequence>"``. Stream ids are chosen by the transport
+session, must let the store find the stream again, and must not contain CR or
+LF (they are written into the SSE ``id:`` field): the in-memory store writes
+``"<stream id>#<sequence>"``. Stream ids are chosen by the transport
 (``"<session id>/<n>"``) so a store never needs to know about sessions.
 """
 

@@ -455,9 +455,10 @@ async def _resume(
     live: RequestStream | None = None
     attached = True
     if stream_id == entry.standalone_id:
+        # A resume proves the client lost its stream, even if the server has not noticed
+        # yet (a half-open connection): the new connection takes over, no 409.
         if entry.get_queue is not None:
-            await _conflict(send)
-            return True
+            entry.get_queue.put_nowait(CLOSE)
         entry.get_queue = queue
     else:
         live = entry.streams.get(stream_id) if entry.streams else None

@@ -32,6 +32,11 @@ Choices the spec leaves open (2025-11-25 basic/transports):
   early (``ctx.close_sse_stream()``, SEP-1699) and the client resumes with
   ``GET`` + ``Last-Event-ID``, getting the rest by replay, then live. An
   unknown or foreign ``Last-Event-ID`` is treated as a plain GET.
+* **One GET stream per session**: a second plain GET gets 409; a GET
+  resuming the standalone stream (its ``Last-Event-ID``) takes over instead,
+  since the old connection is evidently dead. Without a GET stream,
+  unrelated messages are dropped, or kept in the event store once the
+  session has listened at least once.
 * **Disconnection is not cancellation**: a client dropping a POST stream does
   not stop the handler; with an event store its messages wait for a resume.
 * **Keep-alive**: SSE streams get a ``: ping`` comment after

@@ -277,6 +277,7 @@ class ClientSession:
         except SessionExpired:
             if not _retry:
                 raise
+            self._deadlines.discard(rid)  # the handshake and the retry are timed on their own
             await self._reinitialize(generation)
         finally:
             self._deadlines.discard(rid)

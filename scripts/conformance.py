@@ -434,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="test this running server instead of starting the fixture")
     parser.add_argument("--timeout-ms", type=int, default=30000, help="per-scenario timeout")
     args = parser.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # keep order with logs
     legs = [leg for leg in args.legs.split(",") if leg]
     outdir: Path = args.output or Path(tempfile.mkdtemp(prefix="mcpkit-conformance-"))
     outdir.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,8 @@ import mcpkit
 EXPECTED_ALL = [
     "Audio",
     "CapabilityError",
+    "Client",
+    "ClientSession",
     "ConfigurationError",
     "ConnectionClosed",
     "Context",

@@ -40,9 +40,44 @@ _EXPORTS: dict[str, str] = {
     "PeerTimeout": "mcpkit.errors",
     "ConnectionClosed": "mcpkit.errors",
     "RemoteError": "mcpkit.errors",
+    "Client": "mcpkit.client.client",
+    "ClientSession": "mcpkit.client.session",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Audio",
+    "CapabilityError",
+    "Client",
+    "ClientSession",
+    "ConfigurationError",
+    "ConnectionClosed",
+    "Context",
+    "ElicitResult",
+    "EmbeddedResource",
+    "Image",
+    "InvalidParams",
+    "MCPError",
+    "MCPKitError",
+    "MCPServer",
+    "MCPServerPrompts",
+    "MCPServerResources",
+    "PeerTimeout",
+    "PromptMessage",
+    "RegistrationError",
+    "RemoteError",
+    "ResourceLink",
+    "ResourceNotFound",
+    "Root",
+    "Text",
+    "ToolAnnotations",
+    "ToolDefinition",
+    "ToolError",
+    "ToolResult",
+    "UriTemplate",
+    "__version__",
+    "create_tool",
+    "current_context",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -55,10 +90,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return list(__all__)
 
 
 if TYPE_CHECKING:
+    from .client.client import Client
+    from .client.session import ClientSession
     from .errors import (
         CapabilityError,
         ConfigurationError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import tracemalloc
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -321,3 +322,29 @@ def test_guard_defaults_when_not_bound_to_localhost() -> None:
         RequestGuard(allowed_hosts="localhost")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         RequestGuard(allowed_origins=["localhost"])
+
+
+def test_the_session_table_expires_in_least_recently_used_order(clock: FakeClock) -> None:
+    server = demo_server()
+    settings = SimpleNamespace(event_store=None, keepalive_interval=None, retry_field=b"")
+    table = http_sessions.SessionTable(idle_timeout=10, max_sessions=3)
+    s0, s1, s2 = (
+        http_sessions.HTTPSession(settings, sid, server.create_session(session_id=sid))  # type: ignore[arg-type]
+        for sid in ("s0", "s1", "s2")
+    )
+    for entry in (s0, s1, s2):
+        table.add(entry)
+    start = clock.now
+    clock.now = start + 5
+    table.touch(s0)  # a long request of s0 just ended
+    clock.now = start + 9
+    table.touch(s2)
+    clock.now = start + 12
+    table.sweep(clock.now)
+    assert [e.sid for e in table.values()] == ["s0", "s2"]  # s1 idle for 12 s
+    s0.busy = 1  # streaming: never expires, counts as used
+    clock.now = start + 30
+    table.sweep(clock.now)
+    assert [e.sid for e in table.values()] == ["s0"]
+    assert s0.last_seen == clock.now
+    assert s2.session.state.name == "CLOSED"

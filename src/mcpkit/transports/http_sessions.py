@@ -95,9 +95,6 @@ class HTTPSession:
     def standalone_id(self) -> str:
         return self.sid + "/0"
 
-    def touch(self) -> None:
-        self.last_seen = clock()
-
     def new_stream_id(self) -> str:
         self.nstreams += 1
         return f"{self.sid}/{self.nstreams}"
@@ -167,6 +164,12 @@ class SessionTable:
 
     def add(self, entry: HTTPSession) -> None:
         self._sessions[entry.sid] = entry
+
+    def touch(self, entry: HTTPSession) -> None:
+        """Mark a session as just used (after a request or a stream ends), keeping LRU order."""
+        entry.last_seen = clock()
+        if entry.sid in self._sessions:
+            self._sessions.move_to_end(entry.sid)
 
     def lookup(self, sid: str) -> HTTPSession | None:
         """The live session ``sid``, marked as just used (None when unknown or expired)."""

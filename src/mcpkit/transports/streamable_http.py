@@ -337,7 +337,7 @@ class StreamableHTTPApp:
             await self._dispatch(entry.session, entry, msg, mode, send, auth_info)
         finally:
             entry.busy -= 1
-            entry.touch()
+            self._sessions.touch(entry)
 
     async def _too_large(self, send: Send) -> None:
         await send_error(
@@ -570,7 +570,7 @@ class StreamableHTTPApp:
             )
         finally:
             entry.busy -= 1
-            entry.touch()
+            self._sessions.touch(entry)
 
 
 def _new_session_id() -> str:

@@ -47,8 +47,8 @@ async def exercise(session: ClientSession, recorder: Recorder) -> None:
         progress.append((value, total, message))
 
     await session.set_logging_level("info")
-    worked = await session.call_tool("work", {"steps": 3}, progress_callback=on_progress)
-    assert worked.content[0].text == "worked 3"  # type: ignore[union-attr]
+    worked = await session.call_tool("work", {"steps": 3}, progress_callback=on_progress)  # type: ignore[call-overload]
+    assert worked.content[0].text == "worked 3"
     assert [p[0] for p in progress] == [1, 2, 3]
     assert recorder.logs[-3:] == ["did step 1", "did step 2", "did step 3"]
 

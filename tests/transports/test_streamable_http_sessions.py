@@ -319,7 +319,7 @@ def test_guard_defaults_when_not_bound_to_localhost() -> None:
         "Misdirected request: host 'evil.example.com' is not served here",
     )
     with pytest.raises(TypeError):
-        RequestGuard(allowed_hosts="localhost")  # type: ignore[arg-type]
+        RequestGuard(allowed_hosts="localhost")  # a str is a Sequence[str]: refused at run time
     with pytest.raises(ValueError):
         RequestGuard(allowed_origins=["localhost"])
 
@@ -329,7 +329,7 @@ def test_the_session_table_expires_in_least_recently_used_order(clock: FakeClock
     settings = SimpleNamespace(event_store=None, keepalive_interval=None, retry_field=b"")
     table = http_sessions.SessionTable(idle_timeout=10, max_sessions=3)
     s0, s1, s2 = (
-        http_sessions.HTTPSession(settings, sid, server.create_session(session_id=sid))  # type: ignore[arg-type]
+        http_sessions.HTTPSession(settings, sid, server.create_session(session_id=sid))
         for sid in ("s0", "s1", "s2")
     )
     for entry in (s0, s1, s2):

@@ -357,7 +357,8 @@ async def test_exits_zero_on_stdin_eof(spawn: PeerFactory, launcher: str) -> Non
     assert process_gone(peer.proc.pid)
 
 
-async def test_eof_lets_in_flight_requests_answer(spawn: PeerFactory) -> None:
+@pytest.mark.parametrize("tool", ["slow", "slow_sync"])
+async def test_eof_lets_in_flight_requests_answer(spawn: PeerFactory, tool: str) -> None:
     peer = await spawn()
     await peer.initialize()
     await peer.send(
@@ -365,13 +366,36 @@ async def test_eof_lets_in_flight_requests_answer(spawn: PeerFactory) -> None:
             "jsonrpc": "2.0",
             "id": 5,
             "method": "tools/call",
-            "params": {"name": "slow", "arguments": {"seconds": 0.3}},
+            "params": {"name": tool, "arguments": {"seconds": 0.3}},
         }
     )
     await peer.close_stdin()
     rest = await peer.read_rest()
     assert [m["result"]["content"][0]["text"] for m in rest if m.get("id") == 5] == ["finished"]
     assert await peer.wait() == 0
+
+
+@pytest.mark.parametrize("launcher", ["run_stdio", "cli"])
+async def test_sigterm_does_not_wait_for_a_sync_tool_in_a_thread(
+    spawn: PeerFactory, launcher: str
+) -> None:
+    peer = await spawn(launcher)
+    await peer.initialize()
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "slow_sync", "arguments": {"seconds": 30}},
+        }
+    )
+    await asyncio.sleep(0.3)  # let the worker thread start sleeping
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    peer.signal(signal.SIGTERM)
+    assert await peer.wait(timeout=5) == 0
+    assert loop.time() - started < 3
+    assert "Traceback" not in peer.stderr
 
 
 @pytest.mark.parametrize("launcher", ["run_stdio", "asyncio", "cli"])

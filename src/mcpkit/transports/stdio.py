@@ -21,26 +21,33 @@ private copies of fds 0 and 1, points fd 1 at stderr (stray ``print`` calls,
 C extensions and child processes then land on stderr) and fd 0 at
 ``/dev/null`` (a child process can no longer swallow protocol bytes), and sets
 ``sys.stdout`` to ``sys.stderr``. Everything is put back when serving ends.
+That plumbing lives in :mod:`mcpkit.transports.stdio_process`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import signal
-import stat
 import sys
-import threading
-from collections.abc import Callable, Coroutine, Iterator
-from typing import IO, TYPE_CHECKING, Any, Final, Protocol, cast
+from collections.abc import Coroutine
+from typing import IO, TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
+from .stdio_process import (
+    DaemonExecutor,
+    Output,
+    ReaderThread,
+    StreamArg,
+    claim_process_stdio,
+    given_streams,
+    install_signal_handlers,
+    is_pollable,
+    open_output,
+)
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -54,10 +61,7 @@ log = logging.getLogger("mcpkit.transports.stdio")
 MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 #: Requests served at once before the reader pauses (memory bound for a flooding client).
 MAX_IN_FLIGHT: Final = 4096
-_READ_CHUNK: Final = 1 << 18
 _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
-
-StreamArg = IO[Any] | int | None
 
 
 # -- framing (no I/O) -----------------------------------------------------------------------------
@@ -134,103 +138,6 @@ class LineSplitter:
         return []
 
 
-# -- output ---------------------------------------------------------------------------------------
-
-
-class _Output(Protocol):
-    paused: bool
-    lost: bool
-
-    def write(self, data: bytes) -> None: ...
-    async def drain(self) -> None: ...
-    async def aclose(self, timeout: float) -> None: ...
-
-
-class _PipeOutput(asyncio.BaseProtocol):
-    """Write side on a pipe transport: asyncio writes at once and buffers the rest."""
-
-    def __init__(self, on_lost: Callable[[], None]) -> None:
-        self.paused = False
-        self.lost = False
-        self._on_lost = on_lost
-        self._transport: asyncio.WriteTransport | None = None
-        self._waiters: list[asyncio.Future[None]] = []
-        self._closed = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports do not subclass asyncio's ABCs: no isinstance check.
-        self._transport = cast(asyncio.WriteTransport, transport)
-
-    def pause_writing(self) -> None:
-        self.paused = True
-
-    def resume_writing(self) -> None:
-        self.paused = False
-        self._wake()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        self.paused = False
-        self._wake()
-        if not self._closed.done():
-            self._closed.set_result(None)
-        self._on_lost()
-
-    def _wake(self) -> None:
-        for fut in self._waiters:
-            if not fut.done():
-                fut.set_result(None)
-        self._waiters.clear()
-
-    def write(self, data: bytes) -> None:
-        if not self.lost and self._transport is not None:
-            self._transport.write(data)
-
-    async def drain(self) -> None:
-        while self.paused and not self.lost:
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            await fut
-
-    async def aclose(self, timeout: float) -> None:
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.close()  # flushes what is buffered, then closes
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._closed), timeout)
-        if self._transport is not None and not self.lost:
-            self._transport.abort()
-
-
-class _BlockingOutput:
-    """For stdout that is not a pipe (a regular file, ``/dev/null``; Windows): plain writes."""
-
-    def __init__(self, file: IO[bytes], on_lost: Callable[[], None]) -> None:
-        self.paused = False
-        self.lost = False
-        self._file = file
-        self._fd = file.fileno()
-        self._on_lost = on_lost
-
-    def write(self, data: bytes) -> None:
-        if self.lost:
-            return
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._fd, view) :]
-        except OSError as exc:
-            log.debug("stdout write failed: %s", exc)
-            self.lost = True
-            self._on_lost()
-
-    async def drain(self) -> None:
-        return None
-
-    async def aclose(self, timeout: float) -> None:
-        self.lost = True
-        self._file.close()
-
-
 # -- the connection -------------------------------------------------------------------------------
 
 
@@ -241,7 +148,7 @@ class _StdioConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._splitter = LineSplitter(max_message_size)
         self._max_size = max_message_size
-        self._out: _Output | None = None
+        self._out: Output | None = None
         self._in: asyncio.ReadTransport | None = None
         self._reading_paused = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -319,7 +226,10 @@ class _StdioConnection(asyncio.Protocol):
             log.exception("handling %s failed", msg.get("method", "a response"))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        self._tasks.add(self._loop.create_task(coro))
+        task = _start_task(self._loop, coro)
+        if task.done():  # ran to completion eagerly: answered already
+            return
+        self._tasks.add(task)
         if len(self._tasks) >= MAX_IN_FLIGHT and self._in is not None and not self._reading_paused:
             self._reading_paused = True
             self._in.pause_reading()
@@ -404,14 +314,16 @@ class _StdioConnection(asyncio.Protocol):
         handle_signals: bool,
     ) -> None:
         loop = self._loop
-        self._out = await _open_output(loop, out_file, self._output_lost)
-        reader_thread = None
-        if _is_stream(in_file.fileno()):
-            await loop.connect_read_pipe(lambda: self, in_file)
-        else:
-            reader_thread = _start_reader_thread(loop, in_file, self)
-        restore = _install_signal_handlers(loop, self._on_signal) if handle_signals else None
+        reader_thread: ReaderThread | None = None
+        restore = None
         try:
+            self._out = await open_output(loop, out_file, self._output_lost)
+            if is_pollable(in_file.fileno()):
+                await loop.connect_read_pipe(lambda: self, in_file)
+            else:
+                reader_thread = ReaderThread(loop, in_file, self)
+            if handle_signals:
+                restore = install_signal_handlers(loop, self._on_signal)
             reason = await self._stopped
             log.debug("stdio: stopping (%s)", reason)
             if reason == "eof" and self._tasks:
@@ -420,9 +332,7 @@ class _StdioConnection(asyncio.Protocol):
                 all_done = loop.create_task(asyncio.wait(set(self._tasks)))
                 either: set[asyncio.Future[Any]] = {all_done, self._signalled}
                 await asyncio.wait(
-                    either,
-                    timeout=shutdown_grace,
-                    return_when=asyncio.FIRST_COMPLETED,
+                    either, timeout=shutdown_grace, return_when=asyncio.FIRST_COMPLETED
                 )
                 all_done.cancel()
         finally:
@@ -437,148 +347,26 @@ class _StdioConnection(asyncio.Protocol):
                 self._in.close()
             if reader_thread is not None:
                 reader_thread.stop()
-            await self._out.aclose(timeout=2.0)
+            if self._out is not None:
+                await self._out.aclose(timeout=2.0)
 
 
-def _is_stream(fd: int) -> bool:
-    """Can the event loop poll this fd? (pipes, sockets, terminals; not files or /dev/null)."""
-    if sys.platform == "win32":
-        return False
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+if sys.version_info >= (3, 12):
 
+    def _start_task(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]
+    ) -> asyncio.Task[None]:
+        # Eager start: the request runs at once, inside the read callback, up to its
+        # first real suspension; a request that never suspends (tools/list, a quick
+        # tool) is answered without another trip through the event loop.
+        return asyncio.Task(coro, loop=loop, eager_start=True)
 
-async def _open_output(
-    loop: asyncio.AbstractEventLoop, file: IO[bytes], on_lost: Callable[[], None]
-) -> _Output:
-    if _is_stream(file.fileno()):
-        _, protocol = await loop.connect_write_pipe(lambda: _PipeOutput(on_lost), file)
-        return protocol
-    return _BlockingOutput(file, on_lost)
+else:
 
-
-class _ReaderThread:
-    """Reads a non-pollable stdin (a regular file, ``/dev/null``; Windows) in a thread."""
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, file: IO[bytes], conn: _StdioConnection
-    ) -> None:
-        self._loop = loop
-        self._fd = os.dup(file.fileno())  # the thread's own: nobody closes it under a blocked read
-        self._conn = conn
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="mcpkit-stdin", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        fd = self._fd
-        try:
-            while not self._stopping:
-                chunk = os.read(fd, _READ_CHUNK)
-                if not chunk:
-                    break
-                self._loop.call_soon_threadsafe(self._conn.data_received, chunk)
-        except (OSError, RuntimeError) as exc:  # RuntimeError: the loop is closed
-            log.debug("stdin reader stopped: %s", exc)
-        finally:
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._conn.eof_received)
-            os.close(fd)
-
-    def stop(self) -> None:
-        self._stopping = True
-
-
-def _start_reader_thread(
-    loop: asyncio.AbstractEventLoop, file: IO[bytes], conn: _StdioConnection
-) -> _ReaderThread:
-    return _ReaderThread(loop, file, conn)
-
-
-def _install_signal_handlers(
-    loop: asyncio.AbstractEventLoop, stop: Callable[[str], None]
-) -> Callable[[], None] | None:
-    """SIGTERM and SIGINT end serving cleanly (lifecycle § shutdown, stdio)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    installed: list[tuple[signal.Signals, Any]] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous = signal.getsignal(sig)
-        try:
-            loop.add_signal_handler(sig, stop, sig.name)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or no signal support
-            continue
-        installed.append((sig, previous))
-
-    def restore() -> None:
-        for sig, previous in installed:
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, previous)
-
-    return restore
-
-
-# -- claiming the process's stdio -----------------------------------------------------------------
-
-
-def _private_copy(fd: int, flags: int) -> int:
-    """A copy of ``fd`` whose blocking mode we may change without touching fd 0/1/2.
-
-    A terminal shares one open file description between stdin, stdout and
-    stderr; reopening it gives us our own. Pipes are private to this process
-    already, so a ``dup`` suffices.
-    """
-    if sys.platform != "win32" and os.isatty(fd):
-        with contextlib.suppress(OSError):
-            return os.open(os.ttyname(fd), flags | os.O_NOCTTY)
-    return os.dup(fd)
-
-
-@contextlib.contextmanager
-def _claim_process_stdio() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
-    saved_in, saved_out = os.dup(0), os.dup(1)
-    blocking_in, blocking_out = os.get_blocking(0), os.get_blocking(1)
-    in_file = open(_private_copy(0, os.O_RDONLY), "rb", buffering=0)
-    out_file = open(_private_copy(1, os.O_WRONLY), "wb", buffering=0)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    python_stdout = sys.stdout
-    try:
-        os.dup2(devnull, 0)
-        try:
-            os.dup2(2, 1)
-        except OSError:  # no stderr at all
-            os.dup2(devnull, 1)
-        sys.stdout = sys.stderr
-        if python_stdout is not None:
-            with contextlib.suppress(Exception):
-                python_stdout.flush()  # text printed before serving goes to stderr now
-        yield in_file, out_file
-    finally:
-        sys.stdout = python_stdout
-        in_file.close()
-        out_file.close()
-        os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
-        for fd, blocking in ((0, blocking_in), (1, blocking_out)):
-            with contextlib.suppress(OSError):
-                os.set_blocking(fd, blocking)
-        for fd in (saved_in, saved_out, devnull):
-            os.close(fd)
-
-
-@contextlib.contextmanager
-def _given_streams(stdin: StreamArg, stdout: StreamArg) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
-    """Private copies of caller-given streams (the transports close what they get)."""
-    in_fd = stdin if isinstance(stdin, int) else (stdin.fileno() if stdin is not None else 0)
-    out_fd = stdout if isinstance(stdout, int) else (stdout.fileno() if stdout is not None else 1)
-    in_file = open(os.dup(in_fd), "rb", buffering=0)
-    out_file = open(os.dup(out_fd), "wb", buffering=0)
-    try:
-        yield in_file, out_file
-    finally:
-        in_file.close()
-        out_file.close()
+    def _start_task(
+        loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]
+    ) -> asyncio.Task[None]:
+        return loop.create_task(coro)
 
 
 # -- entry points ---------------------------------------------------------------------------------
@@ -601,9 +389,7 @@ async def serve_stdio(
     answer before the session is closed.
     """
     claim = (
-        _claim_process_stdio()
-        if stdin is None and stdout is None
-        else _given_streams(stdin, stdout)
+        claim_process_stdio() if stdin is None and stdout is None else given_streams(stdin, stdout)
     )
     with claim as (in_file, out_file):
         conn = _StdioConnection(server, max_message_size=max_message_size)
@@ -613,11 +399,35 @@ async def serve_stdio(
 
 
 def run_stdio(server: MCPServer, **options: Any) -> None:
-    """Run :func:`serve_stdio` on a new event loop (uvloop when installed); blocks."""
+    """Run :func:`serve_stdio` on a new event loop (uvloop when installed); blocks.
+
+    Sync tools run on a :class:`~mcpkit.transports.stdio_process.DaemonExecutor`,
+    so a tool still running in a thread does not hold the process once serving
+    has ended.
+    """
+    loop = _new_event_loop()
+    executor = DaemonExecutor()
+    loop.set_default_executor(executor)
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(serve_stdio(server, **options))
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            leftovers = asyncio.all_tasks(loop)
+            for task in leftovers:
+                task.cancel()
+            if leftovers:
+                loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(serve_stdio(server, **options))
-        return
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(serve_stdio(server, **options))
+        return asyncio.new_event_loop()
+    return cast(asyncio.AbstractEventLoop, uvloop.new_event_loop())

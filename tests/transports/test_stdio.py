@@ -609,3 +609,38 @@ def test_exits_zero_when_the_client_stops_reading_stdout() -> None:
         for stream in (proc.stdin, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.mark.parametrize("launcher", ["run_stdio", "asyncio"])
+def test_works_on_a_terminal(launcher: str) -> None:
+    # A person running a server by hand: stdin and stdout are one terminal.
+    import pty
+    import select
+    import time
+    import tty
+
+    controller, terminal = pty.openpty()
+    tty.setraw(terminal)  # no echo: the screen shows only what the server writes
+    proc = subprocess.Popen(
+        LAUNCHERS[launcher], stdin=terminal, stdout=terminal, stderr=subprocess.PIPE, cwd=REPO
+    )
+    os.close(terminal)
+    try:
+        os.write(controller, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        screen = b""
+        deadline = time.monotonic() + TIMEOUT
+        while b"\n" not in screen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.5)[0]:
+                screen += os.read(controller, 4096)
+        assert orjson.loads(screen) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        assert proc.wait(TIMEOUT) == 0
+        assert proc.stderr is not None
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(TIMEOUT)
+        os.close(controller)
+        if proc.stderr is not None:
+            proc.stderr.close()

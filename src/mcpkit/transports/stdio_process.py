@@ -118,7 +118,7 @@ class PipeOutput(asyncio.BaseProtocol):
 
 
 class BlockingOutput:
-    """For stdout that is not a pipe (a regular file, ``/dev/null``; Windows): plain writes."""
+    """For stdout that is not a pipe (a file, ``/dev/null``, a terminal; Windows): plain writes."""
 
     def __init__(self, file: IO[bytes], on_lost: Callable[[], None]) -> None:
         self.paused = False
@@ -159,7 +159,10 @@ async def open_output(
     loop: asyncio.AbstractEventLoop, file: IO[bytes], on_lost: Callable[[], None]
 ) -> Output:
     """An :class:`Output` for ``file``; ``on_lost`` is called when the client goes away."""
-    if is_pollable(file.fileno()):
+    fd = file.fileno()
+    # Not for terminals: uvloop's write transport takes "readable" for "closed", and
+    # a terminal is readable whenever someone types. Blocking writes suit a person.
+    if is_pollable(fd) and not os.isatty(fd):
         _, protocol = await loop.connect_write_pipe(lambda: PipeOutput(on_lost), file)
         return protocol
     return BlockingOutput(file, on_lost)

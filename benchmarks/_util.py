@@ -233,6 +233,12 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise RuntimeError(f"server did not listen on {port} within {timeout} s")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time consumed so far by process ``pid`` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of ``pid`` in KiB (Linux /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

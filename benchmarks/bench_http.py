@@ -43,6 +43,7 @@ from _util import (
     Options,
     Row,
     child_env,
+    cpu_seconds,
     emit,
     free_port,
     median,
@@ -52,6 +53,7 @@ from _util import (
     wait_for_port,
 )
 from bench_stdio import main as _main
+from bench_stdio import ratio_row
 
 IMPLS = ("minimal", "mcpkit", "sdk")
 MODES = ("stateless", "stateful")
@@ -165,7 +167,7 @@ class Target:
     proc: subprocess.Popen[bytes]
     session_id: str | None = None
     error: str | None = None
-    rps: dict[int, list[float]] = field(default_factory=dict)
+    loads: dict[int, list[Load]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -202,8 +204,14 @@ def prepare(target: Target) -> None:
 _RESULT = re.compile(rb"BENCH_RESULT (.*)")
 
 
-def wrk(target: Target, connections: int, seconds: int, body_file: Path, cpu: int | None) -> float:
-    """One wrk run; requests per second (raises if any answer was not 2xx or a socket failed)."""
+@dataclass(frozen=True)
+class Load:
+    rps: float  # requests per second of wall time
+    per_cpu: float  # requests per second of the server process's CPU time
+
+
+def wrk(target: Target, connections: int, seconds: int, body_file: Path, cpu: int | None) -> Load:
+    """One wrk run (raises if any answer was not 2xx or a socket failed)."""
     env = dict(os.environ)
     env["BENCH_BODY_FILE"] = str(body_file)
     env["BENCH_PROTOCOL_VERSION"] = PROTOCOL_VERSION
@@ -219,7 +227,9 @@ def wrk(target: Target, connections: int, seconds: int, body_file: Path, cpu: in
         str(LUA),
         f"http://127.0.0.1:{target.port}/mcp",
     ]
+    cpu_before = cpu_seconds(target.proc.pid)
     proc = subprocess.run(pinned(argv, cpu), capture_output=True, env=env, timeout=seconds + 60)
+    server_cpu = cpu_seconds(target.proc.pid) - cpu_before
     found = _RESULT.search(proc.stdout)
     if proc.returncode != 0 or found is None:
         raise HTTPFailure(
@@ -231,7 +241,10 @@ def wrk(target: Target, connections: int, seconds: int, body_file: Path, cpu: in
         raise HTTPFailure(
             f"{target.name} c={connections}: wrk saw errors {bad} in {fields['requests']} requests"
         )
-    return fields["requests"] / (fields["duration_us"] / 1e6)
+    requests = fields["requests"]
+    return Load(
+        requests / (fields["duration_us"] / 1e6), requests / server_cpu if server_cpu else 0.0
+    )
 
 
 def run(opts: Options) -> list[Row]:
@@ -252,7 +265,7 @@ def run(opts: Options) -> list[Row]:
         for t in targets:
             try:
                 prepare(t)
-                t.rps = {c: [] for c in CONCURRENCY}
+                t.loads = {c: [] for c in CONCURRENCY}
                 if not opts.quick:  # warm-up: first-request imports, caches, allocator arenas
                     wrk(t, CONCURRENCY[-1], 1, body_file, opts.driver_cpu)
                 live.append(t)
@@ -266,7 +279,7 @@ def run(opts: Options) -> list[Row]:
                     if t.error:
                         continue
                     try:
-                        t.rps[c].append(wrk(t, c, opts.duration, body_file, opts.driver_cpu))
+                        t.loads[c].append(wrk(t, c, opts.duration, body_file, opts.driver_cpu))
                     except HTTPFailure as exc:
                         t.error = str(exc)
                         emit(f"  {t.name}: FAILED under load: {exc}")
@@ -279,29 +292,18 @@ def run(opts: Options) -> list[Row]:
         shutil.rmtree(workdir, ignore_errors=True)
     rows: list[Row] = []
     by_key = {(t.impl, t.mode): t for t in targets}
-    for mode in MODES:
-        for c in CONCURRENCY:
-            med: dict[str, float | None] = {}
-            for impl in IMPLS:
-                t = by_key[(impl, mode)]
-                values = t.rps.get(c, []) if not t.error else []
-                med[impl] = median(values) if values else None
-                shown = spread(values) if values else "FAILED"
-                emit(f"  {mode:<9} c={c:<2} {impl:<8} {shown:>30} req/s")
-            ours, base = med["mcpkit"], med["minimal"]
-            ratio = ours / base if ours and base else None
-            rows.append(
-                Row(
-                    metric=f"HTTP echo {mode} c={c} req/s",
-                    mcpkit=ours,
-                    baseline=base,
-                    unit="/s",
-                    baseline_name="raw ASGI",
-                    target=f">= {TARGET_RATIO}x",
-                    ok=(ratio >= TARGET_RATIO) if ratio is not None else False,
-                    sdk=med["sdk"],
-                )
-            )
+    for what, unit, attr in (("req/s", "/s", "rps"), ("req per server CPU-s", "/cpu-s", "per_cpu")):
+        for mode in MODES:
+            for c in CONCURRENCY:
+                med: dict[str, float | None] = {}
+                for impl in IMPLS:
+                    t = by_key[(impl, mode)]
+                    loads = t.loads.get(c, []) if not t.error else []
+                    values: list[float] = [getattr(x, attr) for x in loads]
+                    med[impl] = median(values) if values else None
+                    shown = spread(values) if values else "FAILED"
+                    emit(f"  {mode:<9} c={c:<2} {impl:<8} {shown:>30} {what}")
+                rows.append(ratio_row(f"HTTP echo {mode} c={c} {what}", med, unit, "raw ASGI"))
     return rows
 
 

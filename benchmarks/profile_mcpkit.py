@@ -3,6 +3,7 @@
     python benchmarks/profile_mcpkit.py stdio     # the stdio server under cProfile, echo load
     python benchmarks/profile_mcpkit.py http      # the uvicorn + mcpkit server under cProfile, wrk load
     python benchmarks/profile_mcpkit.py startup   # building the stdio server script: imports and set-up
+    python benchmarks/profile_mcpkit.py layers    # µs per tools/call at each layer, in process
     python benchmarks/profile_mcpkit.py http --py-spy   # sample with py-spy instead (pip install py-spy)
 
 cProfile slows Python code down several times, so read its output for the
@@ -15,18 +16,22 @@ the mcpkit frames most often on the stack ("inclusive").
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import pstats
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-from _util import PYTHON, SERVERS, child_env, emit, free_port, stop, wait_for_port
+from _util import PROTOCOL_VERSION, PYTHON, SERVERS, child_env, emit, free_port, stop, wait_for_port
 from bench_http import Client, echo_body, prepare, verify_echo, wrk
 from stdio_client import StdioPeer, echo_batch, echo_request
 
@@ -98,7 +103,7 @@ def profile_http(work: Path, top: int, mode: str, seconds: int, py_spy: bool) ->
                 stderr=subprocess.DEVNULL,
             )
             time.sleep(0.5)
-        rps = wrk(target, 16, seconds, body, None)
+        rps = wrk(target, 16, seconds, body, None).rps
         emit(
             f"mcpkit/{mode}: {rps:,.0f} req/s at 16 connections{' under cProfile' if not py_spy else ''}"
         )
@@ -152,34 +157,202 @@ def summarize_collapsed(path: Path, top: int) -> None:
 
 
 def profile_startup(work: Path, top: int) -> None:
-    out = work / "startup.prof"
-    code = (
-        "import runpy, sys\n"
-        f"sys.argv = [{str(SERVERS / 'mcpkit_stdio.py')!r}]\n"
-        f"runpy.run_path({str(SERVERS / 'mcpkit_stdio.py')!r}, run_name='bench_import')\n"
-    )
-    subprocess.run(
-        [PYTHON, "-m", "cProfile", "-o", str(out), "-c", code], check=True, env=child_env()
-    )
-    proc = subprocess.run(
-        [PYTHON, "-X", "importtime", "-c", code], capture_output=True, text=True, env=child_env()
-    )
-    rows = []
-    for line in proc.stderr.splitlines():
+    """The stdio server from spawn to its ``tools/list`` answer: imports, then cProfile."""
+    script = str(SERVERS / "mcpkit_stdio.py")
+    log = work / "importtime.txt"
+    with log.open("wb") as err:
+        peer = StdioPeer([PYTHON, "-X", "importtime", script], stderr=err)
+        try:
+            peer.handshake()
+            peer.list_tools()
+        finally:
+            peer.close()
+    rows: list[tuple[int, int, str]] = []
+    for line in log.read_text(errors="replace").splitlines():
         if line.startswith("import time:") and "cumulative" not in line:
-            own, cumulative, name = line[len("import time:") :].split("|")
-            rows.append((int(own), int(cumulative), name.rstrip()))
+            fields = line[len("import time:") :].split("|")
+            rows.append((int(fields[0]), int(fields[1]), fields[2].rstrip()))
     emit(f"--- top {top} imports by self time (-X importtime), µs self / cumulative")
     for own, cumulative, name in sorted(rows, reverse=True)[:top]:
         emit(f"  {own:8d} {cumulative:9d}  {name.strip()}")
+    emit(f"--- top {top} top-level imports by cumulative time, µs")
+    for _own, cumulative, name in sorted(
+        (r for r in rows if not r[2].startswith("  ")), key=lambda r: -r[1]
+    )[:top]:
+        emit(f"  {cumulative:9d}  {name.strip()}")
+    out = work / "startup.prof"
+    peer = StdioPeer([PYTHON, "-m", "cProfile", "-o", str(out), script])
+    try:
+        start = time.perf_counter()
+        peer.handshake()
+        peer.list_tools()
+        emit(
+            f"spawn -> tools/list answered under cProfile: {(time.perf_counter() - start) * 1000:.0f} ms"
+        )
+    finally:
+        assert peer.proc.stdin is not None
+        peer.proc.stdin.close()
+        peer.proc.wait(30)
     print_stats(out, top)
+
+
+def _per_call_us(fn: Callable[[], Awaitable[object]], n: int, reps: int) -> float:
+    """Median µs per ``await fn()`` over ``reps`` loops of ``n`` calls (after a warm-up)."""
+
+    async def loop(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            await fn()
+        return time.perf_counter() - start
+
+    async def measure() -> float:
+        await loop(min(n, 500))
+        return statistics.median([await loop(n) for _ in range(reps)]) / n * 1e6
+
+    return asyncio.run(measure())
+
+
+def profile_layers(n: int, reps: int) -> None:
+    """The cost of one echo ``tools/call`` at each layer of mcpkit's HTTP path, in process.
+
+    No sockets, no server, no profiler: each layer is awaited in a tight loop,
+    so the differences between lines are what that layer adds. The raw ASGI
+    baseline on the same fake ``receive``/``send`` shows the floor.
+    """
+    import orjson
+
+    sys.path.insert(0, str(SERVERS))
+    from http_server import build
+
+    from mcpkit.server.session import Request, ServerSession
+
+    body = echo_body(7)
+    msg = orjson.loads(body)
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-protocol-version", PROTOCOL_VERSION.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    scope: dict[str, Any] = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+    request_event = {"type": "http.request", "body": body, "more_body": False}
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return request_event
+
+    async def send(event: dict[str, Any]) -> None:
+        if event["type"] == "http.response.start":
+            statuses.append(event["status"])
+
+    def call(app: Any, app_scope: dict[str, Any]) -> Callable[[], Awaitable[object]]:
+        return lambda: app(app_scope, receive, send)
+
+    minimal = build("minimal", "stateless")
+    stateless = build("mcpkit", "stateless")
+    stateful = build("mcpkit", "stateful")
+    server = stateless.server
+    sid = _open_session(stateful, receive, send)
+    stateful_scope = {**scope, "headers": [*headers, (b"mcp-session-id", sid.encode())]}
+    tool = server.tools.get("echo")
+    assert tool is not None
+    session = server.create_session(stateless=True, revision=PROTOCOL_VERSION)
+    arguments = msg["params"]["arguments"]
+
+    async def _drop(message: dict[str, Any]) -> None:
+        return None
+
+    async def handle_fresh_session() -> object:
+        fresh = server.create_session(stateless=True, revision=PROTOCOL_VERSION)
+        return await fresh.handle_request(msg, _drop)
+
+    async def tool_run() -> object:
+        return await tool.run(arguments, None)
+
+    async def validate_only() -> object:
+        return tool._validate(dict(arguments))
+
+    async def orjson_only() -> object:
+        return orjson.dumps(orjson.loads(body))
+
+    async def session_init() -> object:
+        return ServerSession(server, stateless=True, revision=PROTOCOL_VERSION)
+
+    async def request_init() -> object:
+        return Request(session, msg, _drop, None)
+
+    layers: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+        ("raw ASGI baseline app (minimal_asgi)", call(minimal, scope)),
+        ("mcpkit app, stateless", call(stateless, scope)),
+        ("mcpkit app, stateful (session lookup)", call(stateful, stateful_scope)),
+        ("  create_session + session.handle_request", handle_fresh_session),
+        ("  session.handle_request (reused session)", lambda: session.handle_request(msg, _drop)),
+        ("  tool.run (validate, call, to_result)", tool_run),
+        ("  argument validation (pydantic)", validate_only),
+        ("  ServerSession(...) alone", session_init),
+        ("  Request(...) alone", request_init),
+        ("  orjson loads + dumps of the message", orjson_only),
+    ]
+    emit(f"--- µs per echo tools/call, median of {reps} loops of {n} (lower is better)")
+    for label, fn in layers:
+        statuses.clear()
+        us = _per_call_us(fn, n, reps)
+        if statuses and set(statuses) != {200}:
+            raise RuntimeError(f"{label}: answered {sorted(set(statuses))}")
+        emit(f"  {us:8.2f}  {label}")
+
+
+def _open_session(app: Any, receive: Any, send: Any) -> str:
+    import orjson
+    from bench_http import INITIALIZE
+
+    body = orjson.dumps(INITIALIZE)
+    found: dict[str, str] = {}
+
+    async def init_receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def init_send(event: dict[str, Any]) -> None:
+        for key, value in event.get("headers", []):
+            if key.lower() == b"mcp-session-id":
+                found["sid"] = value.decode()
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+        ],
+        "server": ("127.0.0.1", 8000),
+    }
+    asyncio.run(app(scope, init_receive, init_send))
+    return found["sid"]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("part", choices=["stdio", "http", "startup"])
+    parser.add_argument("part", choices=["stdio", "http", "startup", "layers"])
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--mode", choices=["stateless", "stateful"], default="stateless")
     parser.add_argument("--seconds", type=int, default=5)
@@ -195,6 +368,8 @@ def main() -> int:
         profile_stdio(work, args.top, args.small, args.large)
     elif args.part == "http":
         profile_http(work, args.top, args.mode, args.seconds, args.py_spy)
+    elif args.part == "layers":
+        profile_layers(20_000, 5)
     else:
         profile_startup(work, args.top)
     return 0

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from _util import PROTOCOL_VERSION, child_env, pinned, stop
@@ -65,7 +65,12 @@ class StdioPeer:
     """
 
     def __init__(
-        self, argv: Sequence[str], *, cpu: int | None = None, timeout: float = 30.0
+        self,
+        argv: Sequence[str],
+        *,
+        cpu: int | None = None,
+        timeout: float = 30.0,
+        stderr: IO[bytes] | int = subprocess.DEVNULL,
     ) -> None:
         self.argv = list(argv)
         self.timeout = timeout
@@ -75,7 +80,7 @@ class StdioPeer:
             pinned(self.argv, cpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
             bufsize=1 << 16,
             env=child_env(),
         )

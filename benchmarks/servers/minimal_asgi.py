@@ -71,5 +71,6 @@ async def app(scope, receive, send):  # type: ignore[no-untyped-def]
                 await send({"type": "http.response.body", "body": b""})
                 return
     out = orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    headers = [*headers, (b"content-length", str(len(out)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": out})

@@ -22,8 +22,8 @@ ROW = re.compile(
 )
 
 PARTS = {
-    "stdio": 2,
-    "http": 4,
+    "stdio": 4,
+    "http": 8,
     "import": 2,
     "startup": 1,
     "memory": 2,

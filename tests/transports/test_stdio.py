@@ -560,9 +560,12 @@ def test_splitter_drops_oversized_lines_without_buffering_them() -> None:
 # -- flow control and a vanished client ------------------------------------------------------------
 
 
-async def test_more_concurrent_requests_than_the_in_flight_cap(spawn: PeerFactory) -> None:
+@pytest.mark.parametrize("launcher", ["run_stdio", "asyncio"])
+async def test_more_concurrent_requests_than_the_in_flight_cap(
+    spawn: PeerFactory, launcher: str
+) -> None:
     # Past MAX_IN_FLIGHT the reader pauses until half have finished; nothing is lost.
-    peer = await spawn()
+    peer = await spawn(launcher)
     await peer.initialize()
     count = MAX_IN_FLIGHT + 500
     call = {"name": "slow", "arguments": {"seconds": 0.2}}

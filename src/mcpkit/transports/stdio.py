@@ -40,12 +40,12 @@ from ..protocol.jsonrpc import Kind, classify
 from .stdio_process import (
     DaemonExecutor,
     Output,
-    ReaderThread,
+    Reader,
     StreamArg,
     claim_process_stdio,
     given_streams,
     install_signal_handlers,
-    is_pollable,
+    open_input,
     open_output,
 )
 
@@ -149,7 +149,7 @@ class _StdioConnection(asyncio.Protocol):
         self._splitter = LineSplitter(max_message_size)
         self._max_size = max_message_size
         self._out: Output | None = None
-        self._in: asyncio.ReadTransport | None = None
+        self._in: Reader | None = None
         self._reading_paused = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopped: asyncio.Future[str] = self._loop.create_future()
@@ -159,7 +159,7 @@ class _StdioConnection(asyncio.Protocol):
 
     # -- inbound (asyncio.Protocol) -----------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._in = cast(asyncio.ReadTransport, transport)
+        self._in = cast(Reader, transport)
 
     def data_received(self, data: bytes) -> None:
         for line in self._splitter.feed(data):
@@ -314,14 +314,10 @@ class _StdioConnection(asyncio.Protocol):
         handle_signals: bool,
     ) -> None:
         loop = self._loop
-        reader_thread: ReaderThread | None = None
         restore = None
         try:
             self._out = await open_output(loop, out_file, self._output_lost)
-            if is_pollable(in_file.fileno()):
-                await loop.connect_read_pipe(lambda: self, in_file)
-            else:
-                reader_thread = ReaderThread(loop, in_file, self)
+            await open_input(loop, in_file, self)
             if handle_signals:
                 restore = install_signal_handlers(loop, self._on_signal)
             reason = await self._stopped
@@ -345,8 +341,6 @@ class _StdioConnection(asyncio.Protocol):
                     task.cancel()
             if self._in is not None:
                 self._in.close()
-            if reader_thread is not None:
-                reader_thread.stop()
             if self._out is not None:
                 await self._out.aclose(timeout=2.0)
 

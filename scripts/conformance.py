@@ -195,6 +195,10 @@ class ServerProcess:
                 "127.0.0.1",
                 "--port",
                 str(port),
+                # SEP-1699 (server-sse-polling): priming event, retry and replay need a store.
+                "--resumable",
+                "--retry-ms",
+                "500",
             ]
             log(f"starting: {' '.join(cmd)}")
             with open(self.log_path, "ab") as out:

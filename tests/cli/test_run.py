@@ -346,3 +346,70 @@ async def test_run_serves_legacy_sse() -> None:
         assert second.startswith("data: /message")
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+
+def test_retry_ms_needs_resumable() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "run",
+            "examples/demo_server.py",
+            "--transport",
+            "http",
+            "--retry-ms",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 2
+    assert "--retry-ms needs --resumable" in proc.stderr
+
+
+def test_resumable_is_http_only() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpkit", "run", "examples/demo_server.py", "--resumable"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 2
+    assert "--resumable cannot be used with --transport stdio" in proc.stderr
+
+
+async def test_resumable_streams_start_with_a_priming_event_and_retry() -> None:
+    port = _free_port()
+    args = [
+        f"{TARGETS}:other",
+        "-t",
+        "http",
+        "--port",
+        str(port),
+        "--resumable",
+        "--retry-ms",
+        "250",
+    ]
+    async with _running(*args) as proc:
+        await _until_listening(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            init = await client.post(url, json=INIT, headers=headers)
+            headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+            headers["MCP-Protocol-Version"] = "2025-11-25"
+            await client.post(
+                url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+            )
+            listed = await client.post(
+                url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
+            )
+        events = [e for e in listed.text.split("\n\n") if e.strip()]
+        first = dict(line.split(":", 1) for line in events[0].splitlines())
+        assert "id" in first and first.get("retry", "").strip() == "250"
+        assert first.get("data", "").strip() == ""
+        assert any('"tools"' in e and "id:" in e for e in events[1:])

@@ -17,6 +17,7 @@ HELP = "serve an MCP server from a Python file or module"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_PATH = "/mcp"
+DEFAULT_RETRY_MS = 1000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +49,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="answer POSTs with plain JSON instead of an SSE stream (http)",
     )
+    parser.add_argument(
+        "--resumable",
+        action="store_true",
+        help="keep SSE events in a bounded in-memory event store so clients can resume "
+        "cut streams with Last-Event-ID, and ask them to reconnect after --retry-ms (http)",
+    )
+    parser.add_argument(
+        "--retry-ms",
+        type=int,
+        help=f"SSE reconnection delay sent to clients with --resumable (default {DEFAULT_RETRY_MS})",
+    )
 
 
 def _misplaced_options(args: argparse.Namespace) -> list[str]:
@@ -57,6 +69,8 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
         "--path": args.path is not None,
         "--stateless": args.stateless,
         "--json-response": args.json_response,
+        "--resumable": args.resumable,
+        "--retry-ms": args.retry_ms is not None,
     }
     applies = {
         "stdio": set(),
@@ -78,15 +92,26 @@ def run(args: argparse.Namespace) -> int:
     server = _load(args.target, quiet_stdout=args.transport == "stdio")
     if isinstance(server, int):
         return server
+    if args.retry_ms is not None and not args.resumable:
+        return _fail("--retry-ms needs --resumable")
     if args.transport == "stdio":
         server.run_stdio()
     elif args.transport == "http":
+        options: dict[str, object] = {}
+        if args.resumable:
+            from ..transports.event_store import InMemoryEventStore
+
+            options["event_store"] = InMemoryEventStore()
+            options["retry_interval_ms"] = (
+                DEFAULT_RETRY_MS if args.retry_ms is None else args.retry_ms
+            )
         server.run_http(
             args.host or DEFAULT_HOST,
             DEFAULT_PORT if args.port is None else args.port,
             args.path or DEFAULT_PATH,
             stateless=args.stateless,
             json_response=True if args.json_response else None,
+            **options,
         )
     else:
         server.run_sse(args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port)

@@ -162,6 +162,22 @@ async def test_related_messages_of_json_mode_go_to_the_get_stream(
     assert ex.result["content"][0]["text"] == "no name (decline)"
 
 
+async def test_json_mode_request_without_a_get_stream_fails_fast(
+    setup: Any, make_client: Any
+) -> None:
+    """No GET stream and no event store: the elicitation cannot reach the client.
+
+    The tool must fail at once with a clear message, not wait out request_timeout.
+    """
+    _, _, url = await setup(json_response=True)
+    c: HTTPClient = make_client(url)
+    await c.initialize(capabilities={"elicitation": {}})
+    async with asyncio.timeout(5):
+        ex = await c.post(call(6, "ask"))
+    assert ex.result["isError"] is True
+    assert "GET stream" in ex.result["content"][0]["text"]
+
+
 # -- disconnection is not cancellation ------------------------------------------------------------------
 
 

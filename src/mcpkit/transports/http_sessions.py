@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
-from ..errors import INVALID_REQUEST
+from ..errors import INVALID_REQUEST, ConnectionClosed
 from .asgi import PING, SSE_HEADERS, Receive, Send, send_error, sse_event, watch_disconnect
 from .event_store import EventStore
 
@@ -112,6 +112,13 @@ class HTTPSession:
         queue = self.get_queue
         if queue is None:
             if event_id is None:
+                if "id" in message and "method" in message:
+                    # A request nobody can receive would only time out later: fail now.
+                    raise ConnectionClosed(
+                        f"cannot send {message['method']} to the client: with JSON responses "
+                        "the server reaches the client only through its GET stream, which is "
+                        "not open"
+                    )
                 log.debug("no GET stream for the session; dropped %s", message.get("method"))
             return
         if queue.qsize() >= MAX_QUEUED:

@@ -325,3 +325,22 @@ async def test_template_variable_errors_name_the_variable() -> None:
             await client.read_resource("test://template/abc/data")
     assert "id:" in info.value.message
     assert "errors.pydantic.dev" not in info.value.message
+
+
+async def test_a_uri_too_long_for_an_ambiguous_template_says_so() -> None:
+    server = MCPServer(name="long", version="1")
+
+    @server.resource("files://{+dir}/{+name}")
+    def item(dir: str, name: str) -> str:
+        return f"{dir}|{name}"
+
+    async with connect(server) as client:
+        ok = await client.read_resource("files://a/b/c")
+        assert ok["contents"][0]["text"] == "a/b|c"
+        try:
+            await client.read_resource("files://" + "a/" * 300 + "c")
+        except RemoteError as exc:
+            assert exc.code == INVALID_PARAMS
+            assert "too long" in exc.message
+        else:
+            raise AssertionError("expected an error")

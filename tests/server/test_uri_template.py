@@ -747,3 +747,22 @@ def test_adjacent_expressions_fail_fast(template: str, uri: str) -> None:
     start = time.perf_counter()
     assert t.match(uri) is None
     assert time.perf_counter() - start < 0.5  # unguarded, this takes minutes
+
+
+def test_hostile_uris_are_bounded_for_ambiguous_templates() -> None:
+    import time
+
+    from mcpkit.server.uri_template import MAX_AMBIGUOUS_MATCH_LENGTH, MAX_MATCH_LENGTH
+
+    ambiguous = UriTemplate("x://{+a}/{+b}/{+c}.txt")
+    assert ambiguous.max_match_length == MAX_AMBIGUOUS_MATCH_LENGTH
+    assert ambiguous.match("x://d/e/f.txt") == {"a": "d", "b": "e", "c": "f"}
+    assert ambiguous.match("x://" + "/" * 5000) is None  # refused by length, instantly
+    worst = "x://" + "/" * (MAX_AMBIGUOUS_MATCH_LENGTH - 4)
+    started = time.perf_counter()
+    assert ambiguous.match(worst) is None
+    # Generous bound: the unbounded version took ~3 s at 1000 characters.
+    assert time.perf_counter() - started < 2.0
+    plain = UriTemplate("file:///{+path}")
+    assert plain.max_match_length == MAX_MATCH_LENGTH
+    assert plain.match("file:///" + "a/" * 4000) == {"path": "a/" * 4000}

@@ -220,7 +220,11 @@ class ResourceManager:
         res = self.static.get(uri)
         if res is not None:
             return _contents(uri, await self._invoke(res.fn, res.sig, {}, ctx), res.mime_type)
+        too_long: list[str] = []
         for tmpl in self.templates:
+            if len(uri) > tmpl.template.max_match_length:
+                too_long.append(tmpl.template.template)
+                continue
             values = tmpl.template.match(uri)
             if values is None:
                 continue
@@ -254,6 +258,13 @@ class ResourceManager:
                         mime = r.get("mimeType")
                         break
             return _contents(uri, value, mime)
+        if too_long:
+            # Say why instead of a misleading "not found" (uri_template: match bounds).
+            raise InvalidParams(
+                f"URI of {len(uri)} characters is too long to match the template(s) "
+                f"{', '.join(too_long)}",
+                data={"uri": uri},
+            )
         raise ResourceNotFound(uri)
 
     async def _invoke(

@@ -42,7 +42,11 @@ unreserved characters for ``{+v} {#v}``, which pass reserved ones through.
 
 Cost: matching is linear for usual templates; runs like ``{a}-{b}`` are guarded
 against backtracking blow-ups (see ``_close_run``), but reserved expressions in
-a row (``{+a}/{+b}``) can still cost O(n**2) on a URI that does not match.
+a row (``{+a}/{+b}/{+c}``) can still cost O(n**3) on a URI that does not
+match. So ``match`` ignores URIs longer than ``MAX_MATCH_LENGTH`` (16 KiB),
+and longer than ``MAX_AMBIGUOUS_MATCH_LENGTH`` (256) for templates with two
+or more reserved expressions: a hostile URI then costs at most a few tens of
+milliseconds.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ _VARNAME: Final = re.compile(rf"{_VARCHAR}(?:\.?{_VARCHAR})*")
 _MAX_LENGTH: Final = re.compile(r"[1-9][0-9]{0,3}")
 # Section 2.2: operators reserved for future extensions are an error.
 _FUTURE_OPERATORS: Final = "=,!@|"
+MAX_MATCH_LENGTH: Final = 16 * 1024
+MAX_AMBIGUOUS_MATCH_LENGTH: Final = 256
 
 # One *character* in URI text, for prefix counting: a pct-encoded UTF-8 sequence,
 # any other '%' (stray or undecodable byte), or one raw character. The branches
@@ -222,6 +228,12 @@ class UriTemplate:
                 names.update(dict.fromkeys(s.name for s in part.specs))
         self.variables: tuple[str, ...] = tuple(names)
         self.is_static = not names
+        # Several reserved expressions ({+a}/{+b}/{+c}) can make a failing match
+        # backtrack polynomially; bound the input those templates will look at.
+        reserved = sum(
+            1 for p in raw_parts if isinstance(p, _Expression) and p.op.reserved and p.specs
+        )
+        self.max_match_length = MAX_MATCH_LENGTH if reserved < 2 else MAX_AMBIGUOUS_MATCH_LENGTH
         self._compile(raw_parts)
 
     def _compile(self, raw_parts: tuple[str | _Expression, ...]) -> None:
@@ -320,7 +332,13 @@ class UriTemplate:
         return "".join(out)
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """Extract variables from ``uri``; ``None`` if it does not match."""
+        """Extract variables from ``uri``; ``None`` if it does not match.
+
+        URIs longer than ``max_match_length`` never match (a bound on the time
+        a hostile URI can cost, see the module docstring).
+        """
+        if len(uri) > self.max_match_length:
+            return None
         m = self._regex.fullmatch(uri)
         if m is None:
             return None

@@ -5,6 +5,7 @@
     python benchmarks/profile_mcpkit.py startup   # building the stdio server script: imports and set-up
     python benchmarks/profile_mcpkit.py layers    # µs per tools/call at each layer, in process
     python benchmarks/profile_mcpkit.py http --py-spy   # sample with py-spy instead (pip install py-spy)
+    python benchmarks/profile_mcpkit.py stdio --py-spy
 
 cProfile slows Python code down several times, so read its output for the
 *shares* of time (which functions dominate), not for speeds. py-spy samples
@@ -44,25 +45,48 @@ def print_stats(path: Path, top: int) -> None:
         stats.sort_stats(key).print_stats(top)
 
 
-def profile_stdio(work: Path, top: int, small: int, large: int) -> None:
+def profile_stdio(work: Path, top: int, small: int, large: int, py_spy: bool) -> None:
     out = work / "stdio.prof"
-    peer = StdioPeer(
-        [PYTHON, "-m", "cProfile", "-o", str(out), str(SERVERS / "mcpkit_stdio.py")], timeout=120
-    )
+    raw = work / "py-spy.txt"
+    script = str(SERVERS / "mcpkit_stdio.py")
+    argv = [PYTHON, script] if py_spy else [PYTHON, "-m", "cProfile", "-o", str(out), script]
+    peer = StdioPeer(argv, timeout=120)
+    how = "under py-spy" if py_spy else "under cProfile"
+    sampler = None
     try:
         peer.handshake()
+        if py_spy:
+            sampler = _py_spy(peer.proc.pid, raw, None)
         text = "x" * 20
         elapsed = echo_batch(peer, [echo_request(10 + i, text) for i in range(small)], 10, text)
-        emit(f"{small} small round trips in {elapsed:.2f} s under cProfile")
-        text = "y" * (1 << 20)
-        reqs = [echo_request(100_000 + i, text) for i in range(large)]
-        elapsed = echo_batch(peer, reqs, 100_000, text)
-        emit(f"{large} 1 MB round trips in {elapsed:.2f} s under cProfile")
+        emit(f"{small} small round trips in {elapsed:.2f} s {how}")
+        if not py_spy:  # py-spy's shares are for the 20-byte path alone
+            text = "y" * (1 << 20)
+            reqs = [echo_request(100_000 + i, text) for i in range(large)]
+            elapsed = echo_batch(peer, reqs, 100_000, text)
+            emit(f"{large} 1 MB round trips in {elapsed:.2f} s {how}")
     finally:
+        if sampler is not None:
+            sampler.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
+            sampler.wait(30)
         assert peer.proc.stdin is not None
         peer.proc.stdin.close()  # EOF: the server exits normally and cProfile writes its file
         peer.proc.wait(30)
-    print_stats(out, top)
+    if py_spy:
+        summarize_collapsed(raw, top)
+    else:
+        print_stats(out, top)
+
+
+def _py_spy(pid: int, raw: Path, seconds: int | None) -> subprocess.Popen[bytes]:
+    """Start sampling ``pid`` into ``raw`` (collapsed stacks); stops after ``seconds`` or SIGINT."""
+    argv = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "-o", str(raw)]
+    argv += ["--rate", "200", "--nonblocking"]
+    if seconds is not None:
+        argv += ["--duration", str(seconds)]
+    sampler = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # let it attach
+    return sampler
 
 
 def _http_server(
@@ -91,18 +115,8 @@ def profile_http(work: Path, top: int, mode: str, seconds: int, py_spy: bool) ->
     try:
         wait_for_port(port, proc, timeout=60)
         prepare(target)
-        sampler = None
         raw = work / "py-spy.txt"
-        if py_spy:
-            sampler = subprocess.Popen(
-                [
-                    *("py-spy", "record", "--pid", str(proc.pid), "--format", "raw"),
-                    *("-o", str(raw), "--duration", str(seconds), "--rate", "200", "--nonblocking"),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            time.sleep(0.5)
+        sampler = _py_spy(proc.pid, raw, seconds) if py_spy else None
         rps = wrk(target, 16, seconds, body, None).rps
         emit(
             f"mcpkit/{mode}: {rps:,.0f} req/s at 16 connections{' under cProfile' if not py_spy else ''}"
@@ -358,14 +372,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--small", type=int, default=20_000, help="20-byte round trips (stdio)")
     parser.add_argument("--large", type=int, default=20, help="1 MB round trips (stdio)")
-    parser.add_argument("--py-spy", action="store_true", help="sample with py-spy (http only)")
+    parser.add_argument("--py-spy", action="store_true", help="sample with py-spy (stdio, http)")
     args = parser.parse_args()
     if args.py_spy and shutil.which("py-spy") is None:
         parser.error("py-spy is not installed (pip install py-spy)")
     work = Path(tempfile.mkdtemp(prefix="mcpkit-profile-"))
     emit(f"# profile files in {work}")
     if args.part == "stdio":
-        profile_stdio(work, args.top, args.small, args.large)
+        profile_stdio(work, args.top, args.small, args.large, args.py_spy)
     elif args.part == "http":
         profile_http(work, args.top, args.mode, args.seconds, args.py_spy)
     elif args.part == "layers":

@@ -327,6 +327,27 @@ def profile_layers(n: int, reps: int) -> None:
         if statuses and set(statuses) != {200}:
             raise RuntimeError(f"{label}: answered {sorted(set(statuses))}")
         emit(f"  {us:8.2f}  {label}")
+    # The transport alone: the same app with the session's work replaced by a canned answer.
+    canned = orjson.loads(
+        b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}'
+    )
+
+    async def canned_answer(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return canned  # type: ignore[no-any-return]
+
+    original = ServerSession.handle_request
+    ServerSession.handle_request = canned_answer  # type: ignore[method-assign]
+    try:
+        for label, fn in (
+            ("mcpkit app, stateless, session stubbed (transport only)", call(stateless, scope)),
+            (
+                "mcpkit app, stateful, session stubbed (transport only)",
+                call(stateful, stateful_scope),
+            ),
+        ):
+            emit(f"  {_per_call_us(fn, n, reps):8.2f}  {label}")
+    finally:
+        ServerSession.handle_request = original  # type: ignore[method-assign]
 
 
 def _open_session(app: Any, receive: Any, send: Any) -> str:

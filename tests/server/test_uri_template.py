@@ -635,12 +635,16 @@ def composite_templates(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
     names = iter(draw(st.lists(NAMES, min_size=16, max_size=16, unique=True)))
     values: dict[str, str] = {}
     parts: list[str] = []
-    for _ in range(draw(st.integers(1, 4))):
+    count = draw(st.integers(1, 4))
+    for i in range(count):
         literal = draw(st.text(string.ascii_lowercase, max_size=3))
         if draw(st.booleans()):
             parts.append(literal or "p")
             continue
-        op = draw(st.sampled_from(["", "+", ".", "/", ";"]))
+        # A {+x} value may contain '/', so only the last part may be one: before an
+        # optional-prefix expression ({/y} with y="") it would be genuinely ambiguous
+        # ("s://{+a}/{/b}" expands a="", b="" and a="/" alike).
+        op = draw(st.sampled_from(["", ".", "/", ";"] + (["+"] if i == count - 1 else [])))
         group = [next(names) for _ in range(draw(st.integers(1, 2)))]
         parts.append(literal + "{" + op + ",".join(group) + "}")
         for name in group:

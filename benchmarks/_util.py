@@ -133,7 +133,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
     out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
-    return "\n".join(out)
+    return "\n".join(text.rstrip() for text in out)
 
 
 def summary_table(rows: Sequence[Row]) -> str:

@@ -1,0 +1,176 @@
+"""A conformance client written with mcpkit's ``Client``, for the official MCP client suite.
+
+The harness (``@modelcontextprotocol/conformance client --command ...``) starts a mock
+server per scenario and runs this script with the mock's URL as the last argument,
+the scenario's name in ``MCP_CONFORMANCE_SCENARIO``, the wire revision in
+``MCP_CONFORMANCE_PROTOCOL_VERSION`` and, for a few scenarios, a JSON context in
+``MCP_CONFORMANCE_CONTEXT``. The harness judges what it sees on the wire; this
+script only has to do what each scenario asks and exit 0 when it could.
+
+Run it by hand against any Streamable HTTP server:
+
+    MCP_CONFORMANCE_SCENARIO=tools_call python examples/conformance_client.py http://127.0.0.1:8000/mcp
+
+or through the runner: ``python scripts/conformance_client.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcpkit.client import Client
+from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
+
+log = logging.getLogger("conformance-client")
+
+# The harness's own per-scenario limit is 30-60 s; give up a little before it does, so a
+# hung call shows up as our error rather than as the harness's timeout.
+TIMEOUT_S = 25.0
+
+Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+
+
+async def list_only(client: Client, context: dict[str, Any]) -> None:
+    """``initialize``, ``json-schema-ref-no-deref``: connect and list the tools, nothing more.
+
+    Listing must not dereference a ``$ref`` in a schema (the no-deref scenario watches a
+    canary URL): mcpkit treats schemas as plain JSON and never fetches anything.
+    """
+    tools = await client.list_tools()
+    log.info("tools: %s", [t["name"] for t in tools])
+
+
+async def tools_call(client: Client, context: dict[str, Any]) -> None:
+    await client.list_tools()
+    result = await client.call_tool("add_numbers", {"a": 5, "b": 3})
+    log.info("add_numbers: %s", text_of(result))
+    if result.get("isError"):
+        raise RuntimeError(f"add_numbers failed: {text_of(result)}")
+
+
+async def elicitation_defaults(client: Client, context: dict[str, Any]) -> None:
+    """SEP-1034: accept with no content; ``Client`` fills every field from the schema defaults."""
+    await client.list_tools()
+    result = await client.call_tool("test_client_elicitation_defaults", {})
+    log.info("test_client_elicitation_defaults: %s", text_of(result))
+
+
+async def sse_retry(client: Client, context: dict[str, Any]) -> None:
+    """The server closes the call's SSE stream after a priming event; the transport resumes it
+    with ``GET`` + ``Last-Event-ID`` after the server's ``retry`` delay (transports §
+    resumability) and the result still arrives."""
+    await client.list_tools()
+    result = await client.call_tool("test_reconnection", {})
+    log.info("test_reconnection: %s", text_of(result))
+
+
+async def schema_preservation(client: Client, context: dict[str, Any]) -> None:
+    """Send back the 2020-12 input schema exactly as received: nothing may be lost in parsing."""
+    tools = {t["name"]: t for t in await client.list_tools()}
+    schema = tools["json_schema_2020_12_tool"]["inputSchema"]
+    result = await client.call_tool("json_schema_echo", {"schema": schema})
+    log.info("json_schema_echo: %s", text_of(result)[:200])
+
+
+async def custom_headers(client: Client, context: dict[str, Any]) -> None:
+    """``http-custom-headers``: list, then make exactly the calls the context lists."""
+    await client.list_tools()
+    for call in context.get("toolCalls", []):
+        await client.call_tool(call["name"], call.get("arguments", {}))
+
+
+async def valid_tool_only(client: Client, context: dict[str, Any]) -> None:
+    """``http-invalid-tool-headers``: list, then call only the well-formed tool."""
+    await client.list_tools()
+    await client.call_tool("valid_tool", {})
+
+
+async def list_and_call_first(client: Client, context: dict[str, Any]) -> None:
+    """Any other scenario (the auth ones, for example): connect, list, call the first tool."""
+    tools = await client.list_tools()
+    if tools:
+        await client.call_tool(tools[0]["name"], {})
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "initialize": list_only,
+    "tools_call": tools_call,
+    "elicitation-sep1034-client-defaults": elicitation_defaults,
+    "sse-retry": sse_retry,
+    "json-schema-2020-12-preservation": schema_preservation,
+    "json-schema-ref-no-deref": list_only,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": valid_tool_only,
+}
+
+
+async def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
+    # No content of our own: the client completes the form with the schema's defaults.
+    return {"action": "accept", "content": {}}
+
+
+async def sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "conformance"},
+        "model": "mcpkit-conformance",
+        "stopReason": "endTurn",
+    }
+
+
+def wire_revision() -> str:
+    """Ask for the revision the mock speaks when it is a handshake revision mcpkit knows."""
+    wanted = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
+    return wanted if wanted in HANDSHAKE_REVISIONS else LATEST_HANDSHAKE
+
+
+async def run(scenario: str, url: str, context: dict[str, Any]) -> None:
+    action = SCENARIOS.get(scenario, list_and_call_first)
+    async with Client(
+        url=url,
+        name=f"conformance:{scenario}",
+        timeout=TIMEOUT_S,
+        protocol_version=wire_revision(),
+        client_info={"name": "mcpkit-conformance-client", "version": "0.1.0"},
+        elicitation_handler=accept_with_defaults,
+        sampling_handler=sample,
+        roots=[],
+    ) as client:
+        log.info("connected to %s with %s", url, client.protocol_version)
+        await action(client, context)
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+    if len(argv) < 2:
+        print("usage: conformance_client.py [args...] SERVER_URL", file=sys.stderr)
+        return 2
+    url = argv[-1]  # the harness appends the mock server's URL last
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    try:
+        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    except ValueError:
+        context = {}
+    log.info("scenario %r against %s", scenario, url)
+    try:
+        asyncio.run(run(scenario, url, context if isinstance(context, dict) else {}))
+    except Exception as exc:
+        print(
+            f"conformance client failed ({scenario}): {type(exc).__name__}: {exc}", file=sys.stderr
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

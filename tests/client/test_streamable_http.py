@@ -3,94 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from mcpkit.client import Client
 from mcpkit.client.transports.streamable_http import StreamableHTTPTransport
 from mcpkit.errors import ConnectionClosed, PeerTimeout, RemoteError
 from mcpkit.server.context import Context
 from mcpkit.server.server import MCPServer
-from mcpkit.transports.asgi import end_all_streams
 from mcpkit.transports.event_store import InMemoryEventStore
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.client.conftest import Traffic
 from tests.client.fixtures.demo_server import build_server
+from tests.client.http_servers import Recorder, eventually, free_socket, serve
 
 TIMEOUT = 10.0
 
 
 def text_of(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
-
-
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Any:  # leave the test process's signal handlers alone
-        yield
-
-
-def free_socket(port: int = 0) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    return sock
-
-
-@contextlib.asynccontextmanager
-async def serve(app: Any, sock: socket.socket | None = None) -> AsyncIterator[str]:
-    """Run ``app`` on uvicorn; yields the MCP endpoint URL."""
-    sock = sock or free_socket()
-    port = sock.getsockname()[1]
-    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(TIMEOUT):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("uvicorn stopped before it started")
-                await asyncio.sleep(0.005)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        end_all_streams()
-        server.should_exit = True
-        async with asyncio.timeout(TIMEOUT):
-            await task
-        sock.close()
-
-
-class Recorder:
-    """An httpx event hook keeping (method, headers) of every request."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, httpx.Headers]] = []
-
-    async def __call__(self, request: httpx.Request) -> None:
-        self.requests.append((request.method, request.headers))
-
-    def methods(self) -> list[str]:
-        return [m for m, _ in self.requests]
-
-
-async def eventually(action: Callable[[], Any], check: Callable[[], bool]) -> None:
-    """Repeat ``action`` until ``check`` holds (a GET stream takes a moment to open)."""
-    for _ in range(50):
-        await action()
-        for _ in range(10):
-            if check():
-                return
-            await asyncio.sleep(0.01)
-    raise AssertionError("condition never held")
 
 
 @pytest.fixture

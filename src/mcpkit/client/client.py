@@ -4,17 +4,27 @@
 ...     result = await client.call_tool("add", {"a": 1, "b": 2})
 
 The transport follows from the options: ``command`` spawns a stdio server,
-``url`` speaks Streamable HTTP, ``server`` connects in memory to an
-:class:`~mcpkit.server.server.MCPServer` object. Everything else is the
-:class:`~mcpkit.client.session.ClientSession` it wraps.
+``server`` connects in memory to an :class:`~mcpkit.server.server.MCPServer`
+object, and ``url`` chooses between the two HTTP transports as the seeds
+describe (``http_transport="auto"``):
+
+* a URL whose path ends in ``/sse`` is a legacy HTTP+SSE server;
+* any other URL is tried with Streamable HTTP first; when that ``initialize``
+  cannot connect or is answered 400, 404 or 405, the client tries legacy
+  HTTP+SSE at the same URL instead (2025-03-26 basic/transports § backwards
+  compatibility).
+
+Everything else is the :class:`~mcpkit.client.session.ClientSession` it wraps.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, ConnectionClosed
 from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
@@ -28,23 +38,31 @@ from .handlers import (
     SamplingHandler,
 )
 from .session import DEFAULT_TIMEOUT, ClientSession, Trace
-from .transports.base import ClientTransport
+from .transports.base import ClientTransport, HTTPErrorStatus, Unreachable
 
 if TYPE_CHECKING:
     import httpx
 
     from ..server.server import MCPServer
 
-__all__ = ["Client"]
+__all__ = ["Client", "HTTPTransportChoice"]
+
+log = logging.getLogger("mcpkit.client")
+
+HTTPTransportChoice: TypeAlias = Literal["auto", "streamable-http", "sse"]
+# An answer to the first POST that marks a server without Streamable HTTP.
+_FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
 
 
 class Client:
     """An MCP client for one server; use it as an async context manager.
 
-    Exactly one of ``command`` (stdio), ``url`` (Streamable HTTP), ``server``
-    (in memory) or ``transport`` (any object following
+    Exactly one of ``command`` (stdio), ``url`` (HTTP), ``server`` (in memory)
+    or ``transport`` (any object following
     :class:`~mcpkit.client.transports.base.ClientTransport`) is required.
-    ``timeout`` bounds every wait (seconds; each call can override it).
+    ``http_transport`` picks the HTTP transport (``"auto"``, see the module
+    docstring; ``"streamable-http"``; ``"sse"``). ``timeout`` bounds every wait
+    (seconds; each call can override it).
     """
 
     def __init__(
@@ -57,6 +75,7 @@ class Client:
         url: str | None = None,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        http_transport: HTTPTransportChoice = "auto",
         server: MCPServer | None = None,
         transport: ClientTransport | None = None,
         name: str | None = None,
@@ -93,6 +112,13 @@ class Client:
             raise ConfigurationError("args=, env= and cwd= only apply with command=")
         if (headers or http_client is not None) and url is None:
             raise ConfigurationError("headers= and http_client= only apply with url=")
+        if http_transport not in ("auto", "streamable-http", "sse"):
+            raise ConfigurationError(
+                f"http_transport must be 'auto', 'streamable-http' or 'sse', not {http_transport!r}"
+            )
+        if url is not None and http_transport == "auto" and _is_sse_url(url):
+            http_transport = "sse"
+        self._http_transport = http_transport
         self._transport_options: dict[str, Any] = {
             "command": command,
             "args": args,
@@ -101,6 +127,7 @@ class Client:
             "url": url,
             "headers": headers,
             "http_client": http_client,
+            "http_transport": http_transport,
             "server": server,
             "transport": transport,
             "name": name,
@@ -128,7 +155,24 @@ class Client:
         """Start the transport and run the handshake (``async with`` does this)."""
         if self._session is not None:
             raise ConfigurationError("this Client is already connected")
-        session = ClientSession(_transport(**self._transport_options), **self._session_options)
+        options = self._transport_options
+        if options["url"] is None or self._http_transport != "auto":
+            await self._open(_transport(**options))
+            return self
+        try:
+            await self._open(_transport(**{**options, "http_transport": "streamable-http"}))
+        except (Unreachable, HTTPErrorStatus) as exc:
+            if isinstance(exc, HTTPErrorStatus) and exc.status not in _FALLBACK_STATUSES:
+                raise
+            log.info("%s: no Streamable HTTP (%s); trying legacy HTTP+SSE", options["url"], exc)
+            try:
+                await self._open(_transport(**{**options, "http_transport": "sse"}))
+            except (Unreachable, HTTPErrorStatus) as sse_exc:
+                raise _both_failed(options["url"], exc, sse_exc) from sse_exc
+        return self
+
+    async def _open(self, transport: ClientTransport) -> None:
+        session = ClientSession(transport, **self._session_options)
         self._session = session
         try:
             await session.start()
@@ -137,7 +181,6 @@ class Client:
             self._session = None
             await session.aclose()
             raise
-        return self
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -277,6 +320,7 @@ def _transport(
     url: str | None,
     headers: Mapping[str, str] | None,
     http_client: httpx.AsyncClient | None,
+    http_transport: HTTPTransportChoice,
     server: MCPServer | None,
     transport: ClientTransport | None,
     name: str | None,
@@ -289,6 +333,10 @@ def _transport(
         return StdioTransport(command, args, env=env, cwd=cwd, name=name)
     if url is not None:
         try:
+            if http_transport == "sse":
+                from .transports.sse import SSETransport
+
+                return SSETransport(url, headers=headers, http_client=http_client, name=name)
             from .transports.streamable_http import StreamableHTTPTransport
         except ImportError as exc:  # httpx is an optional extra
             raise ConfigurationError(
@@ -299,3 +347,18 @@ def _transport(
     from .transports.memory import MemoryTransport
 
     return MemoryTransport(server)
+
+
+def _is_sse_url(url: str) -> bool:
+    """Does the URL name a legacy SSE endpoint (its path ends in ``/sse``)?"""
+    return urlsplit(url).path.rstrip("/").endswith("/sse")
+
+
+def _both_failed(
+    url: str, first: Unreachable | HTTPErrorStatus, second: Unreachable | HTTPErrorStatus
+) -> Unreachable | HTTPErrorStatus:
+    """One error naming both attempts, of the kind of the last one."""
+    text = f"cannot connect to {url} with Streamable HTTP ({first}) nor legacy HTTP+SSE ({second})"
+    if isinstance(second, HTTPErrorStatus):
+        return HTTPErrorStatus(text, status=second.status, code=second.code, data=second.data)
+    return Unreachable(text)

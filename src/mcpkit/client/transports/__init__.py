@@ -1,7 +1,7 @@
-"""Client transports: in-memory, stdio, Streamable HTTP (httpx, loaded on use)."""
+"""Client transports: in-memory, stdio, Streamable HTTP and legacy SSE (httpx, loaded on use)."""
 
 from __future__ import annotations
 
-from .base import ClientTransport, Inbound, SessionExpired
+from .base import ClientTransport, HTTPErrorStatus, Inbound, SessionExpired, Unreachable
 
-__all__ = ["ClientTransport", "Inbound", "SessionExpired"]
+__all__ = ["ClientTransport", "HTTPErrorStatus", "Inbound", "SessionExpired", "Unreachable"]

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ...errors import ConnectionClosed
+from ...errors import ConnectionClosed, RemoteError
 
-__all__ = ["ClientTransport", "Inbound", "SessionExpired"]
+__all__ = ["ClientTransport", "HTTPErrorStatus", "Inbound", "SessionExpired", "Unreachable"]
 
 
 class Inbound(Protocol):
@@ -58,3 +58,20 @@ class SessionExpired(ConnectionClosed):
     session with a fresh ``initialize``; the session does that once, then
     retries the call.
     """
+
+
+class Unreachable(ConnectionClosed):
+    """An HTTP request could not be made or completed (refused, DNS, TLS, reset)."""
+
+
+class HTTPErrorStatus(RemoteError):
+    """The server answered with an HTTP error status; ``status`` is that status.
+
+    The choice between Streamable HTTP and the legacy HTTP+SSE transport reads
+    it (2025-03-26 transports § backwards compatibility: a 4xx to the first
+    POST means an older server).
+    """
+
+    def __init__(self, message: str, *, status: int, code: int, data: Any = None) -> None:
+        super().__init__(message, code=code, data=data)
+        self.status = status

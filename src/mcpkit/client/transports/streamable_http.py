@@ -30,8 +30,9 @@ import httpx
 import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
-from .base import Inbound, SessionExpired
+from .base import Inbound, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder
+from .http_responses import content_type, http_error, unreachable
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -164,7 +165,7 @@ class StreamableHTTPTransport:
             self._expire(sent_session)
             raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
         if resp.status_code >= 400:
-            raise _http_error(resp, self.label)
+            raise http_error(resp, self.label)
 
     async def _request(self, rid: Any, message: dict[str, Any]) -> None:
         """POST one request and deliver what comes back; failures go to ``request_failed``."""
@@ -197,12 +198,12 @@ class StreamableHTTPTransport:
                 raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
             if status >= 400:
                 await resp.aread()
-                raise _http_error(resp, self.label)
+                raise http_error(resp, self.label)
             if rid == self._init_id:
                 sid = resp.headers.get("mcp-session-id")
                 if sid:
                     self.session_id = sid
-            ctype = _content_type(resp)
+            ctype = content_type(resp)
             if ctype == _SSE:
                 await self._consume(resp, rid)
             elif ctype == _JSON:
@@ -269,7 +270,7 @@ class StreamableHTTPTransport:
             if resp.status_code == 404 and sent_session is not None:
                 self._expire(sent_session)
                 raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
-            if resp.status_code >= 400 or _content_type(resp) != _SSE:
+            if resp.status_code >= 400 or content_type(resp) != _SSE:
                 await resp.aread()
                 raise ConnectionClosed(
                     f"{self.label} refused to resume the response stream of request {rid!r} "
@@ -325,7 +326,7 @@ class StreamableHTTPTransport:
                         # 405: no standalone stream here; 404: the session is gone (the
                         # next call finds out and re-initializes).
                         return
-                    if resp.status_code >= 400 or _content_type(resp) != _SSE:
+                    if resp.status_code >= 400 or content_type(resp) != _SSE:
                         failures += 1
                         log.debug("GET stream of %s: HTTP %s", self.label, resp.status_code)
                     else:
@@ -351,13 +352,8 @@ class StreamableHTTPTransport:
                 self._listener.cancel()
                 self._listener = None
 
-    def _unreachable(self, exc: httpx.HTTPError) -> ConnectionClosed:
-        return ConnectionClosed(f"HTTP request to {self.label} failed: {type(exc).__name__}: {exc}")
-
-
-def _content_type(resp: httpx.Response) -> str:
-    value: str = resp.headers.get("content-type", "")
-    return value.partition(";")[0].strip().lower()
+    def _unreachable(self, exc: httpx.HTTPError) -> Unreachable:
+        return unreachable(exc, self.label)
 
 
 def _answers(message: Any, rid: Any) -> bool:
@@ -366,26 +362,3 @@ def _answers(message: Any, rid: Any) -> bool:
     if type(message) is list:
         return any(_answers(m, rid) for m in message)
     return False
-
-
-def _http_error(resp: httpx.Response, label: str) -> RemoteError:
-    """A JSON-RPC error from an HTTP error status (the body may carry one, without an id)."""
-    status = resp.status_code
-    try:
-        body = orjson.loads(resp.content)
-    except orjson.JSONDecodeError:
-        body = None
-    err = body.get("error") if isinstance(body, dict) else None
-    if isinstance(err, dict) and isinstance(err.get("message"), str):
-        code = err.get("code")
-        return RemoteError(
-            f"{err['message']} (HTTP {status} from {label})",
-            code=code if type(code) is int else INTERNAL_ERROR,
-            data=err.get("data"),
-        )
-    text = resp.text[:300].strip()
-    return RemoteError(
-        f"HTTP {status} {resp.reason_phrase} from {label}" + (f": {text}" if text else ""),
-        code=INTERNAL_ERROR,
-        data={"status": status},
-    )

@@ -1,0 +1,88 @@
+"""Real HTTP servers for the client tests: mcpkit apps on uvicorn on 127.0.0.1, free ports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import uvicorn
+
+from mcpkit.transports.asgi import end_all_streams
+
+TIMEOUT = 10.0
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:  # leave the test process's signal handlers alone
+        yield
+
+
+def free_socket(port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+def unused_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    sock = free_socket()
+    port: int = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    app: Any, sock: socket.socket | None = None, *, path: str = "/mcp"
+) -> AsyncIterator[str]:
+    """Run ``app`` on uvicorn; yields ``http://127.0.0.1:<port><path>``."""
+    sock = sock or free_socket()
+    port = sock.getsockname()[1]
+    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("uvicorn stopped before it started")
+                await asyncio.sleep(0.005)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        end_all_streams()
+        server.should_exit = True
+        async with asyncio.timeout(TIMEOUT):
+            await task
+        sock.close()
+
+
+class Recorder:
+    """An httpx event hook keeping (method, url, headers) of every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, httpx.Headers]] = []
+        self.urls: list[str] = []
+
+    async def __call__(self, request: httpx.Request) -> None:
+        self.requests.append((request.method, request.headers))
+        self.urls.append(str(request.url))
+
+    def methods(self) -> list[str]:
+        return [m for m, _ in self.requests]
+
+
+async def eventually(action: Callable[[], Any], check: Callable[[], bool]) -> None:
+    """Repeat ``action`` until ``check`` holds (a GET stream takes a moment to open)."""
+    for _ in range(50):
+        await action()
+        for _ in range(10):
+            if check():
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")

@@ -420,6 +420,31 @@ async def test_sync_tools_run_in_a_worker_thread_without_blocking_the_loop() -> 
     assert ran_in and ran_in[0] != loop_thread
 
 
+async def test_run_in_thread_false_calls_a_sync_tool_on_the_loop() -> None:
+    loop_thread = threading.get_ident()
+    ran_in: list[int] = []
+    server = MCPServer(name="x", version="1")
+
+    @server.tool(run_in_thread=False)
+    def quick(a: int) -> int:
+        ran_in.append(threading.get_ident())
+        return a * 2
+
+    async with connect(server) as client:
+        assert text_of(await client.call_tool("quick", {"a": 21})) == "42"
+    assert ran_in == [loop_thread]
+
+
+def test_run_in_thread_false_refuses_a_context_parameter() -> None:
+    server = MCPServer(name="x", version="1")
+
+    def needs_ctx(ctx: Context) -> str:
+        return "never"
+
+    with pytest.raises(ConfigurationError, match=r"needs_ctx.*run_in_thread=False"):
+        server.tool(run_in_thread=False)(needs_ctx)
+
+
 async def test_title_icons_annotations_and_meta_are_listed() -> None:
     server = MCPServer(name="x", version="1")
     icons = [{"src": "https://example.com/i.png", "mimeType": "image/png", "sizes": ["48x48"]}]

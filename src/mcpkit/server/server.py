@@ -121,6 +121,7 @@ class MCPServer:
         | None = None,
         resources: MCPServerResources | None = None,
         prompts: MCPServerPrompts | None = None,
+        agents: Mapping[str, Any] | None = None,
         instructions: str | None = None,
         title: str | None = None,
         description: str | None = None,
@@ -166,12 +167,43 @@ class MCPServer:
                         problems.append(f"tool {key!r}: not a ToolDefinition or a function")
                 except Exception as exc:
                     problems.append(f"tool {key!r}: {exc}")
+        # Derived tools come last: an explicit tool of the same name wins (the seeds' rule).
+        if agents:
+            from .agents import agent_tool
+
+            for key, agent in agents.items():
+                self._add_derived(problems, "agent", key, lambda k=key, a=agent: agent_tool(k, a))
         if problems:
             raise RegistrationError(problems)
         if resources is not None:
             self.resources.callbacks = resources
         if prompts is not None:
             self.prompts.callbacks = prompts
+
+    def _add_derived(
+        self,
+        problems: list[str],
+        kind: str,
+        key: str,
+        build: Callable[[], ToolDefinition],
+    ) -> None:
+        """Register a tool derived from an agent or workflow, unless its name is taken."""
+        try:
+            tool = build()
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+            return
+        if tool.name in self.tools:
+            log.warning(
+                "%s %r: tool name %r is already taken by an explicit tool, which wins; "
+                "the %s is not exposed",
+                kind,
+                key,
+                tool.name,
+                kind,
+            )
+            return
+        self.tools.add(tool)
 
     # -- registration decorators -----------------------------------------------------------
     @overload
@@ -190,6 +222,7 @@ class MCPServer:
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
+        run_in_thread: bool = True,
     ) -> Callable[[F], F]: ...
     def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Register a function as a tool; usable bare or with options."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -172,7 +173,7 @@ class MCPServer:
             from .agents import agent_tool
 
             for key, agent in agents.items():
-                self._add_derived(problems, "agent", key, lambda k=key, a=agent: agent_tool(k, a))
+                self._add_derived(problems, "agent", key, functools.partial(agent_tool, key, agent))
         if problems:
             raise RegistrationError(problems)
         if resources is not None:

@@ -1,0 +1,246 @@
+"""Agents as tools: ``MCPServer(agents={"researcher": agent})`` makes tool ``ask_researcher``.
+
+An agent is anything with a ``name``, a non-empty ``description`` and a
+``generate(message, *, context)`` method, async or sync (a sync one runs in a
+worker thread). Objects from agent frameworks are adapted on registration:
+a ``pydantic_ai.Agent`` (:mod:`mcpkit.adapters.pydantic_ai`) and objects with
+``ainvoke`` or ``run``, such as LangChain runnables
+(:mod:`mcpkit.adapters.langchain`). The adapters import their framework only
+when such an object is registered; the frameworks are optional extras.
+
+The tool's input is ``{"message": string}``; its result is the agent's reply
+as one JSON object (``text`` is the answer, other fields are whatever the
+agent reports, such as ``usage``), sent both as JSON text and as
+``structuredContent`` (2025-06-18 server/tools § structured content).
+
+The agent sees the MCP request through the :class:`~mcpkit.server.context.Context`
+passed as ``context``, and, from anywhere below it (its own tools included),
+through :func:`mcpkit.current_context` (the seeds' ``mcp.extra``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Protocol, runtime_checkable
+
+import orjson
+from pydantic import BaseModel, Field
+
+from ..errors import ConfigurationError
+from .content import dump_text
+from .context import Context, run_sync
+from .tools import ToolDefinition, tool_from_function
+
+__all__ = [
+    "AgentLike",
+    "AgentResponse",
+    "agent_reply",
+    "agent_tool",
+    "as_agent",
+    "tool_name_for_agent",
+]
+
+ASK_PREFIX = "ask_"
+
+#: What every ``ask_*`` tool returns: an object with at least the answer text.
+REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "description": "The agent's answer."}},
+    "required": ["text"],
+}
+
+
+@runtime_checkable
+class AgentLike(Protocol):
+    """What ``MCPServer(agents=...)`` needs from an agent."""
+
+    name: str | None
+    description: str | None
+
+    def generate(self, message: str, *, context: Context | None = None) -> Any:
+        """Answer ``message``; may be ``async``. Returns text, a mapping or an :class:`AgentResponse`."""
+
+
+@dataclass(slots=True)
+class AgentResponse:
+    """An agent's reply: the answer ``text`` and whatever else the agent reports.
+
+    ``output`` is a structured (non-text) result, JSON-able; ``usage`` counts
+    tokens and requests; ``extra`` adds further top-level fields.
+    """
+
+    text: str
+    output: Any = None
+    usage: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": self.text}
+        if self.output is not None:
+            out["output"] = jsonable(self.output)
+        if self.usage:
+            out["usage"] = jsonable(self.usage)
+        for key, value in self.extra.items():
+            out.setdefault(key, jsonable(value))
+        return out
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (pydantic models, dataclasses and the like dumped)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    try:
+        return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value, fallback=str)
+
+
+def agent_reply(value: Any) -> dict[str, Any]:
+    """The JSON object an ``ask_*`` tool returns for whatever ``generate`` returned.
+
+    Text becomes ``{"text": ...}``; a mapping is kept (a missing ``text`` is
+    filled with the mapping's JSON, and the mapping goes under ``output``); an
+    object with a ``text`` attribute (the seeds' ``generate()`` result) keeps
+    its ``usage``; any other value is the ``output``, its JSON the ``text``.
+    """
+    if isinstance(value, AgentResponse):
+        return value.to_dict()
+    if isinstance(value, str):
+        return {"text": value}
+    if isinstance(value, BaseModel) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
+        value = jsonable(value)
+    if isinstance(value, Mapping):
+        data = {str(k): jsonable(v) for k, v in value.items()}
+        text = data.get("text")
+        if isinstance(text, str):
+            return data
+        if text is None:
+            return {"text": dump_text(data), "output": data}
+        data["text"] = dump_text(text)
+        return data
+    text_attr = getattr(value, "text", None)
+    if isinstance(text_attr, str):
+        reply = AgentResponse(text=text_attr, usage=_usage_of(value))
+        return reply.to_dict()
+    data = jsonable(value)
+    return {"text": dump_text(data), "output": data}
+
+
+def _usage_of(value: Any) -> dict[str, Any] | None:
+    usage = getattr(value, "usage", None)
+    if usage is None or (callable(usage) and not dataclasses.is_dataclass(usage)):
+        return None
+    data = jsonable(usage)
+    return data if isinstance(data, dict) else None
+
+
+# -- adapting -------------------------------------------------------------------------------------
+
+
+def _is_pydantic_ai_agent(obj: Any) -> bool:
+    # Only an object built by pydantic-ai can be one, so pydantic-ai is imported already.
+    module = sys.modules.get("pydantic_ai.agent")
+    abstract = getattr(module, "AbstractAgent", None) if module is not None else None
+    return isinstance(abstract, type) and isinstance(obj, abstract)
+
+
+def as_agent(obj: Any, *, name: str | None = None, description: str | None = None) -> AgentLike:
+    """``obj`` as an agent mcpkit can call, adapting framework objects.
+
+    ``name`` and ``description`` override (or supply) the agent's own, for
+    objects that have none, such as most LangChain runnables.
+    """
+    adapted: AgentLike
+    if callable(getattr(obj, "generate", None)):
+        if name is None and description is None:
+            return obj  # type: ignore[no-any-return]
+        adapted = _Renamed(obj, name=name, description=description)
+    elif _is_pydantic_ai_agent(obj):
+        from ..adapters.pydantic_ai import PydanticAIAgent
+
+        adapted = PydanticAIAgent(obj, name=name, description=description)
+    elif callable(getattr(obj, "ainvoke", None)) or callable(getattr(obj, "run", None)):
+        from ..adapters.langchain import RunnableAgent
+
+        adapted = RunnableAgent(obj, name=name, description=description)
+    else:
+        raise ConfigurationError(
+            f"{type(obj).__name__} is not an agent: it needs generate(message, *, context), "
+            "or to be a pydantic_ai.Agent, or to have an ainvoke/run method"
+        )
+    return adapted
+
+
+class _Renamed:
+    """An agent with its name or description replaced."""
+
+    def __init__(self, agent: Any, *, name: str | None, description: str | None) -> None:
+        self.name = name if name is not None else getattr(agent, "name", None)
+        self.description = (
+            description if description is not None else getattr(agent, "description", None)
+        )
+        self.generate = agent.generate  # the agent's own method: sync stays sync, async async
+
+
+def tool_name_for_agent(key: str) -> str:
+    return f"{ASK_PREFIX}{key}"
+
+
+def agent_tool(key: str, agent: Any) -> ToolDefinition:
+    """The ``ask_<key>`` tool for ``agent``; raises ``ConfigurationError`` naming ``key``."""
+    try:
+        adapted = as_agent(agent)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"agent {key!r}: {exc}") from None
+    description = getattr(adapted, "description", None)
+    if not isinstance(description, str) or not description.strip():
+        raise ConfigurationError(
+            f"agent {key!r}: its description is missing or empty; MCP clients choose tools by "
+            "their description, so give the agent one (or wrap it: "
+            "as_agent(obj, description=...))"
+        )
+    agent_name = getattr(adapted, "name", None) or key
+    generate = adapted.generate
+    is_async = inspect.iscoroutinefunction(generate)
+    takes_context = _accepts_context(generate)
+
+    async def ask(
+        message: Annotated[str, Field(description="The question or request for the agent.")],
+        ctx: Context,
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"context": ctx} if takes_context else {}
+        if is_async:
+            value = await generate(message, **kwargs)
+        else:
+            value = await run_sync(functools.partial(generate, message), kwargs, ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        return agent_reply(value)
+
+    return tool_from_function(
+        ask,
+        name=tool_name_for_agent(key),
+        description=(
+            f"Ask agent '{agent_name}' a question. Agent description: {description.strip()}"
+        ),
+        output_schema=REPLY_SCHEMA,
+    )
+
+
+def _accepts_context(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins and some C callables: assume the protocol
+        return True
+    return "context" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())

@@ -123,6 +123,7 @@ class MCPServer:
         resources: MCPServerResources | None = None,
         prompts: MCPServerPrompts | None = None,
         agents: Mapping[str, Any] | None = None,
+        workflows: Mapping[str, Any] | None = None,
         instructions: str | None = None,
         title: str | None = None,
         description: str | None = None,
@@ -174,6 +175,13 @@ class MCPServer:
 
             for key, agent in agents.items():
                 self._add_derived(problems, "agent", key, functools.partial(agent_tool, key, agent))
+        if workflows:
+            from .workflows import workflow_tool
+
+            for key, wf in workflows.items():
+                self._add_derived(
+                    problems, "workflow", key, functools.partial(workflow_tool, key, wf)
+                )
         if problems:
             raise RegistrationError(problems)
         if resources is not None:

@@ -1,0 +1,343 @@
+"""mcpkit's ``Client`` against ``@modelcontextprotocol/server-everything`` (npm), a server written
+independently (on the TypeScript SDK) to exercise every client feature.
+
+The package is pinned and installed from npm into a cache directory on first use
+(``tests/interop/fixtures/peers.py``) and runs on the Node.js 22 binary the conformance
+tooling installs. Every test runs over each transport the package offers: stdio, Streamable
+HTTP (``/mcp``) and the legacy HTTP+SSE transport (``/sse``). Every message the mcpkit
+client sends, answers to the server's own requests included, is validated against the
+negotiated revision's JSON schema (and so is everything the server sends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit.client import Client
+from mcpkit.errors import URL_ELICITATION_REQUIRED, RemoteError
+from tests.interop.fixtures.peers import NodePackage, Wire, http_peer, install_server_everything
+
+TIMEOUT = 20.0
+ROOT = "file:///workspace/project"
+TRANSPORTS = ["stdio", "streamable-http", "sse"]
+
+
+@pytest.fixture(scope="module")
+def everything() -> NodePackage:
+    return install_server_everything()
+
+
+def _serve(everything: NodePackage, kind: str, path: str, log: Path) -> Iterator[str]:
+    with http_peer(
+        lambda port: everything.argv(kind),
+        env_for_port=lambda port: {"PORT": str(port)},
+        log_path=log,
+    ) as port:
+        yield f"http://127.0.0.1:{port}{path}"
+
+
+@pytest.fixture(scope="module")
+def http_url(everything: NodePackage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("everything") / "streamableHttp.log"
+    yield from _serve(everything, "streamableHttp", "/mcp", log)
+
+
+@pytest.fixture(scope="module")
+def sse_url(everything: NodePackage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("everything") / "sse.log"
+    yield from _serve(everything, "sse", "/sse", log)
+
+
+@pytest.fixture(params=TRANSPORTS)
+def target(request: pytest.FixtureRequest, everything: NodePackage) -> dict[str, Any]:
+    """``Client`` keyword arguments that reach the server over one transport."""
+    if request.param == "stdio":
+        return {"command": str(everything.node), "args": [str(everything.entry), "stdio"]}
+    if request.param == "streamable-http":
+        # The URL does not end in /sse: Client tries Streamable HTTP first, and it answers.
+        return {"url": request.getfixturevalue("http_url")}
+    return {"url": request.getfixturevalue("sse_url")}  # ends in /sse: straight to HTTP+SSE
+
+
+class Peer:
+    """The application side: handlers for the server's requests and what they saw."""
+
+    def __init__(self) -> None:
+        self.logs: list[dict[str, Any]] = []
+        self.updated: list[str] = []
+        self.sampling: list[dict[str, Any]] = []
+        self.elicitations: list[dict[str, Any]] = []
+        self.elicit_answer: dict[str, Any] = {"action": "accept", "content": {"name": "Ada"}}
+
+    async def sample(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.sampling.append(params)
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "MCP is a protocol (said mcpkit)"},
+            "model": "mcpkit-test-model",
+            "stopReason": "endTurn",
+        }
+
+    async def elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.elicitations.append(params)
+        return self.elicit_answer
+
+
+@pytest.fixture
+def wire() -> Iterator[Wire]:
+    recorder = Wire()
+    yield recorder
+    # Both directions: the client's messages must be valid, and checking the server's
+    # proves the recorder saw the real conversation (replies paired with their requests).
+    recorder.check(received_too=True)
+
+
+@pytest.fixture
+async def connect(target: dict[str, Any], wire: Wire) -> AsyncIterator[Callable[[Peer], Client]]:
+    clients: list[Client] = []
+
+    def make(peer: Peer) -> Client:
+        client = Client(
+            **target,
+            name="everything",
+            trace=wire,
+            timeout=TIMEOUT,
+            sampling_handler=peer.sample,
+            elicitation_handler=peer.elicit,
+            elicitation_modes=("form", "url"),
+            roots=[{"uri": ROOT, "name": "project"}],
+            log_handler=peer.logs.append,
+            on_resource_updated=peer.updated.append,
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.aclose()
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+def texts(result: dict[str, Any]) -> str:
+    return "\n".join(c["text"] for c in result["content"] if c.get("type") == "text")
+
+
+# -- tools ----------------------------------------------------------------------------------------
+
+
+async def test_tools_list_and_call(connect: Callable[[Peer], Client]) -> None:
+    async with connect(Peer()) as client:
+        assert client.server_info["name"] == "mcp-servers/everything"
+        assert client.protocol_version == "2025-11-25"
+        tools = {t["name"]: t for t in await client.list_tools()}
+        # Registered only because the client declared sampling, elicitation (url) and roots.
+        for name in (
+            "echo",
+            "get-sum",
+            "trigger-sampling-request",
+            "trigger-elicitation-request",
+            "trigger-url-elicitation",
+            "get-roots-list",
+        ):
+            assert name in tools, sorted(tools)
+        assert tools["echo"]["inputSchema"]["properties"]["message"]["type"] == "string"
+
+        assert texts(await client.call_tool("echo", {"message": "héllo"})) == "Echo: héllo"
+        assert (
+            texts(await client.call_tool("get-sum", {"a": 2, "b": 3})) == "The sum of 2 and 3 is 5."
+        )
+
+        structured = await client.call_tool("get-structured-content", {"location": "Chicago"})
+        assert set(structured["structuredContent"]) == {"temperature", "conditions", "humidity"}
+        assert "outputSchema" in tools["get-structured-content"]
+
+        image = await client.call_tool("get-tiny-image", {})
+        png = next(c for c in image["content"] if c["type"] == "image")
+        assert png["mimeType"] == "image/png"
+        assert base64.b64decode(png["data"]).startswith(b"\x89PNG")
+
+        bad = await client.call_tool("get-sum", {"a": "two", "b": 3})
+        assert bad.get("isError") is True  # argument validation failure is a tool error
+
+
+async def test_resources_and_templates(connect: Callable[[Peer], Client]) -> None:
+    async with connect(Peer()) as client:
+        resources = await client.list_resources()
+        docs = [r for r in resources if r["uri"].startswith("demo://resource/static/document/")]
+        assert docs, resources
+        templates = {t["uriTemplate"] for t in await client.list_resource_templates()}
+        assert "demo://resource/dynamic/text/{resourceId}" in templates
+
+        text = (await client.read_resource("demo://resource/dynamic/text/7"))["contents"][0]
+        assert text["uri"] == "demo://resource/dynamic/text/7" and "Resource 7" in text["text"]
+        blob = (await client.read_resource("demo://resource/dynamic/blob/7"))["contents"][0]
+        assert base64.b64decode(blob["blob"])
+        doc = (await client.read_resource(docs[0]["uri"]))["contents"][0]
+        assert doc["text"].strip()
+
+        with pytest.raises(RemoteError):
+            await client.read_resource("demo://resource/dynamic/text/not-a-number")
+
+
+async def test_prompts_and_completion(connect: Callable[[Peer], Client]) -> None:
+    async with connect(Peer()) as client:
+        prompts = {p["name"]: p for p in await client.list_prompts()}
+        assert {"simple-prompt", "args-prompt", "resource-prompt"} <= set(prompts)
+        simple = await client.get_prompt("simple-prompt")
+        assert simple["messages"][0]["role"] == "user"
+        args = await client.get_prompt("args-prompt", {"city": "Paris", "state": "Texas"})
+        assert "Paris" in args["messages"][0]["content"]["text"]
+        embedded = await client.get_prompt(
+            "resource-prompt", {"resourceType": "Text", "resourceId": "3"}
+        )
+        kinds = [m["content"]["type"] for m in embedded["messages"]]
+        assert "resource" in kinds
+
+        completion = await client.complete(
+            {"type": "ref/prompt", "name": "completable-prompt"}, "department", "E"
+        )
+        assert completion["values"] == ["Engineering"]
+
+
+# -- notifications --------------------------------------------------------------------------------
+
+
+async def test_progress_of_a_call(connect: Callable[[Peer], Client], wire: Wire) -> None:
+    progress: list[tuple[float, float | None]] = []
+    async with connect(Peer()) as client:
+        result = await client.call_tool(
+            "trigger-long-running-operation",
+            {"duration": 0.3, "steps": 3},
+            progress=lambda p, total, message: progress.append((p, total)),
+        )
+    assert "Long running operation completed" in texts(result)
+    assert progress == [(1, 3), (2, 3), (3, 3)]
+    call = wire.sent("tools/call")[0]
+    token = call["params"]["_meta"]["progressToken"]
+    assert all(
+        n["params"]["progressToken"] == token for n in wire.received("notifications/progress")
+    )
+
+
+async def test_log_messages(
+    connect: Callable[[Peer], Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcpkit.client.server_log")
+    peer = Peer()
+    async with connect(peer) as client:
+        # After initialization the server asks for our roots and logs what it got.
+        await until(
+            lambda: any("Roots updated: 1 root(s)" in str(m.get("data")) for m in peer.logs),
+            "the server's roots log",
+        )
+        await client.set_logging_level("debug")
+        await client.call_tool("toggle-simulated-logging", {})  # logs once at once, then every 5 s
+        await until(
+            lambda: any("level" in str(m.get("data")).lower() for m in peer.logs[1:]),
+            "a simulated log message",
+        )
+    levels = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+    assert all(m["level"] in levels for m in peer.logs)
+    # Also forwarded to Python logging, prefixed with the server's name.
+    lines = [r.getMessage() for r in caplog.records if r.name == "mcpkit.client.server_log"]
+    assert any(line.startswith("[everything] everything-server: Roots updated") for line in lines)
+
+
+async def test_resource_subscription_updates(connect: Callable[[Peer], Client]) -> None:
+    peer = Peer()
+    uri = "demo://resource/dynamic/text/1"
+    async with connect(peer) as client:
+        await client.subscribe_resource(uri)
+        await client.call_tool("toggle-subscriber-updates", {})  # one update at once
+        await until(lambda: uri in peer.updated, "notifications/resources/updated")
+        await client.unsubscribe_resource(uri)
+
+
+# -- the server's requests ------------------------------------------------------------------------
+
+
+async def test_sampling_request(connect: Callable[[Peer], Client], wire: Wire) -> None:
+    peer = Peer()
+    async with connect(peer) as client:
+        result = await client.call_tool(
+            "trigger-sampling-request", {"prompt": "What is MCP?", "maxTokens": 50}
+        )
+    assert len(peer.sampling) == 1
+    request = peer.sampling[0]
+    assert request["messages"][0]["content"]["text"].endswith("What is MCP?")
+    assert request["maxTokens"] == 50
+    assert "MCP is a protocol (said mcpkit)" in texts(result)
+    (asked,) = wire.received("sampling/createMessage")
+    assert wire.answer_to(asked)["result"]["model"] == "mcpkit-test-model"
+
+
+async def test_form_elicitation_is_completed_with_schema_defaults(
+    connect: Callable[[Peer], Client], wire: Wire
+) -> None:
+    peer = Peer()  # answers only "name"; the client fills the rest from the defaults
+    async with connect(peer) as client:
+        result = await client.call_tool("trigger-elicitation-request", {})
+    assert peer.elicitations[0]["requestedSchema"]["required"] == ["name"]
+    (asked,) = wire.received("elicitation/create")
+    content = wire.answer_to(asked)["result"]["content"]
+    assert content["name"] == "Ada"
+    assert content["firstLine"] == "It was a dark and stormy night."
+    assert content["integer"] == 42 and content["number"] == 3.14
+    assert content["untitledMultipleSelectEnum"] == ["Guitar"]
+    text = texts(result)
+    assert "Name: Ada" in text and "Favorite Integer: 42" in text
+
+
+async def test_declined_elicitation(connect: Callable[[Peer], Client], wire: Wire) -> None:
+    peer = Peer()
+    peer.elicit_answer = {"action": "decline"}
+    async with connect(peer) as client:
+        result = await client.call_tool("trigger-elicitation-request", {})
+    assert "declined" in texts(result)
+    (asked,) = wire.received("elicitation/create")
+    assert wire.answer_to(asked)["result"] == {"action": "decline"}
+
+
+async def test_url_elicitation(connect: Callable[[Peer], Client]) -> None:
+    peer = Peer()
+    peer.elicit_answer = {"action": "accept"}
+    url = "https://example.com/authorize"
+    async with connect(peer) as client:
+        result = await client.call_tool("trigger-url-elicitation", {"url": url})
+        assert peer.elicitations[0]["mode"] == "url" and peer.elicitations[0]["url"] == url
+        assert "completed the URL elicitation" in texts(result)
+        # The error path: -32042 carries the elicitations the caller must complete first.
+        with pytest.raises(RemoteError) as info:
+            await client.call_tool("trigger-url-elicitation", {"url": url, "errorPath": True})
+    assert info.value.code == URL_ELICITATION_REQUIRED
+    assert info.value.data["elicitations"][0]["mode"] == "url"
+
+
+async def test_roots_and_roots_list_changed(connect: Callable[[Peer], Client], wire: Wire) -> None:
+    async with connect(Peer()) as client:
+        await until(lambda: len(wire.received("roots/list")) == 1, "the server's roots/list")
+        assert ROOT in texts(await client.call_tool("get-roots-list", {}))
+        await client.set_roots(["file:///elsewhere"])
+        # notifications/roots/list_changed makes the server ask again.
+        await until(lambda: len(wire.received("roots/list")) == 2, "a second roots/list")
+        async with asyncio.timeout(TIMEOUT):  # the server stores our answer when it arrives
+            while "file:///elsewhere" not in texts(await client.call_tool("get-roots-list", {})):
+                await asyncio.sleep(0.02)
+    assert len(wire.sent("notifications/roots/list_changed")) == 1
+    second = wire.answer_to(wire.received("roots/list")[1])
+    assert second["result"] == {"roots": [{"uri": "file:///elsewhere"}]}

@@ -24,6 +24,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 #: Subcommand name → module. Add a command by adding a row and a module.
 COMMANDS: Final[dict[str, str]] = {
     "run": "mcpkit.cli.run",
+    "registry": "mcpkit.cli.registry",
 }
 
 

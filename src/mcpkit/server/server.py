@@ -7,6 +7,7 @@ import functools
 import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
@@ -14,6 +15,7 @@ from ..protocol.versions import Revision
 from .completions import CompletionRegistry
 from .content import shape_content, shape_result
 from .context import LOG_LEVELS, Context, _current
+from .metadata import Package, Remote, Repository, ServerMetadata
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager
@@ -129,6 +131,13 @@ class MCPServer:
         description: str | None = None,
         website_url: str | None = None,
         icons: list[dict[str, Any]] | None = None,
+        id: str | None = None,
+        repository: Repository | Mapping[str, Any] | None = None,
+        release_date: str | datetime | None = None,
+        is_latest: bool = True,
+        package_canonical: str | None = None,
+        packages: Sequence[Package | Mapping[str, Any]] | None = None,
+        remotes: Sequence[Remote | Mapping[str, Any]] | None = None,
         page_size: int | None = None,
         request_timeout: float = 60.0,
         default_log_level: str = "info",
@@ -156,7 +165,17 @@ class MCPServer:
         self._roots_changed: list[Callable[[ServerSession], Any]] = []
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._dispatch: dict[str, Handler] = _build_dispatch(self)
-        problems: list[str] = []
+        # The seeds' registry metadata (see .metadata); the id is final once made.
+        self._metadata = ServerMetadata.build(
+            id=id,
+            repository=repository,
+            release_date=release_date,
+            is_latest=is_latest,
+            package_canonical=package_canonical,
+            packages=packages,
+            remotes=remotes,
+        )
+        problems: list[str] = list(self._metadata.problems)
         if tools:
             items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
             for key, tool in items:
@@ -411,8 +430,67 @@ class MCPServer:
             await asyncio.gather(*(s.notify(method, params) for s in sessions))
 
     # -- introspection (the seeds' API) ----------------------------------------------------
+    @property
+    def id(self) -> str:
+        """The server's id: the ``id`` option slugified, or a UUID; it never changes."""
+        return self._metadata.id
+
+    @property
+    def metadata(self) -> ServerMetadata:
+        """Repository, release date, packages and remotes (see :mod:`.metadata`)."""
+        return self._metadata
+
     def get_server_info(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "capabilities": self.capabilities()}
+        """The seeds' ``ServerInfo``: id, name, description, repository, version_detail.
+
+        ``version`` and ``capabilities`` are there too, for a quick look.
+        """
+        meta = self._metadata
+        info: dict[str, Any] = {"id": meta.id, "name": self.name}
+        if self.description is not None:
+            info["description"] = self.description
+        if meta.repository is not None:
+            info["repository"] = meta.repository.to_dict()
+        info["version_detail"] = {
+            "version": self.version,
+            "release_date": meta.release_date,
+            "is_latest": meta.is_latest,
+        }
+        info["version"] = self.version
+        info["capabilities"] = self.capabilities()
+        return info
+
+    def get_server_detail(self) -> dict[str, Any]:
+        """The seeds' ``ServerDetail``: the info plus package_canonical, packages, remotes."""
+        meta = self._metadata
+        detail = self.get_server_info()
+        if meta.package_canonical is not None:
+            detail["package_canonical"] = meta.package_canonical
+        detail["packages"] = [p.to_detail() for p in meta.packages]
+        detail["remotes"] = [r.to_detail() for r in meta.remotes]
+        return detail
+
+    def registry_json(
+        self, *, name: str | None = None, meta: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A ``server.json`` for the official MCP registry, validated first.
+
+        ``name`` is the registry name (reverse DNS, one ``/``); by default the
+        server ``id`` when it is one, else ``io.github.<owner>/<repo>`` from a
+        GitHub ``repository``. Raises :class:`~.metadata.ServerJsonError`
+        naming every field the registry would reject.
+        """
+        from .metadata import registry_document, registry_name_from_repository
+
+        return registry_document(
+            name=name,
+            fallback_names=[self.id, registry_name_from_repository(self._metadata.repository)],
+            description=self.description,
+            version=self.version,
+            website_url=self.website_url,
+            metadata=self._metadata,
+            meta=meta,
+        )
 
     def get_tool_list_info(self) -> dict[str, Any]:
         return {"tools": [dict(t.describe()) for t in self.tools]}

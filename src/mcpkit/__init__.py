@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "MCPKitError": "mcpkit.errors",
     "MCPError": "mcpkit.errors",
     "ToolError": "mcpkit.errors",
+    "ToolCallError": "mcpkit.errors",
     "ConfigurationError": "mcpkit.errors",
     "RegistrationError": "mcpkit.errors",
     "InvalidParams": "mcpkit.errors",
@@ -42,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteError": "mcpkit.errors",
     "Client": "mcpkit.client.client",
     "ClientSession": "mcpkit.client.session",
+    "MCPClient": "mcpkit.client.mcp_client",
 }
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "EmbeddedResource",
     "Image",
     "InvalidParams",
+    "MCPClient",
     "MCPError",
     "MCPKitError",
     "MCPServer",
@@ -70,6 +73,7 @@ __all__ = [
     "Root",
     "Text",
     "ToolAnnotations",
+    "ToolCallError",
     "ToolDefinition",
     "ToolError",
     "ToolResult",
@@ -95,6 +99,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .client.client import Client
+    from .client.mcp_client import MCPClient
     from .client.session import ClientSession
     from .errors import (
         CapabilityError,
@@ -107,6 +112,7 @@ if TYPE_CHECKING:
         RegistrationError,
         RemoteError,
         ResourceNotFound,
+        ToolCallError,
         ToolError,
     )
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult

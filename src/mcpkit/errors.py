@@ -13,6 +13,7 @@ Hierarchy, split by who must act::
     │   ├── CapabilityError       the peer did not declare what a call needs
     │   └── RemoteError           the peer answered one of our requests with an error
     ├── ToolError                 raised inside a tool: becomes ``isError: true``
+    │   └── ToolCallError         a client called a tool that answered ``isError: true``
     ├── PeerTimeout               the peer did not answer in time
     └── ConnectionClosed          the transport went away
 
@@ -47,6 +48,7 @@ __all__ = [
     "RegistrationError",
     "RemoteError",
     "ResourceNotFound",
+    "ToolCallError",
     "ToolError",
     "to_jsonrpc_error",
     "tool_error_text",
@@ -132,6 +134,24 @@ class ToolError(MCPKitError):
     Any other exception does the same, but its message is hidden unless the
     server runs with ``debug=True``; a ``ToolError`` message is always shown.
     """
+
+
+class ToolCallError(ToolError):
+    """A tool called through a client answered ``isError: true``.
+
+    ``content`` and ``structured_content`` are what the tool returned (the
+    error the model would see); ``result`` is the whole ``CallToolResult``.
+    Raised inside a server's own tool, it becomes that tool's error result too.
+    """
+
+    def __init__(self, message: str, *, tool: str, server: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.server = server
+        self.result = result
+        content = result.get("content")
+        self.content: list[Any] = content if isinstance(content, list) else []
+        self.structured_content: Any = result.get("structuredContent")
 
 
 class CapabilityError(MCPError):

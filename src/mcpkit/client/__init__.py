@@ -1,6 +1,9 @@
-"""The MCP client: :class:`Client` for one server, :class:`ClientSession` over any transport.
+"""The MCP client: :class:`MCPClient` for many servers, :class:`Client` for one.
 
-Importing this package is cheap; transports (and httpx) load when used.
+:class:`ClientSession` is the session over any transport; :class:`Tool` is one
+server's tool as an awaitable; :class:`Blocking` is the blocking facade for
+scripts (``MCPClient(...).blocking()``). Importing this package is cheap;
+transports (and httpx) load when used.
 """
 
 from __future__ import annotations
@@ -8,12 +11,26 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Client", "ClientSession", "ClientTransport"]
+__all__ = [
+    "Blocking",
+    "Client",
+    "ClientSession",
+    "ClientTransport",
+    "MCPClient",
+    "ServerConfig",
+    "Tool",
+    "load_config",
+]
 
 _EXPORTS = {
+    "Blocking": "mcpkit.client.blocking",
     "Client": "mcpkit.client.client",
     "ClientSession": "mcpkit.client.session",
     "ClientTransport": "mcpkit.client.transports.base",
+    "MCPClient": "mcpkit.client.mcp_client",
+    "ServerConfig": "mcpkit.client.config",
+    "Tool": "mcpkit.client.tools",
+    "load_config": "mcpkit.client.config",
 }
 
 
@@ -27,6 +44,10 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from .blocking import Blocking
     from .client import Client
+    from .config import ServerConfig, load_config
+    from .mcp_client import MCPClient
     from .session import ClientSession
+    from .tools import Tool
     from .transports.base import ClientTransport

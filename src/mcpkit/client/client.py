@@ -62,7 +62,8 @@ class Client:
     :class:`~mcpkit.client.transports.base.ClientTransport`) is required.
     ``http_transport`` picks the HTTP transport (``"auto"``, see the module
     docstring; ``"streamable-http"``; ``"sse"``). ``timeout`` bounds every wait
-    (seconds; each call can override it).
+    (seconds; each call can override it); ``connect_timeout`` bounds starting
+    and initializing instead, when a server is slower to start than to answer.
     """
 
     def __init__(
@@ -80,9 +81,11 @@ class Client:
         transport: ClientTransport | None = None,
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float | None = None,
         protocol_version: str = LATEST_HANDSHAKE,
         supported_versions: tuple[str, ...] = HANDSHAKE_REVISIONS,
         client_info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         elicitation_modes: tuple[str, ...] = ("form",),
@@ -138,6 +141,7 @@ class Client:
             "protocol_version": protocol_version,
             "supported_versions": supported_versions,
             "client_info": client_info,
+            "capabilities": capabilities,
             "sampling_handler": sampling_handler,
             "elicitation_handler": elicitation_handler,
             "elicitation_modes": elicitation_modes,
@@ -148,6 +152,7 @@ class Client:
             "on_list_changed": on_list_changed,
             "trace": trace,
         }
+        self._connect_timeout = connect_timeout
         self._session: ClientSession | None = None
 
     # -- connection ---------------------------------------------------------------------------
@@ -176,7 +181,7 @@ class Client:
         self._session = session
         try:
             await session.start()
-            await session.initialize()
+            await session.initialize(timeout=self._connect_timeout)
         except BaseException:
             self._session = None
             await session.aclose()
@@ -285,10 +290,13 @@ class Client:
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
+        version: str | None = None,
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        return await self.session.get_prompt(name, arguments, timeout=timeout, progress=progress)
+        return await self.session.get_prompt(
+            name, arguments, version=version, timeout=timeout, progress=progress
+        )
 
     async def complete(
         self,
@@ -358,6 +366,8 @@ def _both_failed(
     url: str, first: Unreachable | HTTPErrorStatus, second: Unreachable | HTTPErrorStatus
 ) -> Unreachable | HTTPErrorStatus:
     """One error naming both attempts, of the kind of the last one."""
+    if isinstance(first, Unreachable) and isinstance(second, Unreachable):
+        return Unreachable(f"{second} (tried Streamable HTTP, then legacy HTTP+SSE)")
     text = f"cannot connect to {url} with Streamable HTTP ({first}) nor legacy HTTP+SSE ({second})"
     if isinstance(second, HTTPErrorStatus):
         return HTTPErrorStatus(text, status=second.status, code=second.code, data=second.data)

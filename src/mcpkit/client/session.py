@@ -149,6 +149,11 @@ class ClientSession:
     def closed(self) -> bool:
         return self._closed is not None
 
+    @property
+    def close_reason(self) -> BaseException | None:
+        """Why the session ended (the server exited, the client closed it…); None while open."""
+        return self._closed
+
     def on_notification(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> None:
         """Also call ``callback(params)`` for every ``method`` notification from the server."""
         self.handlers.on_notification(method, callback)
@@ -174,14 +179,17 @@ class ClientSession:
             self._started = True
             await self.transport.start(self)
 
-    async def initialize(self) -> dict[str, Any]:
-        """The handshake (2025-11-25 basic/lifecycle § initialization); returns the result."""
+    async def initialize(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """The handshake (2025-11-25 basic/lifecycle § initialization); returns the result.
+
+        ``timeout`` (default: the session's) includes a stdio server's start-up.
+        """
         params = {
             "protocolVersion": self.requested_version,
             "capabilities": self._capabilities,
             "clientInfo": self.client_info,
         }
-        result = await self.request("initialize", params, _retry=False)
+        result = await self.request("initialize", params, timeout=timeout, _retry=False)
         version = result.get("protocolVersion")
         if version not in self.supported_versions:
             # Lifecycle § version negotiation: a client that does not support the
@@ -448,13 +456,20 @@ class ClientSession:
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
+        version: str | None = None,
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """``prompts/get``; returns the result dict (``description``, ``messages``)."""
+        """``prompts/get``; returns the result dict (``description``, ``messages``).
+
+        ``version`` selects one of a prompt's versions on servers that have them
+        (mcpkit and Mastra servers; the seeds' prompt versions); others ignore it.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        if version is not None:
+            params["version"] = version
         return await self.request("prompts/get", params, timeout=timeout, progress=progress)
 
     # -- utilities ----------------------------------------------------------------------------

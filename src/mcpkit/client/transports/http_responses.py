@@ -42,5 +42,6 @@ def http_error(resp: httpx.Response, label: str) -> HTTPErrorStatus:
     )
 
 
-def unreachable(exc: httpx.HTTPError, label: str) -> Unreachable:
-    return Unreachable(f"HTTP request to {label} failed: {type(exc).__name__}: {exc}")
+def unreachable(exc: httpx.HTTPError, url: str) -> Unreachable:
+    """The error for a request that could not be made; it names the URL, not just a label."""
+    return Unreachable(f"HTTP request to {url} failed: {type(exc).__name__}: {exc}")

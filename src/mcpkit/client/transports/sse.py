@@ -113,7 +113,7 @@ class SSETransport:
         except asyncio.CancelledError:
             raise
         except httpx.HTTPError as exc:
-            error = unreachable(exc, self.label)
+            error = unreachable(exc, self.url)
         except RemoteError as exc:
             error = exc
         if not ready.done():
@@ -150,7 +150,7 @@ class SSETransport:
                         elif event.type == "message":
                             self._message_event(event.data)
             except httpx.TransportError as exc:  # the connection dropped mid-stream
-                return unreachable(exc, self.label)
+                return unreachable(exc, self.url)
         if not ready.done():
             return ConnectionClosed(
                 f"{self.label} ended its SSE stream without announcing the message endpoint"
@@ -218,7 +218,7 @@ class SSETransport:
             )
         except httpx.HTTPError as exc:
             self._waiting.discard(message.get("id"))
-            raise unreachable(exc, self.label) from exc
+            raise unreachable(exc, endpoint) from exc
         except BaseException:
             self._waiting.discard(message.get("id"))
             raise

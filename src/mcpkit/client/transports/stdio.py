@@ -100,6 +100,7 @@ class StdioTransport:
         self._stdout_eof = False
         self._exited: asyncio.Event | None = None
         self._lost: ConnectionClosed | None = None
+        self._lost_waiter: asyncio.Future[None] | None = None
         self._lost_timer: asyncio.TimerHandle | None = None
         self._closing = False
         self._paused = False
@@ -170,10 +171,25 @@ class StdioTransport:
             raise copy.copy(self._lost)
         stdin = self._stdin
         if stdin is None or stdin.is_closing():
-            raise ServerExited(f"MCP server {self.label!r}: its stdin is closed", self.returncode)
+            raise await self._why_stdin_closed()
         stdin.write(orjson.dumps(message, option=_NEWLINE))
         if self._paused:
             await self._drain()
+
+    async def _why_stdin_closed(self) -> ConnectionClosed:
+        """The error for a write to a closed stdin: usually the server died, so say how.
+
+        The broken pipe is often noticed before the exit: wait (briefly) for the
+        exit report, which has the status and the last stderr lines.
+        """
+        if not self._closing and self._lost is None and self._lost_waiter is None:
+            self._lost_waiter = asyncio.get_running_loop().create_future()
+        if self._lost_waiter is not None and not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._lost_waiter), _EXIT_GRACE + 1.0)
+        if self._lost is not None:
+            return copy.copy(self._lost)
+        return ServerExited(f"MCP server {self.label!r}: its stdin is closed", self.returncode)
 
     async def _drain(self) -> None:
         if self._drain_waiter is None or self._drain_waiter.done():
@@ -334,6 +350,8 @@ class StdioTransport:
         self._lost = exc
         if self._lost_timer is not None:
             self._lost_timer.cancel()
+        if self._lost_waiter is not None and not self._lost_waiter.done():
+            self._lost_waiter.set_result(None)
         self._wake_drain(exc)
         if self._inbound is not None:
             self._inbound.connection_lost(exc)

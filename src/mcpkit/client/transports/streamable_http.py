@@ -353,7 +353,7 @@ class StreamableHTTPTransport:
                 self._listener = None
 
     def _unreachable(self, exc: httpx.HTTPError) -> Unreachable:
-        return unreachable(exc, self.label)
+        return unreachable(exc, self.url)
 
 
 def _answers(message: Any, rid: Any) -> bool:

@@ -1,0 +1,290 @@
+"""Server definitions for :class:`~mcpkit.client.mcp_client.MCPClient`, from code or config files.
+
+A definition is a dict, as in the seeds (``MastraMCPServerDefinition``) with
+Pythonic names::
+
+    {"command": "python", "args": ["server.py"], "env": {...}, "cwd": "..."}   # stdio
+    {"url": "https://host/mcp", "headers": {"Authorization": "Bearer ..."}}    # HTTP
+    {"server": mcp_server}                                                      # in memory
+
+plus ``timeout`` (seconds, for every call), ``connect_timeout`` (for
+starting; default ``timeout``), ``capabilities``, ``server_logs`` (the seeds'
+``enableServerLogs``), ``log_handler`` (the seeds' ``logger``),
+``http_transport``, handlers (``sampling_handler``,
+``elicitation_handler``, ``roots``) and ``trace`` (``trace(direction,
+message)`` sees every message, for debugging and tests). Unknown keys are an error, so a typo
+does not silently drop an option.
+
+Configuration *files* are shared with other applications, so
+:func:`load_config` is lenient: it reads the ``mcpServers`` format of Claude
+Desktop and Cursor (and VS Code's ``servers``), accepts the seeds' camelCase
+names (``requestInit.headers``, ``enableServerLogs``) and a ``type`` of
+``stdio``, ``http`` or ``sse``, skips servers marked ``"disabled": true``, and
+ignores keys meant for other applications.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import ConfigurationError
+from .client import HTTPTransportChoice
+from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
+from .session import Trace
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..server.server import MCPServer
+
+__all__ = ["ServerConfig", "load_config", "parse_servers"]
+
+log = logging.getLogger("mcpkit.client")
+
+_FIELDS: Final = frozenset(
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "http_client",
+        "http_transport",
+        "server",
+        "timeout",
+        "connect_timeout",
+        "capabilities",
+        "server_logs",
+        "log_handler",
+        "sampling_handler",
+        "elicitation_handler",
+        "roots",
+        "trace",
+    }
+)
+# `type` (VS Code, Cursor, Cline) / `transport` → http_transport, or stdio.
+_TYPES: Final[dict[str, HTTPTransportChoice | None]] = {
+    "stdio": None,
+    "http": "auto",
+    "streamable-http": "streamable-http",
+    "streamable_http": "streamable-http",
+    "streamablehttp": "streamable-http",
+    "sse": "sse",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    """How to reach one server, and how to treat it. Exactly one of command/url/server."""
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None
+    url: str | None = None
+    headers: Mapping[str, str] | None = None
+    http_client: httpx.AsyncClient | None = None
+    http_transport: HTTPTransportChoice = "auto"
+    server: MCPServer | None = None
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    capabilities: Mapping[str, Any] | None = None
+    server_logs: bool = True
+    log_handler: LogCallback | None = None
+    sampling_handler: SamplingHandler | None = None
+    elicitation_handler: ElicitationHandler | None = None
+    roots: RootsSpec | None = field(default=None)
+    trace: Trace | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"stdio"``, ``"http"`` or ``"memory"``."""
+        if self.command is not None:
+            return "stdio"
+        return "http" if self.url is not None else "memory"
+
+
+def parse_servers(servers: Mapping[str, Any]) -> dict[str, ServerConfig]:
+    """Check every definition of ``servers``; all problems are reported together."""
+    if not isinstance(servers, Mapping):
+        raise ConfigurationError(
+            f"servers must be a dict of name → definition, not {type(servers).__name__}"
+        )
+    problems: list[str] = []
+    out: dict[str, ServerConfig] = {}
+    for name, definition in servers.items():
+        if isinstance(definition, ServerConfig):
+            out[str(name)] = definition
+            continue
+        try:
+            out[str(name)] = _parse_one(name, definition, strict=True)
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigurationError(
+            "invalid MCP server configuration:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+    return out
+
+
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, ServerConfig]:
+    """The servers of a configuration file (a path) or of its parsed JSON (a dict).
+
+    Accepted shapes: ``{"mcpServers": {...}}`` (Claude Desktop, Cursor),
+    ``{"servers": {...}}`` (VS Code), or the servers dict itself.
+    """
+    where = "the configuration"
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        path = Path(source).expanduser()
+        where = str(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigurationError(f"configuration file not found: {path}") from None
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+            ) from None
+    if not isinstance(data, Mapping):
+        raise ConfigurationError(f"{where} must be a JSON object")
+    servers = data.get("mcpServers", data.get("servers", data))
+    if not isinstance(servers, Mapping):
+        raise ConfigurationError(f"{where}: 'mcpServers' must be an object of name → server")
+    problems: list[str] = []
+    out: dict[str, ServerConfig] = {}
+    for name, definition in servers.items():
+        if isinstance(definition, Mapping) and definition.get("disabled") is True:
+            continue
+        try:
+            out[str(name)] = _parse_one(name, definition, strict=False)
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigurationError(
+            f"invalid MCP server configuration in {where}:\n"
+            + "\n".join(f"  - {p}" for p in problems)
+        )
+    return out
+
+
+def _parse_one(name: Any, definition: Any, *, strict: bool) -> ServerConfig:
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(f"server names must be non-empty strings, not {name!r}")
+    if not isinstance(definition, Mapping):
+        raise ConfigurationError(
+            f"server {name!r}: the definition must be a dict, not {type(definition).__name__}"
+        )
+    options = dict(definition)
+    if not strict:
+        options = _from_file(name, options)
+    unknown = sorted(set(options) - _FIELDS)
+    if unknown:
+        raise ConfigurationError(
+            f"server {name!r}: unknown option(s) {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(sorted(_FIELDS))})"
+        )
+    chosen = [k for k in ("command", "url", "server") if options.get(k) is not None]
+    if len(chosen) != 1:
+        raise ConfigurationError(
+            f"server {name!r} needs exactly one of 'command' (stdio), 'url' (HTTP) or "
+            f"'server' (in memory); got {', '.join(chosen) or 'none'}"
+        )
+    _check_types(name, options)
+    if "args" in options:
+        options["args"] = tuple(options["args"])
+    return ServerConfig(**options)
+
+
+def _from_file(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Translate a config file's spellings; drop what belongs to other applications."""
+    kind = options.pop("type", options.pop("transport", None))
+    request_init = options.pop("requestInit", None)
+    if isinstance(request_init, Mapping) and "headers" in request_init:
+        options.setdefault("headers", request_init["headers"])
+    if "enableServerLogs" in options:
+        options.setdefault("server_logs", options.pop("enableServerLogs"))
+    if kind is not None:
+        key = str(kind).lower()
+        if key not in _TYPES:
+            raise ConfigurationError(
+                f"server {name!r}: unknown type {kind!r} (use 'stdio', 'http' or 'sse')"
+            )
+        choice = _TYPES[key]
+        if choice is not None and "http_transport" not in options:
+            options["http_transport"] = choice
+    ignored = sorted(k for k in options if k not in _FIELDS)
+    if ignored:
+        log.debug("server %r: ignoring options for other applications: %s", name, ignored)
+    # Only JSON-expressible options can come from a file.
+    return {k: v for k, v in options.items() if k in _FIELDS and k not in _CODE_ONLY}
+
+
+_CODE_ONLY: Final = frozenset(
+    {
+        "http_client",
+        "server",
+        "log_handler",
+        "sampling_handler",
+        "elicitation_handler",
+        "trace",
+    }
+)
+
+
+def _check_types(name: str, options: Mapping[str, Any]) -> None:
+    def bad(key: str, expected: str) -> ConfigurationError:
+        value = options[key]
+        return ConfigurationError(
+            f"server {name!r}: {key!r} must be {expected}, not {type(value).__name__}"
+        )
+
+    for key in ("command", "url", "cwd"):
+        if key in options and options[key] is not None:
+            if key == "cwd" and isinstance(options[key], os.PathLike):
+                continue
+            if not isinstance(options[key], str) or not options[key]:
+                raise bad(key, "a non-empty string")
+    if "args" in options and (
+        isinstance(options["args"], str | bytes)
+        or not all(isinstance(a, str) for a in options["args"])
+    ):
+        raise bad("args", "a list of strings")
+    for key in ("env", "headers"):
+        value = options.get(key)
+        if value is not None and (
+            not isinstance(value, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        ):
+            raise bad(key, "a dict of strings")
+    for key in ("timeout", "connect_timeout"):
+        timeout = options.get(key)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise ConfigurationError(
+                f"server {name!r}: {key!r} must be a positive number of seconds, not {timeout!r}"
+            )
+    if options.get("http_transport", "auto") not in ("auto", "streamable-http", "sse"):
+        raise ConfigurationError(
+            f"server {name!r}: 'http_transport' must be 'auto', 'streamable-http' or 'sse'"
+        )
+    if options.get("command") is None and any(options.get(k) for k in ("args", "env", "cwd")):
+        raise ConfigurationError(f"server {name!r}: 'args', 'env' and 'cwd' need 'command'")
+    if options.get("url") is None and (options.get("headers") or options.get("http_client")):
+        raise ConfigurationError(f"server {name!r}: 'headers' and 'http_client' need 'url'")
+    if not isinstance(options.get("server_logs", True), bool):
+        raise bad("server_logs", "true or false")
+    caps = options.get("capabilities")
+    if caps is not None and not isinstance(caps, Mapping):
+        raise bad("capabilities", "a dict")

@@ -44,9 +44,26 @@ _EXPORTS: dict[str, str] = {
     "Client": "mcpkit.client.client",
     "ClientSession": "mcpkit.client.session",
     "MCPClient": "mcpkit.client.mcp_client",
+    "AgentResponse": "mcpkit.server.agents",
+    "as_agent": "mcpkit.server.agents",
+    "Workflow": "mcpkit.workflow.engine",
+    "Step": "mcpkit.workflow.steps",
+    "StepContext": "mcpkit.workflow.steps",
+    "step": "mcpkit.workflow.steps",
+    "Repository": "mcpkit.server.metadata",
+    "Package": "mcpkit.server.metadata",
+    "Remote": "mcpkit.server.metadata",
+    "ServerJsonError": "mcpkit.server.metadata",
+    "mcp_tool": "mcpkit.server.declarative",
+    "mcp_resource": "mcpkit.server.declarative",
+    "mcp_prompt": "mcpkit.server.declarative",
+    "mcp_complete": "mcpkit.server.declarative",
+    "ToolParam": "mcpkit.server.declarative",
+    "PromptArg": "mcpkit.server.declarative",
 }
 
 __all__ = [
+    "AgentResponse",
     "Audio",
     "CapabilityError",
     "Client",
@@ -64,23 +81,38 @@ __all__ = [
     "MCPServer",
     "MCPServerPrompts",
     "MCPServerResources",
+    "Package",
     "PeerTimeout",
+    "PromptArg",
     "PromptMessage",
     "RegistrationError",
+    "Remote",
     "RemoteError",
+    "Repository",
     "ResourceLink",
     "ResourceNotFound",
     "Root",
+    "ServerJsonError",
+    "Step",
+    "StepContext",
     "Text",
     "ToolAnnotations",
     "ToolCallError",
     "ToolDefinition",
     "ToolError",
+    "ToolParam",
     "ToolResult",
     "UriTemplate",
+    "Workflow",
     "__version__",
+    "as_agent",
     "create_tool",
     "current_context",
+    "mcp_complete",
+    "mcp_prompt",
+    "mcp_resource",
+    "mcp_tool",
+    "step",
 ]
 
 
@@ -115,10 +147,22 @@ if TYPE_CHECKING:
         ToolCallError,
         ToolError,
     )
+    from .server.agents import AgentResponse, as_agent
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
+    from .server.declarative import (
+        PromptArg,
+        ToolParam,
+        mcp_complete,
+        mcp_prompt,
+        mcp_resource,
+        mcp_tool,
+    )
+    from .server.metadata import Package, Remote, Repository, ServerJsonError
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate
+    from .workflow.engine import Workflow
+    from .workflow.steps import Step, StepContext, step

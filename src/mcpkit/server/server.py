@@ -126,6 +126,7 @@ class MCPServer:
         prompts: MCPServerPrompts | None = None,
         agents: Mapping[str, Any] | None = None,
         workflows: Mapping[str, Any] | None = None,
+        components: Sequence[Any] | None = None,
         instructions: str | None = None,
         title: str | None = None,
         description: str | None = None,
@@ -165,6 +166,8 @@ class MCPServer:
         self._roots_changed: list[Callable[[ServerSession], Any]] = []
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._dispatch: dict[str, Handler] = _build_dispatch(self)
+        # Tool name -> the server-to-client requests it makes (declared with needs=).
+        self.back_channel_needs: dict[str, tuple[str, ...]] = {}
         # The seeds' registry metadata (see .metadata); the id is final once made.
         self._metadata = ServerMetadata.build(
             id=id,
@@ -188,6 +191,10 @@ class MCPServer:
                         problems.append(f"tool {key!r}: not a ToolDefinition or a function")
                 except Exception as exc:
                     problems.append(f"tool {key!r}: {exc}")
+        if components:
+            from .declarative import collect
+
+            problems.extend(collect(self, components))
         # Derived tools come last: an explicit tool of the same name wins (the seeds' rule).
         if agents:
             from .agents import agent_tool
@@ -351,6 +358,20 @@ class MCPServer:
             return f
 
         return register
+
+    def scan(self, *components: Any) -> None:
+        """Register the tools, resources, prompts and completions declared on ``components``.
+
+        Each component is an instance (its class's decorated methods, bound),
+        a class (its decorated static and class methods) or a module (its own
+        decorated functions); see :mod:`mcpkit.server.declarative`. Every
+        problem is raised at once as a ``RegistrationError``.
+        """
+        from .declarative import collect
+
+        problems = collect(self, components)
+        if problems:
+            raise RegistrationError(problems)
 
     def on_roots_changed(self, fn: F) -> F:
         """Call ``fn(session)`` when a client says its roots changed."""
@@ -539,7 +560,21 @@ class MCPServer:
         """A Streamable HTTP ASGI app (see :mod:`mcpkit.transports.streamable_http`)."""
         from ..transports.streamable_http import StreamableHTTPApp
 
+        if options.get("stateless"):
+            self._warn_back_channels("stateless HTTP")
         return StreamableHTTPApp(self, path=path, **options)
+
+    def _warn_back_channels(self, transport: str) -> None:
+        """Name, at start-up, each tool that needs a channel back to the client it cannot get."""
+        for name, needs in self.back_channel_needs.items():
+            if name in self.tools:
+                log.warning(
+                    "tool %r needs %s, which %s cannot offer (no channel for server-to-client "
+                    "requests): calls to it will fail",
+                    name,
+                    " and ".join(needs),
+                    transport,
+                )
 
     def sse_app(
         self, sse_path: str = "/sse", message_path: str = "/message", **options: Any

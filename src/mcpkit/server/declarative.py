@@ -1,0 +1,565 @@
+"""Declarative registration: decorate methods and functions, then hand the objects over.
+
+The seeds' annotation model (Spring AI's ``@McpTool``, ``@McpToolParam``,
+``@McpResource``, ``@McpPrompt``/``@McpArg``, ``@McpComplete``) in Python::
+
+    class Calculator:
+        @mcp_tool(name="add", annotations=ToolAnnotations(read_only_hint=True))
+        def add(self, a: Annotated[int, ToolParam(description="First number")],
+                b: Annotated[int, ToolParam(description="Second number")]) -> int:
+            return a + b
+
+    server = MCPServer(name="calc", version="1", components=[Calculator(), my_module])
+
+The decorators only mark a function (it stays callable as before);
+``MCPServer(components=[...])`` or ``server.scan(obj)`` registers what is
+marked on an instance's class (bound methods), a class (static and class
+methods) or a module (its own functions). Every problem is collected and
+raised at once as a :class:`~mcpkit.errors.RegistrationError`, each naming
+its component and member.
+
+Back-channels: a tool that sends requests to the client (``elicitation``,
+``sampling``, ``roots``) says so with ``needs=``. A server run on stateless
+HTTP of the handshake era has no channel for those requests, so
+``server.http_app(stateless=True)`` logs a warning naming each such tool at
+start-up, and a call fails at once with a clear error instead of failing
+half-way through the tool. (Declaring a ``Context`` parameter alone does not
+count as a need: logging and progress work everywhere.)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args, get_origin
+
+from pydantic import Field
+
+from ..errors import ConfigurationError, RegistrationError, ToolError
+from .context import current_context
+from .tools import ToolAnnotations, tool_from_function
+
+if TYPE_CHECKING:
+    from .server import MCPServer
+
+__all__ = [
+    "BACK_CHANNELS",
+    "PromptArg",
+    "ToolParam",
+    "mcp_complete",
+    "mcp_prompt",
+    "mcp_resource",
+    "mcp_tool",
+    "scan",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BackChannel = Literal["elicitation", "sampling", "roots"]
+#: Server-to-client requests a tool may need, and the client capability each one uses.
+BACK_CHANNELS: dict[str, str] = {
+    "elicitation": "elicitation",
+    "sampling": "sampling",
+    "roots": "roots",
+}
+
+_MARK = "__mcpkit_declarations__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolParam:
+    """Metadata of a tool parameter: ``Annotated[int, ToolParam(description=...)]``.
+
+    ``required=False`` on a parameter without a default makes it optional
+    (``None`` when absent); ``required=True`` on one with a default is an error.
+    """
+
+    description: str | None = None
+    required: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptArg:
+    """Metadata of a prompt argument: ``Annotated[str, PromptArg(description=...)]``."""
+
+    description: str | None = None
+    required: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    name: str | None
+    description: str | None
+    title: str | None
+    annotations: ToolAnnotations | dict[str, Any] | None
+    icons: list[dict[str, Any]] | None
+    meta: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    structured_output: bool | None
+    needs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Resource:
+    uri: str
+    name: str | None
+    description: str | None
+    mime_type: str | None
+    title: str | None
+    size: int | None
+    annotations: dict[str, Any] | None
+    icons: list[dict[str, Any]] | None
+    meta: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Prompt:
+    name: str | None
+    description: str | None
+    title: str | None
+    version: str | None
+    icons: list[dict[str, Any]] | None
+    meta: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Complete:
+    prompt: str | None
+    uri: str | None
+    argument: str | None
+
+
+_Declaration = _Tool | _Resource | _Prompt | _Complete
+
+
+def _mark(target: Any, declaration: _Declaration) -> None:
+    fn = target.__func__ if isinstance(target, staticmethod | classmethod) else target
+    if not callable(fn):
+        raise ConfigurationError(f"{target!r} is not a function; MCP decorators mark functions")
+    marks = list(getattr(fn, _MARK, ()))
+    marks.append(declaration)
+    setattr(fn, _MARK, tuple(marks))
+
+
+def _declarations(value: Any) -> tuple[_Declaration, ...]:
+    fn = value.__func__ if isinstance(value, staticmethod | classmethod) else value
+    marks = getattr(fn, _MARK, ()) if callable(fn) else ()
+    return marks if isinstance(marks, tuple) else ()
+
+
+# -- the decorators ------------------------------------------------------------------------------
+
+
+@typing.overload
+def mcp_tool(fn: F, /) -> F: ...
+@typing.overload
+def mcp_tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    needs: Collection[BackChannel] = (),
+) -> Callable[[F], F]: ...
+def mcp_tool(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    needs: Collection[BackChannel] = (),
+) -> Any:
+    """Mark a function or method as a tool (the seeds' ``@McpTool``).
+
+    ``name`` defaults to the function's name and ``description`` to its
+    docstring; ``needs`` lists the server-to-client requests the tool makes
+    (``"elicitation"``, ``"sampling"``, ``"roots"``).
+    """
+    declaration = _Tool(
+        name, description, title, annotations, icons, meta, output_schema, structured_output,
+        tuple(needs),
+    )  # fmt: skip
+
+    def mark(f: F) -> F:
+        _mark(f, declaration)
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def mcp_resource(
+    uri: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    title: str | None = None,
+    size: int | None = None,
+    annotations: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Callable[[F], F]:
+    """Mark a function as a resource (the seeds' ``@McpResource``).
+
+    A URI with ``{variables}`` is an RFC 6570 template whose variables are the
+    function's parameters. The function may return text, bytes, a content
+    dict, or a ``ReadResourceResult`` (``{"contents": [...]}``).
+    """
+    declaration = _Resource(
+        uri, name, description, mime_type, title, size, annotations, icons, meta
+    )
+
+    def mark(f: F) -> F:
+        _mark(f, declaration)
+        return f
+
+    return mark
+
+
+@typing.overload
+def mcp_prompt(fn: F, /) -> F: ...
+@typing.overload
+def mcp_prompt(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    version: str | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Callable[[F], F]: ...
+def mcp_prompt(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    version: str | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Any:
+    """Mark a function as a prompt (the seeds' ``@McpPrompt``).
+
+    Arguments are described with ``Annotated[str, PromptArg(...)]``. The
+    function may return text, messages, or a ``GetPromptResult``
+    (``{"messages": [...]}``).
+    """
+    declaration = _Prompt(name, description, title, version, icons, meta)
+
+    def mark(f: F) -> F:
+        _mark(f, declaration)
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def mcp_complete(
+    *, prompt: str | None = None, uri: str | None = None, argument: str | None = None
+) -> Callable[[F], F]:
+    """Mark a function as the completion of a prompt's (or URI template's) arguments.
+
+    The function receives what it declares of ``argument`` (the argument's
+    name), ``value`` (the text typed so far) and ``arguments`` (values already
+    chosen); one positional parameter gets the value, two get name and value.
+    It returns a list of strings, ``{"values": [...], "total": ..., "hasMore": ...}``
+    or a ``CompleteResult`` (``{"completion": {...}}``). ``argument`` limits it
+    to one argument.
+    """
+    declaration = _Complete(prompt, uri, argument)
+
+    def mark(f: F) -> F:
+        _mark(f, declaration)
+        return f
+
+    return mark
+
+
+# -- scanning ------------------------------------------------------------------------------------
+
+
+def _label(component: Any) -> str:
+    if isinstance(component, ModuleType):
+        return component.__name__
+    if isinstance(component, type):
+        return component.__name__
+    return type(component).__name__
+
+
+def _members(
+    component: Any, problems: list[str]
+) -> Iterator[tuple[str, Callable[..., Any], tuple[_Declaration, ...]]]:
+    """(member name, the callable to register, its declarations), in definition order."""
+    label = _label(component)
+    if isinstance(component, ModuleType):
+        for name, value in list(vars(component).items()):
+            marks = _declarations(value)
+            # Only the module's own functions: an imported one belongs to its module.
+            if marks and getattr(value, "__module__", None) == component.__name__:
+                yield name, value, marks
+        return
+    cls = component if isinstance(component, type) else type(component)
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        names.extend(n for n in vars(klass) if n not in names)
+    for name in names:
+        raw = inspect.getattr_static(cls, name)
+        marks = _declarations(raw)
+        if not marks:
+            continue
+        if isinstance(component, type) and not isinstance(raw, staticmethod | classmethod):
+            problems.append(
+                f"{label}.{name}: an instance method; pass an instance ({label}()) to "
+                "scan() or components=, or make it a staticmethod or classmethod"
+            )
+            continue
+        yield name, getattr(component, name), marks
+
+
+def scan(server: MCPServer, *components: Any) -> None:
+    """Register everything marked on ``components``; all problems raise together."""
+    problems = collect(server, components)
+    if problems:
+        raise RegistrationError(problems)
+
+
+def collect(server: MCPServer, components: Collection[Any]) -> list[str]:
+    """Register what ``components`` declare; returns the problems (each naming its member)."""
+    problems: list[str] = []
+    for component in components:
+        label = _label(component)
+        if component is None or isinstance(component, str | bytes | int | float | bool):
+            problems.append(f"{component!r}: a component is an object, a class or a module")
+            continue
+        for name, fn, marks in _members(component, problems):
+            for declaration in marks:
+                try:
+                    _register(server, declaration, fn, name)
+                except Exception as exc:
+                    problems.append(f"{label}.{name}: {exc}")
+    return problems
+
+
+def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member: str) -> None:
+    if isinstance(d, _Tool):
+        _register_tool(server, d, fn, member)
+    elif isinstance(d, _Resource):
+        existing = server.resources.static.get(d.uri) or server.resources.template_for(d.uri)
+        if existing is not None:
+            raise ConfigurationError(f"resource {d.uri!r} is already registered")
+        proxy = _proxy(fn, _rewrite(fn, None), after=_resource_value)
+        server.resources.add(
+            d.uri,
+            proxy,
+            name=d.name or member,
+            description=d.description,
+            mime_type=d.mime_type,
+            title=d.title,
+            size=d.size,
+            annotations=d.annotations,
+            icons=d.icons,
+            meta=d.meta,
+        )
+    elif isinstance(d, _Prompt):
+        prompt_name = d.name or member
+        if (prompt_name, d.version) in server.prompts.registered:
+            raise ConfigurationError(f"prompt {prompt_name!r} is already registered")
+        proxy = _proxy(fn, _rewrite(fn, PromptArg), after=_prompt_value)
+        server.prompts.add(
+            proxy,
+            name=prompt_name,
+            description=d.description,
+            title=d.title,
+            version=d.version,
+            icons=d.icons,
+            meta=d.meta,
+        )
+    else:
+        if (d.prompt is None) == (d.uri is None):
+            raise ConfigurationError("mcp_complete() needs exactly one of prompt= or uri=")
+        kind, target = ("ref/prompt", d.prompt) if d.prompt is not None else ("ref/resource", d.uri)
+        assert target is not None
+        if (kind, target, d.argument) in server.completions.handlers:
+            raise ConfigurationError(f"a completion for {target!r} is already registered")
+        proxy = _proxy(fn, _rewrite(fn, None), after=_completion_value)
+        server.completions.add(kind, target, d.argument, proxy)
+
+
+def _register_tool(server: MCPServer, d: _Tool, fn: Callable[..., Any], member: str) -> None:
+    name = d.name or member
+    unknown = [n for n in d.needs if n not in BACK_CHANNELS]
+    if unknown:
+        raise ConfigurationError(
+            f"needs={list(d.needs)}: unknown back-channel(s) {unknown}; "
+            f"use {', '.join(BACK_CHANNELS)}"
+        )
+    if name in server.tools:
+        raise ConfigurationError(f"tool {name!r} is already registered")
+    before = functools.partial(_check_back_channel, name, d.needs) if d.needs else None
+    proxy = _proxy(fn, _rewrite(fn, ToolParam), before=before)
+    tool = tool_from_function(
+        proxy,
+        name=name,
+        description=d.description,
+        title=d.title,
+        annotations=d.annotations,
+        icons=d.icons,
+        meta=d.meta,
+        output_schema=d.output_schema,
+        structured_output=d.structured_output,
+    )
+    server.tools.add(tool)
+    if d.needs:
+        server.back_channel_needs[name] = d.needs
+
+
+def _check_back_channel(tool: str, needs: tuple[str, ...]) -> None:
+    """Fail a call before the tool runs when its back-channel cannot exist."""
+    ctx = current_context()
+    if ctx is None:
+        return
+    session = ctx.session
+    if session.stateless and session.revision.era == "handshake":
+        raise ToolError(
+            f"tool {tool!r} needs {' and '.join(needs)}, which this server cannot offer: it runs "
+            "stateless HTTP, which has no channel for server-to-client requests"
+        )
+    missing = [n for n in needs if BACK_CHANNELS[n] not in session.client_capabilities]
+    if missing:
+        raise ToolError(
+            f"tool {tool!r} needs the client's {' and '.join(missing)} capability, which this "
+            "client did not declare"
+        )
+
+
+# -- proxies: the user's function with rewritten annotations and result unwrapping -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    signature: inspect.Signature
+    annotations: dict[str, Any]
+
+
+def _rewrite(fn: Callable[..., Any], marker: type | None) -> _Signature:
+    """``fn``'s resolved signature, its ``marker`` metadata turned into pydantic ``Field``\\ s.
+
+    The proxy registered in ``fn``'s place carries this signature and these
+    annotations, so the schema mcpkit builds is ``fn``'s own.
+    """
+    sig = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ConfigurationError(f"cannot resolve its annotations: {exc}") from exc
+    params = []
+    annotations: dict[str, Any] = {}
+    for pname, param in sig.parameters.items():
+        annotation = hints.get(pname, param.annotation)
+        default = param.default
+        if get_origin(annotation) is Annotated:
+            base, *extras = get_args(annotation)
+            found = [e for e in extras if marker is not None and isinstance(e, marker)]
+            if found:
+                meta = found[-1]
+                rest = [e for e in extras if not isinstance(e, ToolParam | PromptArg)]
+                required = meta.required  # type: ignore[attr-defined]
+                if required is True and default is not param.empty:
+                    raise ConfigurationError(
+                        f"parameter {pname!r} is marked required=True but has a default"
+                    )
+                if required is False and default is param.empty:
+                    default = None
+                    base = typing.Optional[base]  # noqa: UP045 (base is a runtime object)
+                description = meta.description  # type: ignore[attr-defined]
+                if description:
+                    rest.append(Field(description=description))
+                annotation = Annotated[(base, *rest)] if rest else base
+            elif any(isinstance(e, ToolParam | PromptArg) for e in extras):
+                raise ConfigurationError(
+                    f"parameter {pname!r}: ToolParam describes tool parameters and PromptArg "
+                    "prompt arguments; this one is on the other kind"
+                )
+        if annotation is not param.empty:
+            annotations[pname] = annotation
+        params.append(param.replace(annotation=annotation, default=default))
+    if "return" in hints:
+        annotations["return"] = hints["return"]
+    ret = hints.get("return", sig.return_annotation)
+    return _Signature(sig.replace(parameters=params, return_annotation=ret), annotations)
+
+
+def _proxy(
+    fn: Callable[..., Any],
+    rewritten: _Signature,
+    *,
+    before: Callable[[], None] | None = None,
+    after: Callable[[Any], Any] | None = None,
+) -> Callable[..., Any]:
+    """A function mcpkit registers in place of ``fn``: same behaviour, rewritten signature."""
+    proxy: Callable[..., Any]
+    if inspect.iscoroutinefunction(fn):
+
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            if before is not None:
+                before()
+            value = await fn(*args, **kwargs)
+            return after(value) if after is not None else value
+
+        proxy = call_async
+    else:
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if before is not None:
+                before()
+            value = fn(*args, **kwargs)
+            return after(value) if after is not None else value
+
+        proxy = call
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        try:
+            setattr(proxy, attr, getattr(fn, attr))
+        except AttributeError:
+            pass
+    proxy.__signature__ = rewritten.signature  # type: ignore[union-attr]
+    proxy.__annotations__ = rewritten.annotations
+    return proxy
+
+
+def _resource_value(value: Any) -> Any:
+    """A ``ReadResourceResult`` (``{"contents": [...]}``) → its contents."""
+    if isinstance(value, dict) and isinstance(value.get("contents"), list):
+        return value["contents"]
+    return value
+
+
+def _prompt_value(value: Any) -> Any:
+    """A ``GetPromptResult`` (``{"messages": [...]}``) → its messages."""
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return value["messages"]
+    return value
+
+
+def _completion_value(value: Any) -> Any:
+    """A ``CompleteResult`` (``{"completion": {...}}``) → the completion."""
+    if isinstance(value, dict) and isinstance(value.get("completion"), dict):
+        return value["completion"]
+    return value

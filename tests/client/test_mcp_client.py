@@ -384,14 +384,12 @@ async def test_per_server_timeouts_override_the_global_one() -> None:
         timeout=0.6,
     )
     async with mcp:
-        start = time.monotonic()
         with pytest.raises(PeerTimeout, match=r"'quick' did not answer tools/call within 0\.2 s"):
             await mcp.call_tool("quick", "hang")
-        assert time.monotonic() - start < 0.5
         start = time.monotonic()
-        with pytest.raises(PeerTimeout, match=r"within 0\.6 s"):
+        with pytest.raises(PeerTimeout, match=r"'patient' did not answer tools/call within 0\.6 s"):
             await mcp.call_tool("patient", "hang")
-        assert 0.5 < time.monotonic() - start < 2.0
+        assert 0.55 < time.monotonic() - start < 5.0
         # A call's own timeout wins over both.
         tools = await mcp.get_tools()
         with pytest.raises(PeerTimeout, match=r"within 0\.1 s"):

@@ -130,18 +130,24 @@ async def test_timeouts_are_per_server_over_stdio() -> None:
         assert text(await tools["slow_add"](a=1, b=2)) == "3"
 
 
-async def test_servers_start_concurrently() -> None:
+async def test_servers_start_concurrently(tmp_path: Any) -> None:
+    # Each server notes when it started, then takes 1 s before it serves. One after the
+    # other, each would start after the previous one had answered initialize.
     late = (
-        "import runpy, sys, time; time.sleep(0.6); sys.argv = [sys.argv[1]]; "
-        "runpy.run_path(sys.argv[0], run_name='__main__')"
+        "import pathlib, runpy, sys, time; "
+        "pathlib.Path(sys.argv[2]).write_text(repr(time.time())); time.sleep(1.0); "
+        "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"
     )
-    servers = {f"s{i}": {"command": PYTHON, "args": ["-c", late, DEMO]} for i in range(3)}
-    start = time.monotonic()
+    marks = [tmp_path / f"s{i}" for i in range(3)]
+    servers = {
+        f"s{i}": {"command": PYTHON, "args": ["-c", late, DEMO, str(mark)]}
+        for i, mark in enumerate(marks)
+    }
     async with MCPClient(servers=servers, timeout=TIMEOUT) as mcp:
-        elapsed = time.monotonic() - start
         assert mcp.errors == {}
         assert len(await mcp.get_toolsets()) == 3
-    assert elapsed < 1.6  # one after the other would take at least 1.8 s
+    started = [float(mark.read_text()) for mark in marks]
+    assert max(started) - min(started) < 1.0
 
 
 async def test_disconnect_stops_every_stdio_server() -> None:

@@ -25,6 +25,12 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS: Final[dict[str, str]] = {
     "run": "mcpkit.cli.run",
     "registry": "mcpkit.cli.registry",
+    "tools": "mcpkit.cli.tools",
+    "call": "mcpkit.cli.call",
+    "resources": "mcpkit.cli.resources",
+    "read": "mcpkit.cli.read",
+    "prompts": "mcpkit.cli.prompts",
+    "prompt": "mcpkit.cli.prompt",
 }
 
 

@@ -58,7 +58,7 @@ class SSETransport:
         name: str | None = None,
     ) -> None:
         self.url = url
-        self.label = name or url
+        self.label = f"{name} ({url})" if name else url
         self.headers = dict(headers or {})
         self.endpoint: str | None = None
         self._client = http_client

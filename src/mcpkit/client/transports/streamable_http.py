@@ -65,7 +65,7 @@ class StreamableHTTPTransport:
         terminate_on_close: bool = True,
     ) -> None:
         self.url = url
-        self.label = name or url
+        self.label = f"{name} ({url})" if name else url
         self.headers = dict(headers or {})
         self.reconnect_delay = reconnect_delay
         self.max_reconnects = max_reconnects

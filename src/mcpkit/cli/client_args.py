@@ -1,0 +1,302 @@
+"""What the client commands (``tools``, ``call``, ``resources``, ``read``, ``prompts``,
+``prompt``) share: which servers to talk to, and how a failure is reported.
+
+Servers come from ``--config FILE`` (the ``mcpServers`` format of Claude
+Desktop and Cursor; ``--server NAME`` picks some), ``--url URL`` or
+``--stdio "command args"``. Failures are one line on stderr,
+``mcpkit: error: ...``: status 2 for a usage mistake (bad options, a config
+file or tool name that does not exist), 1 when a server or a call fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shlex
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..client.client import Client
+    from ..client.config import ServerConfig
+    from ..client.mcp_client import MCPClient
+
+__all__ = [
+    "SINGLE",
+    "Selection",
+    "UsageError",
+    "add_server_options",
+    "fail",
+    "list_per_server",
+    "one_line",
+    "owners_of",
+    "parse_json_object",
+    "resolve",
+    "run_with_client",
+    "select_servers",
+]
+
+#: The server name used for ``--url`` and ``--stdio``.
+SINGLE = "server"
+
+
+class UsageError(Exception):
+    """A mistake in the command line (exit status 2)."""
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_argument_group("servers (one of)")
+    exclusive = where.add_mutually_exclusive_group(required=True)
+    exclusive.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help='a JSON file of servers: {"mcpServers": {NAME: {"command"|"url": ...}}}',
+    )
+    exclusive.add_argument("--url", help="an MCP server's URL (Streamable HTTP, or legacy SSE)")
+    exclusive.add_argument(
+        "--stdio", metavar="COMMAND", help='a command that runs a stdio server, e.g. "npx -y pkg"'
+    )
+    where.add_argument(
+        "--server",
+        "-s",
+        action="append",
+        metavar="NAME",
+        help="with --config: only this server (repeatable)",
+    )
+    where.add_argument(
+        "--header",
+        "-H",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="with --url: an HTTP header for every request (repeatable)",
+    )
+    where.add_argument(
+        "--transport",
+        choices=("auto", "streamable-http", "sse"),
+        default="auto",
+        help="with --url: the HTTP transport (default auto: Streamable HTTP, else SSE)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for a server (default 60)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="show the servers' logs and stderr"
+    )
+
+
+class Selection:
+    """The servers a command line names; ``single`` when it named one server directly."""
+
+    def __init__(self, servers: dict[str, ServerConfig], *, single: bool) -> None:
+        self.servers = servers
+        self.single = single
+
+
+def select_servers(args: argparse.Namespace) -> Selection:
+    from ..client.config import ServerConfig, load_config
+    from ..errors import ConfigurationError
+
+    if args.header and not args.url:
+        raise UsageError("--header only applies with --url")
+    if args.transport != "auto" and not args.url:
+        raise UsageError("--transport only applies with --url")
+    if args.server and not args.config:
+        raise UsageError("--server only applies with --config")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if args.url:
+        headers = dict(_header(h) for h in args.header or ())
+        config = ServerConfig(url=args.url, headers=headers or None, http_transport=args.transport)
+        return Selection({SINGLE: config}, single=True)
+    if args.stdio:
+        try:
+            words = shlex.split(args.stdio)
+        except ValueError as exc:
+            raise UsageError(f"--stdio: {exc}") from None
+        if not words:
+            raise UsageError("--stdio needs a command")
+        return Selection(
+            {SINGLE: ServerConfig(command=words[0], args=tuple(words[1:]))}, single=True
+        )
+    try:
+        servers = load_config(args.config)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    if args.server:
+        unknown = [name for name in args.server if name not in servers]
+        if unknown:
+            raise UsageError(
+                f"no server {', '.join(map(repr, unknown))} in {args.config} "
+                f"(it has: {', '.join(servers) or 'none'})"
+            )
+        servers = {name: servers[name] for name in args.server}
+    if not servers:
+        raise UsageError(f"{args.config} configures no servers")
+    return Selection(servers, single=False)
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise UsageError(f"--header {text!r}: use 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def run_with_client(
+    args: argparse.Namespace,
+    action: Callable[[MCPClient, Selection], Awaitable[int]],
+    *,
+    narrow: Callable[[Selection], Selection] | None = None,
+) -> int:
+    """Select servers, connect, run ``action``; every failure becomes one line and a status.
+
+    ``narrow`` may drop servers a command does not need before any is started.
+    """
+    _quiet_logs(args.verbose)
+    try:
+        selection = select_servers(args)
+        if narrow is not None:
+            selection = narrow(selection)
+    except UsageError as exc:
+        return fail(one_line(exc), 2)
+    try:
+        return asyncio.run(_run(args, selection, action))
+    except UsageError as exc:
+        return fail(one_line(exc), 2)
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except Exception as exc:
+        return fail(one_line(exc), 1)
+
+
+async def _run(
+    args: argparse.Namespace,
+    selection: Selection,
+    action: Callable[[MCPClient, Selection], Awaitable[int]],
+) -> int:
+    from ..client.mcp_client import MCPClient
+
+    async with MCPClient(servers=selection.servers, timeout=args.timeout) as mcp:
+        errors = mcp.errors
+        if selection.single and errors:
+            raise next(iter(errors.values()))
+        return await action(mcp, selection)
+
+
+async def list_per_server(
+    mcp: MCPClient, fetch: Callable[[str], Awaitable[Any]]
+) -> tuple[dict[str, Any], int]:
+    """``fetch(server)`` for every server; one error line per server that failed.
+
+    Returns what was fetched and the exit status (1 when any server failed).
+    """
+    names = mcp.server_names
+    errors = mcp.errors
+    live = [name for name in names if name not in errors]
+    results = await asyncio.gather(*(fetch(name) for name in live), return_exceptions=True)
+    out: dict[str, Any] = {}
+    failed = dict(errors)
+    for name, result in zip(live, results, strict=True):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                raise result
+            failed[name] = result
+        else:
+            out[name] = result
+    for name in names:
+        if name in failed:
+            print(f"mcpkit: error: server {name!r}: {one_line(failed[name])}", file=sys.stderr)
+    return out, 1 if failed else 0
+
+
+def fail(message: str, status: int) -> int:
+    print(f"mcpkit: error: {message}", file=sys.stderr)
+    return status
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (a dying server's stderr lines joined with " | ")."""
+    text = str(exc).strip() or type(exc).__name__
+    joined = ""
+    for line in (line.strip() for line in text.splitlines()):
+        if line:
+            joined += line if not joined else (" " if joined.endswith(":") else " | ") + line
+    return joined if len(joined) <= 1000 else joined[:997] + "..."
+
+
+def _quiet_logs(verbose: bool) -> None:
+    """Without -v, the command reports failures itself: keep mcpkit's log records off stderr."""
+    logger = logging.getLogger("mcpkit")
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    else:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
+def parse_json_object(text: str | None, option: str) -> dict[str, Any]:
+    """The JSON object given to ``option`` (``{}`` when absent)."""
+    import json
+
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option} is not valid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f'{option} must be a JSON object, like \'{{"city": "Tokyo"}}\'')
+    return value
+
+
+def owners_of(name: str, *, listing: str) -> Callable[[Selection], Selection]:
+    """A ``narrow`` keeping the configured servers that ``SERVER_NAME`` can belong to."""
+
+    def narrow(selection: Selection) -> Selection:
+        if selection.single:
+            return selection
+        owners = {n: c for n, c in selection.servers.items() if name.startswith(n + "_")}
+        if not owners:
+            raise UsageError(
+                f"no configured server owns {name!r}: names are SERVER_NAME "
+                f"(servers: {', '.join(selection.servers)}; see 'mcpkit {listing}')"
+            )
+        return Selection(owners, single=False)
+
+    return narrow
+
+
+async def resolve(
+    mcp: MCPClient,
+    selection: Selection,
+    name: str,
+    names_of: Callable[[Client], Awaitable[list[dict[str, Any]]]],
+    *,
+    kind: str,
+    listing: str,
+) -> tuple[str, str]:
+    """(server, own name) for ``SERVER_NAME``; asks the servers only when it is ambiguous."""
+    if selection.single:
+        return mcp.server_names[0], name
+    owners = sorted(mcp.server_names, key=len, reverse=True)
+    if len(owners) == 1:
+        return owners[0], name[len(owners[0]) + 1 :]
+    errors = mcp.errors
+    asked: list[str] = []
+    for server in owners:  # "a_b" + "c" before "a" + "b_c"
+        if server in errors:
+            continue
+        own = name[len(server) + 1 :]
+        if own in {item.get("name") for item in await names_of(mcp.client(server))}:
+            return server, own
+        asked.append(server)
+    if not asked:
+        raise next(iter(errors.values()))
+    raise UsageError(f"no {kind} {name!r} on server(s) {', '.join(asked)}; see 'mcpkit {listing}'")

@@ -1,0 +1,67 @@
+"""``mcpkit prompt SERVER_PROMPT --args JSON``: get one prompt and print its messages."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from .client_args import (
+    Selection,
+    UsageError,
+    add_server_options,
+    fail,
+    owners_of,
+    parse_json_object,
+    resolve,
+    run_with_client,
+)
+
+if TYPE_CHECKING:
+    from ..client.mcp_client import MCPClient
+
+__all__ = ["HELP", "configure", "run"]
+
+HELP = "get a prompt of an MCP server and print its messages"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "prompt", metavar="SERVER_PROMPT", help="the prompt, named as 'mcpkit prompts' shows it"
+    )
+    parser.add_argument(
+        "--args", "-a", metavar="JSON", help="the arguments as a JSON object of strings"
+    )
+    parser.add_argument("--prompt-version", metavar="V", help="a version of the prompt")
+    add_server_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        arguments = parse_json_object(args.args, "--args")
+    except UsageError as exc:
+        return fail(str(exc), 2)
+
+    async def action(mcp: MCPClient, selection: Selection) -> int:
+        from .render import content_text, pretty
+
+        server, name = await resolve(
+            mcp,
+            selection,
+            args.prompt,
+            lambda c: c.list_prompts(),
+            kind="prompt",
+            listing="prompts",
+        )
+        got = await mcp.prompts.get(
+            server_name=server, name=name, args=arguments, version=args.prompt_version
+        )
+        if args.json:
+            print(pretty(got))
+            return 0
+        for message in got["messages"]:
+            content = message.get("content")
+            text = content_text([content] if isinstance(content, dict) else content or ())
+            print(f"{message.get('role', '?')}: {text}")
+        return 0
+
+    return run_with_client(args, action, narrow=owners_of(args.prompt, listing="prompts"))

@@ -4,7 +4,7 @@
     python benchmarks/run.py --only stdio,import  # some parts
     python benchmarks/run.py --quick              # tiny run: proves the scripts work, numbers meaningless
 
-Parts: stdio, http, import, startup, memory (see benchmarks/README.md).
+Parts: stdio, http, import, startup, memory, client (see benchmarks/README.md).
 Every figure is a median over repetitions, and every comparison is against a
 baseline measured in the same run; read the ratios, not the absolute numbers.
 """
@@ -28,6 +28,7 @@ PARTS: dict[str, str] = {
     "stdio": "bench_stdio",
     "http": "bench_http",
     "memory": "bench_memory",
+    "client": "client_roundtrip",
 }
 
 

@@ -23,6 +23,7 @@ from mcpkit.adapters.pydantic_ai import SamplingModel
 from mcpkit.client import Client
 from mcpkit.server.agents import AgentResponse, as_agent
 from mcpkit.testing import connect
+from mcpkit.transports.asgi import AUTH_SCOPE_KEY
 from tests.transports.conftest import run_app
 
 TIMEOUT = 10.0
@@ -570,6 +571,39 @@ async def test_sampling_model_on_stateless_http_fails_clearly() -> None:
             result = await client.call_tool("ask_remote", {"message": "hi"})
     assert result["isError"] is True
     assert "stateless" in result["content"][0]["text"]
+
+
+async def test_agent_sees_auth_info_and_session_id_over_http() -> None:
+    """The seeds' ``mcp.extra``: what HTTP middleware verified reaches the agent's code."""
+
+    class Whoami:
+        name = "whoami"
+        description = "Says who is asking."
+
+        async def generate(self, message: str, *, context: Context) -> dict[str, Any]:
+            deep = current_context()
+            assert deep is context
+            return {
+                "text": str(context.extra.auth_info),
+                "session": context.extra.session_id,
+                "same_session": context.session_id == context.extra.session_id,
+            }
+
+    server = MCPServer(name="s", version="1", agents={"whoami": Whoami()})
+    inner = server.http_app()
+
+    async def with_auth(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope = {**scope, AUTH_SCOPE_KEY: {"user": "ada", "scopes": ["read"]}}
+        await inner(scope, receive, send)
+
+    async with run_app(with_auth) as base:
+        async with Client(url=f"{base}/mcp", timeout=TIMEOUT) as client:
+            result = await client.call_tool("ask_whoami", {"message": "who?"})
+    reply = result["structuredContent"]
+    assert reply["text"] == "{'user': 'ada', 'scopes': ['read']}"
+    assert isinstance(reply["session"], str) and len(reply["session"]) > 10
+    assert reply["same_session"] is True
 
 
 # -- LangChain look-alikes ---------------------------------------------------------------------------

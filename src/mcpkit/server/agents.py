@@ -66,7 +66,7 @@ class AgentLike(Protocol):
         """Answer ``message``; may be ``async``. Returns text, a mapping or an :class:`AgentResponse`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class AgentResponse:
     """An agent's reply: the answer ``text`` and whatever else the agent reports.
 

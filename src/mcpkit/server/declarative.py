@@ -70,7 +70,7 @@ BACK_CHANNELS: dict[str, str] = {
 _MARK = "__mcpkit_declarations__"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolParam:
     """Metadata of a tool parameter: ``Annotated[int, ToolParam(description=...)]``.
 
@@ -82,7 +82,7 @@ class ToolParam:
     required: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PromptArg:
     """Metadata of a prompt argument: ``Annotated[str, PromptArg(description=...)]``."""
 

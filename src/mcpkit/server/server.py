@@ -501,7 +501,7 @@ class MCPServer:
         GitHub ``repository``. Raises :class:`~.metadata.ServerJsonError`
         naming every field the registry would reject.
         """
-        from .metadata import registry_document, registry_name_from_repository
+        from .server_json import registry_document, registry_name_from_repository
 
         return registry_document(
             name=name,

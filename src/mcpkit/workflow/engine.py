@@ -63,7 +63,7 @@ class _Branch:
 _Entry: TypeAlias = _Then | _Parallel | _Branch
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowResult:
     """The outcome of a run."""
 

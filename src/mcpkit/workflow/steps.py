@@ -32,7 +32,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
     """How one step ended: ``output`` on success, ``error`` on failure."""
 
@@ -49,7 +49,7 @@ class StepResult:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepContext:
     """What a step may ask about its run (declare a parameter annotated ``StepContext``)."""
 

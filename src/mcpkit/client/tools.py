@@ -85,7 +85,7 @@ class Tool:
         meta = self.definition.get("_meta")
         return meta if isinstance(meta, dict) else None
 
-    def __call__(self, **arguments: Any) -> Coroutine[Any, Any, Any]:
+    def __call__(self, /, **arguments: Any) -> Coroutine[Any, Any, Any]:
         """``await tool(city="Tokyo")``: the arguments are the tool's own."""
         return self.call(arguments)
 

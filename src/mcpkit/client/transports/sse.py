@@ -120,8 +120,8 @@ class SSETransport:
             ready.set_exception(error)
             # Nobody may await it (a close racing the failure): do not warn about that.
             ready.exception()
-        else:
-            self._stream_lost(error if isinstance(error, ConnectionClosed) else _closed(error))
+        # Either way there is no session any more: the next call starts a new one.
+        self._stream_lost(error if isinstance(error, ConnectionClosed) else _closed(error))
 
     async def _read_stream(self, ready: asyncio.Future[str]) -> ConnectionClosed | RemoteError:
         """Read the stream until it ends; returns what to report for its end."""

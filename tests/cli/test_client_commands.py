@@ -144,6 +144,15 @@ def test_call_prints_structured_content_and_text() -> None:
     assert json.loads(proc.stdout)["content"] == [{"type": "text", "text": "42"}]
 
 
+def test_verbose_shows_the_server_logs() -> None:
+    args = ("call", "count_slowly", "--stdio", STDIO, "--args", '{"to": 2}')
+    quiet = mcpkit(*args)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "counted to 2\n", "")
+    loud = mcpkit(*args, "-v")
+    assert loud.returncode == 0
+    assert "[server] counted 1" in loud.stderr and "[server] counted 2" in loud.stderr
+
+
 def test_a_tool_error_is_one_line_and_status_1() -> None:
     proc = mcpkit("call", "add", "--stdio", STDIO, "--args", '{"a": "x", "b": 1}')
     assert proc.returncode == 1

@@ -38,7 +38,7 @@ def weather_server() -> MCPServer:
         """The forecast for a city."""
         return Forecast(city=city, temperature_c=21.5)
 
-    @server.tool
+    @server.tool(title="Say it", meta={"example.com/tier": "free"})
     async def say(text: str) -> str:
         return text
 
@@ -124,6 +124,10 @@ async def test_tools_are_namespaced_and_described(servers: Servers) -> None:
         assert set(forecast.output_schema["properties"]) == {"city", "temperature_c"}
         assert forecast.annotations == {"readOnlyHint": True, "idempotentHint": True}
         assert tools["weather_say"].output_schema is None
+        assert tools["weather_say"].title == "Say it"
+        assert tools["weather_say"].meta == {"example.com/tier": "free"}
+        assert forecast.title is None
+        assert forecast.definition["name"] == "forecast"
         assert tools["demo_add"].annotations is None
         assert "weather_forecast" in repr(forecast)
 

@@ -17,6 +17,8 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST
+
 __all__ = [
     "AUTH_SCOPE_KEY",
     "ASGIApp",
@@ -136,6 +138,43 @@ async def send_error(
     headers: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
     await send_body(send, status, error_body(code, message), headers)
+
+
+async def send_internal_error(send: Send, exc: Exception, debug: bool) -> None:
+    """Answer 500 for an unexpected error, with its details only when ``debug``.
+
+    When the response had already started, a 500 cannot be sent: end the body instead.
+    """
+    text = f"Internal error: {type(exc).__name__}: {exc}" if debug else "Internal error"
+    try:
+        await send_error(send, 500, INTERNAL_ERROR, text)
+    except Exception:
+        try:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:
+            pass
+
+
+async def send_too_large(send: Send, limit: int) -> None:
+    await send_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+
+
+async def send_rejected(send: Send, error: dict[str, Any]) -> None:
+    """Answer 400 with a JSON-RPC error for a message (or batch) refused as a whole.
+
+    A null ``id`` is left out, as for every transport-level error (see :func:`error_body`).
+    """
+    if error.get("id") is None:
+        error.pop("id", None)
+    await send_body(send, 400, orjson.dumps(error))
+
+
+def accepts_event_stream(accept: bytes | None) -> bool:
+    """May an SSE stream answer a request with this ``Accept`` (a missing one accepts all)?"""
+    if accept is None:
+        return True
+    a = accept.lower()
+    return b"text/event-stream" in a or b"text/*" in a or b"*/*" in a
 
 
 class BodyTooLarge(Exception):

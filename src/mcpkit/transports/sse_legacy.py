@@ -33,12 +33,16 @@ from .asgi import (
     Receive,
     Scope,
     Send,
+    accepts_event_stream,
     lifespan,
     read_body,
     register_stream_owner,
     route_path,
     send_body,
     send_error,
+    send_internal_error,
+    send_rejected,
+    send_too_large,
     sse_event,
     watch_disconnect,
 )
@@ -153,29 +157,15 @@ class SSEApp:
             return
         except Exception as exc:
             log.exception("error serving %s %s", method, path)
-            text = (
-                f"Internal error: {type(exc).__name__}: {exc}" if self.debug else "Internal error"
-            )
-            try:
-                await send_error(send, 500, INTERNAL_ERROR, text)
-            except Exception:
-                try:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                except Exception:
-                    pass
+            await send_internal_error(send, exc, self.debug)
 
     # -- the stream --------------------------------------------------------------------------------
     async def _stream(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
     ) -> None:
-        accept = headers.get(b"accept")
-        if accept is not None:
-            a = accept.lower()
-            if b"text/event-stream" not in a and b"text/*" not in a and b"*/*" not in a:
-                await send_error(
-                    send, 406, INVALID_REQUEST, "Not Acceptable: accept text/event-stream"
-                )
-                return
+        if not accepts_event_stream(headers.get(b"accept")):
+            await send_error(send, 406, INVALID_REQUEST, "Not Acceptable: accept text/event-stream")
+            return
         if len(self._connections) >= self.max_sessions:
             await send_error(
                 send, 503, INTERNAL_ERROR, "Service Unavailable: too many active sessions"
@@ -246,8 +236,7 @@ class SSEApp:
         try:
             body = await read_body(receive, self.max_body_size)
         except BodyTooLarge:
-            text = f"Payload Too Large: the limit is {self.max_body_size} bytes"
-            await send_error(send, 413, INVALID_REQUEST, text)
+            await send_too_large(send, self.max_body_size)
             return
         try:
             msg = orjson.loads(body)
@@ -261,10 +250,7 @@ class SSEApp:
         else:
             kind = classify(msg)
             if kind is Kind.INVALID:
-                err = invalid_request(msg)
-                if err.get("id") is None:
-                    err.pop("id", None)
-                await send_body(send, 400, orjson.dumps(err))
+                await send_rejected(send, invalid_request(msg))
                 return
             if kind is Kind.REQUEST:
                 self._spawn(conn, self._run(session, conn, msg, auth_info))

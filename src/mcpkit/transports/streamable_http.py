@@ -65,12 +65,16 @@ from .asgi import (
     Receive,
     Scope,
     Send,
+    accepts_event_stream,
     lifespan,
     read_body,
     register_stream_owner,
     route_path,
     send_body,
     send_error,
+    send_internal_error,
+    send_rejected,
+    send_too_large,
     sse_event,
 )
 from .event_store import EventStore
@@ -245,16 +249,7 @@ class StreamableHTTPApp:
             return
         except Exception as exc:  # never kill the server, never leak internals
             log.exception("error serving %s %s", method, scope.get("path"))
-            text = (
-                f"Internal error: {type(exc).__name__}: {exc}" if self.debug else "Internal error"
-            )
-            try:
-                await send_error(send, 500, INTERNAL_ERROR, text)
-            except Exception:  # the response had started: end it
-                try:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                except Exception:
-                    pass
+            await send_internal_error(send, exc, self.debug)
 
     # -- POST ------------------------------------------------------------------------------------
     def _response_mode(self, accept: bytes | None) -> int:
@@ -301,12 +296,12 @@ class StreamableHTTPApp:
                 await send_error(send, 400, INVALID_REQUEST, "Bad Request: invalid Content-Length")
                 return
             if too_big:
-                await self._too_large(send)
+                await send_too_large(send, self.max_body_size)
                 return
         try:
             body = await read_body(receive, self.max_body_size)
         except BodyTooLarge:
-            await self._too_large(send)
+            await send_too_large(send, self.max_body_size)
             return
         try:
             msg = orjson.loads(body)
@@ -339,14 +334,6 @@ class StreamableHTTPApp:
             entry.busy -= 1
             self._sessions.touch(entry)
 
-    async def _too_large(self, send: Send) -> None:
-        await send_error(
-            send,
-            413,
-            INVALID_REQUEST,
-            f"Payload Too Large: the limit is {self.max_body_size} bytes",
-        )
-
     async def _bad_version(self, send: Send, version: bytes) -> None:
         supported = ", ".join(REVISIONS)
         text = f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r} (supported: {supported})"
@@ -367,10 +354,7 @@ class StreamableHTTPApp:
         kind = classify(msg)
         if kind is not Kind.REQUEST:
             if kind is Kind.INVALID:
-                err = invalid_request(msg)
-                if err.get("id") is None:
-                    err.pop("id", None)
-                await send_body(send, 400, orjson.dumps(err))
+                await send_rejected(send, invalid_request(msg))
                 return
             await session.handle(msg, _drop, auth_info=auth_info)
             await send_body(send, 202)
@@ -446,9 +430,7 @@ class StreamableHTTPApp:
         related = entry if entry is not None else _drop
         results: Any = await session.handle_batch(batch, related, auth_info=auth_info)
         if type(results) is dict:  # the batch as a whole was refused
-            if results.get("id") is None:
-                results.pop("id", None)
-            await send_body(send, 400, orjson.dumps(results))
+            await send_rejected(send, results)
             return
         if not results:  # only notifications and responses
             await send_body(send, 202)
@@ -511,6 +493,24 @@ class StreamableHTTPApp:
     def _lookup(self, raw_sid: bytes) -> HTTPSession | None:
         return self._sessions.lookup(raw_sid.decode("latin-1"))
 
+    async def _session_or_error(
+        self, send: Send, headers: dict[bytes, bytes]
+    ) -> HTTPSession | None:
+        """The session a GET or DELETE names, or None once 400/404 is answered.
+
+        POST inlines the same checks: it is the hot path, and it lets ``initialize`` through.
+        """
+        raw_sid = headers.get(b"mcp-session-id")
+        if raw_sid is None:
+            await send_error(
+                send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
+            )
+            return None
+        entry = self._lookup(raw_sid)
+        if entry is None:
+            await send_error(send, 404, INVALID_REQUEST, "Session not found")
+        return entry
+
     def end_streams(self) -> None:
         """Close every GET/resumed stream's connection (with ``retry``) so a server can stop."""
         self._sessions.end_streams()
@@ -521,42 +521,23 @@ class StreamableHTTPApp:
 
     # -- DELETE ----------------------------------------------------------------------------------
     async def _delete(self, send: Send, headers: dict[bytes, bytes]) -> None:
-        raw_sid = headers.get(b"mcp-session-id")
-        if raw_sid is None:
-            await send_error(
-                send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
-            )
-            return
-        entry = self._lookup(raw_sid)
+        entry = await self._session_or_error(send, headers)
         if entry is None:
-            await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
         self._sessions.end(entry)
         await send_body(send, 204)
 
     # -- GET -------------------------------------------------------------------------------------
     async def _get(self, receive: Receive, send: Send, headers: dict[bytes, bytes]) -> None:
-        accept = headers.get(b"accept")
-        if accept is not None:
-            a = accept.lower()
-            if b"text/event-stream" not in a and b"text/*" not in a and b"*/*" not in a:
-                await send_error(
-                    send, 406, INVALID_REQUEST, "Not Acceptable: accept text/event-stream"
-                )
-                return
+        if not accepts_event_stream(headers.get(b"accept")):
+            await send_error(send, 406, INVALID_REQUEST, "Not Acceptable: accept text/event-stream")
+            return
         version = headers.get(b"mcp-protocol-version")
         if version is not None and version not in self._versions:
             await self._bad_version(send, version)
             return
-        raw_sid = headers.get(b"mcp-session-id")
-        if raw_sid is None:
-            await send_error(
-                send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
-            )
-            return
-        entry = self._lookup(raw_sid)
+        entry = await self._session_or_error(send, headers)
         if entry is None:
-            await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
         entry.busy += 1
         try:

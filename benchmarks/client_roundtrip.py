@@ -17,11 +17,13 @@ than the official SDK's client. Both rows show ``SDK / mcpkit``; the wall-clock 
 contains the server's own time and the pipe wake-ups, which no client can remove (the
 baseline shows that floor).
 
-Run alone: ``python benchmarks/client_roundtrip.py [--quick] [--reps N] [--pin]``.
+Run alone: ``python benchmarks/client_roundtrip.py [--quick] [--reps N] [--pin] [--uvloop]``
+(``--uvloop``: every client on uvloop instead of asyncio's own loop).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import subprocess
@@ -34,16 +36,18 @@ from _util import (
     SERVERS,
     Options,
     Row,
+    add_common_args,
     child_env,
     emit,
     free_port,
     median,
+    options_from,
     pinned,
     spread,
     stop,
+    summary_table,
     wait_for_port,
 )
-from bench_stdio import main as _main
 
 DRIVER = str(HERE / "client_driver.py")
 IMPLS = ("minimal", "mcpkit", "sdk")
@@ -51,10 +55,12 @@ TARGET_SPEEDUP = 10.0  # SDK time / mcpkit time per stdio round trip
 DRIVER_TIMEOUT_S = 300
 
 
-def drive(impl: str, transport: str, target: str, opts: Options) -> dict[str, list[float]]:
+def drive(
+    impl: str, transport: str, target: str, opts: Options, uvloop: bool
+) -> dict[str, list[float]]:
     seconds, batches = (0.1, 1) if opts.quick else (0.5, 3)
     argv = [PYTHON, DRIVER, impl, transport, target, "--seconds", str(seconds)]
-    argv += ["--batches", str(batches)]
+    argv += ["--batches", str(batches)] + (["--uvloop"] if uvloop else [])
     proc = subprocess.run(
         pinned(argv, opts.driver_cpu),
         capture_output=True,
@@ -88,14 +94,14 @@ def http_server(opts: Options) -> Iterator[str]:
 
 
 def measure(
-    transport: str, target: str, opts: Options, reps: int
+    transport: str, target: str, opts: Options, reps: int, uvloop: bool
 ) -> dict[str, dict[str, list[float]]]:
     """``{impl: {"us": [...], "cpu_us": [...]}}``, every batch of every repetition."""
     got: dict[str, dict[str, list[float]]] = {i: {"us": [], "cpu_us": []} for i in IMPLS}
     for rep in range(reps):
         order = IMPLS[rep % len(IMPLS) :] + IMPLS[: rep % len(IMPLS)]
         for impl in order:
-            result = drive(impl, transport, target, opts)
+            result = drive(impl, transport, target, opts, uvloop)
             got[impl]["us"].extend(result["us"])
             got[impl]["cpu_us"].extend(result["cpu_us"])
     return got
@@ -126,14 +132,31 @@ def rows_for(transport: str, got: dict[str, dict[str, list[float]]]) -> list[Row
     return rows
 
 
-def run(opts: Options) -> list[Row]:
+def run(opts: Options, *, uvloop: bool = False) -> list[Row]:
     reps = opts.reps(5, 1)
-    emit(f"== client: sequential tools/call echo round trips from each client (reps={reps})")
-    rows = rows_for("stdio", measure("stdio", str(SERVERS / "mcpkit_stdio.py"), opts, reps))
+    loop = "uvloop" if uvloop else "asyncio"
+    emit(f"== client: sequential tools/call echo round trips, clients on {loop} (reps={reps})")
+    stdio = measure("stdio", str(SERVERS / "mcpkit_stdio.py"), opts, reps, uvloop)
+    rows = rows_for("stdio", stdio)
     with http_server(opts) as url:
-        rows += rows_for("http", measure("http", url, opts, reps))
+        rows += rows_for("http", measure("http", url, opts, reps, uvloop))
     return rows
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_common_args(parser)
+    parser.add_argument(
+        "--uvloop", action="store_true", help="run every client on uvloop instead of asyncio"
+    )
+    args = parser.parse_args(argv)
+    rows = run(options_from(args), uvloop=args.uvloop)
+    emit()
+    emit(summary_table(rows))
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(_main(runner=run))
+    sys.exit(main())

@@ -145,6 +145,16 @@ def _mark(target: Any, declaration: _Declaration) -> None:
     setattr(fn, _MARK, tuple(marks))
 
 
+def _marker(declaration: _Declaration) -> Callable[[F], F]:
+    """The decorator every ``mcp_*`` returns: it marks the function with ``declaration``."""
+
+    def mark(f: F) -> F:
+        _mark(f, declaration)
+        return f
+
+    return mark
+
+
 def _declarations(value: Any) -> tuple[_Declaration, ...]:
     fn = value.__func__ if isinstance(value, staticmethod | classmethod) else value
     marks = getattr(fn, _MARK, ()) if callable(fn) else ()
@@ -195,11 +205,7 @@ def mcp_tool(
         name, description, title, annotations, icons, meta, output_schema, structured_output,
         tuple(needs),
     )  # fmt: skip
-
-    def mark(f: F) -> F:
-        _mark(f, declaration)
-        return f
-
+    mark = _marker(declaration)
     return mark(fn) if fn is not None else mark
 
 
@@ -221,15 +227,9 @@ def mcp_resource(
     function's parameters. The function may return text, bytes, a content
     dict, or a ``ReadResourceResult`` (``{"contents": [...]}``).
     """
-    declaration = _Resource(
-        uri, name, description, mime_type, title, size, annotations, icons, meta
+    return _marker(
+        _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta)
     )
-
-    def mark(f: F) -> F:
-        _mark(f, declaration)
-        return f
-
-    return mark
 
 
 @typing.overload
@@ -263,12 +263,7 @@ def mcp_prompt(
     function may return text, messages, or a ``GetPromptResult``
     (``{"messages": [...]}``).
     """
-    declaration = _Prompt(name, description, title, version, icons, meta)
-
-    def mark(f: F) -> F:
-        _mark(f, declaration)
-        return f
-
+    mark = _marker(_Prompt(name, description, title, version, icons, meta))
     return mark(fn) if fn is not None else mark
 
 
@@ -284,13 +279,7 @@ def mcp_complete(
     or a ``CompleteResult`` (``{"completion": {...}}``). ``argument`` limits it
     to one argument.
     """
-    declaration = _Complete(prompt, uri, argument)
-
-    def mark(f: F) -> F:
-        _mark(f, declaration)
-        return f
-
-    return mark
+    return _marker(_Complete(prompt, uri, argument))
 
 
 # -- scanning ------------------------------------------------------------------------------------
@@ -544,22 +533,17 @@ def _proxy(
     return proxy
 
 
-def _resource_value(value: Any) -> Any:
-    """A ``ReadResourceResult`` (``{"contents": [...]}``) → its contents."""
-    if isinstance(value, dict) and isinstance(value.get("contents"), list):
-        return value["contents"]
-    return value
+def _unwrapper(key: str, kind: type) -> Callable[[Any], Any]:
+    """A function that turns a whole result (``{key: kind}``) into that value, else passes it."""
+
+    def unwrap(value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get(key), kind):
+            return value[key]
+        return value
+
+    return unwrap
 
 
-def _prompt_value(value: Any) -> Any:
-    """A ``GetPromptResult`` (``{"messages": [...]}``) → its messages."""
-    if isinstance(value, dict) and isinstance(value.get("messages"), list):
-        return value["messages"]
-    return value
-
-
-def _completion_value(value: Any) -> Any:
-    """A ``CompleteResult`` (``{"completion": {...}}``) → the completion."""
-    if isinstance(value, dict) and isinstance(value.get("completion"), dict):
-        return value["completion"]
-    return value
+_resource_value = _unwrapper("contents", list)  # a ReadResourceResult → its contents
+_prompt_value = _unwrapper("messages", list)  # a GetPromptResult → its messages
+_completion_value = _unwrapper("completion", dict)  # a CompleteResult → the completion

@@ -9,19 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .client_args import (
-    Selection,
-    UsageError,
-    add_server_options,
-    fail,
-    one_line,
-    owners_of,
-    parse_json_object,
-    resolve,
-    run_with_client,
-)
+from .client_args import add_server_options, fail, one_line, run_named
 
 if TYPE_CHECKING:
     from ..client.mcp_client import MCPClient
@@ -45,18 +35,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        arguments = parse_json_object(args.args, "--args")
-    except UsageError as exc:
-        return fail(str(exc), 2)
-
-    async def action(mcp: MCPClient, selection: Selection) -> int:
+    async def act(mcp: MCPClient, server: str, tool: str, arguments: dict[str, Any]) -> int:
         from ..errors import RemoteError
         from .render import content_text, pretty
 
-        server, tool = await resolve(
-            mcp, selection, args.tool, lambda c: c.list_tools(), kind="tool", listing="tools"
-        )
         try:
             result = await mcp.call_tool(server, tool, arguments)
         except RemoteError as exc:  # the server refused the call (unknown tool, bad params)
@@ -74,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return 1 if failed else 0
 
-    return run_with_client(args, action, narrow=owners_of(args.tool, listing="tools"))
+    return run_named(args, args.tool, lambda c: c.list_tools(), act, kind="tool", listing="tools")

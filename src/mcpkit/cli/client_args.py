@@ -34,6 +34,7 @@ __all__ = [
     "owners_of",
     "parse_json_object",
     "resolve",
+    "run_named",
     "run_with_client",
     "select_servers",
 ]
@@ -300,3 +301,30 @@ async def resolve(
     if not asked:
         raise next(iter(errors.values()))
     raise UsageError(f"no {kind} {name!r} on server(s) {', '.join(asked)}; see 'mcpkit {listing}'")
+
+
+def run_named(
+    args: argparse.Namespace,
+    name: str,
+    names_of: Callable[[Client], Awaitable[list[dict[str, Any]]]],
+    act: Callable[[MCPClient, str, str, dict[str, Any]], Awaitable[int]],
+    *,
+    kind: str,
+    listing: str,
+) -> int:
+    """Run a command on one ``SERVER_NAME`` with ``--args JSON`` (``call``, ``prompt``).
+
+    ``act(mcp, server, own name, arguments)`` does the work once the name is
+    resolved; bad ``--args`` fail (status 2) before any server starts, and only
+    the servers that can own ``name`` are started.
+    """
+    try:
+        arguments = parse_json_object(args.args, "--args")
+    except UsageError as exc:
+        return fail(str(exc), 2)
+
+    async def action(mcp: MCPClient, selection: Selection) -> int:
+        server, own = await resolve(mcp, selection, name, names_of, kind=kind, listing=listing)
+        return await act(mcp, server, own, arguments)
+
+    return run_with_client(args, action, narrow=owners_of(name, listing=listing))

@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .client_args import (
-    Selection,
-    UsageError,
-    add_server_options,
-    fail,
-    owners_of,
-    parse_json_object,
-    resolve,
-    run_with_client,
-)
+from .client_args import add_server_options, run_named
 
 if TYPE_CHECKING:
     from ..client.mcp_client import MCPClient
@@ -36,22 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        arguments = parse_json_object(args.args, "--args")
-    except UsageError as exc:
-        return fail(str(exc), 2)
-
-    async def action(mcp: MCPClient, selection: Selection) -> int:
+    async def act(mcp: MCPClient, server: str, name: str, arguments: dict[str, Any]) -> int:
         from .render import content_text, pretty
 
-        server, name = await resolve(
-            mcp,
-            selection,
-            args.prompt,
-            lambda c: c.list_prompts(),
-            kind="prompt",
-            listing="prompts",
-        )
         got = await mcp.prompts.get(
             server_name=server, name=name, args=arguments, version=args.prompt_version
         )
@@ -64,4 +42,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{message.get('role', '?')}: {text}")
         return 0
 
-    return run_with_client(args, action, narrow=owners_of(args.prompt, listing="prompts"))
+    return run_named(
+        args, args.prompt, lambda c: c.list_prompts(), act, kind="prompt", listing="prompts"
+    )

@@ -170,21 +170,11 @@ class Package:
             "version": self.version,
             "transport": _transport(self.transport),
         }
-        for key, value in (
-            ("registryBaseUrl", self.registry_base_url),
-            ("runtimeHint", self.runtime_hint),
-            ("fileSha256", self.file_sha256),
-        ):
-            if value is not None:
-                out[key] = value
-        for key, items in (
-            ("environmentVariables", self.environment_variables),
-            ("packageArguments", self.package_arguments),
-            ("runtimeArguments", self.runtime_arguments),
-        ):
-            if items:
-                out[key] = [dict(i) for i in items]
-        return out
+        return self._with_optional(
+            out,
+            ("registryBaseUrl", "runtimeHint", "fileSha256"),
+            ("environmentVariables", "packageArguments", "runtimeArguments"),
+        )
 
     def to_detail(self) -> dict[str, Any]:
         """The seeds' ``PackageInfo`` shape (``registry_name``, ``name``, ``version``)."""
@@ -194,18 +184,22 @@ class Package:
             "version": self.version,
             "transport_type": _transport(self.transport).get("type"),
         }
-        for key, value in (
-            ("registry_base_url", self.registry_base_url),
-            ("runtime_hint", self.runtime_hint),
-            ("file_sha256", self.file_sha256),
-        ):
+        return self._with_optional(
+            out,
+            ("registry_base_url", "runtime_hint", "file_sha256"),
+            ("environment_variables", "package_arguments", "runtime_arguments"),
+        )
+
+    def _with_optional(
+        self, out: dict[str, Any], scalar_keys: tuple[str, ...], list_keys: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """``out`` plus the optional fields that are set, under the names each shape uses."""
+        scalars = (self.registry_base_url, self.runtime_hint, self.file_sha256)
+        for key, value in zip(scalar_keys, scalars, strict=True):
             if value is not None:
                 out[key] = value
-        for key, items in (
-            ("environment_variables", self.environment_variables),
-            ("package_arguments", self.package_arguments),
-            ("runtime_arguments", self.runtime_arguments),
-        ):
+        lists = (self.environment_variables, self.package_arguments, self.runtime_arguments)
+        for key, items in zip(list_keys, lists, strict=True):
             if items:
                 out[key] = [dict(i) for i in items]
         return out

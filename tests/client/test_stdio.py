@@ -121,3 +121,15 @@ async def test_server_exit_names_the_status_and_last_stderr_lines() -> None:
     assert "exited with status 3" in message
     assert "about to die" in message
     assert info.value.returncode == 3
+
+
+def test_the_stdio_client_works_on_uvloop() -> None:
+    import uvloop  # installed with the dev extra (uvicorn[standard])
+
+    async def main() -> str:
+        async with Client(command=PYTHON, args=[DEMO], timeout=30) as client:
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+        return str(result["content"][0]["text"])
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(main()) == "5"

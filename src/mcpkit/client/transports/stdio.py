@@ -34,7 +34,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -140,8 +140,8 @@ class StdioTransport:
         except BaseException:
             popen.kill()
             raise
-        assert isinstance(stdin, asyncio.WriteTransport)
-        self._stdin = stdin
+        # uvloop's pipe transports do not subclass asyncio.WriteTransport: no isinstance.
+        self._stdin = cast(asyncio.WriteTransport, stdin)
         self._readers = [out, err]
         self._watch_exit(loop, popen)
 

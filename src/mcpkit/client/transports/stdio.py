@@ -34,7 +34,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import orjson
 
@@ -141,7 +141,7 @@ class StdioTransport:
             popen.kill()
             raise
         # uvloop's pipe transports do not subclass asyncio.WriteTransport: no isinstance.
-        self._stdin = cast(asyncio.WriteTransport, stdin)
+        self._stdin = stdin
         self._readers = [out, err]
         self._watch_exit(loop, popen)
 

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcpkit.client import Client
+from mcpkit.client.stateless import STATELESS_VERSIONS
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
 
 log = logging.getLogger("conformance-client")
@@ -95,6 +96,33 @@ async def valid_tool_only(client: Client, context: dict[str, Any]) -> None:
     await client.call_tool("valid_tool", {})
 
 
+async def request_metadata(client: Client, context: dict[str, Any]) -> None:
+    """``request-metadata``: every request carries the ``_meta`` envelope; the mock refuses
+    the first one with ``UnsupportedProtocolVersionError`` and the client retries."""
+    await client.list_tools()
+    await client.call_tool("add_numbers", {"a": 5, "b": 3})
+
+
+async def standard_headers(client: Client, context: dict[str, Any]) -> None:
+    """``http-standard-headers``: one request of each kind that carries ``Mcp-Name``."""
+    tools = await client.list_tools()
+    for tool in tools:
+        await client.call_tool(tool["name"], {})
+    for resource in await client.list_resources():
+        await client.read_resource(resource["uri"])
+    for prompt in await client.list_prompts():
+        await client.get_prompt(prompt["name"], {})
+
+
+async def request_state(client: Client, context: dict[str, Any]) -> None:
+    """``sep-2322-client-request-state``: input-required rounds, answered by the handlers."""
+    await client.list_tools()
+    for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state"):
+        result = await client.call_tool(name, {})
+        log.info("%s: %s", name, text_of(result))
+    await client.call_tool("test_mrtr_no_result_type", {})
+
+
 async def list_and_call_first(client: Client, context: dict[str, Any]) -> None:
     """Any other scenario (the auth ones, for example): connect, list, call the first tool."""
     tools = await client.list_tools()
@@ -111,6 +139,9 @@ SCENARIOS: dict[str, Scenario] = {
     "json-schema-ref-no-deref": list_only,
     "http-custom-headers": custom_headers,
     "http-invalid-tool-headers": valid_tool_only,
+    "request-metadata": request_metadata,
+    "http-standard-headers": standard_headers,
+    "sep-2322-client-request-state": request_state,
 }
 
 
@@ -129,9 +160,14 @@ async def sample(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def wire_revision() -> str:
-    """Ask for the revision the mock speaks when it is a handshake revision mcpkit knows."""
+    """Ask for the revision the mock speaks when mcpkit knows it.
+
+    For 2026-07-28 the client probes with ``server/discover`` and falls back to the
+    handshake when the mock turns out to speak only that.
+    """
     wanted = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
-    return wanted if wanted in HANDSHAKE_REVISIONS else LATEST_HANDSHAKE
+    known = HANDSHAKE_REVISIONS + STATELESS_VERSIONS
+    return wanted if wanted in known else LATEST_HANDSHAKE
 
 
 async def run(scenario: str, url: str, context: dict[str, Any]) -> None:
@@ -141,6 +177,7 @@ async def run(scenario: str, url: str, context: dict[str, Any]) -> None:
         name=f"conformance:{scenario}",
         timeout=TIMEOUT_S,
         protocol_version=wire_revision(),
+        supported_versions=HANDSHAKE_REVISIONS + STATELESS_VERSIONS,
         client_info={"name": "mcpkit-conformance-client", "version": "0.1.0"},
         elicitation_handler=accept_with_defaults,
         sampling_handler=sample,

@@ -176,6 +176,10 @@ class ServerHandlers:
         except Exception as exc:
             log.debug("could not answer %s from %r: %s", method, self.session.name, exc)
 
+    async def fulfil(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer one server request with the registered handler (also MRTR input requests)."""
+        return await self._result(method, params)
+
     async def _result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "ping":
             return {}

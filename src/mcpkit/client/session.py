@@ -24,6 +24,7 @@ from typing import Any, Final
 from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
 from ..protocol import jsonrpc
 from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE, REVISIONS, Revision
+from . import stateless
 from .deadlines import Deadlines
 from .handlers import (
     ElicitationHandler,
@@ -87,7 +88,9 @@ class ClientSession:
                 f"protocol_version {protocol_version!r} is not among the supported versions "
                 f"{supported_versions}"
             )
-        unknown = [v for v in supported_versions if v not in REVISIONS]
+        unknown = [
+            v for v in supported_versions if v not in REVISIONS and not stateless.is_stateless(v)
+        ]
         if unknown:
             raise ValueError(f"unknown protocol versions {unknown}; known: {sorted(REVISIONS)}")
         self.transport = transport
@@ -100,6 +103,9 @@ class ClientSession:
         self.server_capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self.revision: Revision | None = None
+        # The stateless revision in use (2026-07-28): every request carries it in `_meta`.
+        self.stateless_version: str | None = None
+        self.log_level: str | None = None  # the stateless era's per-request log level
         self._label = name
         self._trace = trace
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
@@ -137,7 +143,9 @@ class ClientSession:
 
     @property
     def protocol_version(self) -> str | None:
-        """The negotiated revision's name (None before the handshake)."""
+        """The negotiated revision's name (None before the handshake or the probe)."""
+        if self.stateless_version is not None:
+            return self.stateless_version
         return self.revision.name if self.revision is not None else None
 
     @property
@@ -180,10 +188,36 @@ class ClientSession:
             await self.transport.start(self)
 
     async def initialize(self, *, timeout: float | None = None) -> dict[str, Any]:
-        """The handshake (2025-11-25 basic/lifecycle § initialization); returns the result.
+        """Agree on a revision; returns the ``initialize`` or ``server/discover`` result.
 
-        ``timeout`` (default: the session's) includes a stdio server's start-up.
+        When the requested version is a stateless one (2026-07-28) the server is probed
+        with ``server/discover`` and a legacy server gets the handshake instead
+        (:func:`mcpkit.client.stateless.discover`). ``timeout`` (default: the session's)
+        includes a stdio server's start-up.
         """
+        if stateless.is_stateless(self.requested_version):
+            result = await stateless.discover(self, timeout)
+            if result is not None:
+                self._discovered(result)
+                return result
+        return await self._handshake(timeout)
+
+    def _discovered(self, result: dict[str, Any]) -> None:
+        self.initialize_result = result
+        self.revision = REVISIONS.get(self.stateless_version or "")
+        meta = result.get("_meta")
+        info = meta.get(stateless.SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        if not isinstance(info, dict):  # some servers put it at the top level
+            info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        caps = result.get("capabilities")
+        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self._generation += 1
+
+    async def _handshake(self, timeout: float | None) -> dict[str, Any]:
+        """The handshake (2025-11-25 basic/lifecycle § initialization)."""
         params = {
             "protocolVersion": self.requested_version,
             "capabilities": self._capabilities,
@@ -254,6 +288,14 @@ class ClientSession:
             async with self._reinit_lock:  # a new session is being made: wait for it
                 pass
         rid = next(self._ids)
+        if self.stateless_version is not None:
+            params = stateless.envelope(
+                params,
+                version=self.stateless_version,
+                capabilities=stateless.capabilities(self._capabilities),
+                client_info=self.client_info,
+                log_level=self.log_level,
+            )
         if progress is not None:
             # utilities/progress: the token rides in the request's `_meta`; the id is unique.
             params = dict(params) if params else {}
@@ -422,7 +464,9 @@ class ClientSession:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        return await self.request("tools/call", params, timeout=timeout, progress=progress)
+        return await stateless.with_input(
+            self, "tools/call", params, timeout=timeout, progress=progress
+        )
 
     # -- resources ----------------------------------------------------------------------------
     async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
@@ -437,8 +481,8 @@ class ClientSession:
         self, uri: str, *, timeout: float | None = None, progress: ProgressCallback | None = None
     ) -> dict[str, Any]:
         """``resources/read``; returns the result dict (its ``contents`` list)."""
-        return await self.request(
-            "resources/read", {"uri": uri}, timeout=timeout, progress=progress
+        return await stateless.with_input(
+            self, "resources/read", {"uri": uri}, timeout=timeout, progress=progress
         )
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
@@ -470,7 +514,9 @@ class ClientSession:
             params["arguments"] = dict(arguments)
         if version is not None:
             params["version"] = version
-        return await self.request("prompts/get", params, timeout=timeout, progress=progress)
+        return await stateless.with_input(
+            self, "prompts/get", params, timeout=timeout, progress=progress
+        )
 
     # -- utilities ----------------------------------------------------------------------------
     async def complete(
@@ -495,16 +541,30 @@ class ClientSession:
         return completion if isinstance(completion, dict) else {"values": []}
 
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
-        """``logging/setLevel``: the least severe level the server should send."""
+        """The least severe log level the server should send.
+
+        Handshake era: ``logging/setLevel``. Stateless era: the level rides in every
+        later request's ``_meta`` (``logging/setLevel`` is gone in 2026-07-28).
+        """
+        if self.stateless_version is not None:
+            self.log_level = level
+            return
         await self.request("logging/setLevel", {"level": level}, timeout=timeout)
 
     async def ping(self, *, timeout: float | None = None) -> None:
-        await self.request("ping", timeout=timeout)
+        """``ping``; in the stateless era (no ``ping``) a ``server/discover`` round trip."""
+        method = "server/discover" if self.stateless_version is not None else "ping"
+        await self.request(method, timeout=timeout)
 
     async def set_roots(self, roots: RootsSpec) -> None:
         """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
         self.handlers.roots = roots
-        if self.initialize_result is not None and self._closed is None:
+        # 2026-07-28 removed the notification: roots are asked for per request (MRTR).
+        if (
+            self.initialize_result is not None
+            and self._closed is None
+            and self.stateless_version is None
+        ):
             await self.notify("notifications/roots/list_changed")
 
     async def _list_all(self, method: str, key: str, timeout: float | None) -> list[dict[str, Any]]:

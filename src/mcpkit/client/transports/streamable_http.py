@@ -13,6 +13,11 @@
   ``MCP-Protocol-Version`` go on every later request; a 404 for the session
   raises :class:`~mcpkit.client.transports.base.SessionExpired` so the session
   re-initializes (session management, item 4). Closing sends DELETE.
+* Stateless (2026-07-28) requests carry no session id; their headers come from the
+  body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` from
+  the tools' ``x-mcp-header`` annotations, see :mod:`mcpkit.client.stateless`), and
+  tools whose annotations are malformed are dropped from ``tools/list`` answers
+  (transports/streamable-http § custom headers: the client MUST exclude them).
 
 httpx is an optional dependency: this module is imported only when a client
 connects to a URL.
@@ -30,6 +35,7 @@ import httpx
 import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from .. import stateless
 from .base import Inbound, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder
 from .http_responses import content_type, http_error, unreachable
@@ -79,6 +85,9 @@ class StreamableHTTPTransport:
         self._requests: dict[Any, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
+        # Stateless era: Mcp-Param-* header paths per tool, learned from tools/list answers.
+        self.tool_headers: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        self._tool_lists: set[Any] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, inbound: Inbound) -> None:
@@ -135,6 +144,8 @@ class StreamableHTTPTransport:
             if method == "initialize":
                 self._init_id = rid
                 self.protocol_version = None  # the header is for requests after initialize
+            elif method == "tools/list" and stateless.http_headers(message, {}):
+                self._tool_lists.add(rid)
             task = asyncio.get_running_loop().create_task(self._request(rid, message))
             self._requests[rid] = task
             task.add_done_callback(lambda _t: self._requests.pop(rid, None))
@@ -157,7 +168,13 @@ class StreamableHTTPTransport:
             resp = await client.post(
                 self.url,
                 content=orjson.dumps(message),
-                headers=self._headers({"accept": _POST_ACCEPT, "content-type": _JSON}),
+                headers=self._headers(
+                    {
+                        "accept": _POST_ACCEPT,
+                        "content-type": _JSON,
+                        **stateless.http_headers(message, self.tool_headers),
+                    }
+                ),
             )
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
@@ -188,7 +205,13 @@ class StreamableHTTPTransport:
     async def _post_request(self, rid: Any, message: dict[str, Any]) -> None:
         client = self._http()
         sent_session = self.session_id
-        headers = self._headers({"accept": _POST_ACCEPT, "content-type": _JSON})
+        headers = self._headers(
+            {
+                "accept": _POST_ACCEPT,
+                "content-type": _JSON,
+                **stateless.http_headers(message, self.tool_headers),
+            }
+        )
         async with client.stream(
             "POST", self.url, content=orjson.dumps(message), headers=headers
         ) as resp:
@@ -230,6 +253,9 @@ class StreamableHTTPTransport:
             version = result.get("protocolVersion") if type(result) is dict else None
             if isinstance(version, str):
                 self.protocol_version = version
+        elif self._tool_lists and type(message) is dict and message.get("id") in self._tool_lists:
+            self._tool_lists.discard(message["id"])
+            self._check_tools(message.get("result"))
         if self._inbound is not None:
             self._inbound.message_received(message)
 
@@ -305,6 +331,25 @@ class StreamableHTTPTransport:
         if decoder.retry is not None:  # "The client MUST respect the retry field"
             return decoder.retry / 1000
         return float(min(self.reconnect_delay * 2**failures, 30.0))
+
+    def _check_tools(self, result: Any) -> None:
+        """Learn the tools' header annotations; drop the tools whose annotations are invalid."""
+        tools = result.get("tools") if type(result) is dict else None
+        if type(tools) is not list:
+            return
+        kept = []
+        for tool in tools:
+            if type(tool) is not dict:
+                continue
+            found = stateless.header_params(tool)
+            name = tool.get("name")
+            if isinstance(found, str):
+                log.warning("%s: ignoring tool %r: %s", self.label, name, found)
+                continue
+            if isinstance(name, str):
+                self.tool_headers[name] = found
+            kept.append(tool)
+        result["tools"] = kept
 
     # -- the standalone GET stream ------------------------------------------------------------
     def _listen(self) -> None:

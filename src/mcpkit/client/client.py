@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, ConnectionClosed
-from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
+from ..protocol.versions import LATEST_HANDSHAKE
+from . import stateless
 from .handlers import (
     ElicitationHandler,
     ListChangedCallback,
@@ -83,7 +84,7 @@ class Client:
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float | None = None,
         protocol_version: str = LATEST_HANDSHAKE,
-        supported_versions: tuple[str, ...] = HANDSHAKE_REVISIONS,
+        supported_versions: tuple[str, ...] = stateless.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         sampling_handler: SamplingHandler | None = None,

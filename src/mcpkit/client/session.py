@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
 from ..protocol import jsonrpc
-from ..protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE, REVISIONS, Revision
+from ..protocol.versions import LATEST_HANDSHAKE, REVISIONS, Revision
 from . import stateless
 from .deadlines import Deadlines
 from .handlers import (
@@ -70,7 +70,7 @@ class ClientSession:
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         protocol_version: str = LATEST_HANDSHAKE,
-        supported_versions: tuple[str, ...] = HANDSHAKE_REVISIONS,
+        supported_versions: tuple[str, ...] = stateless.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         sampling_handler: SamplingHandler | None = None,
@@ -225,7 +225,8 @@ class ClientSession:
         }
         result = await self.request("initialize", params, timeout=timeout, _retry=False)
         version = result.get("protocolVersion")
-        if version not in self.supported_versions:
+        # A stateless revision cannot be negotiated by a handshake (it has none).
+        if version not in self.supported_versions or stateless.is_stateless(version):
             # Lifecycle § version negotiation: a client that does not support the
             # server's version SHOULD disconnect.
             exc = MCPError(

@@ -36,12 +36,14 @@ from ..errors import (
     PeerTimeout,
     RemoteError,
 )
+from ..protocol.versions import HANDSHAKE_REVISIONS
 
 if TYPE_CHECKING:
     from .handlers import ProgressCallback
     from .session import ClientSession
 
 __all__ = [
+    "ALL_VERSIONS",
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
     "LOG_LEVEL_KEY",
@@ -61,6 +63,8 @@ log = logging.getLogger("mcpkit.client")
 
 # The revisions that replace the handshake by a per-request envelope, newest first.
 STATELESS_VERSIONS: Final = ("2026-07-28",)
+# Every revision the client can speak (a dual-era client, versioning § terminology).
+ALL_VERSIONS: Final = (*HANDSHAKE_REVISIONS, *STATELESS_VERSIONS)
 PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"

@@ -17,6 +17,7 @@ __all__ = [
     "ClientSession",
     "ClientTransport",
     "MCPClient",
+    "ResultCache",
     "ServerConfig",
     "Tool",
     "load_config",
@@ -28,6 +29,7 @@ _EXPORTS = {
     "ClientSession": "mcpkit.client.session",
     "ClientTransport": "mcpkit.client.transports.base",
     "MCPClient": "mcpkit.client.mcp_client",
+    "ResultCache": "mcpkit.client.cache",
     "ServerConfig": "mcpkit.client.config",
     "Tool": "mcpkit.client.tools",
     "load_config": "mcpkit.client.config",
@@ -45,6 +47,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from .blocking import Blocking
+    from .cache import ResultCache
     from .client import Client
     from .config import ServerConfig, load_config
     from .mcp_client import MCPClient

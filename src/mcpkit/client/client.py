@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigurationError, ConnectionClosed
 from ..protocol.versions import LATEST_HANDSHAKE
 from . import stateless
+from .cache import ResultCache
 from .handlers import (
     ElicitationHandler,
     ListChangedCallback,
@@ -65,6 +66,10 @@ class Client:
     docstring; ``"streamable-http"``; ``"sse"``). ``timeout`` bounds every wait
     (seconds; each call can override it); ``connect_timeout`` bounds starting
     and initializing instead, when a server is slower to start than to answer.
+    ``protocol_version="2026-07-28"`` asks for the stateless revision (a legacy
+    server gets the handshake instead); ``cache`` keeps cacheable results for
+    their ``ttlMs`` (a :class:`~mcpkit.client.cache.ResultCache` to share one,
+    ``False`` for none).
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class Client:
         on_resource_updated: ResourceUpdatedCallback | None = None,
         on_list_changed: ListChangedCallback | None = None,
         trace: Trace | None = None,
+        cache: ResultCache | bool = True,
     ) -> None:
         chosen = [
             k
@@ -152,6 +158,7 @@ class Client:
             "on_resource_updated": on_resource_updated,
             "on_list_changed": on_list_changed,
             "trace": trace,
+            "cache": cache,
         }
         self._connect_timeout = connect_timeout
         self._session: ClientSession | None = None

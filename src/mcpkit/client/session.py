@@ -25,6 +25,7 @@ from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, Re
 from ..protocol import jsonrpc
 from ..protocol.versions import LATEST_HANDSHAKE, REVISIONS, Revision
 from . import stateless
+from .cache import ResultCache, credential_of
 from .deadlines import Deadlines
 from .handlers import (
     ElicitationHandler,
@@ -82,6 +83,7 @@ class ClientSession:
         on_resource_updated: ResourceUpdatedCallback | None = None,
         on_list_changed: ListChangedCallback | None = None,
         trace: Trace | None = None,
+        cache: ResultCache | bool = True,
     ) -> None:
         if protocol_version not in supported_versions:
             raise ValueError(
@@ -125,6 +127,19 @@ class ClientSession:
             on_resource_updated=on_resource_updated,
             on_list_changed=on_list_changed,
         )
+        # Cacheable results (2026-07-28 caching): a cache of our own unless one is shared.
+        if isinstance(cache, ResultCache):
+            self.cache: ResultCache | None = cache
+        else:
+            self.cache = ResultCache() if cache else None
+        origin = getattr(transport, "url", None)
+        self._origin = origin if isinstance(origin, str) else f"session-{id(self):x}"
+        if self.cache is not None:
+            results = self.cache
+            self.handlers.list_changed.append(lambda kind: results.list_changed(self._origin, kind))
+            self.handlers.resource_updated.append(
+                lambda uri: results.resource_updated(self._origin, uri)
+            )
         self._capabilities = self.handlers.capabilities(elicitation_modes)
         if capabilities:
             self._capabilities.update(capabilities)
@@ -482,8 +497,12 @@ class ClientSession:
         self, uri: str, *, timeout: float | None = None, progress: ProgressCallback | None = None
     ) -> dict[str, Any]:
         """``resources/read``; returns the result dict (its ``contents`` list)."""
+        params = {"uri": uri}
+        first = await self._fetch("resources/read", params, timeout, progress)
+        if first.get("resultType") != "input_required":
+            return first
         return await stateless.with_input(
-            self, "resources/read", {"uri": uri}, timeout=timeout, progress=progress
+            self, "resources/read", params, timeout=timeout, progress=progress, first=first
         )
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
@@ -568,12 +587,31 @@ class ClientSession:
         ):
             await self.notify("notifications/roots/list_changed")
 
+    async def _fetch(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``request``, served from the cache while a cacheable answer is fresh."""
+        cache = self.cache
+        if cache is None:
+            return await self.request(method, params, timeout=timeout, progress=progress)
+        credential = credential_of(self.transport)
+        hit = cache.get(self._origin, method, params, credential)
+        if hit is not None:
+            return dict(hit)
+        result = await self.request(method, params, timeout=timeout, progress=progress)
+        cache.put(self._origin, method, params, credential, result)
+        return result
+
     async def _list_all(self, method: str, key: str, timeout: float | None) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         params: dict[str, Any] | None = None
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
-            result = await self.request(method, params, timeout=timeout)
+            result = await self._fetch(method, params, timeout)
             page = result.get(key)
             if isinstance(page, list):
                 items.extend(page)

@@ -349,6 +349,7 @@ async def with_input(
     *,
     timeout: float | None,
     progress: ProgressCallback | None,
+    first: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``method`` until it completes, answering each ``input_required`` result.
 
@@ -360,7 +361,10 @@ async def with_input(
     """
     current = params
     for _ in range(MAX_INPUT_ROUNDS):
-        result = await session.request(method, current, timeout=timeout, progress=progress)
+        if first is not None:
+            result, first = first, None
+        else:
+            result = await session.request(method, current, timeout=timeout, progress=progress)
         if result.get("resultType") != "input_required":
             return result
         current = {k: v for k, v in params.items() if k not in _MRTR_PARAMS}

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpkit.client import Client
+from mcpkit.client import Client, MCPClient
+from mcpkit.client.config import parse_servers
+from mcpkit.errors import ConfigurationError
 
 LEGACY = """
 import json, sys
@@ -68,3 +70,22 @@ async def test_legacy_stdio_server_gets_the_handshake(tmp_path: Path, mode: str)
     )
     if mode == "error":
         assert time.monotonic() - started < 5  # no waiting out the probe's timeout
+
+
+async def test_server_definitions_choose_the_revision(tmp_path: Path) -> None:
+    """``protocol_version`` in an MCPClient definition reaches the connection (and is checked)."""
+    script = tmp_path / "legacy.py"
+    script.write_text(LEGACY)
+    seen: list[str] = []
+    definition = {
+        "command": sys.executable,
+        "args": [str(script), "error"],
+        "protocol_version": "2026-07-28",
+        "trace": lambda direction, msg: seen.append(msg.get("method", "")),
+    }
+    async with MCPClient(servers={"old": definition}) as mcp:
+        assert list(await mcp.get_tools()) == ["old_t"]
+        assert mcp.client("old").protocol_version == "2025-11-25"
+    assert seen[0] == "server/discover" and "initialize" in seen
+    with pytest.raises(ConfigurationError, match="'protocol_version' must be one of"):
+        parse_servers({"x": {"command": "x", "protocol_version": "2030-01-01"}})

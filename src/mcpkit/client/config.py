@@ -11,7 +11,8 @@ plus ``timeout`` (seconds, for every call), ``connect_timeout`` (for
 starting; default ``timeout``), ``capabilities``, ``server_logs`` (the seeds'
 ``enableServerLogs``), ``log_handler`` (the seeds' ``logger``),
 ``http_transport``, handlers (``sampling_handler``,
-``elicitation_handler``, ``roots``) and ``trace`` (``trace(direction,
+``elicitation_handler``, ``roots``), ``protocol_version`` (``"2026-07-28"``
+for the stateless revision, see docs/client.md) and ``trace`` (``trace(direction,
 message)`` sees every message, for debugging and tests). Unknown keys are an error, so a typo
 does not silently drop an option.
 
@@ -37,6 +38,7 @@ from ..errors import ConfigurationError
 from .client import HTTPTransportChoice
 from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
 from .session import Trace
+from .stateless import ALL_VERSIONS
 
 if TYPE_CHECKING:
     import httpx
@@ -67,6 +69,7 @@ _FIELDS: Final = frozenset(
         "elicitation_handler",
         "roots",
         "trace",
+        "protocol_version",
     }
 )
 # `type` (VS Code, Cursor, Cline) / `transport` → http_transport, or stdio.
@@ -102,6 +105,7 @@ class ServerConfig:
     elicitation_handler: ElicitationHandler | None = None
     roots: RootsSpec | None = field(default=None)
     trace: Trace | None = None
+    protocol_version: str | None = None  # None: the Client's default
 
     @property
     def kind(self) -> str:
@@ -285,6 +289,12 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
         raise ConfigurationError(f"server {name!r}: 'headers' and 'http_client' need 'url'")
     if not isinstance(options.get("server_logs", True), bool):
         raise bad("server_logs", "true or false")
+    version = options.get("protocol_version")
+    if version is not None and version not in ALL_VERSIONS:
+        raise ConfigurationError(
+            f"server {name!r}: 'protocol_version' must be one of {', '.join(ALL_VERSIONS)}, "
+            f"not {version!r}"
+        )
     caps = options.get("capabilities")
     if caps is not None and not isinstance(caps, Mapping):
         raise bad("capabilities", "a dict")

@@ -6,6 +6,7 @@ what the spec pages describe, so each test pins one client obligation on the wir
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from mcpkit.client.stateless import (
     envelope,
     header_params,
 )
-from mcpkit.errors import MCPError
+from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS
 from tests.client.http_servers import serve
 
@@ -57,6 +58,9 @@ class Peer:
             msg = orjson.loads(body)
             self.seen.append((msg, headers))
             status, answer = self.handler(msg, headers)
+            if status == 0:  # a slow answer: the client gives up first
+                await asyncio.sleep(1.0)
+                status = 200
         payload = b"" if answer is None else orjson.dumps(answer)
         await send(
             {
@@ -162,6 +166,12 @@ def modern(reject_first: bool = False) -> Handler:
                 [r["uri"] for r in responses["roots"]["roots"]]
             )
             return ok(msg, {"content": [{"type": "text", "text": text}]})
+        if method == "tools/call" and params["name"] == "query":
+            region = params.get("arguments", {}).get("region")
+            if region is not None and headers.get("mcp-param-region") != region:
+                return error(msg, 400, -32020)
+        if method == "tools/call" and params["name"] == "slow":
+            return 0, ok(msg, {"content": []})[1]
         if method == "tools/call" and params["name"] == "nag":
             return ok(msg, {"resultType": "input_required", "requestState": "again"})
         if method == "tools/call":
@@ -375,3 +385,29 @@ async def test_input_request_without_a_handler_names_the_missing_handler() -> No
     ):
         with pytest.raises(MCPError, match="no handler"):
             await client.call_tool("ask", {})
+
+
+async def test_header_mismatch_lists_the_tools_and_retries_once() -> None:
+    peer = Peer(modern())
+    async with (
+        serve(peer) as url,
+        Client(url=url, protocol_version=MODERN, supported_versions=VERSIONS) as client,
+    ):
+        result = await client.call_tool("query", {"region": "eu"})  # not listed yet
+        assert result["content"][0]["text"] == "done"
+    assert peer.methods() == ["server/discover", "tools/call", "tools/list", "tools/call"]
+    assert "mcp-param-region" not in peer.seen[1][1]
+    assert peer.seen[3][1]["mcp-param-region"] == "eu"
+
+
+async def test_a_timed_out_stateless_call_closes_its_stream_without_a_notification() -> None:
+    peer = Peer(modern())
+    async with (
+        serve(peer) as url,
+        Client(url=url, protocol_version=MODERN, supported_versions=VERSIONS) as client,
+    ):
+        with pytest.raises(PeerTimeout):
+            await client.call_tool("slow", {}, timeout=0.2)
+        await asyncio.sleep(0.3)
+        await client.call_tool("query", {})  # the connection still serves calls
+    assert "notifications/cancelled" not in peer.methods()

@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final
 
-from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
+from ..errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    ConnectionClosed,
+    MCPError,
+    PeerTimeout,
+    RemoteError,
+)
 from ..protocol import jsonrpc
 from ..protocol.versions import LATEST_HANDSHAKE, REVISIONS, Revision
 from . import stateless
@@ -480,6 +487,18 @@ class ClientSession:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
+        try:
+            return await stateless.with_input(
+                self, "tools/call", params, timeout=timeout, progress=progress
+            )
+        except RemoteError as exc:
+            if exc.code != HEADER_MISMATCH or self.stateless_version is None:
+                raise
+        # Streamable HTTP § custom headers: the Mcp-Param-* headers did not match the
+        # tool's x-mcp-header annotations (not listed yet, or changed): list, then retry once.
+        if self.cache is not None:
+            self.cache.invalidate(self._origin, ("tools/list",))
+        await self.list_tools(timeout=timeout)
         return await stateless.with_input(
             self, "tools/call", params, timeout=timeout, progress=progress
         )

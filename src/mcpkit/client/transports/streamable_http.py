@@ -88,6 +88,7 @@ class StreamableHTTPTransport:
         # Stateless era: Mcp-Param-* header paths per tool, learned from tools/list answers.
         self.tool_headers: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         self._tool_lists: set[Any] = set()
+        self._stateless: set[Any] = set()  # ids of requests sent in the stateless era
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, inbound: Inbound) -> None:
@@ -144,12 +145,23 @@ class StreamableHTTPTransport:
             if method == "initialize":
                 self._init_id = rid
                 self.protocol_version = None  # the header is for requests after initialize
-            elif method == "tools/list" and stateless.http_headers(message, {}):
-                self._tool_lists.add(rid)
+            elif stateless.http_headers(message, {}):
+                self._stateless.add(rid)
+                if method == "tools/list":
+                    self._tool_lists.add(rid)
             task = asyncio.get_running_loop().create_task(self._request(rid, message))
             self._requests[rid] = task
-            task.add_done_callback(lambda _t: self._requests.pop(rid, None))
+            task.add_done_callback(lambda _t: self._forget(rid))
             return
+        if method == "notifications/cancelled":
+            rid = (message.get("params") or {}).get("requestId")
+            if rid in self._stateless:
+                # 2026-07-28 streamable-http § cancellation: closing the response stream
+                # is the cancellation; no notification is POSTed.
+                pending = self._requests.pop(rid, None)
+                if pending is not None:
+                    pending.cancel()
+                return
         await self._post_message(message)
         if method == "notifications/initialized":
             self._listen()
@@ -197,6 +209,11 @@ class StreamableHTTPTransport:
         except Exception as exc:  # a malformed body, say: still fail the one call clearly
             log.debug("request %r to %s failed", rid, self.label, exc_info=True)
             self._fail(rid, ConnectionClosed(f"{self.label}: {type(exc).__name__}: {exc}"))
+
+    def _forget(self, rid: Any) -> None:
+        self._requests.pop(rid, None)
+        self._stateless.discard(rid)
+        self._tool_lists.discard(rid)
 
     def _fail(self, rid: Any, exc: BaseException) -> None:
         if self._inbound is not None:

@@ -61,12 +61,17 @@ class Peer:
             if status == 0:  # a slow answer: the client gives up first
                 await asyncio.sleep(1.0)
                 status = 200
-        payload = b"" if answer is None else orjson.dumps(answer)
+        kind = b"application/json"
+        if isinstance(answer, list):  # an SSE stream: the messages, the last one the answer
+            kind = b"text/event-stream"
+            payload = b"".join(b"data: " + orjson.dumps(m) + b"\n\n" for m in answer)
+        else:
+            payload = b"" if answer is None else orjson.dumps(answer)
         await send(
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(b"content-type", b"application/json")] if payload else [],
+                "headers": [(b"content-type", kind)] if payload else [],
             }
         )
         await send({"type": "http.response.body", "body": payload})
@@ -114,7 +119,7 @@ TOOLS = [
 ]
 
 
-def modern(reject_first: bool = False) -> Handler:
+def modern(reject_first: bool = False, changes: bool = False) -> Handler:
     state = {"rejected": not reject_first}
 
     def handle(msg: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
@@ -130,7 +135,10 @@ def modern(reject_first: bool = False) -> Handler:
                 msg,
                 {
                     "supportedVersions": [MODERN],
-                    "capabilities": {"tools": {}},
+                    "capabilities": {
+                        "tools": {"listChanged": changes},
+                        "resources": {"subscribe": changes},
+                    },
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "m", "version": "1"}},
                     "ttlMs": 0,
                     "cacheScope": "public",
@@ -172,6 +180,30 @@ def modern(reject_first: bool = False) -> Handler:
                 return error(msg, 400, -32020)
         if method == "tools/call" and params["name"] == "slow":
             return 0, ok(msg, {"content": []})[1]
+        if method == "subscriptions/listen":
+            tag = {"io.modelcontextprotocol/subscriptionId": msg["id"]}
+            wanted = params["notifications"]
+            events: list[dict[str, Any]] = [
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {"_meta": tag, "notifications": wanted},
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/tools/list_changed",
+                    "params": {"_meta": tag},
+                },
+            ]
+            for uri in wanted.get("resourceSubscriptions", []):
+                events.append(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/resources/updated",
+                        "params": {"_meta": tag, "uri": uri},
+                    }
+                )
+            return 200, [*events, ok(msg, {})[1]]  # a graceful end after the events
         if method == "tools/call" and params["name"] == "nag":
             return ok(msg, {"resultType": "input_required", "requestState": "again"})
         if method == "tools/call":
@@ -411,3 +443,36 @@ async def test_a_timed_out_stateless_call_closes_its_stream_without_a_notificati
         await asyncio.sleep(0.3)
         await client.call_tool("query", {})  # the connection still serves calls
     assert "notifications/cancelled" not in peer.methods()
+
+
+async def test_change_notifications_come_from_subscriptions_listen() -> None:
+    peer = Peer(modern(changes=True))
+    changed: list[str] = []
+    updated: list[str] = []
+    async with (
+        serve(peer) as url,
+        Client(
+            url=url,
+            protocol_version=MODERN,
+            on_list_changed=changed.append,
+            on_resource_updated=updated.append,
+        ) as client,
+    ):
+        await client.subscribe_resource("file:///a")
+        async with asyncio.timeout(5):
+            while "file:///a" not in updated:
+                await asyncio.sleep(0.01)
+        assert client.session.listener.acknowledged == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["file:///a"],
+        }
+        await client.unsubscribe_resource("file:///a")
+        async with asyncio.timeout(5):
+            while peer.seen[-1][0]["params"].get("notifications") != {"toolsListChanged": True}:
+                await asyncio.sleep(0.01)
+    listens = [
+        m["params"]["notifications"] for m, _ in peer.seen if m["method"] == "subscriptions/listen"
+    ]
+    assert listens[-1] == {"toolsListChanged": True}  # unsubscribing narrowed the filter
+    assert "tools" in changed
+    assert "resources/subscribe" not in peer.methods()

@@ -44,6 +44,7 @@ from .handlers import (
     SamplingHandler,
     ServerHandlers,
 )
+from .subscriptions import Listener
 from .transports.base import ClientTransport, SessionExpired
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientSession", "Trace"]
@@ -147,6 +148,7 @@ class ClientSession:
             self.handlers.resource_updated.append(
                 lambda uri: results.resource_updated(self._origin, uri)
             )
+        self.listener = Listener(self)  # the stateless era's subscriptions/listen
         self._capabilities = self.handlers.capabilities(elicitation_modes)
         if capabilities:
             self._capabilities.update(capabilities)
@@ -221,6 +223,7 @@ class ClientSession:
             result = await stateless.discover(self, timeout)
             if result is not None:
                 self._discovered(result)
+                self.listener.restart()
                 return result
         return await self._handshake(timeout)
 
@@ -525,9 +528,18 @@ class ClientSession:
         )
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """``resources/subscribe``; in the stateless era, a new ``subscriptions/listen`` filter."""
+        if self.stateless_version is not None:
+            self.listener.uris.add(uri)
+            self.listener.restart()
+            return
         await self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
 
     async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        if self.stateless_version is not None:
+            self.listener.uris.discard(uri)
+            self.listener.restart()
+            return
         await self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # -- prompts ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ __all__ = [
     "HANDSHAKE_REVISIONS",
     "LATEST_HANDSHAKE",
     "REVISIONS",
+    "STATELESS_REVISIONS",
     "Revision",
     "negotiate",
 ]
@@ -73,11 +74,33 @@ REVISIONS: Final[dict[str, Revision]] = {
         _handshake("2025-03-26", 1),
         _handshake("2025-06-18", 2),
         _handshake("2025-11-25", 3),
+        # Stateless (changelog 2026-07-28): no handshake, no batches, no resumable streams
+        # (SEP-1699 polling is gone with Last-Event-ID); resource not found is -32602.
+        Revision(
+            name="2026-07-28",
+            era="stateless",
+            batching=False,
+            completions=True,
+            tool_annotations=True,
+            audio=True,
+            progress_messages=True,
+            structured_output=True,
+            elicitation=True,
+            titles=True,
+            meta_fields=True,
+            resource_links=True,
+            icons=True,
+            rich_elicitation=True,
+            protocol_header=True,
+            sse_polling=False,
+            resource_not_found_code=-32602,
+        ),
     )
 }
 
 HANDSHAKE_REVISIONS: Final = tuple(n for n, r in REVISIONS.items() if r.era == "handshake")
 LATEST_HANDSHAKE: Final = HANDSHAKE_REVISIONS[-1]
+STATELESS_REVISIONS: Final = tuple(n for n, r in REVISIONS.items() if r.era == "stateless")
 # What a Streamable HTTP server assumes when the header is absent (2025-06-18 transports §
 # "Protocol Version Header": assume 2025-03-26).
 DEFAULT_HTTP_REVISION: Final = "2025-03-26"

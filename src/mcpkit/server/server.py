@@ -8,7 +8,7 @@ import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
 from ..protocol.versions import Revision
@@ -20,6 +20,7 @@ from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager
 from .session import Handler, Request, ServerSession
+from .stateless import discover, listen
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 if TYPE_CHECKING:
@@ -142,10 +143,16 @@ class MCPServer:
         page_size: int | None = None,
         request_timeout: float = 60.0,
         default_log_level: str = "info",
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
             raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
+        if cache_ttl_ms < 0 or cache_scope not in ("public", "private"):
+            raise ConfigurationError(
+                "cache_ttl_ms must be >= 0 and cache_scope 'public' or 'private'"
+            )
         if page_size is not None and page_size < 1:
             raise ConfigurationError("page_size must be a positive integer or None")
         self.name = name
@@ -158,6 +165,10 @@ class MCPServer:
         self.page_size = page_size
         self.request_timeout = request_timeout
         self.default_log_level = default_log_level
+        # Caching hints on 2026-07-28 list and read results (SEP-2549). The defaults
+        # promise nothing: stale at once, and never shared across credentials.
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope: Literal["public", "private"] = cache_scope
         self.debug = debug
         self.tools = ToolManager(self)
         self.resources = ResourceManager(self)
@@ -736,4 +747,7 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         "prompts/list": prompts_list,
         "prompts/get": prompts_get,
         "completion/complete": complete,
+        # 2026-07-28 only (the handlers refuse other revisions).
+        "server/discover": discover,
+        "subscriptions/listen": listen,
     }

@@ -31,8 +31,10 @@ from ..errors import (
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
-from ..protocol.versions import REVISIONS, Revision, negotiate
+from ..protocol.stateless import is_stateless_request
+from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS, CancelSignal
+from .stateless import serve_stateless
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -194,6 +196,18 @@ class ServerSession:
 
     async def handle_request(
         self, msg: dict[str, Any], send: Send, *, auth_info: Any = None
+    ) -> dict[str, Any] | None:
+        if self.revision.era == "stateless":
+            return await serve_stateless(self, msg, send, auth_info, self._serve_request)
+        if self.state is State.NEW and not self.stateless and is_stateless_request(msg):
+            # A 2026-07-28 request on a connection that has not initialized (stdio's
+            # server/discover probe): the era is decided per request, so serve it alone.
+            single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
+            return await single.handle_request(msg, send, auth_info=auth_info)
+        return await self._serve_request(msg, send, auth_info)
+
+    async def _serve_request(
+        self, msg: dict[str, Any], send: Send, auth_info: Any = None
     ) -> dict[str, Any] | None:
         method: str = msg["method"]
         rid = msg["id"]

@@ -1,4 +1,9 @@
-"""Streamable HTTP transport (2025-03-26 … 2025-11-25): a lean ASGI app.
+"""Streamable HTTP transport (2025-03-26 … 2026-07-28): a lean ASGI app.
+
+A POST of the stateless 2026-07-28 revision (named by its ``MCP-Protocol-Version``
+header or, without one, by its ``_meta`` envelope) is served by
+:mod:`.stateless_http`; everything below describes the handshake era, whose
+clients share the endpoint.
 
 One endpoint (``path``) answers POST (client messages), GET (the session's
 standalone SSE stream, or a resumed stream with ``Last-Event-ID``) and DELETE
@@ -55,7 +60,8 @@ import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
 from ..protocol.jsonrpc import Kind, classify, invalid_request
-from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS
+from ..protocol.stateless import is_stateless_request, unsupported_version
+from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from .asgi import (
     AUTH_SCOPE_KEY,
     JSON_CT,
@@ -80,6 +86,7 @@ from .asgi import (
 from .event_store import EventStore
 from .http_sessions import HTTPSession, RequestStream, SessionTable, open_stream
 from .security import RequestGuard
+from .stateless_http import serve_stateless_post
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -201,6 +208,8 @@ class StreamableHTTPApp:
         self._guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._sessions = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
         self._versions = frozenset(name.encode() for name in REVISIONS)
+        self._stateless_versions = frozenset(name.encode() for name in STATELESS_REVISIONS)
+        self._supported = tuple(reversed(REVISIONS))
         self.retry_field = (
             b"retry: %d\n\n" % retry_interval_ms if retry_interval_ms is not None else b""
         )
@@ -237,19 +246,28 @@ class StreamableHTTPApp:
         try:
             if method == "POST":
                 await self._post(scope, receive, send, headers)
-            elif method == "GET" and not self.stateless:
+            elif method == "GET" and not self._stateless_era(headers):
                 await self._get(receive, send, headers)
-            elif method == "DELETE" and not self.stateless:
+            elif method == "DELETE" and not self._stateless_era(headers):
                 await self._delete(send, headers)
             else:
                 await send_error(
-                    send, 405, INVALID_REQUEST, f"Method not allowed: {method}", [self._allow]
+                    send,
+                    405,
+                    INVALID_REQUEST,
+                    f"Method not allowed: {method}",
+                    [_ALLOW_STATELESS if self._stateless_era(headers) else self._allow],
                 )
         except ClientGone:
             return
         except Exception as exc:  # never kill the server, never leak internals
             log.exception("error serving %s %s", method, scope.get("path"))
             await send_internal_error(send, exc, self.debug)
+
+    def _stateless_era(self, headers: dict[bytes, bytes]) -> bool:
+        """GET and DELETE are 405 without sessions, and for 2026-07-28 clients (its transport
+        page, § earlier Streamable HTTP revisions)."""
+        return self.stateless or headers.get(b"mcp-protocol-version") in self._stateless_versions
 
     # -- POST ------------------------------------------------------------------------------------
     def _response_mode(self, accept: bytes | None) -> int:
@@ -285,9 +303,6 @@ class StreamableHTTPApp:
             )
             return
         version = headers.get(b"mcp-protocol-version")
-        if version is not None and version not in self._versions:
-            await self._bad_version(send, version)
-            return
         length = headers.get(b"content-length")
         if length is not None:
             try:
@@ -309,6 +324,22 @@ class StreamableHTTPApp:
             await send_error(send, 400, PARSE_ERROR, f"Parse error: {exc}")
             return
         auth_info = scope.get(AUTH_SCOPE_KEY)
+        if version is not None and version not in self._versions:
+            # Read after the body so the error can echo the request id (SEP-2575).
+            refusal = unsupported_version(version.decode("latin-1"), self._supported)
+            rid = msg.get("id") if type(msg) is dict else None
+            await send_rejected(send, {"jsonrpc": "2.0", "id": rid, "error": refusal.error()})
+            return
+        # The era is decided per request (2026-07-28 versioning § backward compatibility):
+        # the header names it, or, without a header, the body's _meta envelope does.
+        if version in self._stateless_versions or (
+            version is None
+            and b"mcp-session-id" not in headers
+            and type(msg) is dict
+            and is_stateless_request(msg)
+        ):
+            await serve_stateless_post(self.server, msg, headers, receive, send, auth_info)
+            return
         if self.stateless:
             revision = version.decode() if version is not None else DEFAULT_HTTP_REVISION
             session = self.server.create_session(stateless=True, revision=revision)

@@ -1,0 +1,123 @@
+"""Checking the 2026-07-28 request headers against the body (SEP-2243), without I/O.
+
+On Streamable HTTP a 2026-07-28 POST mirrors body fields into headers so that
+intermediaries can route without parsing JSON (2026-07-28
+basic/transports/streamable-http § request metadata): ``Mcp-Method`` (every
+request), ``Mcp-Name`` (``params.name`` of ``tools/call``/``prompts/get``,
+``params.uri`` of ``resources/read``) and one ``Mcp-Param-{Name}`` per tool
+argument whose schema carries ``"x-mcp-header": "{Name}"``. A server that
+reads the body must reject any disagreement with ``HeaderMismatch``
+(-32020, HTTP 400): a load balancer routing on the header and a server acting
+on the body must never see different requests.
+
+Values: optional whitespace around a value is not part of it (RFC 9110 §5.5).
+``Mcp-Name`` and ``Mcp-Param-*`` values may use the sentinel
+``=?base64?{value}?=`` (strict Base64 of the UTF-8 bytes, padding included);
+anything else is the literal value, which must be visible ASCII plus inner
+spaces. Header *names* arrive lower-cased (ASGI), so their case never matters;
+values are compared case-sensitively.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["NAME_FIELDS", "check_request_headers", "decode_value", "header_params"]
+
+# The body field Mcp-Name mirrors, per method.
+NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+_PREFIX: Final = "=?base64?"
+_SUFFIX: Final = "?="
+_OWS: Final = " \t"
+
+
+def decode_value(raw: bytes) -> str | None:
+    """The value a ``Mcp-Name``/``Mcp-Param-*`` header carries; None if malformed."""
+    try:
+        text = raw.decode("ascii").strip(_OWS)
+    except UnicodeDecodeError:
+        return None
+    if text.startswith(_PREFIX) and text.endswith(_SUFFIX) and len(text) >= 11:
+        try:
+            return base64.b64decode(text[len(_PREFIX) : -len(_SUFFIX)], validate=True).decode(
+                "utf-8"
+            )
+        except (binascii.Error, ValueError):
+            return None
+    if any(not (0x20 <= ord(c) <= 0x7E) for c in text):
+        return None
+    return text
+
+
+def header_params(input_schema: Any) -> dict[str, str]:
+    """Tool argument name → the ``Mcp-Param-{Name}`` it is mirrored into."""
+    props = input_schema.get("properties") if isinstance(input_schema, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    out: dict[str, str] = {}
+    for arg, schema in props.items():
+        if isinstance(schema, dict):
+            name = schema.get("x-mcp-header")
+            if isinstance(name, str) and name:
+                out[arg] = name
+    return out
+
+
+def _same(header: str, body: Any) -> bool:
+    if isinstance(body, bool):
+        return header == ("true" if body else "false")
+    if isinstance(body, int | float):
+        # Numbers compare numerically ("42.0" matches 42), as the transport page advises.
+        try:
+            return float(header) == float(body)
+        except ValueError:
+            return False
+    return isinstance(body, str) and header == body
+
+
+def check_request_headers(
+    msg: dict[str, Any], headers: Mapping[bytes, bytes], params_for_tool: Mapping[str, str]
+) -> str | None:
+    """Why the headers disagree with request ``msg`` (None when they agree).
+
+    ``params_for_tool`` is :func:`header_params` of the called tool's input
+    schema (empty for other methods).
+    """
+    method = msg["method"]
+    raw = headers.get(b"mcp-method")
+    if raw is None:
+        return "the Mcp-Method header is required"
+    if raw.decode("latin-1").strip(_OWS) != method:
+        return f"Mcp-Method header {raw.decode('latin-1')!r} does not match body method {method!r}"
+    params = msg.get("params")
+    params = params if isinstance(params, dict) else {}
+    field = NAME_FIELDS.get(method)
+    if field is not None:
+        raw = headers.get(b"mcp-name")
+        if raw is None:
+            return f"the Mcp-Name header is required for {method}"
+        value = decode_value(raw)
+        if value is None:
+            return "the Mcp-Name header value is malformed"
+        if value != params.get(field):
+            return f"Mcp-Name header {value!r} does not match body {field} {params.get(field)!r}"
+    if params_for_tool:
+        arguments = params.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        for arg, name in params_for_tool.items():
+            body = arguments.get(arg)
+            if body is None:  # absent or null: the client must omit the header
+                continue
+            raw = headers.get(b"mcp-param-" + name.lower().encode("latin-1"))
+            if raw is None:
+                return f"the Mcp-Param-{name} header is required (argument {arg!r} is set)"
+            value = decode_value(raw)
+            if value is None:
+                return f"the Mcp-Param-{name} header value is malformed"
+            if not _same(value, body):
+                return f"Mcp-Param-{name} header {value!r} does not match argument {arg!r}"
+    return None

@@ -1,0 +1,162 @@
+"""Serving one request of the stateless era (2026-07-28) with the same handlers.
+
+A stateless request brings its own envelope (see :mod:`mcpkit.protocol.stateless`);
+the session it runs in lives for that request only. This module wraps the
+ordinary dispatch: it refuses the methods the revision removed, reads the
+envelope into the session (capabilities, client info, the log level the
+request asked for), runs the handler, and completes the result with what the
+revision requires: ``resultType`` on every result, the server's identity in
+``_meta`` and, on list and read results, the caching hints ``ttlMs`` and
+``cacheScope`` (SEP-2549). It also owns the two methods only this era has:
+``server/discover`` and ``subscriptions/listen``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, MethodNotFound
+from ..protocol import jsonrpc
+from ..protocol.stateless import (
+    CACHEABLE_METHODS,
+    REMOVED_METHODS,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    Refusal,
+    read_envelope,
+)
+from ..protocol.versions import REVISIONS
+from .context import LOG_LEVELS
+
+if TYPE_CHECKING:
+    from .session import Request, Send, ServerSession
+
+__all__ = ["discover", "listen", "serve_stateless"]
+
+# Above every level: a request without io.modelcontextprotocol/logLevel gets no
+# notifications/message at all (changelog 2026-07-28 §5).
+_SILENT: Final = max(LOG_LEVELS.values()) + 1
+
+# subscriptions/listen filter key -> the notification it lets through (SubscriptionFilter).
+_FILTERS: Final = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
+Run = Callable[[dict[str, Any], "Send", Any], Awaitable[dict[str, Any] | None]]
+
+
+async def serve_stateless(
+    session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
+) -> dict[str, Any] | None:
+    """Admit ``msg`` by its envelope, ``run`` it, and complete the response for the revision."""
+    rid = msg["id"]
+    method = msg["method"]
+    if method in REMOVED_METHODS:
+        return jsonrpc.error_response(
+            rid, METHOD_NOT_FOUND, f"Method not found: {method} (removed in 2026-07-28)"
+        )
+    envelope = read_envelope(msg.get("params"))
+    if isinstance(envelope, Refusal):
+        return {"jsonrpc": "2.0", "id": rid, "error": envelope.error()}
+    session.revision = envelope.revision
+    session.client_capabilities = envelope.capabilities
+    session.client_info = envelope.client_info
+    session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
+    resp = await run(msg, send, auth_info)
+    if resp is None:
+        return None
+    error = resp.get("error")
+    if error is not None:
+        if error.get("code") == RESOURCE_NOT_FOUND:  # SEP-2164: -32602 from 2026-07-28 on
+            resp["error"] = {**error, "code": session.revision.resource_not_found_code}
+        return resp
+    resp["result"] = complete_result(session, method, resp["result"])
+    return resp
+
+
+def complete_result(session: ServerSession, method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with ``resultType``, ``_meta`` server info and, if cacheable, caching hints."""
+    server = session.server
+    out = dict(result)
+    out.setdefault("resultType", "complete")
+    meta = out.get("_meta")
+    out["_meta"] = {
+        **(meta if isinstance(meta, dict) else {}),
+        SERVER_INFO: server.server_info(session.revision),
+    }
+    if method in CACHEABLE_METHODS:
+        out.setdefault("ttlMs", server.cache_ttl_ms)
+        out.setdefault("cacheScope", server.cache_scope)
+    return out
+
+
+async def discover(session: ServerSession, req: Request) -> dict[str, Any]:
+    """``server/discover``: versions, capabilities and identity (2026-07-28 server/discover)."""
+    if session.revision.era != "stateless":
+        raise MethodNotFound("Method not found: server/discover (use initialize)")
+    server = session.server
+    result: dict[str, Any] = {
+        # Both eras are served at the one endpoint; the newest first.
+        "supportedVersions": list(reversed(REVISIONS)),
+        "capabilities": server.capabilities(session.revision),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
+    """``subscriptions/listen``: acknowledge, then forward the opted-in notifications.
+
+    The request stays open until the client goes away (the transport cancels
+    it) or the server closes the session. Every notification on the
+    stream carries the subscription id in ``_meta`` (2026-07-28
+    basic/patterns/subscriptions).
+    """
+    if session.revision.era != "stateless":
+        raise MethodNotFound("Method not found: subscriptions/listen")
+    asked = req.params.get("notifications")
+    asked = asked if isinstance(asked, dict) else {}
+    server = session.server
+    caps = server.capabilities(session.revision)
+    offered = {
+        "toolsListChanged": "tools" in caps,
+        "promptsListChanged": "prompts" in caps,
+        "resourcesListChanged": "resources" in caps,
+    }
+    granted: dict[str, Any] = {k: True for k, ok in offered.items() if ok and asked.get(k) is True}
+    uris = asked.get("resourceSubscriptions")
+    if "resources" in caps and isinstance(uris, list):
+        granted["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+    wanted = {_FILTERS[k] for k in granted if k in _FILTERS}
+    session.subscriptions = set(granted.get("resourceSubscriptions", ()))
+    if session.subscriptions:
+        wanted.add("notifications/resources/updated")
+    tag = {SUBSCRIPTION_ID: req.id}
+    send = req.send_raw
+
+    async def forward(message: dict[str, Any]) -> None:
+        if message.get("method") not in wanted:
+            return
+        params = dict(message.get("params") or {})
+        params["_meta"] = {**(params.get("_meta") or {}), **tag}
+        await send({**message, "params": params})
+
+    await send(
+        jsonrpc.notification(
+            "notifications/subscriptions/acknowledged", {"notifications": granted, "_meta": tag}
+        )
+    )
+    session.standalone = forward
+    server._remember(session)
+    try:
+        # Until the client closes the stream (the transport cancels the request) or the
+        # session is closed; both end the stream without a result.
+        await asyncio.get_running_loop().create_future()
+    finally:
+        server._forget(session)
+    return {"_meta": dict(tag)}  # pragma: no cover - the wait above only ends by cancellation

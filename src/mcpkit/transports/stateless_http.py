@@ -1,0 +1,172 @@
+"""Streamable HTTP for the stateless era (2026-07-28): one POST, one request, no session.
+
+:class:`~.streamable_http.StreamableHTTPApp` hands a POST here when the
+request speaks 2026-07-28 (its ``MCP-Protocol-Version`` header, or, without
+one, its ``_meta`` envelope); everything else about the endpoint is shared,
+so clients of both eras use the same URL at the same time.
+
+What this revision asks of the transport (2026-07-28
+basic/transports/streamable-http):
+
+* Refusals before anything runs, with their HTTP status: an envelope or
+  header problem is 400 (``-32602``, ``-32020`` HeaderMismatch, ``-32022``
+  UnsupportedProtocolVersion), a method this server does not implement (or
+  the revision removed) is 404 + ``-32601``. A handler's
+  ``MissingRequiredClientCapability`` (-32021) and ``HeaderMismatch`` are 400
+  too; other JSON-RPC errors ride a 200, as in earlier revisions.
+* No ``Mcp-Session-Id`` is read or minted; nothing outlives the request.
+* The response is JSON unless something related to the request (progress,
+  the log messages it asked for, the ``subscriptions/listen`` stream) must be
+  sent before the result: the SSE stream is opened only then, so an error
+  answered at once still gets its HTTP status.
+* Closing the response stream cancels the request (basic/patterns/cancellation):
+  a watcher on ``receive`` cancels the handler when the client disconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
+from ..protocol.http_headers import check_request_headers, header_params
+from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
+from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
+from .asgi import SSE_HEADERS, ClientGone, Receive, Send, send_body, send_rejected, sse_event
+
+if TYPE_CHECKING:
+    from ..server.server import MCPServer
+    from ..server.session import ServerSession
+
+__all__ = ["serve_stateless_post", "status_for"]
+
+# JSON-RPC codes a 2026-07-28 server answers with a non-200 status.
+_STATUS: Final = {-32020: 400, -32021: 400, -32022: 400, METHOD_NOT_FOUND: 404}
+
+
+def status_for(response: dict[str, Any]) -> int:
+    error = response.get("error")
+    if not isinstance(error, dict):
+        return 200
+    code = error.get("code")
+    return _STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+async def _answer(send: Send, status: int, response: dict[str, Any]) -> None:
+    await send_body(send, status, orjson.dumps(response))
+
+
+class _LazyStream:
+    """The request's response: JSON, unless a related message comes first (then SSE)."""
+
+    __slots__ = ("_send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if not self.started:
+            self.started = True
+            await self._send(
+                {"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)}
+            )
+        await self._send(
+            {
+                "type": "http.response.body",
+                "body": sse_event(orjson.dumps(message)),
+                "more_body": True,
+            }
+        )
+
+    async def finish(self, response: dict[str, Any] | None) -> None:
+        if not self.started:
+            if response is None:
+                await send_body(self._send, 202)
+            else:
+                await _answer(self._send, status_for(response), response)
+            return
+        body = sse_event(orjson.dumps(response)) if response is not None else b""
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def serve_stateless_post(
+    server: MCPServer,
+    msg: Any,
+    headers: dict[bytes, bytes],
+    receive: Receive,
+    send: Send,
+    auth_info: Any,
+) -> None:
+    """Serve one 2026-07-28 POST body (already parsed) and write its answer."""
+    if type(msg) is not dict:
+        await send_rejected(send, invalid_request(None, "batches are not allowed in 2026-07-28"))
+        return
+    kind = classify(msg)
+    if kind is Kind.NOTIFICATION:
+        # No client notification is defined over HTTP in this revision; accept and ignore.
+        await send_body(send, 202)
+        return
+    if kind is not Kind.REQUEST:
+        await send_rejected(send, invalid_request(msg, "the client may only POST requests"))
+        return
+    rid = msg["id"]
+    method = msg["method"]
+    raw_version = headers.get(b"mcp-protocol-version")
+    envelope = read_envelope(
+        msg.get("params"), raw_version.decode("latin-1") if raw_version is not None else None
+    )
+    if isinstance(envelope, Refusal):
+        await _answer(
+            send, envelope.status, {"jsonrpc": "2.0", "id": rid, "error": envelope.error()}
+        )
+        return
+    if method in REMOVED_METHODS or method not in server._dispatch:
+        await _answer(
+            send, 404, error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
+        )
+        return
+    params_for_tool: dict[str, str] = {}
+    if method == "tools/call":
+        params = msg.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = server.tools.get(name) if isinstance(name, str) else None
+        if tool is not None:
+            params_for_tool = header_params(tool.describe().get("inputSchema"))
+    problem = check_request_headers(msg, headers, params_for_tool)
+    if problem is not None:
+        await _answer(
+            send, 400, error_response(rid, HEADER_MISMATCH, f"Header mismatch: {problem}")
+        )
+        return
+    session = server.create_session(stateless=True, revision=envelope.revision.name)
+    stream = _LazyStream(send)
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, session, rid))
+    try:
+        response = await session.handle_request(msg, stream, auth_info=auth_info)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    if _fired(watcher):
+        return  # the client closed the stream: nobody to answer
+    try:
+        await stream.finish(response)
+    except ClientGone:
+        return
+
+
+def _fired(watcher: asyncio.Future[Any]) -> bool:
+    return watcher.done() and not watcher.cancelled() and watcher.result() is True
+
+
+async def _watch_disconnect(receive: Receive, session: ServerSession, rid: Any) -> bool:
+    """Cancel request ``rid`` when the client disconnects (closing the stream cancels)."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            session.cancel(rid, "the client closed the response stream")
+            return True

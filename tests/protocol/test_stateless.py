@@ -1,0 +1,113 @@
+"""The 2026-07-28 envelope and header checks, without an event loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpkit.protocol.http_headers import check_request_headers, decode_value, header_params
+from mcpkit.protocol.stateless import (
+    CLIENT_CAPABILITIES,
+    LOG_LEVEL,
+    PROTOCOL_VERSION,
+    Envelope,
+    Refusal,
+    is_stateless_request,
+    read_envelope,
+)
+from mcpkit.protocol.versions import REVISIONS, STATELESS_REVISIONS
+
+V = "2026-07-28"
+
+
+def meta(**extra: Any) -> dict[str, Any]:
+    return {"_meta": {PROTOCOL_VERSION: V, CLIENT_CAPABILITIES: {}, **extra}}
+
+
+def test_2026_07_28_is_a_stateless_row() -> None:
+    row = REVISIONS[V]
+    assert row.era == "stateless" and STATELESS_REVISIONS == (V,)
+    assert not row.batching and not row.sse_polling and row.resource_not_found_code == -32602
+
+
+def test_a_complete_envelope_is_read() -> None:
+    env = read_envelope(meta(**{LOG_LEVEL: "debug"}), V)
+    assert isinstance(env, Envelope)
+    assert env.revision.name == V and env.capabilities == {} and env.log_level == "debug"
+    assert env.client_info is None
+
+
+@pytest.mark.parametrize(
+    ("params", "header", "code"),
+    [
+        ({}, None, -32602),
+        (None, None, -32602),
+        ({"_meta": {CLIENT_CAPABILITIES: {}}}, None, -32602),
+        ({"_meta": {PROTOCOL_VERSION: V}}, None, -32602),
+        (meta(**{LOG_LEVEL: "loud"}), None, -32602),
+        (meta(), "v999", -32022),
+        (meta(), "2025-11-25", -32022),  # a handshake revision cannot name a stateless request
+        ({"_meta": {PROTOCOL_VERSION: "v9", CLIENT_CAPABILITIES: {}}}, V, -32020),
+        ({"_meta": {PROTOCOL_VERSION: "v9", CLIENT_CAPABILITIES: {}}}, None, -32022),
+    ],
+)
+def test_refusals_name_the_code_and_status(params: Any, header: str | None, code: int) -> None:
+    refusal = read_envelope(params, header)
+    assert isinstance(refusal, Refusal)
+    assert refusal.code == code and refusal.status == 400
+    if code == -32022:
+        assert refusal.error()["data"]["supported"] == [V]
+
+
+def test_which_requests_are_stateless() -> None:
+    assert is_stateless_request({"method": "server/discover"})
+    assert is_stateless_request({"method": "tools/list", "params": meta()})
+    assert not is_stateless_request({"method": "tools/list", "params": {}})
+    assert not is_stateless_request({"method": "initialize"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        (b"us-west1", "us-west1"),
+        (b"  padded\t", "padded"),  # OWS is not part of the value
+        (b"=?base64?SGVsbG8sIOS4lueVjA==?=", "Hello, 世界"),
+        (b"=?base64?SGVsbG8?=", None),  # padding is required
+        (b"=?base64?SGVs!!!bG8=?=", None),
+        (b"=?base64?SGVsbG8=", "=?base64?SGVsbG8="),  # no closing marker: literal
+        (b"caf\xc3\xa9", None),  # raw non-ASCII must be encoded
+        (b"a\x01b", None),
+    ],
+)
+def test_header_values_decode(raw: bytes, value: str | None) -> None:
+    assert decode_value(raw) == value
+
+
+def test_header_params_come_from_x_mcp_header() -> None:
+    schema = {
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "other": {"type": "string"},
+        }
+    }
+    assert header_params(schema) == {"region": "Region"}
+    assert header_params(None) == {}
+
+
+def test_headers_against_the_body() -> None:
+    msg = {
+        "method": "tools/call",
+        "params": {"name": "t", "arguments": {"region": "eu", "n": None}},
+    }
+    ok = {b"mcp-method": b"tools/call", b"mcp-name": b"t", b"mcp-param-region": b"eu"}
+    params = {"region": "Region", "n": "N"}
+    assert check_request_headers(msg, ok, params) is None  # null argument: no header expected
+    assert check_request_headers(msg, {**ok, b"mcp-method": b" tools/call "}, params) is None
+    assert "Mcp-Method" in (check_request_headers(msg, {b"mcp-name": b"t"}, params) or "")
+    assert check_request_headers(msg, {**ok, b"mcp-name": b"T"}, params) is not None
+    assert check_request_headers(msg, {**ok, b"mcp-param-region": b"EU"}, params) is not None
+    no_param = {k: v for k, v in ok.items() if k != b"mcp-param-region"}
+    assert check_request_headers(msg, no_param, params) is not None
+    listing = {"method": "tools/list", "params": {}}
+    assert check_request_headers(listing, {b"mcp-method": b"tools/list"}, {}) is None

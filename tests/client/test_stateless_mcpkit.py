@@ -1,0 +1,63 @@
+"""Asking mcpkit's own server for 2026-07-28: the same calls work whichever era it speaks.
+
+The client probes with ``server/discover``; a server with the stateless revision
+answers it, an older one is reached through the handshake. Either way the calls,
+the callbacks and the notifications below must behave the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from mcpkit.client import Client
+from mcpkit.transports.streamable_http import StreamableHTTPApp
+from tests.client.fixtures.demo_server import build_server
+from tests.client.http_servers import serve
+
+MODERN = "2026-07-28"
+
+
+async def test_calls_and_notifications_over_http_in_either_era() -> None:
+    server = build_server()
+    changed: list[str] = []
+    updated: list[str] = []
+    seen: list[dict[str, object]] = []
+    async with (
+        serve(StreamableHTTPApp(server, path="/mcp")) as url,
+        Client(
+            url=url,
+            protocol_version=MODERN,
+            on_list_changed=changed.append,
+            on_resource_updated=updated.append,
+            trace=lambda direction, msg: seen.append(msg) if direction == "sent" else None,
+            timeout=10,
+        ) as client,
+    ):
+        assert client.protocol_version in (MODERN, "2025-11-25")
+        assert client.server_info["name"] == "demo"
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+        assert result["content"][0]["text"] == "3"
+        contents = (await client.read_resource("memo://greeting"))["contents"]
+        assert contents[0]["text"] == "hello"
+        prompt = await client.get_prompt("review", {"code": "x"})
+        assert "x" in prompt["messages"][0]["content"]["text"]
+        await client.subscribe_resource("memo://greeting")
+        async with asyncio.timeout(5):
+            while True:  # the change stream (GET or subscriptions/listen) is up when this lands
+                await client.call_tool("touch", {"uri": "memo://greeting"})
+                if updated:
+                    break
+                await asyncio.sleep(0.05)
+        await client.call_tool("add_tool", {})
+        async with asyncio.timeout(5):
+            while "tools" not in changed:
+                await asyncio.sleep(0.01)
+        assert "extra" in [t["name"] for t in await client.list_tools()]
+    methods = [m.get("method") for m in seen]
+    assert methods[0] == "server/discover"
+    if "initialize" not in methods:  # the stateless era: every request had the envelope
+        assert all(
+            m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+            for m in seen
+            if "id" in m and m.get("method")
+        )

@@ -36,7 +36,7 @@ from ..errors import (
     PeerTimeout,
     RemoteError,
 )
-from ..protocol.versions import HANDSHAKE_REVISIONS
+from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
     from .handlers import ProgressCallback
@@ -62,7 +62,7 @@ __all__ = [
 log = logging.getLogger("mcpkit.client")
 
 # The revisions that replace the handshake by a per-request envelope, newest first.
-STATELESS_VERSIONS: Final = ("2026-07-28",)
+STATELESS_VERSIONS: Final = tuple(reversed(STATELESS_REVISIONS))
 # Every revision the client can speak (a dual-era client, versioning § terminology).
 ALL_VERSIONS: Final = (*HANDSHAKE_REVISIONS, *STATELESS_VERSIONS)
 PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"

@@ -24,6 +24,7 @@ from mcpkit.client.stateless import (
 from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS
 from tests.client.http_servers import serve
+from tests.schema import validate_message
 
 MODERN = "2026-07-28"
 VERSIONS = (*HANDSHAKE_REVISIONS, MODERN)
@@ -78,6 +79,11 @@ class Peer:
 
     def methods(self) -> list[str]:
         return [m.get("method", "") for m, _ in self.seen]
+
+    def assert_valid(self) -> None:
+        """Every message the client sent is valid in the 2026-07-28 schema."""
+        for msg, _ in self.seen:
+            validate_message(msg, MODERN)
 
 
 def ok(msg: dict[str, Any], result: dict[str, Any]) -> tuple[int, Any]:
@@ -348,6 +354,7 @@ async def test_modern_server_gets_envelopes_and_headers_and_no_session() -> None
     assert headers["mcp-param-limit"] == "5"
     assert headers["mcp-param-deep"] == "true"
     assert not [h for h in headers if h.startswith("mcp-param-sql")]
+    peer.assert_valid()
 
 
 async def test_legacy_server_gets_the_handshake_after_the_probe() -> None:
@@ -396,6 +403,7 @@ async def test_input_required_rounds_use_the_handlers_and_echo_the_state() -> No
     assert "inputResponses" not in first["params"] and "requestState" not in first["params"]
     assert "inputResponses" not in unrelated["params"]
     assert "requestState" not in unrelated["params"]
+    peer.assert_valid()
 
 
 async def test_endless_input_required_rounds_stop_with_a_clear_error() -> None:
@@ -476,3 +484,4 @@ async def test_change_notifications_come_from_subscriptions_listen() -> None:
     assert listens[-1] == {"toolsListChanged": True}  # unsubscribing narrowed the filter
     assert "tools" in changed
     assert "resources/subscribe" not in peer.methods()
+    peer.assert_valid()

@@ -121,6 +121,22 @@ def test_tools_lists_every_tool_with_its_schemas() -> None:
     assert '    annotations: {"readOnlyHint": true, "idempotentHint": true}' in out
 
 
+def test_protocol_version_asks_for_the_stateless_revision() -> None:
+    proc = mcpkit(
+        "call",
+        "add",
+        "--stdio",
+        STDIO,
+        "--protocol-version",
+        "2026-07-28",
+        "-v",
+        "--args",
+        '{"a": 2, "b": 3}',
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "5" in proc.stdout
+
+
 def test_tools_as_json() -> None:
     proc = mcpkit("tools", "--stdio", STDIO, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -268,6 +284,11 @@ def test_an_unreachable_url_is_one_line() -> None:
         (["tools", "--stdio", "x", "--server", "a"], "--server only applies with --config"),
         (["tools", "--url", "http://h/mcp", "--header", "nocolon"], "use 'Name: value'"),
         (["tools", "--stdio", "'unclosed"], "--stdio: No closing quotation"),
+        (["tools", "--stdio", "x", "--protocol-version", "1999-01-01"], "use one of"),
+        (
+            ["tools", "--config", "/x.json", "--protocol-version", "2026-07-28"],
+            "--protocol-version only applies with --url or --stdio",
+        ),
     ],
 )
 def test_usage_mistakes(args: list[str], message: str) -> None:

@@ -80,6 +80,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="with --url: the HTTP transport (default auto: Streamable HTTP, else SSE)",
     )
+    where.add_argument(
+        "--protocol-version",
+        metavar="VERSION",
+        help="with --url or --stdio: the protocol revision to ask for, e.g. 2026-07-28 "
+        "(the stateless one; an older server gets the handshake)",
+    )
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds to wait for a server (default 60)"
     )
@@ -109,9 +115,24 @@ def select_servers(args: argparse.Namespace) -> Selection:
         raise UsageError("--server only applies with --config")
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    version = args.protocol_version
+    if version is not None:
+        from ..client.stateless import ALL_VERSIONS
+
+        if args.config:
+            raise UsageError("--protocol-version only applies with --url or --stdio")
+        if version not in ALL_VERSIONS:
+            raise UsageError(
+                f"--protocol-version {version!r}: use one of {', '.join(ALL_VERSIONS)}"
+            )
     if args.url:
         headers = dict(_header(h) for h in args.header or ())
-        config = ServerConfig(url=args.url, headers=headers or None, http_transport=args.transport)
+        config = ServerConfig(
+            url=args.url,
+            headers=headers or None,
+            http_transport=args.transport,
+            protocol_version=version,
+        )
         return Selection({SINGLE: config}, single=True)
     if args.stdio:
         try:
@@ -120,9 +141,8 @@ def select_servers(args: argparse.Namespace) -> Selection:
             raise UsageError(f"--stdio: {exc}") from None
         if not words:
             raise UsageError("--stdio needs a command")
-        return Selection(
-            {SINGLE: ServerConfig(command=words[0], args=tuple(words[1:]))}, single=True
-        )
+        config = ServerConfig(command=words[0], args=tuple(words[1:]), protocol_version=version)
+        return Selection({SINGLE: config}, single=True)
     try:
         servers = load_config(args.config)
     except ConfigurationError as exc:

@@ -360,6 +360,121 @@ async def test_trigger_prompt_change() -> str:
     return "Prompt list changed"
 
 
+# -- tools: input-required results (MRTR, 2026-07-28) -------------------------------------------
+# The same code runs on both eras: server-to-client requests on the handshake era, an
+# input-required result answered by the client's retry on the stateless one. `key` names
+# each question in the result's inputRequests.
+
+NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
+
+
+def _sampled_text(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    return str(content.get("text", "")) if isinstance(content, dict) else ""
+
+
+@server.tool
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask the user's name (one elicitation round)."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Ask the client's LLM one question (one sampling round)."""
+    result = await ctx.sample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+    return f"The model said: {_sampled_text(result)}"
+
+
+@server.tool
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """List the client's roots (one roots round)."""
+    roots = await ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(r.uri for r in roots)
+
+
+@server.tool
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Ask for a confirmation; the round trip carries a requestState."""
+    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    ok = (answer.content or {}).get("ok") is True
+    return "state-ok: confirmed" if ok else "state-ok: not confirmed"
+
+
+@server.tool
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Ask three questions at once (elicitation, sampling, roots) in one round."""
+    answer, greeting, roots = await asyncio.gather(
+        ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name"),
+        ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
+        ctx.list_roots(key="client_roots"),
+    )
+    name = (answer.content or {}).get("name", "stranger")
+    return f"{_sampled_text(greeting)} {name} ({len(roots)} roots)"
+
+
+@server.tool
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Ask two questions one after the other (two rounds)."""
+    first = await ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")
+    color_schema = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    second = await ctx.elicit("Step 2: What is your favorite color?", color_schema, key="step2")
+    name = (first.content or {}).get("name", "stranger")
+    return f"{name} likes {(second.content or {}).get('color', 'no color')}"
+
+
+@server.tool
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Ask for a confirmation; a tampered requestState must be refused."""
+    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    return f"confirmed: {(answer.content or {}).get('ok')}"
+
+
+@server.tool
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only through the capabilities the client declared on this request."""
+    caps = ctx.client_capabilities
+    asks: list[Any] = []
+    if "elicitation" in caps:
+        asks.append(ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name"))
+    if "sampling" in caps:
+        asks.append(ctx.sample("Say hello", max_tokens=20, key="hello"))
+    if "roots" in caps:
+        asks.append(ctx.list_roots(key="client_roots"))
+    if not asks:
+        return "The client declared no capability to ask through"
+    await asyncio.gather(*asks)
+    return f"Asked {len(asks)} question(s)"
+
+
+@server.prompt
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks the user for context before it is built."""
+    schema = {
+        "type": "object",
+        "properties": {"context": {"type": "string"}},
+        "required": ["context"],
+    }
+    answer = await ctx.elicit("What context should the prompt use?", schema, key="user_context")
+    return f"Use this context: {(answer.content or {}).get('context', 'none')}"
+
+
 # -- resources ----------------------------------------------------------------------------------
 
 

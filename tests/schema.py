@@ -9,6 +9,8 @@ repository (``<repo>/../shared``). A message is mapped to its definition:
 * results by the method of the request they answer (``CallToolRequest`` →
   ``CallToolResult``; no ``<X>Result`` definition means ``EmptyResult``), and,
   where the revision defines one, the whole ``<X>ResultResponse`` envelope;
+* from 2026-07-28 on, a result with ``resultType: "input_required"`` by
+  ``InputRequiredResult`` (the multi round-trip interim result);
 * error responses by the error definition, which is named ``JSONRPCError`` up
   to 2025-06-18 and ``JSONRPCErrorResponse`` from 2025-11-25 on.
 
@@ -226,6 +228,15 @@ def definition_for(msg: Any, revision: str, *, request_method: str | None = None
         return [_error_definition(revision)]
     if "result" in msg:
         result, envelope = _result_definitions(revision, request_method)
+        body = msg["result"]
+        if (
+            isinstance(body, dict)
+            and body.get("resultType") == "input_required"
+            and _has(revision, "InputRequiredResult")
+        ):
+            # 2026-07-28 (SEP-2322): an interim result of tools/call, prompts/get or
+            # resources/read; its <X>ResultResponse envelope allows either shape.
+            result = "InputRequiredResult"
         out = [
             "JSONRPCResultResponse"
             if _has(revision, "JSONRPCResultResponse")

@@ -497,6 +497,7 @@ async def test_prompts_are_listed_with_descriptions(server: MCPServer) -> None:
         "test_prompt_with_arguments",
         "test_prompt_with_embedded_resource",
         "test_prompt_with_image",
+        "test_input_required_result_prompt",
     }
     assert all(p["description"] for p in prompts.values())
     args = prompts["test_prompt_with_arguments"]["arguments"]
@@ -560,3 +561,23 @@ async def test_capabilities_cover_every_feature_the_suite_uses(server: MCPServer
         caps = c.initialize_result["capabilities"]
     assert caps["resources"]["subscribe"] is True
     assert {"tools", "prompts", "logging", "completions"} <= set(caps)
+
+
+async def test_the_input_required_tools_ask_by_server_requests_on_the_handshake_era(
+    server: MCPServer,
+) -> None:
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Alice"}}
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        text = {"type": "text", "text": "Hi"}
+        return {"role": "assistant", "content": text, "model": "m", "stopReason": "endTurn"}
+
+    async def roots(params: dict[str, Any] | None) -> dict[str, Any]:
+        return {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}
+
+    handlers = {"elicitation/create": elicit, "sampling/createMessage": sample, "roots/list": roots}
+    caps = {"elicitation": {}, "sampling": {}, "roots": {}}
+    async with client(server, capabilities=caps, handlers=handlers) as c:
+        result = await c.call_tool("test_input_required_result_multiple_inputs", {})
+    assert result["content"][0]["text"] == "Hi Alice (1 roots)"

@@ -338,6 +338,7 @@ async def test_an_elicitation_is_never_sent_as_a_request(http: httpx.AsyncClient
     msg["params"]["_meta"][CAPS] = {"elicitation": {}}
     ans = await post(http, url, msg)
     assert all("method" not in m or "id" not in m for m in ans.messages)
+    assert ans.result["resultType"] == "input_required"
 
 
 async def test_subscriptions_listen_acknowledges_filters_and_tags(
@@ -406,3 +407,22 @@ async def test_a_legacy_client_and_a_2026_client_share_the_endpoint(
     # The legacy session still works after the stateless request.
     ping = await legacy.post({"jsonrpc": "2.0", "id": 10, "method": "ping"})
     assert ping.status == 200
+
+
+async def test_an_elicitation_round_trips_as_an_input_required_result(
+    http: httpx.AsyncClient, url: str
+) -> None:
+    msg = request("tools/call", {"name": "ask", "arguments": {}})
+    msg["params"]["_meta"][CAPS] = {"elicitation": {}}
+    first = (await post(http, url, msg)).result
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"]["elicitation"]["method"] == "elicitation/create"
+    msg["id"] = 2
+    msg["params"]["requestState"] = first["requestState"]
+    msg["params"]["inputResponses"] = {
+        "elicitation": {"action": "accept", "content": {"name": "Ada"}}
+    }
+    done = await post(http, url, msg)
+    assert done.response["id"] == 2 and done.result["content"][0]["text"] == "hello Ada"
+    again = await post(http, url, msg)  # the state was used up
+    assert again.error["code"] == -32602

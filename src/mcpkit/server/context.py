@@ -240,21 +240,37 @@ class Context:
 
     @overload
     def elicit(
-        self, message: str, schema: type[T], *, timeout: float | None = None
+        self,
+        message: str,
+        schema: type[T],
+        *,
+        timeout: float | None = None,
+        key: str | None = None,
     ) -> Awaitable[ElicitResult[T]]: ...
     @overload
     def elicit(
-        self, message: str, schema: dict[str, Any], *, timeout: float | None = None
+        self,
+        message: str,
+        schema: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        key: str | None = None,
     ) -> Awaitable[ElicitResult[dict[str, Any]]]: ...
-    def elicit(self, message: str, schema: Any, *, timeout: float | None = None) -> Any:
+    def elicit(
+        self, message: str, schema: Any, *, timeout: float | None = None, key: str | None = None
+    ) -> Any:
         """Ask the user for structured input (client/elicitation, form mode).
 
         ``schema`` is a pydantic model (the content is parsed into it) or a
-        JSON-Schema dict of a flat object (enums and defaults allowed).
+        JSON-Schema dict of a flat object (enums and defaults allowed). ``key``
+        names the question in a 2026-07-28 input-required result (default:
+        ``elicitation``, ``elicitation_2``, ...).
         """
-        return self._call(self._elicit(message, schema, timeout))
+        return self._call(self._elicit(message, schema, timeout, key))
 
-    async def _elicit(self, message: str, schema: Any, timeout: float | None) -> ElicitResult[Any]:
+    async def _elicit(
+        self, message: str, schema: Any, timeout: float | None, key: str | None = None
+    ) -> ElicitResult[Any]:
         model: type[BaseModel] | None = None
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             model = schema
@@ -285,7 +301,7 @@ class Context:
         if revision.rich_elicitation:
             params["mode"] = "form"
         result = await self.session.send_request(
-            "elicitation/create", params, self.request, timeout=timeout
+            "elicitation/create", params, self.request, timeout=timeout, key=key
         )
         action = result.get("action")
         if action not in ("accept", "decline", "cancel"):
@@ -316,12 +332,16 @@ class Context:
         include_context: Literal["none", "thisServer", "allServers"] | None = None,
         metadata: dict[str, Any] | None = None,
         timeout: float | None = None,
+        key: str | None = None,
     ) -> Any:
-        """Ask the client's LLM (``sampling/createMessage``); returns the result dict."""
+        """Ask the client's LLM (``sampling/createMessage``); returns the result dict.
+
+        ``key`` names the question in a 2026-07-28 input-required result.
+        """
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
-        for key, value in (
+        for name, value in (
             ("systemPrompt", system_prompt),
             ("temperature", temperature),
             ("stopSequences", stop_sequences),
@@ -330,7 +350,7 @@ class Context:
             ("metadata", metadata),
         ):
             if value is not None:
-                params[key] = value
+                params[name] = value
         return self._call(
             self.session.send_request(
                 "sampling/createMessage",
@@ -338,16 +358,17 @@ class Context:
                 self.request,
                 timeout=timeout,
                 capability="sampling",
+                key=key,
             )
         )
 
-    def list_roots(self, *, timeout: float | None = None) -> Any:
-        """The client's roots (``roots/list``)."""
-        return self._call(self._list_roots(timeout))
+    def list_roots(self, *, timeout: float | None = None, key: str | None = None) -> Any:
+        """The client's roots (``roots/list``); ``key`` as for :meth:`elicit`."""
+        return self._call(self._list_roots(timeout, key))
 
-    async def _list_roots(self, timeout: float | None) -> list[Root]:
+    async def _list_roots(self, timeout: float | None, key: str | None = None) -> list[Root]:
         result = await self.session.send_request(
-            "roots/list", None, self.request, timeout=timeout, capability="roots"
+            "roots/list", None, self.request, timeout=timeout, capability="roots", key=key
         )
         return [Root(uri=r["uri"], name=r.get("name")) for r in result.get("roots", [])]
 

@@ -16,6 +16,7 @@ from .completions import CompletionRegistry
 from .content import shape_content, shape_result
 from .context import LOG_LEVELS, Context, _current
 from .metadata import Package, Remote, Repository, ServerMetadata
+from .mrtr import InputRounds
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager
@@ -145,6 +146,7 @@ class MCPServer:
         default_log_level: str = "info",
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
+        request_state_keys: Sequence[bytes] | None = None,
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
@@ -169,6 +171,9 @@ class MCPServer:
         # promise nothing: stale at once, and never shared across credentials.
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope: Literal["public", "private"] = cache_scope
+        # Input-required rounds (MRTR) of the stateless era; requestState is signed with
+        # the first key and checked against all (rotation). Default: a random per-process key.
+        self.input_rounds = InputRounds(keys=request_state_keys, ttl=max(request_timeout, 1.0))
         self.debug = debug
         self.tools = ToolManager(self)
         self.resources = ResourceManager(self)

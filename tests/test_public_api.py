@@ -26,6 +26,7 @@ EXPECTED_ALL = [
     "MCPError",
     "MCPKitError",
     "MCPServer",
+    "McpHeader",
     "MCPServerPrompts",
     "MCPServerResources",
     "Package",

@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
     "ToolAnnotations": "mcpkit.server.tools",
+    "McpHeader": "mcpkit.server.mcp_header",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
     "Text": "mcpkit.server.content",
@@ -81,6 +82,7 @@ __all__ = [
     "MCPServer",
     "MCPServerPrompts",
     "MCPServerResources",
+    "McpHeader",
     "Package",
     "PeerTimeout",
     "PromptArg",
@@ -158,6 +160,7 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources

@@ -91,7 +91,13 @@ def test_header_params_come_from_x_mcp_header() -> None:
             "other": {"type": "string"},
         }
     }
-    assert header_params(schema) == {"region": "Region"}
+    assert header_params(schema) == {("region",): "Region"}
+    nested = {
+        "properties": {"opts": {"type": "object", "properties": {"zone": {"x-mcp-header": "Zone"}}}}
+    }
+    assert header_params(nested) == {("opts", "zone"): "Zone"}
+    under_array = {"properties": {"xs": {"type": "array", "items": {"x-mcp-header": "X"}}}}
+    assert header_params(under_array) == {}
     assert header_params(None) == {}
 
 
@@ -101,7 +107,7 @@ def test_headers_against_the_body() -> None:
         "params": {"name": "t", "arguments": {"region": "eu", "n": None}},
     }
     ok = {b"mcp-method": b"tools/call", b"mcp-name": b"t", b"mcp-param-region": b"eu"}
-    params = {"region": "Region", "n": "N"}
+    params = {("region",): "Region", ("n",): "N"}
     assert check_request_headers(msg, ok, params) is None  # null argument: no header expected
     assert check_request_headers(msg, {**ok, b"mcp-method": b" tools/call "}, params) is None
     assert "Mcp-Method" in (check_request_headers(msg, {b"mcp-name": b"t"}, params) or "")
@@ -111,3 +117,11 @@ def test_headers_against_the_body() -> None:
     assert check_request_headers(msg, no_param, params) is not None
     listing = {"method": "tools/list", "params": {}}
     assert check_request_headers(listing, {b"mcp-method": b"tools/list"}, {}) is None
+
+
+def test_nested_header_params_are_read_at_their_path() -> None:
+    msg = {"method": "tools/call", "params": {"name": "t", "arguments": {"o": {"z": 7}}}}
+    base = {b"mcp-method": b"tools/call", b"mcp-name": b"t"}
+    params = {("o", "z"): "Zone"}
+    assert check_request_headers(msg, {**base, b"mcp-param-zone": b"7"}, params) is None
+    assert check_request_headers(msg, base, params) is not None

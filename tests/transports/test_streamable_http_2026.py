@@ -14,7 +14,7 @@ import orjson
 import pytest
 from pydantic import Field
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, McpHeader, MCPServer
 from mcpkit.errors import MISSING_CAPABILITY, MCPError
 from tests import schema
 from tests.transports.conftest import BOTH, TIMEOUT, HTTPClient, demo_server, sse_events
@@ -102,7 +102,7 @@ async def url(serve_app: Any) -> str:
 
     @server.tool
     async def region_echo(
-        region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+        region: Annotated[str, McpHeader("Region")],
         count: Annotated[int, Field(json_schema_extra={"x-mcp-header": "Count"})] = 1,
     ) -> str:
         """Echo an argument mirrored into Mcp-Param-Region."""

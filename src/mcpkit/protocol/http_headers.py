@@ -53,18 +53,36 @@ def decode_value(raw: bytes) -> str | None:
     return text
 
 
-def header_params(input_schema: Any) -> dict[str, str]:
-    """Tool argument name → the ``Mcp-Param-{Name}`` it is mirrored into."""
-    props = input_schema.get("properties") if isinstance(input_schema, dict) else None
-    if not isinstance(props, dict):
-        return {}
-    out: dict[str, str] = {}
-    for arg, schema in props.items():
-        if isinstance(schema, dict):
-            name = schema.get("x-mcp-header")
+def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
+    """Argument path → the ``Mcp-Param-{Name}`` it is mirrored into.
+
+    Only properties reachable through a chain of ``properties`` keys count
+    (the revision forbids the annotation under arrays, composition or ``$ref``).
+    """
+    out: dict[tuple[str, ...], str] = {}
+
+    def walk(schema: Any, path: tuple[str, ...]) -> None:
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict):
+            return
+        for arg, sub in props.items():
+            if not isinstance(sub, dict):
+                continue
+            name = sub.get("x-mcp-header")
             if isinstance(name, str) and name:
-                out[arg] = name
+                out[(*path, arg)] = name
+            walk(sub, (*path, arg))
+
+    walk(input_schema, ())
     return out
+
+
+def _at(arguments: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(arguments, dict):
+            return None
+        arguments = arguments.get(key)
+    return arguments
 
 
 def _same(header: str, body: Any) -> bool:
@@ -80,7 +98,9 @@ def _same(header: str, body: Any) -> bool:
 
 
 def check_request_headers(
-    msg: dict[str, Any], headers: Mapping[bytes, bytes], params_for_tool: Mapping[str, str]
+    msg: dict[str, Any],
+    headers: Mapping[bytes, bytes],
+    params_for_tool: Mapping[tuple[str, ...], str],
 ) -> str | None:
     """Why the headers disagree with request ``msg`` (None when they agree).
 
@@ -107,9 +127,9 @@ def check_request_headers(
             return f"Mcp-Name header {value!r} does not match body {field} {params.get(field)!r}"
     if params_for_tool:
         arguments = params.get("arguments")
-        arguments = arguments if isinstance(arguments, dict) else {}
-        for arg, name in params_for_tool.items():
-            body = arguments.get(arg)
+        for path, name in params_for_tool.items():
+            body = _at(arguments, path)
+            arg = ".".join(path)
             if body is None:  # absent or null: the client must omit the header
                 continue
             raw = headers.get(b"mcp-param-" + name.lower().encode("latin-1"))

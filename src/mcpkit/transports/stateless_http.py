@@ -129,7 +129,7 @@ async def serve_stateless_post(
             send, 404, error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
         )
         return
-    params_for_tool: dict[str, str] = {}
+    params_for_tool: dict[tuple[str, ...], str] = {}
     if method == "tools/call":
         params = msg.get("params")
         name = params.get("name") if isinstance(params, dict) else None

@@ -207,6 +207,8 @@ class ServerSession:
             # A 2026-07-28 request on a connection that has not initialized (stdio's
             # server/discover probe): the era is decided per request, so serve it alone.
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
+            # Shared, so notifications/cancelled on this connection reaches the request.
+            single._inflight = self._inflight
             return await single.handle_request(msg, send, auth_info=auth_info)
         return await self._serve_request(msg, send, auth_info)
 

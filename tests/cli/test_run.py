@@ -328,6 +328,9 @@ async def test_run_serves_streamable_http(extra: list[str]) -> None:
         assert '"name":"other"' in response.text.replace(" ", "")
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+        assert proc.stderr is not None
+        banner = (await proc.stderr.read()).decode()
+        assert f"serving 'other' on http://127.0.0.1:{port}/custom (Streamable HTTP)" in banner
 
 
 async def test_run_serves_legacy_sse() -> None:

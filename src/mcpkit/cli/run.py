@@ -105,17 +105,33 @@ def run(args: argparse.Namespace) -> int:
             options["retry_interval_ms"] = (
                 DEFAULT_RETRY_MS if args.retry_ms is None else args.retry_ms
             )
+        host = args.host or DEFAULT_HOST
+        port = DEFAULT_PORT if args.port is None else args.port
+        path = args.path or DEFAULT_PATH
+        _announce(server, f"http://{_netloc(host, port)}{path} (Streamable HTTP)")
         server.run_http(
-            args.host or DEFAULT_HOST,
-            DEFAULT_PORT if args.port is None else args.port,
-            args.path or DEFAULT_PATH,
+            host,
+            port,
+            path,
             stateless=args.stateless,
             json_response=True if args.json_response else None,
             **options,
         )
     else:
-        server.run_sse(args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port)
+        host = args.host or DEFAULT_HOST
+        port = DEFAULT_PORT if args.port is None else args.port
+        _announce(server, f"http://{_netloc(host, port)}/sse (legacy HTTP+SSE)")
+        server.run_sse(host, port)
     return 0
+
+
+def _netloc(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _announce(server: MCPServer, where: str) -> None:
+    # stderr: a person starting a server wants to know where it listens.
+    print(f"mcpkit: serving {server.name!r} on {where}; Ctrl+C stops it", file=sys.stderr)
 
 
 def _load(target: str, *, quiet_stdout: bool) -> MCPServer | int:

@@ -76,6 +76,9 @@ RunnerError = _server.RunnerError
 install = _server.install
 leg_arguments = _server.leg_arguments
 SUITE_VERSION: str = _server.SUITE_VERSION
+# The expected-failures format and the result rows are the server runner's.
+load_expected = _server.load_expected
+Row = _server.Row
 
 
 def log(message: str) -> None:
@@ -216,31 +219,6 @@ def load_leg(legdir: Path) -> dict[str, Outcome]:
 
 
 # -- judging ------------------------------------------------------------------------------------
-
-
-def load_expected(path: Path) -> dict[str, str]:
-    """``{scenario: reason}``: one scenario per line, ``# reason`` after it; blanks skipped."""
-    expected: dict[str, str] = {}
-    for number, raw in enumerate(path.read_text().splitlines(), 1):
-        line, _, comment = raw.partition("#")
-        name = line.strip()
-        if not name:
-            continue
-        if " " in name or name in expected:
-            raise RunnerError(f"{path}:{number}: expected one new scenario name, got {raw!r}")
-        expected[name] = comment.strip()
-    return expected
-
-
-@dataclass
-class Row:
-    leg: str
-    scenario: str
-    tags: list[str]
-    result: str  # PASS, FAIL or MISSING
-    expected_failure: bool
-    ok: bool
-    note: str
 
 
 def judge(

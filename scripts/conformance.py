@@ -415,13 +415,14 @@ def report(rows: list[Row], problems: list[str]) -> bool:
     for row in bad:
         if row.result == "PASS":
             print(
-                f"error: {row.scenario} ({row.leg}) passes but is listed in expected-failures: remove it"
+                f"error: {row.scenario} ({row.leg}) passes but is listed as expected to fail: "
+                "remove it from the list"
             )
         else:
             print(f"error: {row.scenario} ({row.leg}): {row.result}, {row.note}")
     xfail = sum(1 for r in rows if r.ok and r.expected_failure)
     print(f"{len(rows) - len(bad)} as expected ({xfail} expected failures), {len(bad)} not")
-    print(f"{len(rows) - len(bad)} passed, {len(bad)} failed")
+    print(f"{len(rows) - len(bad)} passed, {len(bad) + len(problems)} failed")
     return not bad and not problems
 
 

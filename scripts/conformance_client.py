@@ -79,6 +79,7 @@ SUITE_VERSION: str = _server.SUITE_VERSION
 # The expected-failures format and the result rows are the server runner's.
 load_expected = _server.load_expected
 Row = _server.Row
+report = _server.report
 
 
 def log(message: str) -> None:
@@ -260,31 +261,6 @@ def judge(
                 note = f"expected ({expected[scenario]})" if listed else f"failing: {failing}"
             rows.append(Row(leg, scenario, tags.get(scenario, []), result, listed, ok, note))
     return rows, problems
-
-
-def report(rows: list[Row], problems: list[str]) -> bool:
-    print(f"{'leg':<11} {'scenario':<42} {'result':<7} {'verdict':<8} {'tags':<34} note")
-    for row in rows:
-        verdict = "ok" if row.ok else "ERROR"
-        if row.ok and row.expected_failure:
-            verdict = "xfail"
-        tag_text = ",".join(row.tags)
-        print(
-            f"{row.leg:<11} {row.scenario:<42} {row.result:<7} {verdict:<8} {tag_text:<34} {row.note}"
-        )
-    bad = [r for r in rows if not r.ok]
-    print()
-    for problem in problems:
-        print(f"error: {problem}")
-    for row in bad:
-        if row.result == "PASS":
-            print(f"error: {row.scenario} ({row.leg}) passes but is listed as expected to fail")
-        else:
-            print(f"error: {row.scenario} ({row.leg}): {row.result}, {row.note}")
-    xfail = sum(1 for r in rows if r.ok and r.expected_failure)
-    print(f"{len(rows) - len(bad)} as expected ({xfail} expected failures), {len(bad)} not")
-    print(f"{len(rows) - len(bad)} passed, {len(bad) + len(problems)} failed")
-    return not bad and not problems
 
 
 # -- main ---------------------------------------------------------------------------------------

@@ -330,14 +330,17 @@ async def test_url_elicitation(connect: Callable[[Peer], Client]) -> None:
 
 async def test_roots_and_roots_list_changed(connect: Callable[[Peer], Client], wire: Wire) -> None:
     async with connect(Peer()) as client:
-        await until(lambda: len(wire.received("roots/list")) == 1, "the server's roots/list")
+        await until(lambda: len(wire.received("roots/list")) >= 1, "the server's roots/list")
         assert ROOT in texts(await client.call_tool("get-roots-list", {}))
+        # The server may ask again on its own (for instance when a tool runs
+        # before our first answer is stored), so count from the change on.
+        before = len(wire.received("roots/list"))
         await client.set_roots(["file:///elsewhere"])
         # notifications/roots/list_changed makes the server ask again.
-        await until(lambda: len(wire.received("roots/list")) == 2, "a second roots/list")
+        await until(lambda: len(wire.received("roots/list")) > before, "a roots/list after the change")
         async with asyncio.timeout(TIMEOUT):  # the server stores our answer when it arrives
             while "file:///elsewhere" not in texts(await client.call_tool("get-roots-list", {})):
                 await asyncio.sleep(0.02)
     assert len(wire.sent("notifications/roots/list_changed")) == 1
-    second = wire.answer_to(wire.received("roots/list")[1])
-    assert second["result"] == {"roots": [{"uri": "file:///elsewhere"}]}
+    for asked in wire.received("roots/list")[before:]:
+        assert wire.answer_to(asked)["result"] == {"roots": [{"uri": "file:///elsewhere"}]}

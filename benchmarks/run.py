@@ -2,9 +2,10 @@
 
     python benchmarks/run.py                      # everything (about 6 minutes)
     python benchmarks/run.py --only stdio,import  # some parts
+    python benchmarks/run.py --only http2026      # the stateless era (2026-07-28) over HTTP
     python benchmarks/run.py --quick              # tiny run: proves the scripts work, numbers meaningless
 
-Parts: stdio, http, import, startup, memory, client (see benchmarks/README.md).
+Parts: stdio, http, http2026, import, startup, memory, client (see benchmarks/README.md).
 Every figure is a median over repetitions, and every comparison is against a
 baseline measured in the same run; read the ratios, not the absolute numbers.
 """
@@ -27,6 +28,7 @@ PARTS: dict[str, str] = {
     "startup": "bench_startup",
     "stdio": "bench_stdio",
     "http": "bench_http",
+    "http2026": "bench_http2026",
     "memory": "bench_memory",
     "client": "client_roundtrip",
 }

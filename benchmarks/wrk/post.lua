@@ -4,6 +4,8 @@
 --   BENCH_BODY_FILE         the request body, with the literal __ID__ where the id goes
 --   BENCH_PROTOCOL_VERSION  sent as MCP-Protocol-Version (optional)
 --   BENCH_SESSION_ID        sent as Mcp-Session-Id for a stateful server (optional)
+--   BENCH_HEADERS           more headers, one "Name: value" per line (optional; the
+--                           2026-07-28 Mcp-Method / Mcp-Name headers)
 -- Ids must not repeat within a session (MCP basic § requests), so request()
 -- numbers them; each wrk thread gets its own range. done() prints one
 -- machine-readable line so the runner need not parse wrk's text report.
@@ -24,6 +26,13 @@ end
 local session = os.getenv("BENCH_SESSION_ID")
 if session and session ~= "" then
   wrk.headers["Mcp-Session-Id"] = session
+end
+
+local extra = os.getenv("BENCH_HEADERS")
+if extra then
+  for name, value in extra:gmatch("([^:\n]+):%s*([^\n]*)") do
+    wrk.headers[name] = value
+  end
 end
 
 local threads = 0

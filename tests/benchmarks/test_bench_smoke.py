@@ -24,6 +24,7 @@ ROW = re.compile(
 PARTS = {
     "stdio": 4,
     "http": 8,
+    "http2026": 2,  # the rows against the raw ASGI app (those against stateful have no target)
     "import": 2,
     "startup": 1,
     "memory": 2,
@@ -32,7 +33,7 @@ PARTS = {
 
 @pytest.mark.parametrize("part", sorted(PARTS))
 def test_quick_run_completes_and_prints_a_figure_for_every_row(part: str) -> None:
-    if part == "http" and shutil.which("wrk") is None:
+    if part.startswith("http") and shutil.which("wrk") is None:
         pytest.skip("the HTTP benchmark's load generator is wrk: apt-get install -y wrk")
     proc = subprocess.run(
         [sys.executable, str(BENCHMARKS / f"bench_{part}.py"), "--quick"],

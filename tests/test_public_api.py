@@ -12,6 +12,7 @@ import mcpkit
 EXPECTED_ALL = [
     "AgentResponse",
     "Audio",
+    "CacheHint",
     "CapabilityError",
     "Client",
     "ClientSession",

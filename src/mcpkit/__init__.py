@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "current_context": "mcpkit.server.context",
     "ToolAnnotations": "mcpkit.server.tools",
     "McpHeader": "mcpkit.server.mcp_header",
+    "CacheHint": "mcpkit.server.stateless",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
     "Text": "mcpkit.server.content",
@@ -66,6 +67,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AgentResponse",
     "Audio",
+    "CacheHint",
     "CapabilityError",
     "Client",
     "ClientSession",
@@ -165,6 +167,7 @@ if TYPE_CHECKING:
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
+    from .server.stateless import CacheHint
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate
     from .workflow.engine import Workflow

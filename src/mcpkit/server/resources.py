@@ -24,6 +24,7 @@ from .uri_template import UriTemplate
 if TYPE_CHECKING:
     from .context import Context
     from .server import MCPServer
+    from .stateless import CacheHint
 
 __all__ = ["MCPServerResources", "ResourceDefinition", "ResourceManager", "TemplateDefinition"]
 
@@ -56,6 +57,7 @@ class ResourceDefinition:
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
+    cache: CacheHint | None = None  # on its resources/read results (2026-07-28)
 
     def describe(self) -> dict[str, Any]:
         item: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -78,6 +80,7 @@ class TemplateDefinition:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     completions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    cache: CacheHint | None = None  # on the resources/read results of matching URIs
 
     def describe(self) -> dict[str, Any]:
         item: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
@@ -171,7 +174,12 @@ class ResourceManager:
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        cache: CacheHint | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
+        from .stateless import CacheHint
+
+        if cache is not None and not isinstance(cache, CacheHint):
+            raise ConfigurationError(f"resource {uri!r}: cache must be a CacheHint, got {cache!r}")
         try:
             template = UriTemplate(uri)
         except ValueError as exc:  # UriTemplateError: say which registration failed
@@ -188,7 +196,18 @@ class ResourceManager:
                     f"(got {list(sig.param_names)}); use {{variables}} in the URI for a template"
                 )
             res = ResourceDefinition(
-                uri, res_name, fn, sig, desc, mime_type, title, size, annotations, icons, meta
+                uri,
+                res_name,
+                fn,
+                sig,
+                desc,
+                mime_type,
+                title,
+                size,
+                annotations,
+                icons,
+                meta,
+                cache,
             )
             self.static[uri] = res
             return res
@@ -198,7 +217,17 @@ class ResourceManager:
                 f"resource template {uri!r}: parameters {missing} of {res_name!r} are not template variables"
             )
         tmpl = TemplateDefinition(
-            template, res_name, fn, sig, desc, mime_type, title, annotations, icons, meta
+            template,
+            res_name,
+            fn,
+            sig,
+            desc,
+            mime_type,
+            title,
+            annotations,
+            icons,
+            meta,
+            cache=cache,
         )
         self.templates.append(tmpl)
         return tmpl
@@ -217,9 +246,17 @@ class ResourceManager:
         return items
 
     async def read(self, uri: str, ctx: Context | None) -> builtins.list[dict[str, Any]]:
+        contents, _ = await self.read_with_hint(uri, ctx)
+        return contents
+
+    async def read_with_hint(
+        self, uri: str, ctx: Context | None
+    ) -> tuple[builtins.list[dict[str, Any]], CacheHint | None]:
+        """The contents of ``uri`` and the cache hint of the resource or template that served it."""
         res = self.static.get(uri)
         if res is not None:
-            return _contents(uri, await self._invoke(res.fn, res.sig, {}, ctx), res.mime_type)
+            value = await self._invoke(res.fn, res.sig, {}, ctx)
+            return _contents(uri, value, res.mime_type), res.cache
         too_long: list[str] = []
         for tmpl in self.templates:
             if len(uri) > tmpl.template.max_match_length:
@@ -236,11 +273,8 @@ class ResourceManager:
                     f"Invalid URI {uri!r} for template {tmpl.template.template!r}: "
                     f"{format_validation_error(exc)}"
                 ) from None
-            return _contents(
-                uri,
-                await self._invoke(tmpl.fn, tmpl.sig, kwargs, ctx, validated=True),
-                tmpl.mime_type,
-            )
+            value = await self._invoke(tmpl.fn, tmpl.sig, kwargs, ctx, validated=True)
+            return _contents(uri, value, tmpl.mime_type), tmpl.cache
         getter = self.callbacks.get_resource_content
         if getter is not None:
             try:
@@ -257,7 +291,7 @@ class ResourceManager:
                     if r.get("uri") == uri:
                         mime = r.get("mimeType")
                         break
-            return _contents(uri, value, mime)
+            return _contents(uri, value, mime), None
         if too_long:
             # Say why instead of a misleading "not found" (uri_template: match bounds).
             raise InvalidParams(

@@ -8,7 +8,7 @@ import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
 from ..protocol.versions import Revision
@@ -21,7 +21,15 @@ from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager
 from .session import Handler, Request, ServerSession
-from .stateless import discover, listen
+from .stateless import (
+    CacheHint,
+    CacheScope,
+    check_cache_option,
+    check_cache_scope,
+    check_ttl_ms,
+    discover,
+    listen,
+)
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 if TYPE_CHECKING:
@@ -145,16 +153,15 @@ class MCPServer:
         request_timeout: float = 60.0,
         default_log_level: str = "info",
         cache_ttl_ms: int = 0,
-        cache_scope: Literal["public", "private"] = "private",
+        cache_scope: CacheScope = "private",
+        cache: Mapping[str, CacheHint] | None = None,
         request_state_keys: Sequence[bytes] | None = None,
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
             raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
-        if cache_ttl_ms < 0 or cache_scope not in ("public", "private"):
-            raise ConfigurationError(
-                "cache_ttl_ms must be >= 0 and cache_scope 'public' or 'private'"
-            )
+        check_ttl_ms("cache_ttl_ms", cache_ttl_ms)
+        check_cache_scope("cache_scope", cache_scope)
         if page_size is not None and page_size < 1:
             raise ConfigurationError("page_size must be a positive integer or None")
         self.name = name
@@ -169,8 +176,10 @@ class MCPServer:
         self.default_log_level = default_log_level
         # Caching hints on 2026-07-28 list and read results (SEP-2549). The defaults
         # promise nothing: stale at once, and never shared across credentials.
+        # `cache` refines them per method (tools/list, resources/read, ...).
         self.cache_ttl_ms = cache_ttl_ms
-        self.cache_scope: Literal["public", "private"] = cache_scope
+        self.cache_scope: CacheScope = cache_scope
+        self.cache_hints: dict[str, CacheHint] = check_cache_option(cache)
         # Input-required rounds (MRTR) of the stateless era; requestState is signed with
         # the first key and checked against all (rotation). Default: a random per-process key.
         self.input_rounds = InputRounds(keys=request_state_keys, ttl=max(request_timeout, 1.0))
@@ -302,8 +311,13 @@ class MCPServer:
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        cache: CacheHint | None = None,
     ) -> Callable[[F], F]:
-        """Register a resource; a URI with ``{variables}`` makes it an RFC 6570 template."""
+        """Register a resource; a URI with ``{variables}`` makes it an RFC 6570 template.
+
+        ``cache`` sets the ``ttlMs``/``cacheScope`` of this resource's
+        ``resources/read`` results on the 2026-07-28 era, over the server's.
+        """
 
         def register(f: F) -> F:
             self.resources.add(
@@ -317,6 +331,7 @@ class MCPServer:
                 annotations=annotations,
                 icons=icons,
                 meta=meta,
+                cache=cache,
             )
             return f
 
@@ -687,11 +702,14 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         ctx = Context(session, req)
         token = _current.set(ctx)
         try:
-            contents = await server.resources.read(uri, ctx)
+            contents, hint = await server.resources.read_with_hint(uri, ctx)
         finally:
             _current.reset(token)
         if not session.revision.meta_fields:
             contents = [{k: v for k, v in c.items() if k != "_meta"} for c in contents]
+        if hint is not None and session.revision.era == "stateless":
+            # The resource's own hint; serve_stateless fills the rest (2026-07-28 only).
+            return {"contents": contents, **hint.fields()}
         return {"contents": contents}
 
     async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:

@@ -9,15 +9,29 @@ revision requires: ``resultType`` on every result, the server's identity in
 ``_meta`` and, on list and read results, the caching hints ``ttlMs`` and
 ``cacheScope`` (SEP-2549). It also owns the two methods only this era has:
 ``server/discover`` and ``subscriptions/listen``.
+
+Caching hints are resolved from the most specific setting down: the read
+resource's or template's own :class:`CacheHint` (``resources/read`` only),
+then the per-method hint of ``MCPServer(cache={...})``, then the server-wide
+``cache_ttl_ms``/``cache_scope``. A hint field left ``None`` falls through to
+the next level, so ``CacheHint(ttl_ms=60_000)`` keeps the server's scope.
+Handshake-era results never carry them (the fields do not exist there).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, MCPError, MethodNotFound
+from ..errors import (
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    ConfigurationError,
+    MCPError,
+    MethodNotFound,
+)
 from ..protocol import jsonrpc
 from ..protocol.stateless import (
     CACHEABLE_METHODS,
@@ -34,7 +48,68 @@ from .mrtr import INPUT_METHODS
 if TYPE_CHECKING:
     from .session import Request, Send, ServerSession
 
-__all__ = ["discover", "listen", "serve_stateless"]
+__all__ = ["CacheHint", "CacheScope", "discover", "listen", "serve_stateless"]
+
+CacheScope = Literal["public", "private"]
+_SCOPES: Final = ("public", "private")  # 2026-07-28 server/utilities/caching § cache scope
+
+
+def check_ttl_ms(option: str, value: object) -> None:
+    """Refuse a ``ttlMs`` servers may not send: an integer >= 0 (caching § TTL field)."""
+    if type(value) is not int or value < 0:
+        raise ConfigurationError(f"{option} must be an integer >= 0 (milliseconds), got {value!r}")
+
+
+def check_cache_scope(option: str, value: object) -> None:
+    if value not in _SCOPES:
+        raise ConfigurationError(f"{option} must be 'public' or 'private', got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """``ttlMs`` and ``cacheScope`` for a list method, a resource or a resource template.
+
+    A field left ``None`` inherits from the next, less specific level (see the
+    module docstring). ``scope="public"`` lets a shared cache serve the result
+    to every caller, so keep it for results that are the same for everyone.
+    """
+
+    ttl_ms: int | None = None
+    scope: CacheScope | None = None
+
+    def __post_init__(self) -> None:
+        if self.ttl_ms is not None:
+            check_ttl_ms("CacheHint.ttl_ms", self.ttl_ms)
+        if self.scope is not None:
+            check_cache_scope("CacheHint.scope", self.scope)
+
+    def fields(self) -> dict[str, Any]:
+        """The hint's set fields as result members (``ttlMs``, ``cacheScope``)."""
+        out: dict[str, Any] = {}
+        if self.ttl_ms is not None:
+            out["ttlMs"] = self.ttl_ms
+        if self.scope is not None:
+            out["cacheScope"] = self.scope
+        return out
+
+
+def check_cache_option(cache: Mapping[str, CacheHint] | None) -> dict[str, CacheHint]:
+    """``MCPServer(cache=...)``: per-method hints, keyed by a cacheable method name."""
+    if cache is None:
+        return {}
+    if not isinstance(cache, Mapping):
+        raise ConfigurationError("cache must be a mapping of method name to CacheHint")
+    out: dict[str, CacheHint] = {}
+    for method, hint in cache.items():
+        if method not in CACHEABLE_METHODS:
+            raise ConfigurationError(
+                f"cache[{method!r}]: not a cacheable method; use one of {sorted(CACHEABLE_METHODS)}"
+            )
+        if not isinstance(hint, CacheHint):
+            raise ConfigurationError(f"cache[{method!r}]: expected a CacheHint, got {hint!r}")
+        out[method] = hint
+    return out
+
 
 # Above every level: a request without io.modelcontextprotocol/logLevel gets no
 # notifications/message at all (changelog 2026-07-28 §5).
@@ -96,6 +171,11 @@ def complete_result(session: ServerSession, method: str, result: dict[str, Any])
         SERVER_INFO: server.server_info(session.revision),
     }
     if method in CACHEABLE_METHODS and out["resultType"] == "complete":
+        # A handler may have set the hint of the resource it read; fill what it left.
+        hint = server.cache_hints.get(method)
+        if hint is not None:
+            for key, value in hint.fields().items():
+                out.setdefault(key, value)
         out.setdefault("ttlMs", server.cache_ttl_ms)
         out.setdefault("cacheScope", server.cache_scope)
     return out

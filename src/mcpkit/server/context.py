@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -371,6 +372,32 @@ class Context:
             "roots/list", None, self.request, timeout=timeout, capability="roots", key=key
         )
         return [Root(uri=r["uri"], name=r.get("name")) for r in result.get("roots", [])]
+
+    def once(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` (sync or async) once per call, however many rounds it takes.
+
+        On the stateless era the JSON result is journaled in the ``requestState``;
+        when a later round is served by another worker, which replays the handler
+        from the top, this returns the journaled result instead of running ``fn``
+        again. Wrap each side effect (a payment, an e-mail, a counter) in a step
+        whose ``name`` is unique within the handler (a repeated name counts its
+        occurrences). The result must be plain JSON (dict, list, str, int, float,
+        bool, None), and comes back as JSON gives it (a tuple as a list); the
+        client can read it (the state is signed, not encrypted). On the
+        handshake era, and for requests that cannot ask for input, ``fn`` simply
+        runs and its value is returned as is. A sync ``fn`` runs in a worker thread.
+        """
+        return self._call(self._once(name, fn, args))
+
+    async def _once(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        call = self.session.inputs
+        if not inspect.iscoroutinefunction(fn):
+            fn = functools.partial(run_sync, functools.partial(fn, *args), {}, self)
+            args = ()
+        if call is None:
+            value = fn(*args)
+            return await value if inspect.isawaitable(value) else value
+        return await call.once(name, fn, args)
 
     def ping(self, *, timeout: float | None = None) -> Any:
         return self._call(self.session.send_request("ping", None, self.request, timeout=timeout))

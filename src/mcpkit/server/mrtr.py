@@ -7,26 +7,46 @@ an opaque ``requestState``; the client retries the same request with
 ``inputResponses`` (keyed like the requests) and the state
 (2026-07-28 basic/patterns/mrtr).
 
-**Exactly once.** The handler is not re-run from the top on each round: the
-first round starts it as a task, and when it awaits ``ctx.elicit`` /
-``ctx.sample`` / ``ctx.list_roots`` the call is *parked* (kept in
-:class:`InputRounds`, keyed by a random call id) while its questions go back
-to the client. The retry resumes the same coroutine with the answers, so
-whatever the handler did before a question (a payment, a counter) happens
-once. Questions asked together (``asyncio.gather``) go out in one round;
-questions asked one after another take one round each.
+**Two ways to serve a retry.** The first round starts the handler as a task;
+when it awaits ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` the call is
+*parked* (kept in :class:`InputRounds`, keyed by a random call id) while its
+questions go back to the client. Questions asked together
+(``asyncio.gather``) go out in one round; questions asked one after another
+take one round each.
+
+- *Resume* (fast path): the retry reaches the worker holding the parked call,
+  which resumes the same coroutine with the answers.
+- *Replay*: the retry reaches another worker (or this one after a restart).
+  Every state carries a *journal*: each question asked so far (key, method, a
+  digest of its params, the answer) and the results of completed
+  :meth:`Context.once <mcpkit.server.context.Context.once>` steps. The handler is
+  run again from the top with the journal: its questions get the journaled
+  answers in order (then this retry's ``inputResponses`` for the questions of
+  the last round), ``ctx.once`` returns the journaled results without running
+  the step; when it asks something new it is parked here as usual. A handler
+  that, replayed, asks another question than the journal recorded at that
+  position gets :class:`InputReplayMismatch` (a JSON-RPC error naming both).
+
+**Exactly once.** When every round of a call reaches the worker that parked
+it, *all* of the handler's code runs exactly once. When a round reaches
+another worker, the code outside ``ctx.once`` before the last answered
+question runs again; the questions and the ``ctx.once`` steps still happen
+once. So for several workers: give them the same ``request_state_keys`` and
+a shared ``input_store`` (see :mod:`.mrtr_store`), and wrap each side effect
+(a payment, a counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
 
 **requestState** is ``base64url(payload).base64url(HMAC-SHA256)``. The payload
-names the parked call, the round it answers and a digest of the method, the
-tool/prompt name or URI and the arguments, and it expires. It is signed with
-the first of the server's keys and verified with any of them (rotation: put
-the new key first, keep the old one until the states it signed expired). A
-state is good for one round: a replayed, tampered, expired or re-bound state
-gets ``-32602`` and never reaches the handler.
+names the call and the round it answers, a digest of the method, the
+tool/prompt name or URI and the arguments, the journal, and an expiry. It is
+signed with the first of the server's keys and verified with any of them
+(rotation: put the new key first, keep the old one until the states it signed
+expired). It is *signed, not encrypted*: the client can read the journaled
+answers and step results, so a step must not return secrets. A state is good
+for one retry, on every worker sharing the store: a replayed, tampered,
+expired or re-bound state gets ``-32602`` and never reaches the handler.
 
-Parked calls live in this process (a load balancer must send the rounds of a
-call to the same worker); a parked call nobody resumes is cancelled after
-``ttl`` seconds.
+A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
+one a retry replayed elsewhere left behind).
 """
 
 from __future__ import annotations
@@ -36,6 +56,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import inspect
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,12 +64,19 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import ConfigurationError, InvalidParams, PeerTimeout
+from ..errors import INTERNAL_ERROR, ConfigurationError, InvalidParams, MCPError, PeerTimeout
+from .mrtr_store import InputRoundStore, MemoryInputRoundStore
 
 if TYPE_CHECKING:
     from .session import Send, ServerSession
 
-__all__ = ["INPUT_METHODS", "InputRounds", "ParkedCall", "RequestStateCodec"]
+__all__ = [
+    "INPUT_METHODS",
+    "InputReplayMismatch",
+    "InputRounds",
+    "ParkedCall",
+    "RequestStateCodec",
+]
 
 # The only requests that may answer with an InputRequiredResult (SEP-2322).
 INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -58,8 +86,21 @@ _KEY_BASE: Final = {
     "roots/list": "roots",
 }
 _MAX_PARKED: Final = 10_000
+# Only plain JSON values are step results: what a replay gets back must equal what the
+# first run got (a datetime or a dataclass would come back as a str or a dict).
+_STEP_JSON: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 Run = Callable[[dict[str, Any], "Send", Any], Awaitable[dict[str, Any] | None]]
+# One journal entry: [key, method, params digest, answer], the answer being the
+# client's result (dict), None (asked in the round the state answers) or the text
+# of the timeout the handler got.
+Entry = list[Any]
+
+
+class InputReplayMismatch(MCPError):
+    """A replayed handler asked another question than the one its journal recorded."""
+
+    code = INTERNAL_ERROR
 
 
 def _b64(data: bytes) -> str:
@@ -107,12 +148,19 @@ class RequestStateCodec:
         return payload if payload["exp"] > time.time() else None
 
 
+def _digest(method: str, params: dict[str, Any] | None) -> str:
+    blob = orjson.dumps([method, params], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
 class _Question:
-    __slots__ = ("future", "method", "params")
+    __slots__ = ("digest", "future", "method", "params", "timed_out")
 
     def __init__(self, method: str, params: dict[str, Any] | None) -> None:
         self.method = method
         self.params = params
+        self.digest = _digest(method, params)
+        self.timed_out: str | None = None
         self.future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
     def wire(self) -> dict[str, Any]:
@@ -120,6 +168,12 @@ class _Question:
         if self.params is not None:
             out["params"] = self.params
         return out
+
+    def entry(self, key: str) -> Entry:
+        answer: Any = self.timed_out
+        if answer is None and self.future.done() and not self.future.cancelled():
+            answer = self.future.result()
+        return [key, self.method, self.digest, answer]
 
 
 class _Relay:
@@ -135,9 +189,23 @@ class _Relay:
 
 
 class ParkedCall:
-    """A handler suspended on its questions to the client, between rounds."""
+    """A handler suspended on its questions to the client, between rounds.
 
-    def __init__(self, call_id: str, binding: str, send: Send, timeout: float) -> None:
+    ``script`` and ``steps`` are the journal of a state being replayed;
+    ``responses`` the retry's ``inputResponses`` for the script's open questions.
+    """
+
+    def __init__(
+        self,
+        call_id: str,
+        binding: str,
+        send: Send,
+        timeout: float,
+        *,
+        script: Sequence[Entry] = (),
+        steps: dict[str, Any] | None = None,
+        responses: dict[str, Any] | None = None,
+    ) -> None:
         self.id = call_id
         self.binding = binding
         self.round = 0
@@ -147,6 +215,10 @@ class ParkedCall:
         self.questions: dict[str, _Question] = {}
         # Answers a first round already carries (a client may answer before it is asked).
         self.prefilled: dict[str, Any] = {}
+        self.script = list(script)
+        self.responses = responses or {}
+        self.steps: dict[str, Any] = dict(steps or {})
+        self._step_counts: dict[str, int] = {}
         self.changed = asyncio.Event()
         self.task: asyncio.Future[dict[str, Any] | None] | None = None
 
@@ -160,9 +232,13 @@ class ParkedCall:
             while key in self.questions:
                 n += 1
                 key = f"{base}_{n}"
+        position = len(self.questions)
         question = _Question(method, params)
         self.questions[key] = question
-        early = self.prefilled.pop(key, None)
+        if position < len(self.script):
+            early = self._replayed(position, key, question)
+        else:
+            early = self.prefilled.pop(key, None)
         if isinstance(early, dict) and _plausible(method, early):
             question.future.set_result(early)
             return early
@@ -171,7 +247,54 @@ class ParkedCall:
         try:
             return await asyncio.wait_for(question.future, wait)
         except TimeoutError:
-            raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
+            question.timed_out = f"the client did not answer {method} within {wait:g} s"
+            raise PeerTimeout(question.timed_out) from None
+
+    def _replayed(self, position: int, key: str, question: _Question) -> Any:
+        """The journaled answer to the question asked at ``position`` of a replay."""
+        jkey, jmethod, jdigest, answer = self.script[position]
+        if (jkey, jmethod, jdigest) != (key, question.method, question.digest):
+            what = (
+                "the same question with other params"
+                if (jkey, jmethod) == (key, question.method)
+                else f"{question.method} {key!r}"
+            )
+            raise InputReplayMismatch(
+                f"replaying an input-required call on another worker: question {position + 1} "
+                f"was {jmethod} {jkey!r}, but the handler now asked {what}; a handler must ask "
+                "the same questions in the same order on every run (put non-deterministic "
+                "work inside ctx.once)"
+            )
+        if isinstance(answer, str):  # the first run timed out waiting for it
+            question.timed_out = answer
+            raise PeerTimeout(answer)
+        if answer is None:  # a question of the round this retry answers
+            return self.responses.get(key)
+        return answer
+
+    async def once(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """Run a step once per call: its JSON result is journaled, and replayed from there."""
+        count = self._step_counts.get(name, 0) + 1
+        self._step_counts[name] = count
+        step_id = name if count == 1 else f"{name}#{count}"
+        if step_id in self.steps:
+            return orjson.loads(orjson.dumps(self.steps[step_id]))  # a copy the caller may change
+        value = fn(*args)
+        if inspect.isawaitable(value):
+            value = await value
+        try:
+            blob = orjson.dumps(value, option=_STEP_JSON)
+        except TypeError as exc:
+            raise TypeError(
+                f"ctx.once step {name!r} returned a {type(value).__name__}, which is not "
+                f"JSON-serialisable ({exc}); it must return dict/list/str/int/float/bool/None, "
+                "because its result is journaled in the requestState"
+            ) from None
+        self.steps[step_id] = orjson.loads(blob)
+        return orjson.loads(blob)
+
+    def journal(self) -> list[Entry]:
+        return [question.entry(key) for key, question in self.questions.items()]
 
     def open_questions(self) -> dict[str, _Question]:
         return {k: q for k, q in self.questions.items() if not q.future.done()}
@@ -225,12 +348,36 @@ def _binding(method: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
-class InputRounds:
-    """The parked calls of one server and the codec for their ``requestState``."""
+def _read_journal(payload: dict[str, Any]) -> tuple[list[Entry], dict[str, Any]] | None:
+    """The journal of a genuine state, or None if it is not one this module wrote."""
+    script, steps = payload.get("q"), payload.get("s")
+    if not isinstance(script, list) or not isinstance(steps, dict):
+        return None
+    for entry in script:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 4
+            and all(isinstance(part, str) for part in entry[:3])
+            and (entry[3] is None or isinstance(entry[3], dict | str))
+        ):
+            return None
+    return script, steps
 
-    def __init__(self, *, keys: Sequence[bytes] | None = None, ttl: float = 300.0) -> None:
+
+class InputRounds:
+    """The parked calls of one server, the codec for their ``requestState`` and the store
+    of used states."""
+
+    def __init__(
+        self,
+        *,
+        keys: Sequence[bytes] | None = None,
+        ttl: float = 300.0,
+        store: InputRoundStore | None = None,
+    ) -> None:
         self.codec = RequestStateCodec(keys or [secrets.token_bytes(32)], ttl=ttl)
         self.ttl = ttl
+        self.store: InputRoundStore = store if store is not None else MemoryInputRoundStore()
         self._calls: dict[str, ParkedCall] = {}
 
     def __len__(self) -> int:
@@ -244,30 +391,58 @@ class InputRounds:
         params = params if isinstance(params, dict) else {}
         binding = _binding(msg["method"], params)
         state = params.get("requestState")
+        responses = params.get("inputResponses")
+        responses = responses if isinstance(responses, dict) else {}
+        timeout = session.server.request_timeout
         if state is None:
-            call = self._park(binding, send, session.server.request_timeout)
-            responses = params.get("inputResponses")
-            if isinstance(responses, dict):
-                call.prefilled = dict(responses)
-            session.inputs = call
-            call.task = asyncio.ensure_future(run(msg, call.relay, auth_info))
+            call = self._park(ParkedCall(secrets.token_urlsafe(16), binding, send, timeout))
+            call.prefilled = dict(responses)
+            self._start(call, session, msg, auth_info, run)
         else:
             payload = self.codec.open(state)
-            if payload is None:
+            journal = None if payload is None else _read_journal(payload)
+            if payload is None or journal is None:
                 raise InvalidParams("requestState is invalid or expired")
             if payload.get("b") != binding:
                 raise InvalidParams("requestState was issued for a different request")
-            found = self._calls.get(payload.get("c", ""))
-            if found is None or found.round != payload.get("r"):
-                raise InvalidParams("requestState was already used, or its call has ended")
-            call = found
-            call.round += 1  # single use: this state cannot be replayed
-            call.deadline = asyncio.get_running_loop().time() + self.ttl
-            call.relay.target = send
-            call.answer(params.get("inputResponses"))
+            call_id, round_no = str(payload.get("c")), payload.get("r")
+            # Single use on every worker sharing the store (mrtr § server requirements).
+            if not await self.store.claim(f"{call_id}.{round_no}", float(payload["exp"])):
+                raise InvalidParams("requestState was already used")
+            found = self._calls.get(call_id)
+            if found is not None:
+                if found.round != round_no:
+                    raise InvalidParams("requestState was already used")
+                call = found  # resume: the handler is parked here
+                call.round += 1
+                call.deadline = asyncio.get_running_loop().time() + self.ttl
+                call.relay.target = send
+                call.answer(responses)
+            else:  # replay: the call was parked on another worker, or has gone
+                script, steps = journal
+                call = self._park(
+                    ParkedCall(
+                        secrets.token_urlsafe(16),
+                        binding,
+                        send,
+                        timeout,
+                        script=script,
+                        steps=steps,
+                        responses=responses,
+                    )
+                )
+                self._start(call, session, msg, auth_info, run)
         questions, outcome = await call.outcome()
         if questions:
-            token = self.codec.seal({"c": call.id, "r": call.round, "b": binding})
+            token = self.codec.seal(
+                {
+                    "c": call.id,
+                    "r": call.round,
+                    "b": binding,
+                    "q": call.journal(),
+                    "s": call.steps,
+                }
+            )
             return {
                 "jsonrpc": "2.0",
                 "id": rid,
@@ -284,10 +459,16 @@ class InputRounds:
         response["id"] = rid  # the round that completes answers with its own id
         return response
 
-    def _park(self, binding: str, send: Send, timeout: float) -> ParkedCall:
+    @staticmethod
+    def _start(
+        call: ParkedCall, session: ServerSession, msg: dict[str, Any], auth_info: Any, run: Run
+    ) -> None:
+        session.inputs = call
+        call.task = asyncio.ensure_future(run(msg, call.relay, auth_info))
+
+    def _park(self, call: ParkedCall) -> ParkedCall:
         if len(self._calls) >= _MAX_PARKED:  # the oldest parked call gives way
             self._end(next(iter(self._calls.values())))
-        call = ParkedCall(secrets.token_urlsafe(16), binding, send, timeout)
         self._calls[call.id] = call
         loop = asyncio.get_running_loop()
         call.deadline = loop.time() + self.ttl

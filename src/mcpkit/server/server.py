@@ -17,6 +17,7 @@ from .content import shape_content, shape_result
 from .context import LOG_LEVELS, Context, _current
 from .metadata import Package, Remote, Repository, ServerMetadata
 from .mrtr import InputRounds
+from .mrtr_store import InputRoundStore
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager
@@ -156,6 +157,7 @@ class MCPServer:
         cache_scope: CacheScope = "private",
         cache: Mapping[str, CacheHint] | None = None,
         request_state_keys: Sequence[bytes] | None = None,
+        input_store: InputRoundStore | None = None,
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
@@ -182,7 +184,10 @@ class MCPServer:
         self.cache_hints: dict[str, CacheHint] = check_cache_option(cache)
         # Input-required rounds (MRTR) of the stateless era; requestState is signed with
         # the first key and checked against all (rotation). Default: a random per-process key.
-        self.input_rounds = InputRounds(keys=request_state_keys, ttl=max(request_timeout, 1.0))
+        # Several workers share the keys and an input_store (used states); see .mrtr.
+        self.input_rounds = InputRounds(
+            keys=request_state_keys, ttl=max(request_timeout, 1.0), store=input_store
+        )
         self.debug = debug
         self.tools = ToolManager(self)
         self.resources = ResourceManager(self)

@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "current_context": "mcpkit.server.context",
     "ToolAnnotations": "mcpkit.server.tools",
     "McpHeader": "mcpkit.server.mcp_header",
+    "InputRoundStore": "mcpkit.server.mrtr_store",
+    "MemoryInputRoundStore": "mcpkit.server.mrtr_store",
     "CacheHint": "mcpkit.server.stateless",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
@@ -77,6 +79,7 @@ __all__ = [
     "ElicitResult",
     "EmbeddedResource",
     "Image",
+    "InputRoundStore",
     "InvalidParams",
     "MCPClient",
     "MCPError",
@@ -85,6 +88,7 @@ __all__ = [
     "MCPServerPrompts",
     "MCPServerResources",
     "McpHeader",
+    "MemoryInputRoundStore",
     "Package",
     "PeerTimeout",
     "PromptArg",
@@ -164,6 +168,7 @@ if TYPE_CHECKING:
     )
     from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError
+    from .server.mrtr_store import InputRoundStore, MemoryInputRoundStore
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer

@@ -20,7 +20,12 @@ basic/transports/streamable-http):
   sent before the result: the SSE stream is opened only then, so an error
   answered at once still gets its HTTP status.
 * Closing the response stream cancels the request (basic/patterns/cancellation):
-  a watcher on ``receive`` cancels the handler when the client disconnects.
+  a watcher on ``receive`` cancels the handler when the client disconnects. The
+  watcher is a task of its own, which costs more than a fast request (an echo
+  tool) itself, so it starts only once the request has run for
+  ``_WATCH_AFTER_S``: a disconnect before then is still seen when it starts (the
+  ASGI server keeps answering ``receive`` with ``http.disconnect``), so the
+  handler is cancelled at most that much later, and quick requests pay nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ if TYPE_CHECKING:
     from ..server.session import ServerSession
 
 __all__ = ["serve_stateless_post", "status_for"]
+
+# How long a request runs before a task watches for its client going away (see above).
+_WATCH_AFTER_S: Final = 0.005
 
 # JSON-RPC codes a 2026-07-28 server answers with a non-200 status.
 _STATUS: Final = {-32020: 400, -32021: 400, -32022: 400, METHOD_NOT_FOUND: 404}
@@ -144,14 +152,14 @@ async def serve_stateless_post(
         return
     session = server.create_session(stateless=True, revision=envelope.revision.name)
     stream = _LazyStream(send)
-    watcher = asyncio.ensure_future(_watch_disconnect(receive, session, rid))
+    watch = _DisconnectWatch(receive, session, rid)
+    timer = asyncio.get_running_loop().call_later(_WATCH_AFTER_S, watch.start)
     try:
         response = await session.handle_request(msg, stream, auth_info=auth_info)
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-    if _fired(watcher):
+        timer.cancel()
+        fired = await watch.stop()
+    if fired:
         return  # the client closed the stream: nobody to answer
     try:
         await stream.finish(response)
@@ -159,8 +167,31 @@ async def serve_stateless_post(
         return
 
 
-def _fired(watcher: asyncio.Future[Any]) -> bool:
-    return watcher.done() and not watcher.cancelled() and watcher.result() is True
+class _DisconnectWatch:
+    """The watcher of one request, started late (``_WATCH_AFTER_S``) or never."""
+
+    __slots__ = ("_receive", "_rid", "_session", "_task")
+
+    def __init__(self, receive: Receive, session: ServerSession, rid: Any) -> None:
+        self._receive = receive
+        self._session = session
+        self._rid = rid
+        self._task: asyncio.Future[bool] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(
+            _watch_disconnect(self._receive, self._session, self._rid)
+        )
+
+    async def stop(self) -> bool:
+        """Stop watching; True if the client had gone (and the request was cancelled)."""
+        task = self._task
+        if task is None:
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return task.done() and not task.cancelled() and task.result() is True
 
 
 async def _watch_disconnect(receive: Receive, session: ServerSession, rid: Any) -> bool:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ..errors import ConfigurationError, InvalidParams, MCPKitError, tool_error_text
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
+from .mcp_header import header_problems
 from .signature import (
     FunctionSignature,
     format_validation_error,
@@ -187,6 +188,11 @@ def _finish(
 ) -> ToolDefinition:
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
+    # x-mcp-header annotations are checked here, once, so that a bad one fails the
+    # decorator instead of making clients drop the tool (2026-07-28 server/tools).
+    problems = header_problems(tool.name, tool.input_schema)
+    if problems:
+        raise ConfigurationError("; ".join(problems))
     if output_type is not None and is_object_type(output_type):
         try:
             adapter, schema = output_adapter(output_type)

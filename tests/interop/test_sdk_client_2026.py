@@ -250,3 +250,57 @@ async def test_sdk_client_2026_over_stdio(launcher: str, tmp_path: Path) -> None
     assert len(interim) == 1 and interim[0]["requestState"]
     assert [d for d, m in wire if "unparsed" in m] == []
     assert schema.assert_valid_conversation([(d, m, True) for d, m in wire], V) > 15
+
+
+async def test_sdk_client_2026_listens_and_cancels_by_closing_the_stream() -> None:
+    """``Client.listen`` (``subscriptions/listen``) and cancellation by closing the stream.
+
+    The SDK client cancels a 2026-07-28 call over HTTP by dropping its response
+    stream (no ``notifications/cancelled`` on this transport, 2026-07-28 cancellation);
+    mcpkit must then stop the tool.
+    """
+    server = modern_server()
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    @server.tool
+    async def hang() -> str:
+        """Wait until cancelled."""
+        started.set()
+        try:
+            await asyncio.sleep(TIMEOUT * 2)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return "not cancelled"
+
+    tap = AsgiTap(server.http_app())
+    async with run_app(tap) as base, asyncio.timeout(TIMEOUT):
+        async with Client(base + "/mcp") as client:
+            call = asyncio.create_task(client.call_tool("hang", {}))
+            await started.wait()
+            call.cancel()
+            await stopped.wait()  # the server stopped the tool when the stream closed
+            assert text(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+
+            async with client.listen(
+                resources_list_changed=True, resource_subscriptions=["demo://greeting"]
+            ) as subscription:
+                assert subscription.honored.resource_subscriptions == ["demo://greeting"]
+                await server.resources.notify_updated("demo://greeting")
+                await server.resources.notify_list_changed()
+                events: list[str] = []
+                async for event in subscription:
+                    events.append(type(event).__name__)
+                    if len(events) == 2:
+                        break
+            assert sorted(events) == ["ResourceUpdated", "ResourcesListChanged"]
+
+    (hung,) = [e for e in tap.calls("tools/call") if e.body["params"]["name"] == "hang"]
+    assert hung.messages == []  # no result was ever written for the cancelled call
+    (listened,) = tap.calls("subscriptions/listen")
+    methods = [m.get("method") for m in listened.messages]
+    assert methods[0] == "notifications/subscriptions/acknowledged"
+    assert {"notifications/resources/updated", "notifications/resources/list_changed"} <= set(
+        methods
+    )
+    assert check_exchanges(tap.exchanges) > 5

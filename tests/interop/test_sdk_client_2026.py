@@ -238,6 +238,21 @@ async def test_sdk_client_2026_over_stdio(launcher: str, tmp_path: Path) -> None
             assert isinstance(message, types.TextContent)
             assert message.text == "Review this rust code:\nfn()"
 
+            # Cancelling a call: on stdio the SDK sends notifications/cancelled.
+            started = asyncio.Event()
+
+            async def on_start(value: float, total: float | None, message: str | None) -> None:
+                started.set()
+
+            slow = asyncio.create_task(
+                client.call_tool("slow", {"seconds": TIMEOUT * 2}, progress_callback=on_start)
+            )
+            await started.wait()
+            slow.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await slow
+            assert text(await client.call_tool("echo", {"text": "after"})) == "after"
+
     wire = read_stdio_log(log)
     sent = [m for d, m in wire if d == "sent"]
     assert sent[0]["method"] == "server/discover"
@@ -249,6 +264,10 @@ async def test_sdk_client_2026_over_stdio(launcher: str, tmp_path: Path) -> None
     ]
     assert len(interim) == 1 and interim[0]["requestState"]
     assert [d for d, m in wire if "unparsed" in m] == []
+    (slow_call,) = [m for m in sent if m.get("params", {}).get("name") == "slow"]
+    (cancelled,) = [m for m in sent if m.get("method") == "notifications/cancelled"]
+    assert cancelled["params"]["requestId"] == slow_call["id"]
+    assert all(m.get("id") != slow_call["id"] for d, m in wire if d == "received")
     assert schema.assert_valid_conversation([(d, m, True) for d, m in wire], V) > 15
 
 

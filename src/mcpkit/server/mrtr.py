@@ -219,7 +219,8 @@ class ParkedCall:
         self.responses = responses or {}
         self.steps: dict[str, Any] = dict(steps or {})
         self._step_counts: dict[str, int] = {}
-        self.changed = asyncio.Event()
+        # Set while outcome() waits: woken when the handler asks or ends.
+        self._wake: asyncio.Future[None] | None = None
         self.task: asyncio.Future[dict[str, Any] | None] | None = None
 
     async def ask(
@@ -242,7 +243,7 @@ class ParkedCall:
         if isinstance(early, dict) and _plausible(method, early):
             question.future.set_result(early)
             return early
-        self.changed.set()
+        self._notify()
         wait = self.timeout if timeout is None else timeout
         try:
             return await asyncio.wait_for(question.future, wait)
@@ -322,13 +323,22 @@ class ParkedCall:
                 if not self.task.done():
                     return self.open_questions(), None
                 continue
-            self.changed.clear()
-            waiter: asyncio.Future[Any] = asyncio.ensure_future(self.changed.wait())
-            pending: set[asyncio.Future[Any]] = {self.task, waiter}
+            # One future woken by either event: every tools/call of the era comes through
+            # here, and a task on an Event plus asyncio.wait cost more than a quick tool.
+            self._wake = asyncio.get_running_loop().create_future()
+            self.task.add_done_callback(self._ended)
             try:
-                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                await self._wake
             finally:
-                waiter.cancel()
+                self._wake = None
+                self.task.remove_done_callback(self._ended)
+
+    def _notify(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def _ended(self, task: asyncio.Future[Any]) -> None:
+        self._notify()
 
 
 def _plausible(method: str, value: dict[str, Any]) -> bool:
@@ -395,7 +405,9 @@ class InputRounds:
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
         if state is None:
-            call = self._park(ParkedCall(secrets.token_urlsafe(16), binding, send, timeout))
+            # Parked (registered, with its expiry timer) only once it asks something: most
+            # calls never do, and they should not pay for it.
+            call = ParkedCall(secrets.token_urlsafe(16), binding, send, timeout)
             call.prefilled = dict(responses)
             self._start(call, session, msg, auth_info, run)
         else:
@@ -434,6 +446,8 @@ class InputRounds:
                 self._start(call, session, msg, auth_info, run)
         questions, outcome = await call.outcome()
         if questions:
+            if call.id not in self._calls:
+                self._park(call)
             token = self.codec.seal(
                 {
                     "c": call.id,

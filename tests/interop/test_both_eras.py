@@ -83,10 +83,10 @@ def sdk_text(result: types.CallToolResult) -> str:
 
 async def sdk_workload(client: SDKClient, who: str) -> list[str]:
     """The same mixed calls from one client, all at once."""
-    progress: list[float] = []
+    seen: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
 
     async def read() -> str:
         got = (await client.read_resource("demo://items/" + who)).contents[0]
@@ -104,7 +104,7 @@ async def sdk_workload(client: SDKClient, who: str) -> list[str]:
         client.call_tool("work", {"steps": 2}, progress_callback=on_progress),
     )
     texts = [sdk_text(r) for r in results]
-    assert progress == [1, 2]
+    assert seen == [1, 2]
     return [*texts, await read(), await prompt()]
 
 

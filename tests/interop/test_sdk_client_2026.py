@@ -70,8 +70,8 @@ class Peer:
         self.asked.append(params.message)
         return types.ElicitResult(action="accept", content={"name": "SDK"})
 
-    async def on_progress(self, value: float, total: float | None, message: str | None) -> None:
-        self.progress.append((value, total, message))
+    async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress.append((progress, total, message))
 
 
 def text(result: types.CallToolResult) -> str:
@@ -170,8 +170,8 @@ async def test_sdk_client_2026_over_streamable_http(json_response: bool) -> None
     assert logged[0].response_headers["content-type"].startswith("text/event-stream")
     assert [m.get("method") for m in logged[0].messages].count("notifications/progress") == 3
     if json_response:
-        added = [e for e in tap.calls("tools/call") if e.body["params"]["name"] == "add"]
-        assert added[0].response_headers["content-type"].startswith("application/json")
+        adds = [e for e in tap.calls("tools/call") if e.body["params"]["name"] == "add"]
+        assert adds[0].response_headers["content-type"].startswith("application/json")
     assert logged[0].body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "info"
     assert "io.modelcontextprotocol/logLevel" not in logged[1].body["params"]["_meta"]
 
@@ -241,7 +241,7 @@ async def test_sdk_client_2026_over_stdio(launcher: str, tmp_path: Path) -> None
             # Cancelling a call: on stdio the SDK sends notifications/cancelled.
             started = asyncio.Event()
 
-            async def on_start(value: float, total: float | None, message: str | None) -> None:
+            async def on_start(progress: float, total: float | None, message: str | None) -> None:
                 started.set()
 
             slow = asyncio.create_task(

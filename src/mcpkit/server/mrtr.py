@@ -399,18 +399,18 @@ class InputRounds:
         rid = msg["id"]
         params = msg.get("params")
         params = params if isinstance(params, dict) else {}
-        binding = _binding(msg["method"], params)
         state = params.get("requestState")
         responses = params.get("inputResponses")
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
         if state is None:
-            # Parked (registered, with its expiry timer) only once it asks something: most
-            # calls never do, and they should not pay for it.
-            call = ParkedCall(secrets.token_urlsafe(16), binding, send, timeout)
+            # Parked (id, binding, registered with its expiry timer) only once it asks
+            # something: most calls never do, and they should not pay for it.
+            call = ParkedCall("", "", send, timeout)
             call.prefilled = dict(responses)
             self._start(call, session, msg, auth_info, run)
         else:
+            binding = _binding(msg["method"], params)
             payload = self.codec.open(state)
             journal = None if payload is None else _read_journal(payload)
             if payload is None or journal is None:
@@ -446,13 +446,15 @@ class InputRounds:
                 self._start(call, session, msg, auth_info, run)
         questions, outcome = await call.outcome()
         if questions:
-            if call.id not in self._calls:
+            if not call.id:  # the first question of a first round
+                call.id = secrets.token_urlsafe(16)
+                call.binding = _binding(msg["method"], params)
                 self._park(call)
             token = self.codec.seal(
                 {
                     "c": call.id,
                     "r": call.round,
-                    "b": binding,
+                    "b": call.binding,
                     "q": call.journal(),
                     "s": call.steps,
                 }

@@ -26,12 +26,19 @@ basic/transports/streamable-http):
   ``_WATCH_AFTER_S``: a disconnect before then is still seen when it starts (the
   ASGI server keeps answering ``receive`` with ``http.disconnect``), so the
   handler is cancelled at most that much later, and quick requests pay nothing.
+* Keep-alive: once a response is an SSE stream, an SSE comment (``: ping``)
+  is written after ``keepalive_interval`` seconds without traffic, so that
+  proxies and load balancers do not cut a quiet stream. This matters most for
+  ``subscriptions/listen``, whose stream stays open and silent until something
+  changes; the handshake era's GET stream does the same (:mod:`.http_sessions`).
+  Comments are not events: clients ignore them (WHATWG HTML § server-sent events).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -40,13 +47,24 @@ from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from ..protocol.http_headers import check_request_headers, header_params
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
-from .asgi import SSE_HEADERS, ClientGone, Receive, Send, send_body, send_rejected, sse_event
+from .asgi import (
+    PING,
+    SSE_HEADERS,
+    ClientGone,
+    Receive,
+    Send,
+    send_body,
+    send_rejected,
+    sse_event,
+)
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..server.session import ServerSession
 
 __all__ = ["serve_stateless_post", "status_for"]
+
+log = logging.getLogger("mcpkit.transports")
 
 # How long a request runs before a task watches for its client going away (see above).
 _WATCH_AFTER_S: Final = 0.005
@@ -68,12 +86,19 @@ async def _answer(send: Send, status: int, response: dict[str, Any]) -> None:
 
 
 class _LazyStream:
-    """The request's response: JSON, unless a related message comes first (then SSE)."""
+    """The request's response: JSON, unless a related message comes first (then SSE).
 
-    __slots__ = ("_send", "started")
+    Once it is SSE, a keep-alive task writes ``: ping`` after ``keepalive``
+    seconds of silence (None: never) until :meth:`finish` or :meth:`stop`.
+    """
 
-    def __init__(self, send: Send) -> None:
+    __slots__ = ("_keepalive", "_last", "_pinger", "_send", "started")
+
+    def __init__(self, send: Send, keepalive: float | None = None) -> None:
         self._send = send
+        self._keepalive = keepalive
+        self._last = 0.0
+        self._pinger: asyncio.Task[None] | None = None
         self.started = False
 
     async def __call__(self, message: dict[str, Any]) -> None:
@@ -82,6 +107,9 @@ class _LazyStream:
             await self._send(
                 {"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)}
             )
+            if self._keepalive is not None:
+                self._pinger = asyncio.ensure_future(self._ping_while_idle(self._keepalive))
+        self._last = asyncio.get_running_loop().time()
         await self._send(
             {
                 "type": "http.response.body",
@@ -90,7 +118,32 @@ class _LazyStream:
             }
         )
 
+    async def _ping_while_idle(self, interval: float) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                idle = loop.time() - self._last
+                if idle < interval:
+                    await asyncio.sleep(interval - idle)
+                    continue
+                self._last = loop.time()
+                await self._send({"type": "http.response.body", "body": PING, "more_body": True})
+        except Exception as exc:  # the client went away: the disconnect watcher ends the request
+            log.debug("keep-alive ping failed, stopping: %r", exc)
+
+    def stop(self) -> None:
+        """No more pings (before the last write, or when the request ends without one).
+
+        Not awaited: a cancelled pinger is stopped at the await it is parked on, so
+        it cannot write after this returns, and the caller's own cancellation is
+        never swallowed while waiting for it.
+        """
+        pinger, self._pinger = self._pinger, None
+        if pinger is not None:
+            pinger.cancel()
+
     async def finish(self, response: dict[str, Any] | None) -> None:
+        self.stop()
         if not self.started:
             if response is None:
                 await send_body(self._send, 202)
@@ -108,8 +161,14 @@ async def serve_stateless_post(
     receive: Receive,
     send: Send,
     auth_info: Any,
+    *,
+    keepalive_interval: float | None = None,
 ) -> None:
-    """Serve one 2026-07-28 POST body (already parsed) and write its answer."""
+    """Serve one 2026-07-28 POST body (already parsed) and write its answer.
+
+    ``keepalive_interval``: seconds of silence on an SSE response before a
+    ``: ping`` comment (None: no pings); :class:`.StreamableHTTPApp` passes its own.
+    """
     if type(msg) is not dict:
         await send_rejected(send, invalid_request(None, "batches are not allowed in 2026-07-28"))
         return
@@ -151,13 +210,14 @@ async def serve_stateless_post(
         )
         return
     session = server.create_session(stateless=True, revision=envelope.revision.name)
-    stream = _LazyStream(send)
+    stream = _LazyStream(send, keepalive_interval)
     watch = _DisconnectWatch(receive, session, rid)
     timer = asyncio.get_running_loop().call_later(_WATCH_AFTER_S, watch.start)
     try:
         response = await session.handle_request(msg, stream, auth_info=auth_info)
     finally:
         timer.cancel()
+        stream.stop()
         fired = await watch.stop()
     if fired:
         return  # the client closed the stream: nobody to answer

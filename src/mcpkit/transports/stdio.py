@@ -22,6 +22,11 @@ C extensions and child processes then land on stderr) and fd 0 at
 ``/dev/null`` (a child process can no longer swallow protocol bytes), and sets
 ``sys.stdout`` to ``sys.stderr``. Everything is put back when serving ends.
 That plumbing lives in :mod:`mcpkit.transports.stdio_process`.
+
+No keep-alive is written, for either era (a 2026-07-28 ``subscriptions/listen``
+included): the pipe has no proxy or load balancer to time out an idle
+connection, and a message that is not JSON-RPC would break the one-message-per-line
+rule. HTTP's SSE streams get ``: ping`` comments instead (:mod:`.stateless_http`).
 """
 
 from __future__ import annotations

@@ -338,7 +338,15 @@ class StreamableHTTPApp:
             and type(msg) is dict
             and is_stateless_request(msg)
         ):
-            await serve_stateless_post(self.server, msg, headers, receive, send, auth_info)
+            await serve_stateless_post(
+                self.server,
+                msg,
+                headers,
+                receive,
+                send,
+                auth_info,
+                keepalive_interval=self.keepalive_interval,
+            )
             return
         if self.stateless:
             revision = version.decode() if version is not None else DEFAULT_HTTP_REVISION

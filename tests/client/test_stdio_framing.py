@@ -151,7 +151,21 @@ async def test_a_garbage_line_fails_the_connection_and_nothing_after_it_is_deliv
     )
     assert recorder.messages == [{"id": 1}]
     assert isinstance(recorder.lost, ConnectionClosed)
-    assert "Server ready on port 8080" in str(recorder.lost)
+    assert "'Server ready on port 8080'" in str(recorder.lost)
+
+
+async def test_a_garbage_line_alone_in_its_read_is_reported_without_its_newline() -> None:
+    recorder, _ = await run_writer(
+        """
+        out(b'{"id": 1}\\n')
+        time.sleep(0.1)
+        out(b'Listening...\\n')
+        time.sleep(5)
+        """,
+        lambda r: r.lost is not None,
+    )
+    assert recorder.messages == [{"id": 1}]
+    assert "'Listening...'" in str(recorder.lost)
 
 
 async def test_a_server_killed_after_half_a_line_is_reported_with_its_signal() -> None:

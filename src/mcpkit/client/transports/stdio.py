@@ -75,6 +75,9 @@ class StdioTransport:
     server to exit after stdin closes, then ``kill_timeout`` after SIGTERM.
     """
 
+    # A legacy stdio server may ignore server/discover: the session races the handshake.
+    races_probe = True
+
     def __init__(
         self,
         command: str,
@@ -259,6 +262,10 @@ class StdioTransport:
 
     # -- pipe events (from _Pipes) ------------------------------------------------------------
     def _stdout(self, data: bytes) -> None:
+        if not self._partial and data.find(b"\n") == len(data) - 1 and self._lost is None:
+            # The common case, one whole message per read: no split, no list.
+            self._line(data)
+            return
         if self._partial:
             self._partial += data
             if b"\n" not in data:
@@ -272,24 +279,27 @@ class StdioTransport:
         tail = lines.pop()
         if tail:
             self._partial += tail
-        inbound = self._inbound
-        assert inbound is not None
         for line in lines:
             if self._lost is not None:
                 return
-            try:
-                message = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                if line.strip():
-                    self._garbage(line)
-                continue
-            try:
-                inbound.message_received(message)
-            except Exception:  # never let a bug here kill the pipe (asyncio would close it)
-                log.exception("MCP server %r: failed to handle a message", self.label)
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        try:
+            message = orjson.loads(line)  # JSON allows the trailing newline as whitespace
+        except orjson.JSONDecodeError:
+            if line.strip():
+                self._garbage(line)
+            return
+        inbound = self._inbound
+        assert inbound is not None
+        try:
+            inbound.message_received(message)
+        except Exception:  # never let a bug here kill the pipe (asyncio would close it)
+            log.exception("MCP server %r: failed to handle a message", self.label)
 
     def _garbage(self, line: bytes) -> None:
-        snippet = line[:200].decode("utf-8", "replace")
+        snippet = line.rstrip(b"\r\n")[:200].decode("utf-8", "replace")
         self._report(
             ConnectionClosed(
                 f"MCP server {self.label!r} wrote a line to stdout that is not JSON: {snippet!r}. "

@@ -1,20 +1,34 @@
-"""One client implementation timing sequential ``tools/call`` round trips, in its own process.
+"""One client implementation timing ``tools/call`` round trips, in its own process.
 
-    python client_driver.py {minimal,mcpkit,sdk} stdio SERVER_SCRIPT [--seconds S] [--batches B]
-    python client_driver.py {minimal,mcpkit,sdk} http URL [--seconds S] [--batches B]
+    python client_driver.py {minimal,mcpkit,sdk} stdio SERVER_SCRIPT [options]
+    python client_driver.py {minimal,mcpkit,sdk} http URL [options]
 
 Each client is used the way its documentation shows: mcpkit's ``Client(command=...)`` /
 ``Client(url=...)``, the official SDK's ``mcp.Client(StdioServerParameters(...))`` /
 ``mcp.Client(url)``. The baseline, ``minimal``, is the least an asyncio client can do: a
-hand-written JSON-RPC exchange (orjson, one future per request) over the subprocess's pipes,
-or one ``httpx`` POST per request with the session headers, and no MCP features at all.
-All three run on the default asyncio event loop (``--uvloop``: on uvloop). After connecting and a
+hand-written JSON-RPC exchange (orjson, one future per request) over the subprocess's pipes
+with asyncio's own pipe transports, or one ``httpx`` POST per request with the session
+headers, and no MCP features at all.
+
+Every client speaks the same revision to the same server: ``--era 2025-11-25`` (the
+default) is the handshake era (mcpkit's ``protocol_version="2025-11-25"``, the SDK's
+``mode="legacy"``); ``--era 2026-07-28`` is the stateless revision, which both mcpkit's
+and the SDK's clients choose by default with a server that offers it (a ``_meta``
+envelope on every request and result; the baseline sends the envelope without probing).
+
+All run on the default asyncio event loop (``--uvloop``: on uvloop). After connecting and a
 warm-up (which also sizes the batches to about ``--seconds`` each), the driver times
-``--batches`` batches of ``await client.call_tool("echo", {"text": ...})`` one after the
-other, checks every answer, and prints one JSON line: for each batch, wall-clock
-microseconds per round trip (``us``) and the client process's own CPU microseconds per
-round trip (``cpu_us``; the server is another process). Connecting and spawning are
-outside the clock.
+``--batches`` batches of ``await client.call_tool("echo", {"text": ...})``, checking every
+answer, in two ways:
+
+* ``seq``: one call after the other (latency);
+* ``pipe`` (``--inflight N``, default 64): N tasks each calling in a loop on the one
+  connection, so N calls are in flight; the figure is wall time / calls (throughput).
+
+It prints one JSON line: for each mode and batch, wall-clock microseconds per call
+(``us``), the client process's own CPU microseconds per call (``cpu_us``), and for stdio
+the server process's CPU microseconds per call (``server_cpu_us``, from ``/proc``; the
+server is the driver's child). Connecting and spawning are outside the clock.
 """
 
 from __future__ import annotations
@@ -23,32 +37,45 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 PROTOCOL_VERSION = "2025-11-25"
+STATELESS_VERSION = "2026-07-28"
+ERAS = (PROTOCOL_VERSION, STATELESS_VERSION)
+CLIENT_INFO = {"name": "minimal-bench-client", "version": "0"}
 INITIALIZE_PARAMS = {
     "protocolVersion": PROTOCOL_VERSION,
     "capabilities": {},
-    "clientInfo": {"name": "minimal-bench-client", "version": "0"},
+    "clientInfo": CLIENT_INFO,
+}
+# 2026-07-28: every request carries the revision, capabilities and client info in `_meta`.
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
 }
 TEXT = "x" * 20  # the same 20-byte argument as the server benchmarks
 Call = Callable[[], Awaitable[str]]
 
 
-def mcpkit_client(transport: str, target: str) -> tuple[AbstractAsyncContextManager[Any], Any]:
+def mcpkit_client(
+    transport: str, target: str, era: str
+) -> tuple[AbstractAsyncContextManager[Any], Any]:
     from mcpkit.client import Client
 
     if transport == "stdio":
-        client = Client(command=sys.executable, args=[target])
+        client = Client(command=sys.executable, args=[target], protocol_version=era)
     else:
-        client = Client(url=target)
+        client = Client(url=target, protocol_version=era)
 
     async def call_with(c: Any) -> str:
         result = await c.call_tool("echo", {"text": TEXT})
@@ -57,7 +84,9 @@ def mcpkit_client(transport: str, target: str) -> tuple[AbstractAsyncContextMana
     return client, call_with
 
 
-def sdk_client(transport: str, target: str) -> tuple[AbstractAsyncContextManager[Any], Any]:
+def sdk_client(
+    transport: str, target: str, era: str
+) -> tuple[AbstractAsyncContextManager[Any], Any]:
     from mcp import Client, StdioServerParameters, types
 
     server: Any = (
@@ -65,7 +94,8 @@ def sdk_client(transport: str, target: str) -> tuple[AbstractAsyncContextManager
         if transport == "stdio"
         else target
     )
-    client = Client(server)
+    # "legacy": the initialize handshake (2025-11-25); "auto" (its default): 2026-07-28.
+    client = Client(server, mode="legacy" if era == PROTOCOL_VERSION else "auto")
 
     async def call_with(c: Any) -> str:
         result = await c.call_tool("echo", {"text": TEXT})
@@ -94,10 +124,14 @@ class _Lines(asyncio.Protocol):
 
 
 class MinimalStdio:
-    """The baseline over stdio: spawn, handshake, then one line out and one line in per call."""
+    """The baseline over stdio: spawn, handshake, then one line out and one line in per call.
 
-    def __init__(self, script: str) -> None:
+    In the stateless era there is no handshake: every request carries the envelope.
+    """
+
+    def __init__(self, script: str, era: str) -> None:
         self.script = script
+        self.stateless = era == STATELESS_VERSION
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.ids = itertools.count(1)
         self.proc: subprocess.Popen[bytes] | None = None
@@ -111,8 +145,9 @@ class MinimalStdio:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, self.proc.stdin)  # type: ignore[assignment]
         await loop.connect_read_pipe(lambda: _Lines(self.pending), self.proc.stdout)
-        await self.request("initialize", INITIALIZE_PARAMS)
-        self.notify("notifications/initialized")
+        if not self.stateless:
+            await self.request("initialize", INITIALIZE_PARAMS)
+            self.notify("notifications/initialized")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -133,6 +168,8 @@ class MinimalStdio:
         rid = next(self.ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[rid] = future
+        if self.stateless:
+            params = {**params, "_meta": ENVELOPE}
         msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
         self.stdin.write(orjson.dumps(msg) + b"\n")
         answer: dict[str, Any] = (await future)["result"]
@@ -180,8 +217,12 @@ class MinimalHTTP:
         return answer
 
 
-def minimal_client(transport: str, target: str) -> tuple[AbstractAsyncContextManager[Any], Any]:
-    client: Any = MinimalStdio(target) if transport == "stdio" else MinimalHTTP(target)
+def minimal_client(
+    transport: str, target: str, era: str
+) -> tuple[AbstractAsyncContextManager[Any], Any]:
+    if transport == "http" and era != PROTOCOL_VERSION:
+        raise SystemExit("the baseline speaks only the handshake era over HTTP")
+    client: Any = MinimalStdio(target, era) if transport == "stdio" else MinimalHTTP(target)
 
     async def call_with(c: Any) -> str:
         result = await c.request("tools/call", {"name": "echo", "arguments": {"text": TEXT}})
@@ -190,40 +231,72 @@ def minimal_client(transport: str, target: str) -> tuple[AbstractAsyncContextMan
     return client, call_with
 
 
-async def timed(call: Call, n: int) -> tuple[float, float]:
-    """Wall seconds and this process's CPU seconds for ``n`` sequential calls, answers checked.
+def children_cpu() -> float:
+    """CPU seconds used so far by this process's children (the stdio server), from /proc."""
+    total = 0
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(stat[11]) + int(stat[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
-    The CPU figure is the client's own cost: a stdio server is a child process and an HTTP
-    server another process, neither counted by ``process_time``.
+
+async def run_calls(call: Call, n: int, inflight: int) -> None:
+    """``n`` calls, answers checked: one after the other, or ``inflight`` at a time."""
+
+    async def worker(count: int) -> None:
+        for _ in range(count):
+            if await call() != TEXT:
+                raise RuntimeError("wrong echo answer")
+
+    if inflight <= 1:
+        await worker(n)
+        return
+    share, extra = divmod(n, inflight)
+    await asyncio.gather(*(worker(share + (i < extra)) for i in range(inflight)))
+
+
+async def timed(call: Call, n: int, inflight: int, server: bool) -> tuple[float, float, float]:
+    """Wall, client CPU and server CPU seconds for ``n`` calls.
+
+    The client CPU figure is this process's own cost: a stdio server is a child process
+    and an HTTP server another process, neither counted by ``process_time``.
     """
+    server_cpu = children_cpu() if server else 0.0
     cpu = time.process_time()
     start = time.perf_counter()
-    for _ in range(n):
-        if await call() != TEXT:
-            raise RuntimeError("wrong echo answer")
-    return time.perf_counter() - start, time.process_time() - cpu
+    await run_calls(call, n, inflight)
+    wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    return wall, cpu, (children_cpu() - server_cpu) if server else 0.0
 
 
 async def measure(
-    impl: str, transport: str, target: str, seconds: float, batches: int
+    impl: str, transport: str, target: str, era: str, seconds: float, batches: int, inflight: int
 ) -> dict[str, Any]:
     make = {"minimal": minimal_client, "mcpkit": mcpkit_client, "sdk": sdk_client}[impl]
-    client, call_with = make(transport, target)
+    client, call_with = make(transport, target, era)
+    server = transport == "stdio"
+    result: dict[str, Any] = {"impl": impl, "transport": transport, "era": era}
     async with client as connected:
 
         async def call() -> str:
             return str(await call_with(connected))
 
-        await timed(call, 20)  # first calls: imports, caches, the GET stream opening
-        probe, _ = await timed(call, 50)
-        n = max(10, int(seconds / (probe / 50)))
-        wall: list[float] = []
-        cpu: list[float] = []
-        for _ in range(batches):
-            w, c = await timed(call, n)
-            wall.append(w / n * 1e6)
-            cpu.append(c / n * 1e6)
-    return {"impl": impl, "transport": transport, "per_batch": n, "us": wall, "cpu_us": cpu}
+        await run_calls(call, 20, 1)  # first calls: imports, caches, the GET stream opening
+        modes = {"seq": 1, "pipe": inflight} if inflight > 1 else {"seq": 1}
+        for mode, width in modes.items():
+            await run_calls(call, 2 * width, width)  # warm up this mode
+            probe, _, _ = await timed(call, 50, width, False)
+            n = max(10, int(seconds / (probe / 50)))
+            got: dict[str, list[float]] = {"us": [], "cpu_us": [], "server_cpu_us": []}
+            for _ in range(batches):
+                w, c, s = await timed(call, n, width, server)
+                got["us"].append(w / n * 1e6)
+                got["cpu_us"].append(c / n * 1e6)
+                got["server_cpu_us"].append(s / n * 1e6)
+            result[mode] = {"per_batch": n, "inflight": width, **got}
+    return result
 
 
 def main() -> None:
@@ -233,11 +306,23 @@ def main() -> None:
     parser.add_argument("target", help="server script (stdio) or endpoint URL (http)")
     parser.add_argument("--seconds", type=float, default=1.0, help="aim of each timed batch")
     parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--era", choices=ERAS, default=PROTOCOL_VERSION, help="the revision spoken")
+    parser.add_argument(
+        "--inflight", type=int, default=64, help="calls in flight in the pipelined mode (1: none)"
+    )
     parser.add_argument(
         "--uvloop", action="store_true", help="run the client on uvloop instead of asyncio's loop"
     )
     args = parser.parse_args()
-    work = measure(args.impl, args.transport, args.target, args.seconds, args.batches)
+    work = measure(
+        args.impl,
+        args.transport,
+        args.target,
+        args.era,
+        args.seconds,
+        args.batches,
+        args.inflight,
+    )
     if args.uvloop:
         import uvloop
 

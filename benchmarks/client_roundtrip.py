@@ -1,24 +1,33 @@
-"""Part "client": sequential ``tools/call`` round trips seen from the client side.
+"""Part "client": ``tools/call`` round trips seen from the client side.
 
 The same mcpkit server (``servers/mcpkit_stdio.py`` over stdio; ``servers/http_server.py
 mcpkit stateful`` on uvicorn over Streamable HTTP, JSON answers) is driven by three clients,
 each in its own process (``client_driver.py``): mcpkit's ``Client``, the official Python
-SDK's ``mcp.Client``, and the baseline, a hand-written asyncio JSON-RPC exchange (pipes +
-orjson, or one httpx POST per call) that does nothing else. They are measured in rotation,
-a fresh process per repetition, spawning and connecting off the clock.
+SDK's ``mcp.Client``, and the baseline, a hand-written asyncio JSON-RPC exchange (asyncio's
+pipe transports + orjson, or one httpx POST per call) that does nothing else. They are
+measured in rotation, a fresh process per repetition, spawning and connecting off the clock.
+All three speak the same revision: 2025-11-25 (the handshake era) throughout, and over stdio
+also 2026-07-28 (the stateless revision both mcpkit's and the SDK's clients pick by default
+when the server offers it).
 
-Two figures per transport, medians over every timed batch:
-* wall-clock microseconds per round trip: what a caller waits;
-* the client process's own CPU microseconds per round trip: the client's cost alone (the
-  server is another process), which other work on the machine cannot inflate.
+Per stdio leg (event loop x revision), two modes and three figures, medians over every
+timed batch:
+* modes: sequential calls (latency) and 64 calls in flight on one connection (wall time
+  per call, i.e. throughput);
+* wall-clock microseconds per call: what a caller waits;
+* the client process's own CPU microseconds per call: the client's cost alone (the server
+  is another process), which other work on the machine cannot inflate;
+* the server process's CPU microseconds per call (the same server whoever drives it), so
+  that a wall-clock figure can be split into client, server and the rest (pipe wake-ups,
+  scheduling).
 
 The target (the client issue): mcpkit's client at least 10x faster per stdio round trip
-than the official SDK's client. Both rows show ``SDK / mcpkit``; the wall-clock one also
-contains the server's own time and the pipe wake-ups, which no client can remove (the
-baseline shows that floor).
+than the official SDK's client. Every figure prints ``SDK / mcpkit``. The event loop legs are
+loop-for-loop: every client on asyncio's default loop, then every client on uvloop (the
+SDK's anyio runs on it too); the server (``run_stdio``) is on uvloop in both.
 
-Run alone: ``python benchmarks/client_roundtrip.py [--quick] [--reps N] [--pin] [--uvloop]``
-(``--uvloop``: every client on uvloop instead of asyncio's own loop).
+Run alone: ``python benchmarks/client_roundtrip.py [--quick] [--reps N] [--pin]
+[--loops asyncio,uvloop] [--eras 2025-11-25,2026-07-28] [--no-http]``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from _util import (
     HERE,
@@ -51,16 +61,22 @@ from _util import (
 
 DRIVER = str(HERE / "client_driver.py")
 IMPLS = ("minimal", "mcpkit", "sdk")
+LOOPS = ("asyncio", "uvloop")
+ERAS = ("2025-11-25", "2026-07-28")
+MODES = {"seq": "sequential", "pipe": "64 in flight"}
 TARGET_SPEEDUP = 10.0  # SDK time / mcpkit time per stdio round trip
 DRIVER_TIMEOUT_S = 300
 
+# {impl: {mode: {figure: [per-batch values]}}}
+Got = dict[str, dict[str, dict[str, list[float]]]]
 
-def drive(
-    impl: str, transport: str, target: str, opts: Options, uvloop: bool
-) -> dict[str, list[float]]:
-    seconds, batches = (0.1, 1) if opts.quick else (0.5, 3)
+
+def drive(impl: str, transport: str, target: str, opts: Options, loop: str, era: str) -> Any:
+    seconds, batches = (0.1, 1) if opts.quick else (0.4, 3)
     argv = [PYTHON, DRIVER, impl, transport, target, "--seconds", str(seconds)]
-    argv += ["--batches", str(batches)] + (["--uvloop"] if uvloop else [])
+    argv += ["--batches", str(batches), "--era", era]
+    argv += ["--inflight", "64" if transport == "stdio" else "1"]
+    argv += ["--uvloop"] if loop == "uvloop" else []
     proc = subprocess.run(
         pinned(argv, opts.driver_cpu),
         capture_output=True,
@@ -71,8 +87,7 @@ def drive(
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{impl} client over {transport} failed:\n{proc.stderr[-2000:]}")
-    result: dict[str, list[float]] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @contextlib.contextmanager
@@ -93,53 +108,90 @@ def http_server(opts: Options) -> Iterator[str]:
         stop(proc)
 
 
-def measure(
-    transport: str, target: str, opts: Options, reps: int, uvloop: bool
-) -> dict[str, dict[str, list[float]]]:
-    """``{impl: {"us": [...], "cpu_us": [...]}}``, every batch of every repetition."""
-    got: dict[str, dict[str, list[float]]] = {i: {"us": [], "cpu_us": []} for i in IMPLS}
+def measure(transport: str, target: str, opts: Options, reps: int, loop: str, era: str) -> Got:
+    """Every batch of every repetition, the implementations interleaved."""
+    got: Got = {i: {} for i in IMPLS}
     for rep in range(reps):
         order = IMPLS[rep % len(IMPLS) :] + IMPLS[: rep % len(IMPLS)]
         for impl in order:
-            result = drive(impl, transport, target, opts, uvloop)
-            got[impl]["us"].extend(result["us"])
-            got[impl]["cpu_us"].extend(result["cpu_us"])
+            result = drive(impl, transport, target, opts, loop, era)
+            for mode in MODES:
+                if mode not in result:
+                    continue
+                into = got[impl].setdefault(mode, {})
+                for key in ("us", "cpu_us", "server_cpu_us"):
+                    into.setdefault(key, []).extend(result[mode][key])
     return got
 
 
-def rows_for(transport: str, got: dict[str, dict[str, list[float]]]) -> list[Row]:
+FIGURES = (("us", "wall"), ("cpu_us", "client CPU"), ("server_cpu_us", "server CPU"))
+
+
+def rows_for(transport: str, loop: str, era: str, got: Got) -> list[Row]:
     rows = []
-    for key, what in (("us", "wall"), ("cpu_us", "client CPU")):
-        med = {impl: median(got[impl][key]) for impl in IMPLS}
-        speedup = med["sdk"] / med["mcpkit"]
-        emit(f"  {transport} {what} us per round trip (median [min..max] of batches):")
+    on_stdio = transport == "stdio"
+    for mode, mode_name in MODES.items():
+        if mode not in got["mcpkit"]:
+            continue
+        emit(f"  {transport}, {mode_name}, clients on {loop}, {era}: us per call")
+        emit(f"    {'':<8} {'wall':>24} {'client CPU':>24} {'server CPU':>24}")
+        figures = FIGURES if on_stdio else FIGURES[:2]
         for impl in IMPLS:
-            emit(f"    {impl:<8} {spread(got[impl][key]):>28}")
-        emit(f"    mcpkit is {speedup:.1f}x faster than the SDK client ({what})")
-        on_stdio = transport == "stdio"
-        rows.append(
-            Row(
-                metric=f"client {transport} round trip, {what} (SDK/mcpkit {speedup:.1f}x)",
-                mcpkit=med["mcpkit"],
-                baseline=med["minimal"],
-                unit="us",
-                baseline_name="bare asyncio client",
-                target=f"SDK/mcpkit >= {TARGET_SPEEDUP:.0f}x" if on_stdio else "-",
-                ok=(speedup >= TARGET_SPEEDUP) if on_stdio else None,
-                sdk=med["sdk"],
+            cells = [spread(got[impl][mode][key]) for key, _ in figures]
+            emit(f"    {impl:<8} " + " ".join(f"{c:>24}" for c in cells))
+        speedups = []
+        for key, what in figures[:2]:
+            med = {impl: median(got[impl][mode][key]) for impl in IMPLS}
+            speedup = med["sdk"] / med["mcpkit"]
+            speedups.append(f"{speedup:.1f}x ({what})")
+            rows.append(
+                Row(
+                    metric=f"client {transport} {mode_name}, {loop}, {era}, {what} "
+                    f"(SDK/mcpkit {speedup:.1f}x)",
+                    mcpkit=med["mcpkit"],
+                    baseline=med["minimal"],
+                    unit="us",
+                    baseline_name="bare asyncio client",
+                    target=f"SDK/mcpkit >= {TARGET_SPEEDUP:.0f}x" if on_stdio else "-",
+                    ok=(speedup >= TARGET_SPEEDUP) if on_stdio else None,
+                    sdk=med["sdk"],
+                )
             )
-        )
+        emit(f"    mcpkit is {' and '.join(speedups)} faster than the SDK client")
+        if on_stdio:
+            # Where a sequential mcpkit call's wall time goes: client, server, the rest.
+            wall, cpu, srv = (
+                median(got["mcpkit"][mode][k]) for k in ("us", "cpu_us", "server_cpu_us")
+            )
+            rest = max(0.0, wall - cpu - srv) if mode == "seq" else None
+            if rest is not None:
+                emit(
+                    f"    mcpkit's sequential call: {cpu:.0f} us client CPU + {srv:.0f} us server "
+                    f"CPU + {rest:.0f} us neither (pipe wake-ups, scheduling)"
+                )
     return rows
 
 
-def run(opts: Options, *, uvloop: bool = False) -> list[Row]:
+def run(
+    opts: Options,
+    *,
+    loops: tuple[str, ...] = LOOPS,
+    eras: tuple[str, ...] = ERAS,
+    http: bool = True,
+) -> list[Row]:
     reps = opts.reps(5, 1)
-    loop = "uvloop" if uvloop else "asyncio"
-    emit(f"== client: sequential tools/call echo round trips, clients on {loop} (reps={reps})")
-    stdio = measure("stdio", str(SERVERS / "mcpkit_stdio.py"), opts, reps, uvloop)
-    rows = rows_for("stdio", stdio)
-    with http_server(opts) as url:
-        rows += rows_for("http", measure("http", url, opts, reps, uvloop))
+    emit(f"== client: tools/call echo round trips (reps={reps}; server on uvloop)")
+    script = str(SERVERS / "mcpkit_stdio.py")
+    rows: list[Row] = []
+    for era in eras:
+        for loop in loops:
+            rows += rows_for("stdio", loop, era, measure("stdio", script, opts, reps, loop, era))
+    if http:
+        with http_server(opts) as url:
+            era = ERAS[0]
+            rows += rows_for(
+                "http", "asyncio", era, measure("http", url, opts, reps, "asyncio", era)
+            )
     return rows
 
 
@@ -148,11 +200,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_common_args(parser)
-    parser.add_argument(
-        "--uvloop", action="store_true", help="run every client on uvloop instead of asyncio"
-    )
+    parser.add_argument("--loops", default=",".join(LOOPS), help="event loops for the clients")
+    parser.add_argument("--eras", default=",".join(ERAS), help="revisions spoken over stdio")
+    parser.add_argument("--no-http", action="store_true", help="stdio only")
     args = parser.parse_args(argv)
-    rows = run(options_from(args), uvloop=args.uvloop)
+    loops = tuple(x for x in args.loops.split(",") if x)
+    eras = tuple(x for x in args.eras.split(",") if x)
+    if set(loops) - set(LOOPS) or set(eras) - set(ERAS):
+        parser.error(f"--loops from {LOOPS}, --eras from {ERAS}")
+    rows = run(options_from(args), loops=loops, eras=eras, http=not args.no_http)
     emit()
     emit(summary_table(rows))
     return 0

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import loops
+
 if TYPE_CHECKING:
     from ..client.client import Client
     from ..client.config import ServerConfig
@@ -185,7 +187,7 @@ def run_with_client(
     except UsageError as exc:
         return fail(one_line(exc), 2)
     try:
-        return asyncio.run(_run(args, selection, action))
+        return loops.run(_run(args, selection, action))  # uvloop when installed
     except UsageError as exc:
         return fail(one_line(exc), 2)
     except KeyboardInterrupt:

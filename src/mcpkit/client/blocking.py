@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectionClosed
+from ..loops import new_event_loop
 
 __all__ = ["Blocking", "LoopThread"]
 
@@ -34,7 +35,7 @@ class LoopThread:
     """An event loop running forever in a daemon thread."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()  # uvloop when installed: mcpkit owns this loop
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="mcpkit-blocking", daemon=True
         )

@@ -1,6 +1,6 @@
 """Run mcpkit's benchmarks and print one summary table.
 
-    python benchmarks/run.py                      # everything (about 6 minutes)
+    python benchmarks/run.py                      # everything (about 11 minutes)
     python benchmarks/run.py --only stdio,import  # some parts
     python benchmarks/run.py --only http2026      # the stateless era (2026-07-28) over HTTP
     python benchmarks/run.py --quick              # tiny run: proves the scripts work, numbers meaningless

@@ -8,9 +8,10 @@ commands), and offers :func:`run` to applications that opt in::
 
     run(main())          # asyncio.run(main()), on uvloop when installed
 
-Why: on uvloop a stdio round trip costs the client about half the CPU it costs on
-asyncio's selector loop (``benchmarks/README.md``, the client part). ``pip install
-'mcpkit[fast]'`` installs uvloop (not on Windows, which it does not support).
+Why: on uvloop a stdio round trip costs the client about two thirds of the CPU it
+costs on asyncio's selector loop (``benchmarks/README.md``, the client part). ``pip
+install 'mcpkit[fast]'`` installs uvloop (through ``uvicorn[standard]``; not on
+Windows, which uvloop does not support).
 """
 
 from __future__ import annotations

@@ -170,7 +170,9 @@ class SamplingModel(Model):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         ctx = self._find_context()
-        if ctx.session.stateless:
+        # The 2026-07-28 era asks through input-required rounds (session.inputs); only the
+        # handshake era's stateless HTTP mode has no way to ask the client at all.
+        if ctx.session.stateless and ctx.session.inputs is None:
             raise CapabilityError(
                 "this agent samples the client's LLM, but the server runs in stateless mode, "
                 "which has no channel for server-to-client requests such as sampling"

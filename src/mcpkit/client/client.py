@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, ConnectionClosed
-from ..protocol.versions import LATEST_HANDSHAKE
 from . import stateless
 from .cache import ResultCache
 from .handlers import (
@@ -88,7 +87,7 @@ class Client:
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float | None = None,
-        protocol_version: str = LATEST_HANDSHAKE,
+        protocol_version: str = stateless.DEFAULT_VERSION,
         supported_versions: tuple[str, ...] = stateless.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,

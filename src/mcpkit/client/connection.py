@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Literal
 
 from ..errors import ConnectionClosed
-from ..protocol.versions import LATEST_HANDSHAKE
 from .client import Client
 from .config import ServerConfig
 from .handlers import ElicitationHandler, RootsSpec, SamplingHandler
+from .stateless import DEFAULT_VERSION
 
 __all__ = ["ListKind", "ServerConnection"]
 
@@ -93,7 +93,7 @@ class ServerConnection:
             on_resource_updated=self._resource_updated,
             on_list_changed=self._list_changed,
             trace=config.trace,
-            protocol_version=config.protocol_version or LATEST_HANDSHAKE,
+            protocol_version=config.protocol_version or DEFAULT_VERSION,
         )
         self._cache.clear()
         self._closed = False

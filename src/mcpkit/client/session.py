@@ -30,7 +30,7 @@ from ..errors import (
     RemoteError,
 )
 from ..protocol import jsonrpc
-from ..protocol.versions import LATEST_HANDSHAKE, REVISIONS, Revision
+from ..protocol.versions import REVISIONS, Revision
 from . import stateless
 from .cache import ResultCache, credential_of
 from .deadlines import Deadlines
@@ -52,6 +52,9 @@ __all__ = ["DEFAULT_TIMEOUT", "ClientSession", "Trace"]
 log = logging.getLogger("mcpkit.client")
 
 DEFAULT_TIMEOUT: Final = 60.0
+# Requests never followed by notifications/cancelled: initialize MUST NOT be cancelled
+# (lifecycle), and a probe given up on is just left unanswered.
+_NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
 CLIENT_INFO: Final = {"name": "mcpkit", "version": "0.1.0"}
 # A server that keeps answering with a cursor must not make a listing loop forever.
 MAX_PAGES: Final = 1000
@@ -78,7 +81,7 @@ class ClientSession:
         *,
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
-        protocol_version: str = LATEST_HANDSHAKE,
+        protocol_version: str = stateless.DEFAULT_VERSION,
         supported_versions: tuple[str, ...] = stateless.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -220,12 +223,41 @@ class ClientSession:
         includes a stdio server's start-up.
         """
         if stateless.is_stateless(self.requested_version):
-            result = await stateless.discover(self, timeout)
-            if result is not None:
-                self._discovered(result)
+            asked = self.requested_version
+            grace = stateless.PROBE_GRACE if getattr(self.transport, "races_probe", False) else None
+            outcome = await stateless.discover(self, timeout, grace=grace)
+            if isinstance(outcome, asyncio.Future):
+                return await self._race(outcome, asked, timeout)
+            if outcome is not None:
+                self._discovered(outcome)
                 self.listener.restart()
-                return result
+                return outcome
         return await self._handshake(timeout)
+
+    async def _race(
+        self, probe: asyncio.Future[dict[str, Any]], version: str, timeout: float | None
+    ) -> dict[str, Any]:
+        """A silent probe: the handshake goes out too, and the first good answer wins."""
+        handshake = asyncio.ensure_future(self._handshake(timeout))
+        try:
+            await asyncio.wait({probe, handshake}, return_when=asyncio.FIRST_COMPLETED)
+            if not handshake.done() or handshake.exception() is not None:
+                # The probe answered first, or the handshake failed: a modern server may
+                # still answer the probe (bounded by the probe's own timeout).
+                await asyncio.wait({probe})
+                result = stateless.probe_won(probe, version)
+                if result is not None:  # a slow modern server: it answered the probe first
+                    handshake.cancel()
+                    self.stateless_version = version
+                    self.requested_version = version
+                    self._discovered(result)
+                    self.listener.restart()
+                    return result
+            return await handshake
+        finally:
+            for task in (probe, handshake):
+                if not task.done():
+                    task.cancel()
 
     def _discovered(self, result: dict[str, Any]) -> None:
         self.initialize_result = result
@@ -342,12 +374,12 @@ class ClientSession:
             return await fut
         except asyncio.CancelledError:
             if deadline.expired and deadline.task.uncancel() == 0:
-                if method != "initialize":  # lifecycle: initialize MUST NOT be cancelled
+                if method not in _NOT_CANCELLED:
                     await self._cancel_quietly(rid, f"timed out after {wait:g} s")
                 raise PeerTimeout(
                     f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
                 ) from None
-            if method != "initialize" and self._closed is None:
+            if method not in _NOT_CANCELLED and self._closed is None:
                 self.handlers.spawn(self._cancel_quietly(rid, "cancelled by the client"))
             raise
         except SessionExpired:

@@ -46,6 +46,7 @@ __all__ = [
     "ALL_VERSIONS",
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
+    "DEFAULT_VERSION",
     "LOG_LEVEL_KEY",
     "PROTOCOL_VERSION_KEY",
     "STATELESS_VERSIONS",
@@ -56,6 +57,7 @@ __all__ = [
     "header_params",
     "http_headers",
     "is_stateless",
+    "probe_won",
     "with_input",
 ]
 
@@ -65,6 +67,9 @@ log = logging.getLogger("mcpkit.client")
 STATELESS_VERSIONS: Final = tuple(reversed(STATELESS_REVISIONS))
 # Every revision the client can speak (a dual-era client, versioning § terminology).
 ALL_VERSIONS: Final = (*HANDSHAKE_REVISIONS, *STATELESS_VERSIONS)
+# What a client asks for unless told otherwise: the newest revision. A legacy server
+# answers the probe with an error or silence and gets the handshake instead.
+DEFAULT_VERSION: Final = STATELESS_VERSIONS[0]
 PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
@@ -74,7 +79,11 @@ SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 # one has found a modern server and must not fall back to `initialize`.
 MODERN_ERRORS: Final = frozenset({UNSUPPORTED_VERSION, HEADER_MISMATCH, MISSING_CAPABILITY})
 # A legacy stdio server may never answer an unknown method (stdio § backward compatibility).
+# After PROBE_GRACE seconds of silence the handshake is sent too and whichever answer comes
+# first decides; a server answers in order, so a slow modern one still answers the probe
+# first. Over HTTP a legacy server answers at once (400/404/405), so only the timeout counts.
 PROBE_TIMEOUT: Final = 10.0
+PROBE_GRACE: Final = 1.0
 
 
 def is_stateless(version: str | None) -> bool:
@@ -114,20 +123,39 @@ def capabilities(declared: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- the era probe ----------------------------------------------------------------------------
-async def discover(session: ClientSession, timeout: float | None) -> dict[str, Any] | None:
+async def discover(
+    session: ClientSession, timeout: float | None, *, grace: float | None = None
+) -> dict[str, Any] | asyncio.Future[dict[str, Any]] | None:
     """Probe with ``server/discover``; the result, or None when the server is legacy.
 
     On ``UnsupportedProtocolVersionError`` the probe is retried once with the newest
     version both sides support; when that is a handshake version, None is returned
     with ``session.requested_version`` set to it, so the handshake uses it.
+
+    With ``grace``, a first probe still unanswered after ``grace`` seconds is returned
+    as a pending future and the session is set up for the handshake: the caller races
+    the two (:func:`probe_won`).
     """
     wait = PROBE_TIMEOUT if timeout is None else timeout
     modern = [v for v in session.supported_versions if is_stateless(v)]
     version = session.requested_version
-    for _ in range(2):
+    for attempt in range(2):
         session.stateless_version = version
         try:
-            result = await session.request("server/discover", None, timeout=wait, _retry=False)
+            probe = asyncio.ensure_future(
+                session.request("server/discover", None, timeout=wait, _retry=False)
+            )
+            if grace is not None and attempt == 0:
+                done, _ = await asyncio.wait({probe}, timeout=grace)
+                if not done:
+                    log.info(
+                        "%s has not answered server/discover within %g s: sending initialize too",
+                        session.name,
+                        grace,
+                    )
+                    _legacy(session)
+                    return probe
+            result = await probe
         except PeerTimeout:
             log.info("%s did not answer server/discover: a legacy server", session.name)
             _legacy(session)
@@ -154,6 +182,8 @@ async def discover(session: ClientSession, timeout: float | None) -> dict[str, A
             continue
         except BaseException:
             session.stateless_version = None
+            if not probe.done():
+                probe.cancel()
             raise
         offered = _strings(result.get("supportedVersions"))
         if version in offered:
@@ -174,6 +204,15 @@ async def discover(session: ClientSession, timeout: float | None) -> dict[str, A
         f"({', '.join(modern)})",
         code=INTERNAL_ERROR,
     )
+
+
+def probe_won(probe: asyncio.Future[dict[str, Any]], version: str) -> dict[str, Any] | None:
+    """The late answer of a raced probe (see :func:`discover`) when it proves a modern server
+    that accepted ``version``; None when it failed or offered something else."""
+    if probe.cancelled() or probe.exception() is not None:
+        return None
+    result = probe.result()
+    return result if version in _strings(result.get("supportedVersions")) else None
 
 
 def _legacy(session: ClientSession) -> None:

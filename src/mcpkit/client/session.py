@@ -237,25 +237,28 @@ class ClientSession:
     async def _race(
         self, probe: asyncio.Future[dict[str, Any]], version: str, timeout: float | None
     ) -> dict[str, Any]:
-        """A silent probe: the handshake goes out too, and the first good answer wins."""
-        handshake = asyncio.ensure_future(self._handshake(timeout))
+        """A silent probe: ``initialize`` goes out too and decides.
+
+        An accepted ``initialize`` selects the handshake era for the whole stdio process
+        (2026-07-28 basic/versioning § dual-era servers), even when the probe's answer
+        comes first, so the handshake wins whenever it is accepted; the probe's answer is
+        used only when the handshake is refused (a modern-only server that is slow to start).
+        """
+        init = asyncio.ensure_future(self._initialize(timeout))
         try:
-            await asyncio.wait({probe, handshake}, return_when=asyncio.FIRST_COMPLETED)
-            if not handshake.done() or handshake.exception() is not None:
-                # The probe answered first, or the handshake failed: a modern server may
-                # still answer the probe (bounded by the probe's own timeout).
-                await asyncio.wait({probe})
+            await asyncio.wait({init})
+            if init.exception() is not None:
+                await asyncio.wait({probe})  # bounded by the probe's own timeout
                 result = stateless.probe_won(probe, version)
-                if result is not None:  # a slow modern server: it answered the probe first
-                    handshake.cancel()
+                if result is not None:
                     self.stateless_version = version
                     self.requested_version = version
                     self._discovered(result)
                     self.listener.restart()
                     return result
-            return await handshake
+            return await self._initialized(await init)
         finally:
-            for task in (probe, handshake):
+            for task in (probe, init):
                 if not task.done():
                     task.cancel()
 
@@ -275,12 +278,18 @@ class ClientSession:
 
     async def _handshake(self, timeout: float | None) -> dict[str, Any]:
         """The handshake (2025-11-25 basic/lifecycle § initialization)."""
+        return await self._initialized(await self._initialize(timeout))
+
+    async def _initialize(self, timeout: float | None) -> dict[str, Any]:
         params = {
             "protocolVersion": self.requested_version,
             "capabilities": self._capabilities,
             "clientInfo": self.client_info,
         }
-        result = await self.request("initialize", params, timeout=timeout, _retry=False)
+        return await self.request("initialize", params, timeout=timeout, _retry=False)
+
+    async def _initialized(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Accept the ``initialize`` result (or refuse its version) and say ``initialized``."""
         version = result.get("protocolVersion")
         # A stateless revision cannot be negotiated by a handshake (it has none).
         if version not in self.supported_versions or stateless.is_stateless(version):

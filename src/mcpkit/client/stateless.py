@@ -79,11 +79,12 @@ SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 # one has found a modern server and must not fall back to `initialize`.
 MODERN_ERRORS: Final = frozenset({UNSUPPORTED_VERSION, HEADER_MISMATCH, MISSING_CAPABILITY})
 # A legacy stdio server may never answer an unknown method (stdio § backward compatibility).
-# After PROBE_GRACE seconds of silence the handshake is sent too and whichever answer comes
-# first decides; a server answers in order, so a slow modern one still answers the probe
-# first. Over HTTP a legacy server answers at once (400/404/405), so only the timeout counts.
+# After PROBE_GRACE seconds of silence `initialize` is sent too: an accepted handshake
+# decides (it selects the legacy era for the whole process, versioning § dual-era servers),
+# a refused one leaves the probe to decide. Over HTTP a legacy server answers at once
+# (400/404/405), so only the timeout counts there.
 PROBE_TIMEOUT: Final = 10.0
-PROBE_GRACE: Final = 1.0
+PROBE_GRACE: Final = 2.0
 
 
 def is_stateless(version: str | None) -> bool:

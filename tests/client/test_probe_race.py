@@ -128,3 +128,29 @@ async def test_a_quick_dual_era_server_is_used_in_the_stateless_era(tmp_path: Pa
         result = await client.call_tool("add", {"a": 2, "b": 3})
         assert result["resultType"] == "complete"
     assert "initialize" not in _sent(seen)
+
+
+async def test_a_reconnection_remembers_a_legacy_server_and_skips_the_probe(
+    tmp_path: Path,
+) -> None:
+    """basic/versioning: the era is a property of the server; clients SHOULD cache it."""
+    from mcpkit.client import MCPClient
+
+    script = tmp_path / "server.py"
+    script.write_text(MUTE_LEGACY)
+    seen: list[str] = []
+    definition = {
+        "command": sys.executable,
+        "args": [str(script)],
+        "trace": lambda direction, msg: seen.append(f"{direction} {msg.get('method', '')}"),
+    }
+    async with MCPClient(servers={"old": definition}, timeout=30) as mcp:
+        assert mcp.client("old").protocol_version == "2025-11-25"
+        first = list(seen)
+        seen.clear()
+        await mcp.reconnect("old")
+        assert mcp.client("old").protocol_version == "2025-11-25"
+        assert list(await mcp.get_tools()) == ["old_t"]
+    assert first[0] == "sent server/discover"
+    assert "sent server/discover" not in seen
+    assert seen[0] == "sent initialize"

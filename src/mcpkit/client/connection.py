@@ -24,7 +24,7 @@ from ..errors import ConnectionClosed
 from .client import Client
 from .config import ServerConfig
 from .handlers import ElicitationHandler, RootsSpec, SamplingHandler
-from .stateless import DEFAULT_VERSION
+from .stateless import DEFAULT_VERSION, is_stateless
 
 __all__ = ["ListKind", "ServerConnection"]
 
@@ -66,10 +66,26 @@ class ServerConnection:
         self._closed = False
         self._cache: dict[str, list[dict[str, Any]]] = {}
         self._generations: Counter[str] = Counter()
+        self._era: str | None = None  # the handshake version a legacy server accepted
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def connect(self) -> None:
-        """Connect and initialize; a failure is kept in :attr:`error`, never raised."""
+        """Connect and initialize; a failure is kept in :attr:`error`, never raised.
+
+        The era found by the first connection is kept for reconnections (2026-07-28
+        basic/versioning: the era is a property of the server; clients SHOULD cache it):
+        a legacy server is not probed again, and a failed reconnection probes afresh.
+        """
+        remembered = self._era
+        if remembered is not None and await self._connect(remembered):
+            return
+        self._era = None
+        if await self._connect(self.config.protocol_version or DEFAULT_VERSION):
+            version = self._client.protocol_version if self._client is not None else None
+            if self.config.protocol_version is None and not is_stateless(version):
+                self._era = version  # a legacy server: skip the probe next time
+
+    async def _connect(self, protocol_version: str) -> bool:
         config = self.config
         client = Client(
             command=config.command,
@@ -93,7 +109,7 @@ class ServerConnection:
             on_resource_updated=self._resource_updated,
             on_list_changed=self._list_changed,
             trace=config.trace,
-            protocol_version=config.protocol_version or DEFAULT_VERSION,
+            protocol_version=protocol_version,
         )
         self._cache.clear()
         self._closed = False
@@ -102,9 +118,10 @@ class ServerConnection:
         except Exception as exc:
             self.error = exc
             log.warning("MCP server %r failed to start: %s", self.name, exc)
-            return
+            return False
         self._client = client
         self.error = None
+        return True
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

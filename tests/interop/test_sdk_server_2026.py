@@ -133,7 +133,7 @@ async def test_mcpkit_client_finds_and_speaks_2026_with_the_sdk_server(
     greet = rounds(wire, "greet")
     assert len(greet) == 2 and "requestState" not in greet[0][0]["params"]
 
-    wire.revision = MODERN  # no initialize answer names the revision in this era
+    assert wire.eras == [MODERN]  # settled by server/discover: no initialize answer names it
     assert wire.check(received_too=True) > 20
 
 
@@ -170,6 +170,6 @@ async def test_the_handshake_era_still_works_against_the_same_sdk_server(
     (asked,) = old_wire.received("elicitation/create")
     assert old_wire.answer_to(asked)["result"] == {"action": "accept", "content": {"name": "Lin"}}
     assert old_wire.sent("initialize")
+    assert (old_wire.eras, new_wire.eras) == ([LEGACY], [MODERN])
     old_wire.check(received_too=True)
-    new_wire.revision = MODERN
     new_wire.check(received_too=True)

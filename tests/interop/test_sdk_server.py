@@ -5,8 +5,17 @@ that return structured output, fail, report progress and log, ask the client's m
 elicit a form with defaults, list the client's roots and sleep (to be cancelled), plus a
 resource, a template, a prompt and completions. It runs as a subprocess over stdio, the
 SDK's Streamable HTTP transport and its legacy HTTP+SSE transport. Every message the
-mcpkit client sends, and every message it receives, is validated against the negotiated
-revision's JSON schema.
+mcpkit client sends, and every message it receives, is validated against the JSON schema
+of the revision it belongs to.
+
+The SDK server is dual-era: it answers ``server/discover``, so a default ``Client``
+(which prefers 2026-07-28) speaks 2026-07-28 to it, and one pinned to 2025-11-25 gets the
+handshake. What users rely on in any era (tools, progress, logs, resources, prompts,
+completion, a timed-out call) runs in both over stdio and Streamable HTTP; the HTTP+SSE
+transport belongs to the handshake era and runs only there. This server's sampling,
+elicitation and roots tools ask through the SDK's session back channel, which exists only
+in the handshake era (``tests/interop/test_sdk_server_2026.py`` covers its 2026-07-28
+input-required rounds), so that test is pinned to 2025-11-25.
 """
 
 from __future__ import annotations
@@ -25,7 +34,14 @@ from tests.interop.fixtures.peers import FIXTURES, Wire, http_peer
 TIMEOUT = 20.0
 SERVER = str(FIXTURES / "sdk_server.py")
 ROOT = "file:///workspace/sdk"
-TRANSPORTS = ["stdio", "streamable-http", "sse"]
+HANDSHAKE = "2025-11-25"
+MODERN = "2026-07-28"
+# (transport, protocol_version given to Client): None is the client's default, which
+# must find 2026-07-28 by discovery.
+HANDSHAKE_CASES = [("stdio", HANDSHAKE), ("streamable-http", HANDSHAKE), ("sse", HANDSHAKE)]
+BOTH_ERAS = [*HANDSHAKE_CASES, ("stdio", None), ("streamable-http", None)]
+both_eras = pytest.mark.parametrize("case", BOTH_ERAS, ids=lambda c: f"{c[0]}-{c[1] or 'default'}")
+handshake_era = pytest.mark.parametrize("case", HANDSHAKE_CASES, ids=lambda c: f"{c[0]}-{c[1]}")
 
 
 def _serve(kind: str, path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -44,11 +60,20 @@ def sse_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _serve("sse", "/sse", tmp_path_factory)
 
 
-@pytest.fixture(params=TRANSPORTS)
-def target(request: pytest.FixtureRequest) -> dict[str, Any]:
-    if request.param == "stdio":
-        return {"command": sys.executable, "args": [SERVER, "stdio"]}
-    return {"url": request.getfixturevalue("http_url" if request.param != "sse" else "sse_url")}
+@pytest.fixture
+def target(request: pytest.FixtureRequest, case: tuple[str, str | None]) -> dict[str, Any]:
+    """``Client`` keyword arguments: the transport, and the revision asked for if any."""
+    transport, version = case
+    pinned = {} if version is None else {"protocol_version": version}
+    if transport == "stdio":
+        return {"command": sys.executable, "args": [SERVER, "stdio"], **pinned}
+    url = request.getfixturevalue("http_url" if transport != "sse" else "sse_url")
+    return {"url": url, **pinned}
+
+
+def era(case: tuple[str, str | None]) -> str:
+    """The revision the client must end up speaking."""
+    return case[1] or MODERN
 
 
 class Peer:
@@ -105,10 +130,19 @@ def text(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
 
 
-async def test_tools_structured_output_and_errors(connect: Callable[[Peer], Client]) -> None:
+def _results(wire: Wire, method: str) -> list[dict[str, Any]]:
+    """The results of the client's ``method`` requests."""
+    ids = {m["id"] for m in wire.sent(method)}
+    return [m["result"] for m in wire.received() if m.get("id") in ids and "result" in m]
+
+
+@both_eras
+async def test_tools_structured_output_and_errors(
+    connect: Callable[[Peer], Client], wire: Wire, case: tuple[str, str | None]
+) -> None:
     async with connect(Peer()) as client:
         assert client.server_info["name"] == "sdk-interop"
-        assert client.protocol_version == "2025-11-25"
+        assert client.protocol_version == era(case)
         tools = {t["name"]: t for t in await client.list_tools()}
         assert {"add", "fail", "sleep", "slow_steps", "ask_model", "ask_user", "roots"} <= set(
             tools
@@ -125,9 +159,19 @@ async def test_tools_structured_output_and_errors(connect: Callable[[Peer], Clie
         invalid = await client.call_tool("add", {"a": "one"})
         assert invalid["isError"] is True  # argument validation is reported as a tool error
         await client.ping()
+    if era(case) == MODERN:  # found by the probe; no handshake
+        assert wire.sent()[0]["method"] == "server/discover" and not wire.sent("initialize")
+        assert all(r.get("resultType") == "complete" for r in _results(wire, "tools/call"))
+    else:
+        assert not wire.sent("server/discover") and wire.sent()[0]["method"] == "initialize"
+        assert wire.sent("ping")
+    assert wire.eras == [era(case)]
 
 
-async def test_progress_and_logs_of_a_call(connect: Callable[[Peer], Client], wire: Wire) -> None:
+@both_eras
+async def test_progress_and_logs_of_a_call(
+    connect: Callable[[Peer], Client], wire: Wire, case: tuple[str, str | None]
+) -> None:
     peer = Peer()
     progress: list[tuple[float, float | None, str | None]] = []
     async with connect(peer) as client:
@@ -139,12 +183,17 @@ async def test_progress_and_logs_of_a_call(connect: Callable[[Peer], Client], wi
     assert [(m["logger"], m["data"]) for m in peer.logs] == [
         ("sdk-peer", f"did step {i}") for i in (1, 2, 3)
     ]
-    token = wire.sent("tools/call")[0]["params"]["_meta"]["progressToken"]
+    meta = wire.sent("tools/call")[0]["params"]["_meta"]
     assert {n["params"]["progressToken"] for n in wire.received("notifications/progress")} == {
-        token
+        meta["progressToken"]
     }
+    if era(case) == MODERN:
+        # A 2026-07-28 server logs only for a request that asks (server/utilities/logging):
+        # the client asked because it has a log handler, so the logs still reach it.
+        assert meta["io.modelcontextprotocol/logLevel"] == "info"
 
 
+@handshake_era
 async def test_sampling_elicitation_and_roots_inside_calls(
     connect: Callable[[Peer], Client], wire: Wire
 ) -> None:
@@ -168,6 +217,7 @@ async def test_sampling_elicitation_and_roots_inside_calls(
     assert roots["structuredContent"] == {"result": [ROOT]}
 
 
+@both_eras
 async def test_resources_prompts_and_completion(connect: Callable[[Peer], Client]) -> None:
     async with connect(Peer()) as client:
         assert [r["uri"] for r in await client.list_resources()] == ["sdk://notes/readme"]
@@ -189,6 +239,7 @@ async def test_resources_prompts_and_completion(connect: Callable[[Peer], Client
         assert completion["values"] == ["warm", "wry"]
 
 
+@both_eras
 async def test_a_timed_out_call_is_cancelled_and_the_session_goes_on(
     connect: Callable[[Peer], Client], wire: Wire
 ) -> None:

@@ -6,7 +6,13 @@ The package is pinned and installed from npm into a cache directory on first use
 tooling installs. Every test runs over each transport the package offers: stdio, Streamable
 HTTP (``/mcp``) and the legacy HTTP+SSE transport (``/sse``). Every message the mcpkit
 client sends, answers to the server's own requests included, is validated against the
-negotiated revision's JSON schema (and so is everything the server sends).
+JSON schema of the revision it belongs to (and so is everything the server sends).
+
+The pinned release speaks only the handshake era (2025-11-25): it has no
+``server/discover``. The tests use the client's default, which prefers 2026-07-28, so
+every one of them also exercises the era fallback on stdio and Streamable HTTP: the
+``server/discover`` probe fails and the ``initialize`` handshake follows (asserted on its
+own below). HTTP+SSE is a handshake-era transport only: the client does not probe there.
 """
 
 from __future__ import annotations
@@ -22,11 +28,20 @@ import pytest
 
 from mcpkit.client import Client
 from mcpkit.errors import URL_ELICITATION_REQUIRED, RemoteError
-from tests.interop.fixtures.peers import NodePackage, Wire, http_peer, install_server_everything
+from tests.interop.fixtures.peers import (
+    PROTOCOL_VERSION_KEY,
+    NodePackage,
+    Wire,
+    http_peer,
+    install_server_everything,
+)
 
 TIMEOUT = 20.0
 ROOT = "file:///workspace/project"
 TRANSPORTS = ["stdio", "streamable-http", "sse"]
+HANDSHAKE = "2025-11-25"
+MODERN = "2026-07-28"
+METHOD_NOT_FOUND = -32601
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +71,18 @@ def sse_url(everything: NodePackage, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(params=TRANSPORTS)
-def target(request: pytest.FixtureRequest, everything: NodePackage) -> dict[str, Any]:
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def target(
+    request: pytest.FixtureRequest, transport: str, everything: NodePackage
+) -> dict[str, Any]:
     """``Client`` keyword arguments that reach the server over one transport."""
-    if request.param == "stdio":
+    if transport == "stdio":
         return {"command": str(everything.node), "args": [str(everything.entry), "stdio"]}
-    if request.param == "streamable-http":
+    if transport == "streamable-http":
         # The URL does not end in /sse: Client tries Streamable HTTP first, and it answers.
         return {"url": request.getfixturevalue("http_url")}
     return {"url": request.getfixturevalue("sse_url")}  # ends in /sse: straight to HTTP+SSE
@@ -97,6 +119,7 @@ def wire() -> Iterator[Wire]:
     # Both directions: the client's messages must be valid, and checking the server's
     # proves the recorder saw the real conversation (replies paired with their requests).
     recorder.check(received_too=True)
+    assert recorder.eras == [HANDSHAKE]  # a legacy server: the probe never settles 2026-07-28
 
 
 @pytest.fixture
@@ -135,6 +158,37 @@ async def until(check: Callable[[], bool], what: str, timeout: float = TIMEOUT) 
 
 def texts(result: dict[str, Any]) -> str:
     return "\n".join(c["text"] for c in result["content"] if c.get("type") == "text")
+
+
+# -- the era ------------------------------------------------------------------------------------
+
+
+async def test_the_discover_probe_falls_back_to_the_handshake(
+    connect: Callable[[Peer], Client], wire: Wire, transport: str
+) -> None:
+    async with connect(Peer()) as client:
+        assert client.protocol_version == HANDSHAKE
+        assert texts(await client.call_tool("echo", {"message": "hi"})) == "Echo: hi"
+    if transport == "sse":
+        # 2026-07-28 has no HTTP+SSE transport (basic/transports): no probe, the handshake.
+        assert wire.sent()[0]["method"] == "initialize" and not wire.sent("server/discover")
+        return
+    probe, initialize = wire.sent()[:2]
+    assert probe["method"] == "server/discover"
+    assert probe["params"]["_meta"][PROTOCOL_VERSION_KEY] == MODERN
+    assert initialize["method"] == "initialize"
+    assert initialize["params"]["protocolVersion"] == HANDSHAKE
+    answers = [m for m in wire.received() if "method" not in m and m.get("id") == probe["id"]]
+    if transport == "streamable-http":
+        # Refused with HTTP 400 "Server not initialized" (an error with a null id, not
+        # an answer to the probe): the status says legacy (streamable-http § backward
+        # compatibility), and no response reaches the trace.
+        assert answers == []
+    else:
+        assert [a["error"]["code"] for a in answers] == [METHOD_NOT_FOUND]
+    # From the handshake on, nothing carries the 2026-07-28 envelope.
+    rest = wire.sent()[1:]
+    assert not [m for m in rest if PROTOCOL_VERSION_KEY in m.get("params", {}).get("_meta", {})]
 
 
 # -- tools ----------------------------------------------------------------------------------------
@@ -337,7 +391,9 @@ async def test_roots_and_roots_list_changed(connect: Callable[[Peer], Client], w
         before = len(wire.received("roots/list"))
         await client.set_roots(["file:///elsewhere"])
         # notifications/roots/list_changed makes the server ask again.
-        await until(lambda: len(wire.received("roots/list")) > before, "a roots/list after the change")
+        await until(
+            lambda: len(wire.received("roots/list")) > before, "a roots/list after the change"
+        )
         async with asyncio.timeout(TIMEOUT):  # the server stores our answer when it arrives
             while "file:///elsewhere" not in texts(await client.call_tool("get-roots-list", {})):
                 await asyncio.sleep(0.02)

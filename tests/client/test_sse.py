@@ -81,7 +81,9 @@ async def test_an_sse_url_speaks_legacy_sse_with_every_feature(traffic: Traffic)
         ) as client,
     ):
         assert isinstance(transport_of(client), SSETransport)
+        # HTTP+SSE is a handshake-era transport: the default client does not probe on it.
         assert client.protocol_version == "2025-11-25"
+        assert [m["method"] for m in traffic.sent()][:1] == ["initialize"]
         assert {t["name"] for t in await client.list_tools()} >= {"add", "hang"}
         assert text_of(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
         # Server requests arrive on the stream; the answers are POSTed to the endpoint.
@@ -252,19 +254,34 @@ def posts_answered(app: Any, status: int) -> Any:
 
 
 @pytest.mark.parametrize("status", [400, 404, 405])
-async def test_a_url_falls_back_to_sse_on_400_404_405(status: int, traffic: Traffic) -> None:
+@pytest.mark.parametrize(
+    ("version", "posts"),
+    [
+        # The default client POSTs the 2026-07-28 probe, and on a non-modern 4xx the
+        # handshake (2026-07-28 basic/versioning § dual-era client, legacy server).
+        (None, ["server/discover", "initialize"]),
+        ("2025-11-25", ["initialize"]),
+    ],
+)
+async def test_a_url_falls_back_to_sse_on_400_404_405(
+    status: int, version: str | None, posts: list[str], traffic: Traffic
+) -> None:
     app = build_server().sse_app(sse_path="/mcp", message_path="/messages")
     recorder = Recorder()
+    pinned = {"protocol_version": version} if version else {}
     async with (
         httpx.AsyncClient(event_hooks={"request": [recorder]}) as http,
         serve(posts_answered(app, status)) as url,
-        Client(url=url, http_client=http, trace=traffic, timeout=TIMEOUT) as client,
+        Client(url=url, http_client=http, trace=traffic, timeout=TIMEOUT, **pinned) as client,
     ):
         assert isinstance(transport_of(client), SSETransport)
+        assert client.protocol_version == "2025-11-25"  # HTTP+SSE carries the handshake era
         assert text_of(await client.call_tool("add", {"a": 2, "b": 3})) == "5"
-    # First a Streamable HTTP initialize POST to the URL, then the legacy GET on it.
-    assert recorder.methods()[:2] == ["POST", "GET"]
-    assert recorder.urls[:2] == [url, url]
+    # First the Streamable HTTP POSTs to the URL, then the legacy GET on it.
+    methods = [*(["POST"] * len(posts)), "GET"]
+    assert recorder.methods()[: len(methods)] == methods
+    assert recorder.urls[: len(methods)] == [url] * len(methods)
+    assert [m["method"] for m in traffic.sent()[: len(posts) + 1]] == [*posts, "initialize"]
 
 
 async def test_a_url_serving_streamable_http_does_not_fall_back(traffic: Traffic) -> None:

@@ -135,9 +135,13 @@ async def discover(
 
     With ``grace``, a first probe still unanswered after ``grace`` seconds is returned
     as a pending future and the session is set up for the handshake: the caller races
-    the two (:func:`probe_won`).
+    the two (:func:`probe_won`). A transport with ``handshake_only`` is not probed.
     """
-    wait = PROBE_TIMEOUT if timeout is None else timeout
+    if getattr(session.transport, "handshake_only", False):
+        _legacy(session)
+        return None
+    # The session's own timeout bounds the probe too: a mute server fails as fast as asked.
+    wait = min(PROBE_TIMEOUT, session.timeout) if timeout is None else timeout
     modern = [v for v in session.supported_versions if is_stateless(v)]
     version = session.requested_version
     for attempt in range(2):

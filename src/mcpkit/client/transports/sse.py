@@ -49,6 +49,10 @@ class SSETransport:
     used instead of a new ``httpx.AsyncClient`` (and is not closed here).
     """
 
+    # HTTP+SSE is the 2024-11-05 transport: the stateless era is defined only on stdio and
+    # Streamable HTTP (2026-07-28 basic/transports), so the session skips the probe.
+    handshake_only = True
+
     def __init__(
         self,
         url: str,

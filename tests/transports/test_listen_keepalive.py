@@ -18,6 +18,7 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.errors import ConfigurationError
+from mcpkit.transports.asgi import end_all_streams
 from tests import schema
 from tests.transports.conftest import BOTH, TIMEOUT
 
@@ -167,6 +168,28 @@ async def test_without_keepalive_an_idle_stream_stays_silent(
         rest = await read_until(stream, lambda line, seen: line.startswith("data: "))
         assert pings(rest) == 0
         assert data(rest)[0]["method"] == "notifications/tools/list_changed"
+
+
+async def test_a_stopping_server_ends_a_listen_stream_with_a_graceful_result(
+    serve_app: Any, http: httpx.AsyncClient
+) -> None:
+    """basic/patterns/subscriptions § graceful closure: on shutdown the server answers the
+    listen request (else the open stream would keep uvicorn's graceful shutdown waiting)."""
+    server, _ = make_server()
+    url = await serve_app(server.http_app(keepalive_interval=None)) + "/mcp"
+    listen = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, 7)
+    async with http.stream(
+        "POST", url, content=orjson.dumps(listen), headers=headers_for(listen)
+    ) as resp:
+        stream = lines(resp)
+        await read_until(stream, lambda line, seen: line.startswith("data: "))
+        end_all_streams()  # what serve() does on SIGTERM, before uvicorn waits for connections
+        async with asyncio.timeout(TIMEOUT):
+            rest = [line async for line in stream]  # the stream ends after the answer
+    (answer,) = data(rest)
+    assert answer["id"] == 7
+    assert answer["result"]["_meta"][SUB] == 7
+    schema.validate_message(answer, V, request_method="subscriptions/listen")
 
 
 def test_the_interval_must_be_positive() -> None:

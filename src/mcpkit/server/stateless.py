@@ -21,6 +21,7 @@ Handshake-era results never carry them (the fields do not exist there).
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -46,9 +47,10 @@ from .context import LOG_LEVELS
 from .mrtr import INPUT_METHODS
 
 if TYPE_CHECKING:
+    from .server import MCPServer
     from .session import Request, Send, ServerSession
 
-__all__ = ["CacheHint", "CacheScope", "discover", "listen", "serve_stateless"]
+__all__ = ["CacheHint", "CacheScope", "discover", "end_subscriptions", "listen", "serve_stateless"]
 
 CacheScope = Literal["public", "private"]
 _SCOPES: Final = ("public", "private")  # 2026-07-28 server/utilities/caching § cache scope
@@ -240,10 +242,31 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     )
     session.standalone = forward
     server._remember(session)
+    ended = asyncio.get_running_loop().create_future()
+    listening = _listening.setdefault(server, set())
+    listening.add(ended)
     try:
         # Until the client closes the stream (the transport cancels the request) or the
-        # session is closed; both end the stream without a result.
-        await asyncio.get_running_loop().create_future()
+        # session is closed, which end the stream without a result, or until the server
+        # ends it (end_subscriptions).
+        await ended
     finally:
+        listening.discard(ended)
         server._forget(session)
-    return {"_meta": dict(tag)}  # pragma: no cover - the wait above only ends by cancellation
+    # The server's own end is graceful: a result tagged with the subscription id
+    # (basic/patterns/subscriptions § graceful closure).
+    return {"_meta": dict(tag)}
+
+
+# The open subscriptions/listen requests of each server, ended by end_subscriptions.
+_listening: weakref.WeakKeyDictionary[MCPServer, set[asyncio.Future[None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def end_subscriptions(server: MCPServer) -> None:
+    """Answer every open ``subscriptions/listen`` of ``server``, so their streams end (a
+    shutdown: long-lived streams keep an HTTP server waiting). Call on the server's loop."""
+    for ended in list(_listening.get(server, ())):
+        if not ended.done():
+            ended.set_result(None)

@@ -62,6 +62,7 @@ from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, Configuration
 from ..protocol.jsonrpc import Kind, classify, invalid_request
 from ..protocol.stateless import is_stateless_request, unsupported_version
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
+from ..server.stateless import end_subscriptions
 from .asgi import (
     AUTH_SCOPE_KEY,
     JSON_CT,
@@ -551,8 +552,10 @@ class StreamableHTTPApp:
         return entry
 
     def end_streams(self) -> None:
-        """Close every GET/resumed stream's connection (with ``retry``) so a server can stop."""
+        """Close every GET/resumed stream's connection (with ``retry``) so a server can stop;
+        answer every 2026-07-28 ``subscriptions/listen`` so its stream ends too."""
         self._sessions.end_streams()
+        end_subscriptions(self.server)
 
     async def aclose(self) -> None:
         """End every session (the ASGI lifespan shutdown calls this)."""

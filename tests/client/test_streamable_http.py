@@ -43,26 +43,51 @@ async def sample(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SERVER_REQUESTS = {"sampling/createMessage", "elicitation/create", "roots/list"}
+
+
+def _input_required(message: dict[str, Any]) -> bool:
+    result = message.get("result")
+    return isinstance(result, dict) and result.get("resultType") == "input_required"
+
+
+def _carries_elicit_answer(message: dict[str, Any]) -> bool:
+    """An accepted ElicitResult: a response (2025-11-25) or a retry's inputResponses."""
+    result = message.get("result")
+    if isinstance(result, dict) and result.get("action") == "accept":
+        return True
+    params = message.get("params")
+    answers = params.get("inputResponses") if isinstance(params, dict) else None
+    return isinstance(answers, dict) and any(
+        isinstance(a, dict) and a.get("action") == "accept" for a in answers.values()
+    )
+
+
 # -- the basics -----------------------------------------------------------------------------------
 
 
-async def test_round_trips_with_sse_responses(server: MCPServer, traffic: Traffic) -> None:
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_round_trips_with_sse_responses(
+    server: MCPServer, traffic: Traffic, version: str
+) -> None:
     async with (
         serve(server.http_app()) as url,
         Client(
             url=url,
             trace=traffic,
             timeout=TIMEOUT,
+            protocol_version=version,
             sampling_handler=sample,
             elicitation_handler=lambda p: {"action": "accept", "content": {"name": "Ada"}},
             roots=["file:///w"],
         ) as client,
     ):
         assert client.server_info["name"] == "demo"
-        assert client.protocol_version == "2025-11-25"
+        assert client.protocol_version == version
         assert {t["name"] for t in await client.list_tools()} >= {"add", "hang"}
         assert text_of(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
-        # Server requests arrive on the POST's SSE stream; answers go back as POSTs.
+        # 2025-11-25: server requests arrive on the POST's SSE stream; answers go back as
+        # POSTs. 2026-07-28: an input-required result; the retry carries the answers.
         assert text_of(await client.call_tool("ask_llm", {"question": "?"})) == "Paris"
         answer = await client.call_tool("ask_user")
         assert answer["structuredContent"]["content"]["age"] == 30
@@ -76,9 +101,15 @@ async def test_round_trips_with_sse_responses(server: MCPServer, traffic: Traffi
         assert [text_of(r) for r in results] == [str(i) for i in range(20)]
         prompt = await client.get_prompt("review", {"code": "x"})
         assert prompt["messages"][0]["content"]["text"] == "Please review: x"
+    asked = [m for m in traffic.received() if m.get("method") in SERVER_REQUESTS]
+    rounds = [m for m in traffic.received() if _input_required(m)]
+    if version == "2025-11-25":
+        assert len(asked) == 3 and not rounds
+    else:
+        assert not asked and len(rounds) == 3
     traffic.exempt(
-        lambda m: isinstance(m.get("result"), dict) and m["result"].get("action") == "accept",
-        "the 2025-11-25 schema forbids non-integer numbers in ElicitResult content, while "
+        _carries_elicit_answer,
+        "the schemas forbid non-integer numbers in ElicitResult content, while "
         "NumberSchema defaults (95.5 here) must be sent back",
     )
 
@@ -114,7 +145,14 @@ async def test_headers_session_id_and_delete_on_close(server: MCPServer) -> None
         httpx.AsyncClient(event_hooks={"request": [recorder]}) as http,
         serve(app) as url,
     ):
-        client = Client(url=url, headers={"X-Team": "blue"}, http_client=http, timeout=TIMEOUT)
+        # Sessions, the GET stream and DELETE exist only in the handshake era.
+        client = Client(
+            url=url,
+            headers={"X-Team": "blue"},
+            http_client=http,
+            timeout=TIMEOUT,
+            protocol_version="2025-11-25",
+        )
         async with client:
             await client.ping()
             transport = client.session.transport
@@ -144,7 +182,13 @@ async def test_headers_session_id_and_delete_on_close(server: MCPServer) -> None
 async def test_server_restart_reinitializes_transparently(traffic: Traffic) -> None:
     sock = free_socket()
     port = sock.getsockname()[1]
-    client = Client(url=f"http://127.0.0.1:{port}/mcp", trace=traffic, timeout=TIMEOUT)
+    # Re-initialization on 404 is about handshake-era sessions.
+    client = Client(
+        url=f"http://127.0.0.1:{port}/mcp",
+        trace=traffic,
+        timeout=TIMEOUT,
+        protocol_version="2025-11-25",
+    )
     async with serve(build_server().http_app(), sock) as url:
         await client.connect()
         assert text_of(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
@@ -158,6 +202,33 @@ async def test_server_restart_reinitializes_transparently(traffic: Traffic) -> N
         await client.aclose()
     assert len(traffic.sent("initialize")) == 2  # once more, however many calls saw the 404
     assert len(traffic.sent("notifications/initialized")) == 2
+
+
+async def test_a_server_restart_needs_no_new_session_in_the_stateless_era(
+    traffic: Traffic,
+) -> None:
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    client = Client(url=f"http://127.0.0.1:{port}/mcp", trace=traffic, timeout=TIMEOUT)
+    async with serve(build_server().http_app(), sock):
+        await client.connect()
+        assert client.protocol_version == "2026-07-28"
+        assert text_of(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+        async with asyncio.timeout(TIMEOUT):  # the list-change subscription is open
+            while not traffic.received("notifications/subscriptions/acknowledged"):
+                await asyncio.sleep(0.01)
+    # The stopping server answered the subscription (subscriptions § graceful closure).
+    listen_id = traffic.sent("subscriptions/listen")[0]["id"]
+    assert any(m.get("id") == listen_id and "result" in m for m in traffic.received())
+    # A new process on the same port: nothing to re-establish, no handshake.
+    async with serve(build_server().http_app(), free_socket(port)):
+        results = await asyncio.gather(
+            *(client.call_tool("add", {"a": i, "b": 1}) for i in range(3))
+        )
+        assert [text_of(r) for r in results] == ["1", "2", "3"]
+        await client.aclose()
+    assert not traffic.sent("initialize")
+    assert len(traffic.sent("server/discover")) == 1
 
 
 async def test_a_closed_stream_is_resumed_after_retry(traffic: Traffic) -> None:
@@ -177,8 +248,15 @@ async def test_a_closed_stream_is_resumed_after_retry(traffic: Traffic) -> None:
     async with (
         httpx.AsyncClient(event_hooks={"request": [recorder]}) as http,
         serve(app) as url,
+        # Resuming with Last-Event-ID on a GET is the handshake era's (2026-07-28 has no GET;
+        # there the close is a no-op and the stream simply carries on).
         Client(
-            url=url, http_client=http, trace=traffic, timeout=TIMEOUT, log_handler=logs.append
+            url=url,
+            http_client=http,
+            trace=traffic,
+            timeout=TIMEOUT,
+            log_handler=logs.append,
+            protocol_version="2025-11-25",
         ) as client,
     ):
         start = time.monotonic()

@@ -545,7 +545,8 @@ async def test_sampling_model_outside_an_mcp_request_says_what_it_needs() -> Non
         await agent.run("hello")
 
 
-async def test_sampling_model_over_streamable_http() -> None:
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_sampling_model_over_streamable_http(era: str) -> None:
     prompts: list[str] = []
 
     def llm(params: dict[str, Any]) -> dict[str, Any]:
@@ -555,13 +556,30 @@ async def test_sampling_model_over_streamable_http() -> None:
     agent = Agent(SamplingModel(), name="remote", description="Thinks remotely.")
     server = MCPServer(name="s", version="1", agents={"remote": agent})
     async with run_app(server.http_app()) as base:
-        async with Client(url=f"{base}/mcp", sampling_handler=llm, timeout=TIMEOUT) as client:
+        async with Client(
+            url=f"{base}/mcp", sampling_handler=llm, timeout=TIMEOUT, protocol_version=era
+        ) as client:
             result = await client.call_tool("ask_remote", {"message": "over the wire?"})
     assert result["structuredContent"]["text"] == "answered over HTTP"
     assert prompts == ["over the wire?"]
 
 
-async def test_sampling_model_on_stateless_http_fails_clearly() -> None:
+async def test_sampling_model_on_stateless_http_fails_clearly_in_the_handshake_era() -> None:
+    agent = Agent(SamplingModel(), name="remote", description="Thinks remotely.")
+    server = MCPServer(name="s", version="1", agents={"remote": agent})
+    async with run_app(server.http_app(stateless=True)) as base:
+        async with Client(
+            url=f"{base}/mcp",
+            sampling_handler=lambda p: sampling_reply("x"),
+            timeout=TIMEOUT,
+            protocol_version="2025-11-25",  # the handshake era's stateless mode cannot ask
+        ) as client:
+            result = await client.call_tool("ask_remote", {"message": "hi"})
+    assert result["isError"] is True
+    assert "stateless" in result["content"][0]["text"]
+
+
+async def test_sampling_model_on_stateless_http_samples_through_input_rounds_in_2026() -> None:
     agent = Agent(SamplingModel(), name="remote", description="Thinks remotely.")
     server = MCPServer(name="s", version="1", agents={"remote": agent})
     async with run_app(server.http_app(stateless=True)) as base:
@@ -569,11 +587,12 @@ async def test_sampling_model_on_stateless_http_fails_clearly() -> None:
             url=f"{base}/mcp", sampling_handler=lambda p: sampling_reply("x"), timeout=TIMEOUT
         ) as client:
             result = await client.call_tool("ask_remote", {"message": "hi"})
-    assert result["isError"] is True
-    assert "stateless" in result["content"][0]["text"]
+            assert client.protocol_version == "2026-07-28"
+    assert result["structuredContent"]["text"] == "x"
 
 
-async def test_agent_sees_auth_info_and_session_id_over_http() -> None:
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_agent_sees_auth_info_and_session_id_over_http(era: str) -> None:
     """The seeds' ``mcp.extra``: what HTTP middleware verified reaches the agent's code."""
 
     class Whoami:
@@ -598,11 +617,14 @@ async def test_agent_sees_auth_info_and_session_id_over_http() -> None:
         await inner(scope, receive, send)
 
     async with run_app(with_auth) as base:
-        async with Client(url=f"{base}/mcp", timeout=TIMEOUT) as client:
+        async with Client(url=f"{base}/mcp", timeout=TIMEOUT, protocol_version=era) as client:
             result = await client.call_tool("ask_whoami", {"message": "who?"})
     reply = result["structuredContent"]
     assert reply["text"] == "{'user': 'ada', 'scopes': ['read']}"
-    assert isinstance(reply["session"], str) and len(reply["session"]) > 10
+    if era == "2025-11-25":
+        assert isinstance(reply["session"], str) and len(reply["session"]) > 10
+    else:  # 2026-07-28 has no sessions
+        assert reply["session"] is None
     assert reply["same_session"] is True
 
 

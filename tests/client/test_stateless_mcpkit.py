@@ -11,6 +11,7 @@ import asyncio
 from typing import Any
 
 from mcpkit.client import Client
+from mcpkit.protocol.stateless import SUBSCRIPTION_ID
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.client.fixtures.demo_server import build_server
 from tests.client.http_servers import serve
@@ -97,3 +98,60 @@ async def test_tools_that_ask_the_client_work_through_input_required_rounds() ->
     async with Client(server=build_server(), **options) as memory:
         assert memory.protocol_version == MODERN
         assert (await memory.call_tool("roots", {}))["content"][0]["text"] == "file:///w"
+
+
+async def test_a_subscription_holds_once_subscribe_returns_and_replaced_ones_go_quiet() -> None:
+    """subscribe_resource waits for the acknowledgment, as resources/subscribe waits for its
+    answer; a notification of a replaced subscriptions/listen request is dropped
+    (2026-07-28 subscriptions § receiving notifications: demultiplex by subscription id)."""
+    updated: list[str] = []
+    sent: list[dict[str, Any]] = []
+    async with Client(
+        server=build_server(),
+        on_resource_updated=updated.append,
+        trace=lambda d, m: sent.append(m) if d == "sent" else None,
+        timeout=10,
+    ) as client:
+        assert client.protocol_version == MODERN
+        listener = client.session.listener
+        await client.subscribe_resource("memo://greeting")
+        first = listener.live
+        assert listener.acknowledged is not None
+        assert listener.acknowledged["resourceSubscriptions"] == ["memo://greeting"]
+        await client.call_tool("touch", {"uri": "memo://greeting"})
+        async with asyncio.timeout(5):
+            while not updated:
+                await asyncio.sleep(0.01)
+        assert updated == ["memo://greeting"]
+
+        await client.subscribe_resource("memo://items/1")
+        assert isinstance(first, int) and isinstance(listener.live, int) and listener.live > first
+
+        def updated_from(subscription: object) -> None:
+            client.session.message_received(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/resources/updated",
+                    "params": {
+                        "uri": "memo://greeting",
+                        "_meta": {SUBSCRIPTION_ID: subscription},
+                    },
+                }
+            )
+
+        updated.clear()
+        updated_from(first)  # the replaced request, still open on a slow server
+        assert updated == []
+        updated_from(listener.live)
+        assert updated == ["memo://greeting"]
+
+        listens = len([m for m in sent if m.get("method") == "subscriptions/listen"])
+        await client.unsubscribe_resource("memo://nothing")  # the filter did not change
+        assert len([m for m in sent if m.get("method") == "subscriptions/listen"]) == listens
+        await client.unsubscribe_resource("memo://greeting")
+        await client.unsubscribe_resource("memo://items/1")
+        assert "resourceSubscriptions" not in listener.acknowledged
+        updated.clear()
+        await client.call_tool("touch", {"uri": "memo://greeting"})  # answered after any update
+        updated_from(first)
+        assert updated == []

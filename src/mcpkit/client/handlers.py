@@ -74,6 +74,8 @@ _LIST_CHANGED: Final = {
     "notifications/resources/list_changed": "resources",
     "notifications/prompts/list_changed": "prompts",
 }
+# What a 2026-07-28 server sends only on a subscriptions/listen stream.
+_SUBSCRIBED: Final = frozenset({*_LIST_CHANGED, "notifications/resources/updated"})
 
 
 class ServerHandlers:
@@ -216,6 +218,11 @@ class ServerHandlers:
         params = msg.get("params")
         if not isinstance(params, dict):
             params = {}
+        if method in _SUBSCRIBED and self.session.listener.stale(params):
+            # From a subscriptions/listen request that a newer one replaced (2026-07-28
+            # subscriptions § receiving notifications): the live one delivers it too.
+            log.debug("dropped %s of a replaced subscription from %r", method, self.session.name)
+            return
         if method == "notifications/progress":
             callback = self.progress.get(params.get("progressToken"))
             if callback is not None:

@@ -569,17 +569,18 @@ class ClientSession:
         )
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        """``resources/subscribe``; in the stateless era, a new ``subscriptions/listen`` filter."""
+        """``resources/subscribe``; in the stateless era, a new ``subscriptions/listen`` filter
+        (acknowledged before this returns, so the subscription holds in both eras)."""
         if self.stateless_version is not None:
             self.listener.uris.add(uri)
-            self.listener.restart()
+            await self.listener.update(self.timeout if timeout is None else timeout)
             return
         await self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
 
     async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         if self.stateless_version is not None:
             self.listener.uris.discard(uri)
-            self.listener.restart()
+            await self.listener.update(self.timeout if timeout is None else timeout)
             return
         await self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 

@@ -11,6 +11,15 @@ asks for the list changes the server declares ``listChanged`` for (when anyone
 listens to them) and the resources subscribed with ``subscribe_resource``. A new
 filter replaces the request (the old one is cancelled: on HTTP its stream is
 closed). A stream that breaks is reopened after a growing delay.
+
+Every notification of a subscription carries its id (the listen request's id) in
+``_meta``, and on stdio the client MUST demultiplex by it (subscriptions § receiving
+notifications). While a new filter replaces an old one both requests are briefly
+open, so the listener keeps one subscription *live*, the newest acknowledged, and
+the session drops what older ones still send: a change is never delivered twice.
+:meth:`Listener.update` returns once the new filter is acknowledged, so that, as
+with the handshake era's ``resources/subscribe``, a subscription holds when the
+call returns.
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import METHOD_NOT_FOUND, RemoteError
+from ..errors import METHOD_NOT_FOUND, PeerTimeout, RemoteError
+from ..protocol.stateless import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
     from .session import ClientSession
@@ -45,7 +55,12 @@ class Listener:
         self.retry_delay = retry_delay
         self.uris: set[str] = set()
         self.acknowledged: dict[str, Any] | None = None
+        # The newest acknowledged subscription (its listen request's id); notifications
+        # tagged with any other id come from a replaced subscription.
+        self.live: Any = None
+        self._wanted: dict[str, Any] = {}
         self._task: asyncio.Task[None] | None = None
+        self._acked = asyncio.Event()
         session.on_notification("notifications/subscriptions/acknowledged", self._acknowledged)
 
     def wanted(self) -> dict[str, Any]:
@@ -63,17 +78,60 @@ class Listener:
         return out
 
     def restart(self) -> None:
-        """Replace the open request by one with the current filter (none if it is empty)."""
-        self.stop()
-        wanted = self.wanted()
-        if wanted:
-            self._task = self.session.handlers.spawn(self._run(wanted))
+        """Replace the open request by one with the current filter (none if it is empty).
+
+        The replaced subscription stays live until the new one is acknowledged.
+        """
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._acked = asyncio.Event()
+        self._wanted = self.wanted()
+        if self._wanted:
+            self._task = self.session.handlers.spawn(self._run(self._wanted))
+        else:
+            self.live = None
+            self.acknowledged = None
+
+    async def update(self, timeout: float) -> None:
+        """Apply a changed filter and wait (at most ``timeout`` s) for the acknowledgment.
+
+        Nothing is sent when the filter did not change; nothing is awaited when the
+        server has no ``subscriptions/listen`` (the request then ends at once).
+        """
+        if self.wanted() == self._wanted and (self._task is None or not self._task.done()):
+            return
+        self.restart()
+        task = self._task
+        if task is None:
+            return
+        acked = asyncio.ensure_future(self._acked.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {acked, task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            acked.cancel()
+        if not done:
+            raise PeerTimeout(
+                f"MCP server {self.session.name!r} did not acknowledge subscriptions/listen "
+                f"within {timeout:g} s"
+            )
 
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        self._wanted = {}
+        self.live = None
         self.acknowledged = None
+
+    def stale(self, params: dict[str, Any]) -> bool:
+        """Does this notification come from a subscription that was replaced or stopped?"""
+        meta = params.get("_meta")
+        sub = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        # Untagged: not from a subscription (or a server that does not tag): delivered.
+        return sub is not None and sub != self.live
 
     async def _run(self, wanted: dict[str, Any]) -> None:
         delay = self.retry_delay
@@ -101,5 +159,21 @@ class Listener:
             delay = min(delay * 2, _MAX_DELAY)
 
     def _acknowledged(self, params: dict[str, Any]) -> None:
+        meta = params.get("_meta")
+        sub = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if not self._newer(sub):
+            return  # a replaced request acknowledged late: it stays dead
+        self.live = sub
         granted = params.get("notifications")
         self.acknowledged = granted if isinstance(granted, dict) else {}
+        self._acked.set()
+
+    def _newer(self, sub: Any) -> bool:
+        """Is ``sub`` a later subscription than the live one? The session numbers its
+        requests upwards, so a later listen request has a larger id."""
+        if self._task is None:
+            return False  # stopped: nothing is live
+        live = self.live
+        if isinstance(sub, int) and isinstance(live, int):
+            return sub > live
+        return True

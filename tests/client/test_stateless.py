@@ -348,7 +348,9 @@ async def test_modern_server_gets_envelopes_and_headers_and_no_session() -> None
         assert "mcp-session-id" not in headers
     call, headers = peer.seen[-1]
     assert call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "warning"
-    assert "io.modelcontextprotocol/logLevel" not in peer.seen[2][0]["params"]["_meta"]
+    # Before set_logging_level: the level a handshake-era mcpkit server sends by default,
+    # since this client shows server logs (server_logs=True).
+    assert peer.seen[2][0]["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "info"
     assert headers["mcp-name"] == "query"
     assert headers["mcp-param-region"] == "eu"
     assert headers["mcp-param-limit"] == "5"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .session import ClientSession
 
 __all__ = [
+    "DEFAULT_LOG_LEVEL",
     "ElicitationHandler",
     "ListChangedCallback",
     "LogCallback",
@@ -57,6 +58,9 @@ ResourceUpdatedCallback: TypeAlias = Callable[[str], MaybeAwaitable]
 ListChangedCallback: TypeAlias = Callable[[str], MaybeAwaitable]
 """``callback(kind)`` with kind ``"tools"``, ``"resources"``, ``"prompts"``."""
 
+# The least severe server log level a client that shows server logs asks for where it must
+# ask (2026-07-28: per request); what mcpkit servers send by default in the handshake era.
+DEFAULT_LOG_LEVEL: Final = "info"
 # notifications/message levels (RFC 5424 severities) → Python logging levels.
 _LEVELS: Final = {
     "debug": logging.DEBUG,

@@ -35,6 +35,7 @@ from . import stateless
 from .cache import ResultCache, credential_of
 from .deadlines import Deadlines
 from .handlers import (
+    DEFAULT_LOG_LEVEL,
     ElicitationHandler,
     ListChangedCallback,
     LogCallback,
@@ -118,7 +119,12 @@ class ClientSession:
         self.revision: Revision | None = None
         # The stateless revision in use (2026-07-28): every request carries it in `_meta`.
         self.stateless_version: str | None = None
-        self.log_level: str | None = None  # the stateless era's per-request log level
+        # The stateless era's per-request log level. A server sends no logs unless a request
+        # asks (2026-07-28 server/utilities/logging), so a client that shows them asks for
+        # what a handshake-era server sends by default.
+        self.log_level: str | None = (
+            DEFAULT_LOG_LEVEL if server_logs or log_handler is not None else None
+        )
         self._label = name
         self._trace = trace
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}

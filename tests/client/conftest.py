@@ -1,8 +1,10 @@
 """Client test helpers: a recorder that validates every message against the MCP schema.
 
 Pass ``trace=traffic`` to a ``Client``; when the test ends, every message the
-client sent (and received) is checked with :func:`tests.schema.assert_valid_traffic`
-against the revision the server negotiated.
+client sent (and received) is checked with :func:`tests.schema.assert_valid_conversation`
+against the revision in use: the one ``initialize`` negotiated (handshake era), or the
+one every request names in its ``_meta`` (2026-07-28). A ``server/discover`` probe that
+a handshake followed is checked against the revision the probe asked for.
 """
 
 from __future__ import annotations
@@ -65,10 +67,45 @@ class Traffic:
                 count += 1
         return count
 
+    @property
+    def stateless_version(self) -> str | None:
+        """The 2026-07-28-style revision the last enveloped request named, if any."""
+        for d, m, _ in reversed(self.traffic):
+            version = _meta_version(m) if d == "sent" else None
+            if version is not None:
+                return version
+        return None
+
     def check(self) -> int:
-        if not self.enabled or self.initialize_result is None:
+        if not self.enabled:
             return 0
-        return schema.assert_valid_traffic(self)
+        start = next(
+            (i for i, (d, m, _) in enumerate(self.traffic) if d == "sent" and _is_init(m)), None
+        )
+        if start is None or self.initialize_result is None:
+            version = self.stateless_version
+            if version is None:
+                return 0  # nothing was agreed: no revision to check against
+            return schema.assert_valid_conversation(self.traffic, version)
+        checked = 0
+        probe = next((v for d, m, _ in self.traffic[:start] if (v := _meta_version(m))), None)
+        if probe is not None:
+            checked += schema.assert_valid_conversation(self.traffic[:start], probe)
+        handshake = self.initialize_result["protocolVersion"]
+        return checked + schema.assert_valid_conversation(self.traffic[start:], handshake)
+
+
+def _is_init(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("method") == "initialize"
+
+
+def _meta_version(message: Any) -> str | None:
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = (
+        meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    )
+    return version if isinstance(version, str) else None
 
 
 @pytest.fixture

@@ -1,7 +1,10 @@
 """``MCPClient`` against in-memory mcpkit servers (its behaviour does not depend on the transport).
 
-Every server's traffic is recorded with ``trace`` and validated against the
-MCP schema of the negotiated revision when the test ends.
+Every test that uses the ``servers`` fixture runs in both eras: the client's default
+(2026-07-28, which mcpkit servers speak) and the handshake era (2025-11-25, pinned),
+since what MCPClient offers must not depend on the era. Every server's traffic is
+recorded with ``trace`` and validated against the MCP schema of the revision in use
+when the test ends.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from tests.client.conftest import Traffic
 from tests.client.fixtures.demo_server import build_server
 
 TIMEOUT = 10.0
+STATELESS = "2026-07-28"
+HANDSHAKE = "2025-11-25"
 
 
 class Forecast(BaseModel):
@@ -73,18 +78,30 @@ def weather_server() -> MCPServer:
 
 
 class Servers:
-    """Servers plus one traffic recorder each; ``definitions()`` for MCPClient."""
+    """Servers plus one traffic recorder each; ``definitions()`` for MCPClient.
 
-    def __init__(self) -> None:
+    ``era`` is the revision the client should end up speaking: the stateless one is
+    the client's default (nothing is pinned), the handshake one is pinned.
+    """
+
+    def __init__(self, era: str = STATELESS) -> None:
+        self.era = era
         self.weather = weather_server()
         self.demo = build_server()
         self.traffic: dict[str, Traffic] = {"weather": Traffic(), "demo": Traffic()}
+
+    @property
+    def stateless(self) -> bool:
+        return self.era == STATELESS
 
     def definitions(self, **extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {
             "weather": {"server": self.weather, "trace": self.traffic["weather"]},
             "demo": {"server": self.demo, "trace": self.traffic["demo"]},
         }
+        if not self.stateless:
+            for options in out.values():
+                options["protocol_version"] = self.era
         for name, options in extra.items():
             out.setdefault(name, {}).update(options)
         return out
@@ -92,18 +109,54 @@ class Servers:
     def sent(self, server: str, method: str) -> list[dict[str, Any]]:
         return self.traffic[server].sent(method)
 
+    def params(self, server: str, method: str) -> list[dict[str, Any]]:
+        """The params of each ``method`` request, without the 2026-07-28 ``_meta`` envelope."""
+        return [
+            {k: v for k, v in (m.get("params") or {}).items() if k != "_meta"}
+            for m in self.sent(server, method)
+        ]
 
-@pytest.fixture
-def servers() -> Iterator[Servers]:
-    s = Servers()
+    def declared(self, server: str) -> dict[str, Any]:
+        """The client capabilities the last connection declared: in ``initialize``, or in
+        the last request's ``_meta`` (2026-07-28 declares them per request)."""
+        if not self.stateless:
+            return self.sent(server, "initialize")[-1]["params"]["capabilities"]  # type: ignore[no-any-return]
+        last = [m for m in self.traffic[server].sent() if "id" in m][-1]
+        return last["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]  # type: ignore[no-any-return]
+
+    def check_era(self) -> None:
+        """Every connection spoke the era the test asked for."""
+        for name, recorder in self.traffic.items():
+            if not recorder.traffic:
+                continue
+            assert bool(recorder.sent("initialize")) is not self.stateless, name
+            assert recorder.stateless_version == (STATELESS if self.stateless else None), name
+
+
+@pytest.fixture(params=[STATELESS, HANDSHAKE])
+def servers(request: pytest.FixtureRequest) -> Iterator[Servers]:
+    s = Servers(request.param)
     yield s
+    s.check_era()
     for recorder in s.traffic.values():
         recorder.exempt(
-            lambda m: isinstance(m.get("result"), dict) and m["result"].get("action") == "accept",
-            "the 2025-11-25 schema forbids non-integer numbers in ElicitResult content, while "
-            "NumberSchema defaults (95.5 here) must be sent back",
+            _accepts,
+            "the 2025-11-25 and 2026-07-28 schemas forbid non-integer numbers in ElicitResult "
+            "content, while NumberSchema defaults (95.5 here) must be sent back",
         )
         recorder.check()
+
+
+def _accepts(message: dict[str, Any]) -> bool:
+    """An accepted elicitation: a response (handshake era) or a retry's input response."""
+    result = message.get("result")
+    if isinstance(result, dict) and result.get("action") == "accept":
+        return True
+    params = message.get("params")
+    answers = params.get("inputResponses") if isinstance(params, dict) else None
+    return isinstance(answers, dict) and any(
+        isinstance(a, dict) and a.get("action") == "accept" for a in answers.values()
+    )
 
 
 # -- tools ------------------------------------------------------------------------------------------
@@ -149,8 +202,10 @@ async def test_a_tool_is_awaitable_with_keyword_arguments(servers: Servers) -> N
         seen: list[Any] = []
         await tools["demo_slow"].call({"steps": 2}, progress=lambda *a: seen.append(a))
         assert [s[0] for s in seen] == [1, 2]
-    call = servers.sent("weather", "tools/call")[0]
-    assert call["params"] == {"name": "forecast", "arguments": {"city": "Tokyo"}}
+    assert servers.params("weather", "tools/call")[0] == {
+        "name": "forecast",
+        "arguments": {"city": "Tokyo"},
+    }
 
 
 async def test_a_tool_error_raises_with_its_content_or_is_returned(servers: Servers) -> None:
@@ -299,7 +354,7 @@ async def test_prompts_list_and_get_with_versions(servers: Servers) -> None:
         )
         assert v1["messages"][0]["content"]["text"] == "v1 report for Kyoto"
         assert v1["prompt"]["version"] == "1"
-    sent = servers.sent("weather", "prompts/get")[0]["params"]
+    sent = servers.params("weather", "prompts/get")[0]
     assert sent == {"name": "report", "arguments": {"location": "Kyoto"}, "version": "1"}
 
 
@@ -338,9 +393,9 @@ async def test_elicitation_sampling_and_roots_handlers_per_server(servers: Serve
     mcp.sampling.on_request("demo", sample)
     mcp.roots.on_request("demo", lambda: ["file:///work"])
     async with mcp:
-        init = servers.sent("demo", "initialize")[0]["params"]["capabilities"]
-        assert set(init) == {"elicitation", "sampling", "roots"}
-        assert servers.sent("weather", "initialize")[0]["params"]["capabilities"] == {}
+        await mcp.get_tools()
+        assert set(servers.declared("demo")) == {"elicitation", "sampling", "roots"}
+        assert servers.declared("weather") == {}
         answer = await mcp.call_tool("demo", "ask_user")
         assert asked == ["Who are you?"]
         # The handler's answer is completed with the schema's defaults (2025-11-25).
@@ -353,7 +408,26 @@ async def test_elicitation_sampling_and_roots_handlers_per_server(servers: Serve
         await mcp.roots.set("demo", ["file:///other"])
         roots = await mcp.call_tool("demo", "roots")
         assert "file:///other" in roots["content"][0]["text"]
-    assert len(servers.sent("demo", "notifications/roots/list_changed")) == 1
+    asked_for = _server_asked(servers.traffic["demo"])
+    assert asked_for == ["elicitation/create", "sampling/createMessage", "roots/list", "roots/list"]
+    if servers.stateless:
+        # 2026-07-28 has no server-to-client requests and no roots notification: each
+        # question came back as an input-required result that the handler answered.
+        assert servers.sent("demo", "notifications/roots/list_changed") == []
+    else:
+        assert len(servers.sent("demo", "notifications/roots/list_changed")) == 1
+
+
+def _server_asked(recorder: Traffic) -> list[str]:
+    """What the server asked the client, in order, whatever the era's way of asking."""
+    out: list[str] = []
+    for message in recorder.received():
+        if "method" in message and "id" in message:  # a server-to-client request
+            out.append(message["method"])
+        result = message.get("result")
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            out.extend(r["method"] for r in result["inputRequests"].values())
+    return out
 
 
 async def test_a_handler_set_after_connecting_works_and_warns_about_capabilities(
@@ -367,7 +441,8 @@ async def test_a_handler_set_after_connecting_works_and_warns_about_capabilities
         await mcp.reconnect("demo")
         answer = await mcp.call_tool("demo", "ask_user")
         assert answer["structuredContent"]["action"] == "decline"
-    assert "elicitation" in servers.sent("demo", "initialize")[-1]["params"]["capabilities"]
+    assert "elicitation" in servers.declared("demo")
+    assert _server_asked(servers.traffic["demo"]) == ["elicitation/create"]
 
 
 def test_handlers_need_a_configured_server() -> None:
@@ -481,18 +556,39 @@ async def test_the_client_of_one_server_is_reachable(servers: Servers) -> None:
         assert mcp.errors == {}
 
 
-async def test_server_logs_can_be_turned_off_per_server(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("era", [STATELESS, HANDSHAKE])
+async def test_server_logs_can_be_turned_off_per_server(
+    caplog: pytest.LogCaptureFixture, era: str
+) -> None:
     seen: list[Any] = []
+    mute = Traffic()
+    pinned = {} if era == STATELESS else {"protocol_version": era}
     mcp = MCPClient(
         servers={
-            "loud": {"server": build_server()},
-            "quiet": {"server": build_server(), "server_logs": False, "log_handler": seen.append},
+            "loud": {"server": build_server(), **pinned},
+            "quiet": {
+                "server": build_server(),
+                "server_logs": False,
+                "log_handler": seen.append,
+                **pinned,
+            },
+            "mute": {"server": build_server(), "server_logs": False, "trace": mute, **pinned},
         }
     )
     async with mcp:
         with caplog.at_level(logging.INFO, "mcpkit.client.server_log"):
             await mcp.call_tool("loud", "chatty")
             await mcp.call_tool("quiet", "chatty")
+            await mcp.call_tool("mute", "chatty")
     assert "[loud] hello from the tool" in caplog.text
     assert "[quiet]" not in caplog.text
+    assert "[mute]" not in caplog.text
     assert [entry["data"] for entry in seen] == ["hello from the tool", {"detail": 42}]
+    if era == STATELESS:
+        # 2026-07-28 sends logs only to a request that asks: a client that shows none
+        # does not ask, one that does asks for "info", as a handshake-era server defaults to.
+        assert mute.received("notifications/message") == []
+        assert (
+            "io.modelcontextprotocol/logLevel" not in mute.sent("tools/call")[0]["params"]["_meta"]
+        )
+    mute.check()

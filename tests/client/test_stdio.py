@@ -48,9 +48,12 @@ def transport_of(client: Client) -> StdioTransport:
 # -- an mcpkit server over stdio -----------------------------------------------------------------
 
 
-async def test_round_trips_with_an_mcpkit_server(traffic: Traffic) -> None:
-    async with demo(trace=traffic, roots=["file:///w"], timeout=10) as client:
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_round_trips_with_an_mcpkit_server(traffic: Traffic, era: str) -> None:
+    # Roots: a roots/list request on the pipe (2025-11-25), an input round (2026-07-28).
+    async with demo(trace=traffic, roots=["file:///w"], timeout=10, protocol_version=era) as client:
         assert client.server_info["name"] == "demo"
+        assert client.protocol_version == era
         assert text_of(await client.call_tool("add", {"a": 20, "b": 22})) == "42"
         results = await asyncio.gather(
             *(client.call_tool("echo", {"text": str(i)}) for i in range(20))
@@ -62,6 +65,10 @@ async def test_round_trips_with_an_mcpkit_server(traffic: Traffic) -> None:
         assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
         read = await client.read_resource("memo://greeting")
         assert read["contents"][0]["text"] == "hello"
+    rounds = [m for m in traffic.received() if m.get("result", {}).get("inputRequests")]
+    assert (len(traffic.received("roots/list")), len(rounds)) == (
+        (1, 0) if era == "2025-11-25" else (0, 1)
+    )
 
 
 async def test_env_and_cwd_reach_the_server(tmp_path: Path) -> None:

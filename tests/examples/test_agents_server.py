@@ -122,6 +122,8 @@ async def test_run_with_one_command_over_stdio() -> None:
         timeout=TIMEOUT,
     ) as client:
         assert client.server_info["name"] == "mcpkit agents demo"
+        # The default era: the poet samples through input-required rounds.
+        assert client.protocol_version == "2026-07-28"
         librarian = await client.call_tool("ask_librarian", {"message": "what is an agent?"})
         report = await client.call_tool("run_text-report", {"text": "short and sweet"})
         poem = await client.call_tool("ask_poet", {"message": "stdio"})

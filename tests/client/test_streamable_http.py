@@ -219,7 +219,9 @@ async def test_a_server_restart_needs_no_new_session_in_the_stateless_era(
                 await asyncio.sleep(0.01)
     # The stopping server answered the subscription (subscriptions § graceful closure).
     listen_id = traffic.sent("subscriptions/listen")[0]["id"]
-    assert any(m.get("id") == listen_id and "result" in m for m in traffic.received())
+    async with asyncio.timeout(TIMEOUT):
+        while not any(m.get("id") == listen_id and "result" in m for m in traffic.received()):
+            await asyncio.sleep(0.01)
     # A new process on the same port: nothing to re-establish, no handshake.
     async with serve(build_server().http_app(), free_socket(port)):
         results = await asyncio.gather(

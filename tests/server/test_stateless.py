@@ -109,3 +109,35 @@ async def test_stateless_only_methods_are_unknown_to_a_handshake_session() -> No
                 {"jsonrpc": "2.0", "id": 5, "method": method, "params": {}}
             )
             assert resp is not None and resp["error"]["code"] == -32601
+
+
+async def test_a_change_made_while_the_listen_ack_is_written_follows_the_ack() -> None:
+    """subscriptions/listen: every change after the acknowledgment reaches the listener,
+    including one made while the acknowledgment itself was being written."""
+    import asyncio
+
+    server = make_server()
+    session = server.create_session()
+    sent: list[dict[str, Any]] = []
+
+    async def slow_wire(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message.get("method") == "notifications/subscriptions/acknowledged":
+            await server.tools.notify_list_changed()  # a change lands mid-write
+
+    listen = asyncio.ensure_future(
+        session.handle(
+            req("subscriptions/listen", params={"notifications": {"toolsListChanged": True}}),
+            slow_wire,
+        )
+    )
+    async with asyncio.timeout(5):
+        while len(sent) < 2:
+            await asyncio.sleep(0.01)
+    assert [m["method"] for m in sent] == [
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+    ]
+    assert sent[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
+    listen.cancel()
+    await asyncio.gather(listen, return_exceptions=True)

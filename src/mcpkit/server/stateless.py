@@ -228,24 +228,35 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     tag = {SUBSCRIPTION_ID: req.id}
     send = req.send_raw
 
+    # Changes made while the acknowledgment is being written wait for it: a client may
+    # rely on every change after the acknowledgment reaching it (subscriptions § ack).
+    held: list[dict[str, Any]] | None = []
+
     async def forward(message: dict[str, Any]) -> None:
         if message.get("method") not in wanted:
             return
         params = dict(message.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), **tag}
+        if held is not None:
+            held.append({**message, "params": params})
+            return
         await send({**message, "params": params})
 
-    await send(
-        jsonrpc.notification(
-            "notifications/subscriptions/acknowledged", {"notifications": granted, "_meta": tag}
-        )
-    )
     session.standalone = forward
     server._remember(session)
     ended = asyncio.get_running_loop().create_future()
     listening = _listening.setdefault(server, set())
     listening.add(ended)
     try:
+        await send(
+            jsonrpc.notification(
+                "notifications/subscriptions/acknowledged",
+                {"notifications": granted, "_meta": tag},
+            )
+        )
+        while held:
+            await send(held.pop(0))
+        held = None
         # Until the client closes the stream (the transport cancels the request) or the
         # session is closed, which end the stream without a result, or until the server
         # ends it (end_subscriptions).

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import weakref
 from collections.abc import Coroutine
 from typing import IO, TYPE_CHECKING, Any, Final, cast
 
@@ -157,6 +158,7 @@ class _StdioConnection(asyncio.Protocol):
         self._in: Reader | None = None
         self._reading_paused = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._streams: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()
         self._stopped: asyncio.Future[str] = self._loop.create_future()
         self._signalled: asyncio.Future[None] = self._loop.create_future()
         self._eof = False
@@ -208,7 +210,9 @@ class _StdioConnection(asyncio.Protocol):
         if type(msg) is dict:
             kind = classify(msg)
             if kind is Kind.REQUEST:
-                self._spawn(self._serve_request(msg))
+                task = self._spawn(self._serve_request(msg))
+                if task is not None and msg.get("method") == "subscriptions/listen":
+                    self._streams.add(task)  # long-lived: not waited for at EOF
             elif kind is Kind.INVALID:
                 self._write(jsonrpc.invalid_request(msg))
             else:
@@ -230,14 +234,15 @@ class _StdioConnection(asyncio.Protocol):
         except Exception:
             log.exception("handling %s failed", msg.get("method", "a response"))
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         task = _start_task(self._loop, coro)
         if task.done():  # ran to completion eagerly: answered already
-            return
+            return None
         self._tasks.add(task)
         if len(self._tasks) >= MAX_IN_FLIGHT and self._in is not None and not self._reading_paused:
             self._reading_paused = True
             self._in.pause_reading()
+        return task
 
     def _finished(self) -> None:
         # Called from the task itself rather than as a done callback: that would cost
@@ -327,7 +332,12 @@ class _StdioConnection(asyncio.Protocol):
                 restore = install_signal_handlers(loop, self._on_signal)
             reason = await self._stopped
             log.debug("stdio: stopping (%s)", reason)
-            if reason == "eof" and self._tasks:
+            if reason == "eof":
+                # A subscriptions/listen stream has no end of its own: the client that
+                # closed stdin is done listening (2026-07-28 transports/stdio § shutdown).
+                for task in self._streams:
+                    task.cancel()
+            if reason == "eof" and any(t not in self._streams for t in self._tasks):
                 # The client closed stdin but may still read stdout: let in-flight
                 # requests finish, within a bound; a signal cuts the wait short.
                 all_done = loop.create_task(asyncio.wait(set(self._tasks)))

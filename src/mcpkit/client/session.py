@@ -236,7 +236,7 @@ class ClientSession:
                 return await self._race(outcome, asked, timeout)
             if outcome is not None:
                 self._discovered(outcome)
-                self.listener.restart()
+                await self._listen(timeout)
                 return outcome
         return await self._handshake(timeout)
 
@@ -260,13 +260,21 @@ class ClientSession:
                     self.stateless_version = version
                     self.requested_version = version
                     self._discovered(result)
-                    self.listener.restart()
+                    await self._listen(timeout)
                     return result
             return await self._initialized(await init)
         finally:
             for task in (probe, init):
                 if not task.done():
                     task.cancel()
+
+    async def _listen(self, timeout: float | None) -> None:
+        """Open ``subscriptions/listen`` and wait for its acknowledgment, so that no change
+        made once connected is missed (the handshake era's notifications need no request)."""
+        try:
+            await self.listener.update(self.timeout if timeout is None else timeout)
+        except PeerTimeout as exc:
+            log.warning("%s; list changes may arrive late", exc)
 
     def _discovered(self, result: dict[str, Any]) -> None:
         self.initialize_result = result

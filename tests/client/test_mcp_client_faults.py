@@ -95,7 +95,7 @@ async def test_a_killed_stdio_server_fails_its_calls_and_spares_the_others() -> 
         # The call in flight fails promptly, naming the server and how it died.
         with pytest.raises(ServerExited, match=r"'a'.*killed by signal SIGKILL"):
             await asyncio.wait_for(hanging, TIMEOUT)
-        assert time.monotonic() - start < 2.0
+        assert time.monotonic() - start < 5.0  # well below TIMEOUT
         # So do later calls, through the tools already handed out and new ones.
         with pytest.raises(ServerExited, match="SIGKILL"):
             await tools["a_add"](a=1, b=1)
@@ -122,7 +122,7 @@ async def test_timeouts_are_per_server_over_stdio() -> None:
         start = time.monotonic()
         with pytest.raises(PeerTimeout, match=r"'slow' did not answer tools/call within 0\.3 s"):
             await tools["slow_hang"]()
-        assert time.monotonic() - start < 2.0
+        assert time.monotonic() - start < 4.0  # below the shared 5 s timeout
         # The fine server has the global 5 s: a call that takes longer than 0.3 s succeeds.
         done = await tools["fine_slow"].call({"steps": 40})
         assert text(done) == "done"

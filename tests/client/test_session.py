@@ -224,7 +224,7 @@ async def test_timeout_raises_and_cancels_the_request(
         start = time.monotonic()
         with pytest.raises(PeerTimeout, match=r"did not answer tools/call within 0\.2 s"):
             await client.call_tool("hang", timeout=0.2)
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 3.0  # far below anything unbounded
         call_id = traffic.sent("tools/call")[0]["id"]
         cancels = traffic.sent("notifications/cancelled")
         assert [c["params"]["requestId"] for c in cancels] == [call_id]

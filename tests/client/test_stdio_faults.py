@@ -51,7 +51,7 @@ async def test_exit_during_a_call_reports_status_and_stderr() -> None:
         start = time.monotonic()
         with pytest.raises(ServerExited, match="exited with status 7") as info:
             await client.call_tool("anything")
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 5.0  # the call's timeout is 30 s
     assert "the database is on fire" in str(info.value)
 
 
@@ -60,7 +60,7 @@ async def test_garbage_on_stdout_is_a_clear_error() -> None:
         start = time.monotonic()
         with pytest.raises(ConnectionClosed) as info:
             await client.call_tool("anything")
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 5.0  # the call's timeout is 30 s
     message = str(info.value)
     assert "wrote a line to stdout that is not JSON" in message
     assert "Server started! (oops, this went to stdout)" in message
@@ -111,4 +111,4 @@ async def test_exit_is_noticed_without_pidfd(monkeypatch: pytest.MonkeyPatch) ->
         start = time.monotonic()
         with pytest.raises(ServerExited, match="exited with status 7"):
             await client.call_tool("anything")
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 5.0  # the call's timeout is 30 s

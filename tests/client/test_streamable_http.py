@@ -297,7 +297,7 @@ async def test_an_unreachable_server_fails_fast() -> None:
     with pytest.raises(ConnectionClosed, match=f"127.0.0.1:{port}"):
         async with Client(url=f"http://127.0.0.1:{port}/mcp", timeout=TIMEOUT):
             pass
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 5.0  # a refused connection, not the 10 s timeout
 
 
 async def test_an_http_error_is_reported_with_its_status(server: MCPServer) -> None:

@@ -750,7 +750,7 @@ def test_adjacent_expressions_fail_fast(template: str, uri: str) -> None:
     t = UriTemplate(template)
     start = time.perf_counter()
     assert t.match(uri) is None
-    assert time.perf_counter() - start < 0.5  # unguarded, this takes minutes
+    assert time.perf_counter() - start < 5.0  # unguarded, this takes minutes
 
 
 def test_hostile_uris_are_bounded_for_ambiguous_templates() -> None:

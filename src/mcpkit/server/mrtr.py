@@ -34,6 +34,10 @@ question runs again; the questions and the ``ctx.once`` steps still happen
 once. So for several workers: give them the same ``request_state_keys`` and
 a shared ``input_store`` (see :mod:`.mrtr_store`), and wrap each side effect
 (a payment, a counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
+A tool declaring no ``Context`` parameter runs in the request's own task, not
+as a pausable call (most never ask, and a task per call costs more than a
+quick tool); if it asks through ``current_context()`` it is started again from
+the top as a pausable call (a ``ctx.once`` step restarts it before running).
 
 **requestState** is ``base64url(payload).base64url(HMAC-SHA256)``. The payload
 names the call and the round it answers, a digest of the method, the
@@ -57,6 +61,7 @@ import binascii
 import hashlib
 import hmac
 import inspect
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -69,6 +74,8 @@ from .mrtr_store import InputRoundStore, MemoryInputRoundStore
 
 if TYPE_CHECKING:
     from .session import Send, ServerSession
+
+log = logging.getLogger("mcpkit.server")
 
 __all__ = [
     "INPUT_METHODS",
@@ -341,6 +348,36 @@ class ParkedCall:
         self._notify()
 
 
+class _Restart(BaseException):
+    """A tool run in the request's own task asked for input; not an ``Exception``, so that
+    the tool's error handling does not turn it into an error result."""
+
+
+class _NotPausable(ParkedCall):
+    """``session.inputs`` while a plain tool runs in the request's task: asking, or a
+    journaled step, needs a pausable call, so both restart the tool as one."""
+
+    def __init__(self) -> None:  # no state: it is shared, and only ever raises
+        pass
+
+    async def ask(
+        self, method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
+    ) -> dict[str, Any]:
+        raise _Restart
+
+    async def once(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        raise _Restart
+
+
+_NOT_PAUSABLE: Final = _NotPausable()
+
+
+def _plain_tool(session: ServerSession, params: dict[str, Any]) -> bool:
+    name = params.get("name")
+    tool = session.server.tools.get(name) if isinstance(name, str) else None
+    return tool is not None and tool.takes_no_context
+
+
 def _plausible(method: str, value: dict[str, Any]) -> bool:
     """A minimal shape check of an input response (a bad one is asked again)."""
     if method == "elicitation/create":
@@ -404,6 +441,20 @@ class InputRounds:
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
         if state is None:
+            if msg["method"] == "tools/call" and _plain_tool(session, params):
+                # A tool without a Context parameter rarely asks anything: it runs in
+                # this task, without the handler task and wake-ups a pausable call
+                # needs. If it does ask (through current_context()), it is started again
+                # from the top as a pausable call.
+                session.inputs = _NOT_PAUSABLE
+                try:
+                    return await run(msg, send, auth_info)
+                except _Restart:
+                    log.debug(
+                        "tool %r asked for input: run again as a pausable call", params["name"]
+                    )
+                finally:
+                    session.inputs = None
             # Parked (id, binding, registered with its expiry timer) only once it asks
             # something: most calls never do, and they should not pay for it.
             call = ParkedCall("", "", send, timeout)

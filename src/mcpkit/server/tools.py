@@ -20,6 +20,7 @@ import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import ConfigurationError, InvalidParams, MCPKitError, tool_error_text
+from ..protocol.http_headers import header_params
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .mcp_header import header_problems
@@ -87,6 +88,20 @@ class ToolDefinition:
     _dump_output: Callable[[Any], Any] | None = field(default=None, repr=False)
     _typed_output: bool = field(default=False, repr=False)  # the return type is an object type
     _listing: dict[str, Any] = field(default_factory=dict, repr=False)
+    _headers: dict[tuple[str, ...], str] | None = field(default=None, repr=False)
+
+    @property
+    def takes_no_context(self) -> bool:
+        """The function declares no :class:`Context` parameter (it can still reach one
+        through :func:`current_context`)."""
+        return self._context_param is None
+
+    def header_params(self) -> dict[tuple[str, ...], str]:
+        """Argument path → ``Mcp-Param-{Name}`` header (2026-07-28 ``x-mcp-header``), cached:
+        every stateless-era ``tools/call`` checks its headers against it."""
+        if self._headers is None:
+            self._headers = header_params(self.describe().get("inputSchema"))
+        return self._headers
 
     def describe(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list`` (cached)."""

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
-from ..protocol.http_headers import check_request_headers, header_params
+from ..protocol.http_headers import check_request_headers
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
 from .asgi import (
@@ -202,7 +202,7 @@ async def serve_stateless_post(
         name = params.get("name") if isinstance(params, dict) else None
         tool = server.tools.get(name) if isinstance(name, str) else None
         if tool is not None:
-            params_for_tool = header_params(tool.describe().get("inputSchema"))
+            params_for_tool = tool.header_params()
     problem = check_request_headers(msg, headers, params_for_tool)
     if problem is not None:
         await _answer(

@@ -31,7 +31,7 @@ from ..errors import (
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
-from ..protocol.stateless import is_stateless_request
+from ..protocol.stateless import Envelope, is_stateless_request
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS, CancelSignal
 from .stateless import serve_stateless
@@ -199,10 +199,17 @@ class ServerSession:
         return [r for r in results if r is not None]
 
     async def handle_request(
-        self, msg: dict[str, Any], send: Send, *, auth_info: Any = None
+        self,
+        msg: dict[str, Any],
+        send: Send,
+        *,
+        auth_info: Any = None,
+        envelope: Envelope | None = None,
     ) -> dict[str, Any] | None:
+        """Serve one request; ``envelope``: its 2026-07-28 ``_meta``, when the transport
+        has read it already."""
         if self.revision.era == "stateless":
-            return await serve_stateless(self, msg, send, auth_info, self._serve_request)
+            return await serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
         if self.state is State.NEW and not self.stateless and is_stateless_request(msg):
             # A 2026-07-28 request on a connection that has not initialized (stdio's
             # server/discover probe): the era is decided per request, so serve it alone.

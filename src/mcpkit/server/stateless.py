@@ -39,6 +39,7 @@ from ..protocol.stateless import (
     REMOVED_METHODS,
     SERVER_INFO,
     SUBSCRIPTION_ID,
+    Envelope,
     Refusal,
     read_envelope,
 )
@@ -128,7 +129,12 @@ Run = Callable[[dict[str, Any], "Send", Any], Awaitable[dict[str, Any] | None]]
 
 
 async def serve_stateless(
-    session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
+    session: ServerSession,
+    msg: dict[str, Any],
+    send: Send,
+    auth_info: Any,
+    run: Run,
+    envelope: Envelope | Refusal | None = None,
 ) -> dict[str, Any] | None:
     """Admit ``msg`` by its envelope, ``run`` it, and complete the response for the revision."""
     rid = msg["id"]
@@ -137,7 +143,8 @@ async def serve_stateless(
         return jsonrpc.error_response(
             rid, METHOD_NOT_FOUND, f"Method not found: {method} (removed in 2026-07-28)"
         )
-    envelope = read_envelope(msg.get("params"))
+    if envelope is None:
+        envelope = read_envelope(msg.get("params"))
     if isinstance(envelope, Refusal):
         return {"jsonrpc": "2.0", "id": rid, "error": envelope.error()}
     session.revision = envelope.revision

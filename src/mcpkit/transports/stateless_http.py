@@ -39,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, Final
+import types
+from collections.abc import Coroutine, Generator
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
@@ -211,20 +213,55 @@ async def serve_stateless_post(
         return
     session = server.create_session(stateless=True, revision=envelope.revision.name)
     stream = _LazyStream(send, keepalive_interval)
-    watch = _DisconnectWatch(receive, session, rid)
-    timer = asyncio.get_running_loop().call_later(_WATCH_AFTER_S, watch.start)
+    serving = session.handle_request(msg, stream, auth_info=auth_info, envelope=envelope)
     try:
-        response = await session.handle_request(msg, stream, auth_info=auth_info)
-    finally:
-        timer.cancel()
+        # The first step, in this task: most requests end in it, and need no
+        # disconnect watcher (nor its timer).
+        pending = serving.send(None)
+    except StopIteration as done:
+        response = done.value
         stream.stop()
-        fired = await watch.stop()
-    if fired:
-        return  # the client closed the stream: nobody to answer
+    except BaseException:
+        stream.stop()
+        raise
+    else:
+        watch = _DisconnectWatch(receive, session, rid)
+        timer = asyncio.get_running_loop().call_later(_WATCH_AFTER_S, watch.start)
+        try:
+            response = await _resume(serving, pending)
+        finally:
+            timer.cancel()
+            stream.stop()
+            fired = await watch.stop()
+        if fired:
+            return  # the client closed the stream: nobody to answer
     try:
         await stream.finish(response)
     except ClientGone:
         return
+
+
+_T = TypeVar("_T")
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, _T]:
+    """Await the rest of ``coro``, whose first step already ran in this task and yielded
+    ``pending``: what ``await coro`` would have done from there (same task, so context
+    variables and anyio cancel scopes stay where they were)."""
+    while True:
+        try:
+            sent = yield pending
+        except BaseException as exc:  # cancellation reaches the coroutine, as with await
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+        else:
+            try:
+                pending = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
 
 
 class _DisconnectWatch:

@@ -48,9 +48,8 @@ def decode_value(raw: bytes) -> str | None:
             )
         except (binascii.Error, ValueError):
             return None
-    if any(not (0x20 <= ord(c) <= 0x7E) for c in text):
-        return None
-    return text
+    # ASCII already; printable ASCII is exactly 0x20-0x7E.
+    return text if text.isprintable() else None
 
 
 def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:

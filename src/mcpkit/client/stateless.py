@@ -36,6 +36,7 @@ from ..errors import (
     PeerTimeout,
     RemoteError,
 )
+from ..protocol.http_headers import header_annotations
 from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
@@ -285,10 +286,7 @@ def header_params(tool: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]] 
     Returns the reason as a string when an annotation breaks the schema extension's
     constraints; the client must then drop the tool from ``tools/list``.
     """
-    schema = tool.get("inputSchema")
-    found: list[tuple[tuple[str, ...], str, Any]] = []
-    misplaced: list[str] = []
-    _walk(schema, (), found, misplaced)
+    found, misplaced = header_annotations(tool.get("inputSchema"))
     if misplaced:
         return f"x-mcp-header outside a chain of 'properties' ({misplaced[0]})"
     seen: set[str] = set()
@@ -307,32 +305,6 @@ def header_params(tool: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]] 
             return f"x-mcp-header {name!r} on {where!r} has type {kind!r}, not a primitive"
         out.append((path, name))
     return out
-
-
-def _walk(
-    node: Any,
-    chain: tuple[str, ...] | None,
-    found: list[tuple[tuple[str, ...], str, Any]],
-    misplaced: list[str],
-) -> None:
-    """Collect annotations; ``chain`` is None once the walk left the ``properties`` chain."""
-    if isinstance(node, list):
-        for item in node:
-            _walk(item, None, found, misplaced)
-        return
-    if not isinstance(node, dict):
-        return
-    if "x-mcp-header" in node:
-        if not chain:  # the root itself, or reached through items/anyOf/$defs…
-            misplaced.append(repr(node.get("x-mcp-header")))
-        else:
-            found.append((chain, node["x-mcp-header"], node))
-    for key, value in node.items():
-        if key == "properties" and chain is not None and isinstance(value, dict):
-            for prop, sub in value.items():
-                _walk(sub, (*chain, prop), found, misplaced)
-        elif key not in ("x-mcp-header", "default", "const", "enum", "examples"):
-            _walk(value, None, found, misplaced)
 
 
 def _param_value(value: Any) -> str | None:

@@ -52,28 +52,62 @@ def decode_value(raw: bytes) -> str | None:
     return text if text.isprintable() else None
 
 
-def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
-    """Argument path → the ``Mcp-Param-{Name}`` it is mirrored into.
+# JSON Schema keywords whose values are data, not schemas: an x-mcp-header inside is text.
+_DATA_KEYWORDS: Final = frozenset({"default", "const", "enum", "examples"})
 
-    Only properties reachable through a chain of ``properties`` keys count
-    (the revision forbids the annotation under arrays, composition or ``$ref``).
+# (property path, the annotation's value, the property's schema)
+Annotation = tuple[tuple[str, ...], Any, dict[str, Any]]
+
+
+def header_annotations(input_schema: Any) -> tuple[list[Annotation], list[str]]:
+    """Every ``x-mcp-header`` annotation of ``input_schema``.
+
+    The first list holds those on properties reachable from the root through
+    ``properties`` keys only; the second the JSON pointers of the others (the
+    root, or under ``items``, composition or ``$ref``/``$defs``), which the
+    revision forbids. Server registration, the server's header check and the
+    client's tool filter all read annotations through this one walk.
     """
-    out: dict[tuple[str, ...], str] = {}
+    found: list[Annotation] = []
+    misplaced: list[str] = []
+    _walk(input_schema, (), "", found, misplaced)
+    return found, misplaced
 
-    def walk(schema: Any, path: tuple[str, ...]) -> None:
-        props = schema.get("properties") if isinstance(schema, dict) else None
-        if not isinstance(props, dict):
-            return
-        for arg, sub in props.items():
-            if not isinstance(sub, dict):
-                continue
-            name = sub.get("x-mcp-header")
-            if isinstance(name, str) and name:
-                out[(*path, arg)] = name
-            walk(sub, (*path, arg))
 
-    walk(input_schema, ())
-    return out
+def _walk(
+    node: Any,
+    path: tuple[str, ...] | None,
+    where: str,
+    found: list[Annotation],
+    misplaced: list[str],
+) -> None:
+    """``path`` is None once the walk has left the chain of ``properties``."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            _walk(item, None, f"{where}/{i}", found, misplaced)
+        return
+    if not isinstance(node, dict):
+        return
+    if "x-mcp-header" in node:
+        if path:
+            found.append((path, node["x-mcp-header"], node))
+        else:
+            misplaced.append(where or "/")
+    for key, value in node.items():
+        if key in _DATA_KEYWORDS or key == "x-mcp-header":
+            continue
+        if key == "properties" and path is not None and isinstance(value, dict):
+            for prop, sub in value.items():
+                _walk(sub, (*path, prop), f"{where}/properties/{prop}", found, misplaced)
+        else:
+            _walk(value, None, f"{where}/{key}", found, misplaced)
+
+
+def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
+    """Argument path → the ``Mcp-Param-{Name}`` it is mirrored into (well-placed, named
+    annotations only; registration refuses the rest)."""
+    found, _ = header_annotations(input_schema)
+    return {path: name for path, name, _ in found if isinstance(name, str) and name}
 
 
 def _at(arguments: Any, path: tuple[str, ...]) -> Any:

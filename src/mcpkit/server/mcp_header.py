@@ -27,6 +27,7 @@ from typing import Any, Final
 from pydantic import Field
 
 from ..errors import ConfigurationError
+from ..protocol.http_headers import header_annotations
 
 __all__ = ["McpHeader", "header_problems"]
 
@@ -51,7 +52,6 @@ _PRIMITIVES: Final = frozenset({"string", "integer", "boolean"})
 _SAFE_INT: Final = 2**53 - 1
 # Keywords whose values are instances, not subschemas: an `x-mcp-header` key inside a
 # `default` or an `enum` member is data, not an annotation.
-_DATA_KEYWORDS: Final = frozenset({"default", "const", "enum", "examples"})
 _RULES: Final = "2026-07-28 server/tools § x-mcp-header"
 
 
@@ -66,9 +66,7 @@ def header_problems(tool: str, input_schema: Any) -> list[str]:
     ``items``, ``anyOf``/``oneOf``/``allOf``/``not``, ``if``/``then``/``else``
     or ``$ref``), and integer values within the IEEE 754 safe range.
     """
-    found: list[tuple[tuple[str, ...], Any, dict[str, Any]]] = []
-    misplaced: list[str] = []
-    _walk(input_schema, (), "", found, misplaced)
+    found, misplaced = header_annotations(input_schema)
     problems = [
         f"tool {tool!r}, parameter at {where}: x-mcp-header must be on a property reachable "
         f"from the root through 'properties' keys only (not under items, anyOf/oneOf/allOf/"
@@ -79,7 +77,7 @@ def header_problems(tool: str, input_schema: Any) -> list[str]:
             if "$defs" in where
             else ""
         )
-        for where in misplaced
+        for where in map(repr, misplaced)
     ]
     seen: dict[str, str] = {}
     for path, name, node in found:
@@ -125,32 +123,3 @@ def _type_problem(node: dict[str, Any]) -> str | None:
             if isinstance(v, int) and not isinstance(v, bool) and abs(v) > _SAFE_INT:
                 return f"allows the integer {v}, outside the safe range +-(2**53 - 1)"
     return None
-
-
-def _walk(
-    node: Any,
-    path: tuple[str, ...] | None,
-    where: str,
-    found: list[tuple[tuple[str, ...], Any, dict[str, Any]]],
-    misplaced: list[str],
-) -> None:
-    """Collect annotations; ``path`` is None once the walk left the chain of ``properties``."""
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            _walk(item, None, f"{where}/{i}", found, misplaced)
-        return
-    if not isinstance(node, dict):
-        return
-    if "x-mcp-header" in node:
-        if path:
-            found.append((path, node["x-mcp-header"], node))
-        else:  # the schema root, or somewhere reached through items, anyOf, $defs...
-            misplaced.append(repr(where or "/"))
-    for key, value in node.items():
-        if key in _DATA_KEYWORDS or key == "x-mcp-header":
-            continue
-        if key == "properties" and path is not None and isinstance(value, dict):
-            for prop, sub in value.items():
-                _walk(sub, (*path, prop), f"{where}/properties/{prop}", found, misplaced)
-        else:
-            _walk(value, None, f"{where}/{key}", found, misplaced)

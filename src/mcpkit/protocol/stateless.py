@@ -79,9 +79,11 @@ _LOG_LEVELS: Final = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Envelope:
-    """What one stateless request says about its client."""
+    """What one stateless request says about its client (read-only by convention: not
+    frozen, because a frozen dataclass's ``__init__`` costs several times more, once per
+    request)."""
 
     revision: Revision
     capabilities: dict[str, Any]

@@ -65,7 +65,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import orjson
 
@@ -83,6 +83,7 @@ __all__ = [
     "InputRounds",
     "ParkedCall",
     "RequestStateCodec",
+    "serve_inline",
 ]
 
 # The only requests that may answer with an InputRequiredResult (SEP-2322).
@@ -372,10 +373,35 @@ class _NotPausable(ParkedCall):
 _NOT_PAUSABLE: Final = _NotPausable()
 
 
-def _plain_tool(session: ServerSession, params: dict[str, Any]) -> bool:
+async def serve_inline(
+    session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
+) -> dict[str, Any] | Literal[False] | None:
+    """Run a first-round ``tools/call`` of a tool without a Context parameter in this task;
+    False if it is not one, or if it asked for input (then it must run as a pausable call).
+
+    Such tools rarely ask anything, and this spares them the handler task and
+    wake-ups of a pausable call. One that does ask (through ``current_context()``)
+    is stopped at its question and started again from the top by the caller.
+    """
+    params = msg.get("params")
+    if (
+        msg["method"] != "tools/call"
+        or type(params) is not dict
+        or params.get("requestState") is not None
+    ):
+        return False
     name = params.get("name")
-    tool = session.server.tools.get(name) if isinstance(name, str) else None
-    return tool is not None and tool.takes_no_context
+    tool = session.server.tools.get(name) if type(name) is str else None
+    if tool is None or not tool.takes_no_context:
+        return False
+    session.inputs = _NOT_PAUSABLE
+    try:
+        return await run(msg, send, auth_info)
+    except _Restart:
+        log.debug("tool %r asked for input: run again as a pausable call", name)
+        return False
+    finally:
+        session.inputs = None
 
 
 def _plausible(method: str, value: dict[str, Any]) -> bool:
@@ -441,20 +467,6 @@ class InputRounds:
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
         if state is None:
-            if msg["method"] == "tools/call" and _plain_tool(session, params):
-                # A tool without a Context parameter rarely asks anything: it runs in
-                # this task, without the handler task and wake-ups a pausable call
-                # needs. If it does ask (through current_context()), it is started again
-                # from the top as a pausable call.
-                session.inputs = _NOT_PAUSABLE
-                try:
-                    return await run(msg, send, auth_info)
-                except _Restart:
-                    log.debug(
-                        "tool %r asked for input: run again as a pausable call", params["name"]
-                    )
-                finally:
-                    session.inputs = None
             # Parked (id, binding, registered with its expiry timer) only once it asks
             # something: most calls never do, and they should not pay for it.
             call = ParkedCall("", "", send, timeout)

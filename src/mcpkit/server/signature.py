@@ -33,9 +33,34 @@ def _is_context(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, Context)
 
 
+_MISSING: Any = object()
+# Annotations whose values, when the argument already has exactly this type, pydantic's
+# lax mode returns unchanged (JSON has no subclasses of these; None is for ``T | None``).
+_EXACT: dict[Any, frozenset[type]] = {
+    str: frozenset({str}),
+    int: frozenset({int}),
+    float: frozenset({float}),
+    bool: frozenset({bool}),
+}
+_IMMUTABLE_DEFAULTS = (str, int, float, bool, type(None))
+# One plain parameter: its name, the argument types taken as they are (None: any value),
+# and its default (_MISSING: required).
+Plain = tuple[str, frozenset[type] | None, Any]
+
+
 @dataclass(slots=True)
 class FunctionSignature:
-    """What registration learned about a function."""
+    """What registration learned about a function.
+
+    ``plain`` is set when every parameter is a bare ``str``, ``int``, ``float``,
+    ``bool`` (optionally ``| None``) or ``Any`` with an immutable default or none:
+    arguments that already have exactly those types are then taken as they are,
+    and anything else (a missing, mistyped or coercible value) goes through the
+    pydantic model, so results and errors are pydantic's either way. Most tools
+    look like this, and on a hot path pydantic's validator (large native code,
+    cold in the CPU caches between requests) costs several times what it does
+    in a tight loop.
+    """
 
     fn: Callable[..., Any]
     is_async: bool
@@ -44,9 +69,31 @@ class FunctionSignature:
     model: type[BaseModel]
     return_annotation: Any
     doc: str | None
+    plain: tuple[Plain, ...] | None = None
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments; raises ``ValidationError``."""
+        plain = self.plain
+        if plain is not None:
+            out: dict[str, Any] = {}
+            for name, exact, default in plain:
+                value = arguments.get(name, _MISSING)
+                if value is _MISSING:
+                    if default is _MISSING:
+                        break
+                    value = default
+                elif exact is not None and type(value) not in exact:
+                    if (
+                        type(value) is int
+                        and float in exact
+                        and -(2**53) <= value <= 2**53  # exactly representable
+                    ):
+                        value = float(value)  # what pydantic's lax float does
+                    else:
+                        break
+                out[name] = value
+            else:
+                return out
         obj = self.model.model_validate(arguments)
         return {name: getattr(obj, name) for name in self.param_names}
 
@@ -145,6 +192,7 @@ def inspect_function(
     fields: dict[str, Any] = {}
     context_param: str | None = None
     names: list[str] = []
+    plain: list[Plain] | None = []
     for name, param in sig.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
@@ -169,6 +217,9 @@ def inspect_function(
                 info = Field(default=default)
         fields[name] = (annotation, info)
         names.append(name)
+        if plain is not None:
+            step = _plain_param(name, annotation, default)
+            plain = None if step is None else [*plain, step]
     config = ConfigDict(arbitrary_types_allowed=True, coerce_numbers_to_str=strings)
     model = create_model(model_name, __config__=config, **fields)
     ret = hints.get("return", inspect.Parameter.empty)
@@ -181,7 +232,24 @@ def inspect_function(
         model=model,
         return_annotation=ret,
         doc=doc,
+        plain=tuple(plain) if plain is not None else None,
     )
+
+
+def _plain_param(name: str, annotation: Any, default: Any) -> Plain | None:
+    """The fast check of one parameter (see :class:`FunctionSignature`), or None."""
+    if default is not ... and type(default) not in _IMMUTABLE_DEFAULTS:
+        return None  # a FieldInfo (constraints, aliases) or a default pydantic would copy
+    required = _MISSING if default is ... else default
+    if annotation is Any:
+        return (name, None, required)
+    exact = _EXACT.get(annotation)
+    if exact is None and get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        if len(members) == 1 and len(get_args(annotation)) == 2:
+            inner = _EXACT.get(members[0])
+            exact = inner | {type(None)} if inner is not None else None
+    return None if exact is None else (name, exact, required)
 
 
 def _has_description(annotation: Any) -> bool:

@@ -45,7 +45,7 @@ from ..protocol.stateless import (
 )
 from ..protocol.versions import REVISIONS
 from .context import LOG_LEVELS
-from .mrtr import INPUT_METHODS
+from .mrtr import INPUT_METHODS, serve_inline
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -152,10 +152,14 @@ async def serve_stateless(
     session.client_info = envelope.client_info
     session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
     if method in INPUT_METHODS:
-        try:
-            resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
-        except MCPError as exc:  # a bad requestState: the handler never sees it
-            return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+        inline = await serve_inline(session, msg, send, auth_info, run)
+        if inline is not False:
+            resp = inline
+        else:
+            try:
+                resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
+            except MCPError as exc:  # a bad requestState: the handler never sees it
+                return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
     else:
         resp = await run(msg, send, auth_info)
     if resp is None:
@@ -172,13 +176,12 @@ async def serve_stateless(
 def complete_result(session: ServerSession, method: str, result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with ``resultType``, ``_meta`` server info and, if cacheable, caching hints."""
     server = session.server
-    out = dict(result)
-    out.setdefault("resultType", "complete")
+    out = dict(result)  # the handler's dict may be the caller's own: never changed in place
+    if "resultType" not in out:
+        out["resultType"] = "complete"
     meta = out.get("_meta")
-    out["_meta"] = {
-        **(meta if isinstance(meta, dict) else {}),
-        SERVER_INFO: server.server_info(session.revision),
-    }
+    info = server.server_info(session.revision)
+    out["_meta"] = {**meta, SERVER_INFO: info} if isinstance(meta, dict) else {SERVER_INFO: info}
     if method in CACHEABLE_METHODS and out["resultType"] == "complete":
         # A handler may have set the hint of the resource it read; fill what it left.
         hint = server.cache_hints.get(method)

@@ -172,6 +172,8 @@ class ToolDefinition:
             )
 
     def to_result(self, value: Any) -> dict[str, Any]:
+        if type(value) is str and self._dump_output is None:  # the most common result
+            return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, ToolResult):
             return value.to_dict()
         if (

@@ -49,7 +49,9 @@ from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from ..protocol.http_headers import check_request_headers
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
+from ..server.stateless import serve_stateless
 from .asgi import (
+    JSON_CT,
     PING,
     SSE_HEADERS,
     ClientGone,
@@ -152,8 +154,17 @@ class _LazyStream:
         if not self.started:
             if response is None:
                 await send_body(self._send, 202)
-            else:
-                await _answer(self._send, status_for(response), response)
+                return
+            body = orjson.dumps(response)
+            send = self._send
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status_for(response) if "error" in response else 200,
+                    "headers": [JSON_CT, (b"content-length", b"%d" % len(body))],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
             return
         body = sse_event(orjson.dumps(response)) if response is not None else b""
         await self._send({"type": "http.response.body", "body": body, "more_body": False})
@@ -216,7 +227,7 @@ async def serve_stateless_post(
         return
     session = server.create_session(stateless=True, revision=envelope.revision.name)
     stream = _LazyStream(send, keepalive_interval)
-    serving = session.handle_request(msg, stream, auth_info=auth_info, envelope=envelope)
+    serving = serve_stateless(session, msg, stream, auth_info, session._serve_request, envelope)
     try:
         # The first step, in this task: most requests end in it, and need no
         # disconnect watcher (nor its timer).

@@ -196,7 +196,8 @@ class StreamableHTTPApp:
         stripped = path.rstrip("/")
         self._paths = frozenset({stripped, stripped + "/"}) if stripped else frozenset({"", "/"})
         self.stateless = stateless
-        self.json_response = stateless if json_response is None else json_response
+        self._modes: dict[bytes | None, int] = {}
+        self._json_response = stateless if json_response is None else json_response
         self.session_id_generator = session_id_generator or _new_session_id
         self.on_session_initialized = on_session_initialized
         self.event_store = event_store
@@ -216,6 +217,15 @@ class StreamableHTTPApp:
         )
         self._allow = _ALLOW_STATELESS if stateless else _ALLOW_STATEFUL
         register_stream_owner(self)
+
+    @property
+    def json_response(self) -> bool:
+        return self._json_response
+
+    @json_response.setter
+    def json_response(self, value: bool) -> None:
+        self._json_response = value
+        self._modes.clear()  # the remembered response modes depend on it
 
     # -- introspection ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -272,6 +282,16 @@ class StreamableHTTPApp:
 
     # -- POST ------------------------------------------------------------------------------------
     def _response_mode(self, accept: bytes | None) -> int:
+        # Clients repeat one Accept value on every request: remember the answers
+        # (bounded; a flood of distinct values just stops being remembered).
+        mode = self._modes.get(accept)
+        if mode is None:
+            mode = self._mode_for(accept)
+            if len(self._modes) < 64:
+                self._modes[accept] = mode
+        return mode
+
+    def _mode_for(self, accept: bytes | None) -> int:
         if accept is None:
             return _JSON
         a = accept.lower()

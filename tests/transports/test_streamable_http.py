@@ -163,6 +163,23 @@ async def test_sse_by_default_json_when_asked_or_when_only_json_is_accepted(
     assert ex.result["content"][0]["text"] == "42"
 
 
+async def test_changing_json_response_applies_to_the_next_request(
+    serve_app: Any, make_client: Any
+) -> None:
+    # The app remembers the response mode per Accept value; a change must not be hidden by it.
+    app = StreamableHTTPApp(demo_server())
+    c: HTTPClient = make_client(await serve_app(app) + "/mcp")
+    await c.initialize()
+    before = await c.call_tool("add", {"a": 1, "b": 1})
+    assert before.headers["content-type"] == "text/event-stream"
+    app.json_response = True
+    after = await c.call_tool("add", {"a": 1, "b": 1})
+    assert after.headers["content-type"] == "application/json"
+    app.json_response = False
+    again = await c.call_tool("add", {"a": 1, "b": 1})
+    assert again.headers["content-type"] == "text/event-stream"
+
+
 async def test_progress_and_logs_arrive_on_the_post_stream_before_the_response(
     client: HTTPClient,
 ) -> None:

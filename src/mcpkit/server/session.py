@@ -56,7 +56,6 @@ class Request:
 
     __slots__ = (
         "auth_info",
-        "close_stream",
         "id",
         "meta",
         "method",
@@ -87,10 +86,14 @@ class Request:
         self.auth_info = auth_info
         self.signal = CancelSignal()
         self.task: asyncio.Task[Any] | None = None
-        # Set by transports whose request stream can be closed early (Streamable HTTP, SEP-1699).
-        self.close_stream: Callable[[], Awaitable[None]] | None = getattr(
-            send, "close_stream", None
-        )
+
+    @property
+    def close_stream(self) -> Callable[[], Awaitable[None]] | None:
+        """Closes the request's stream early, on transports that can (Streamable HTTP,
+        SEP-1699); looked up only when asked, since on most ``send`` callables the lookup
+        fails, and a failed attribute lookup costs a raised and caught exception."""
+        close: Callable[[], Awaitable[None]] | None = getattr(self.send_raw, "close_stream", None)
+        return close
 
     async def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.send_raw(jsonrpc.notification(method, params))
@@ -216,7 +219,7 @@ class ServerSession:
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
             # Shared, so notifications/cancelled on this connection reaches the request.
             single._inflight = self._inflight
-            return await single.handle_request(msg, send, auth_info=auth_info)
+            return await serve_stateless(single, msg, send, auth_info, single._serve_request)
         return await self._serve_request(msg, send, auth_info)
 
     async def _serve_request(

@@ -97,9 +97,7 @@ class _LazyStream:
     """
 
     __slots__ = ("_keepalive", "_last", "_pinger", "_send", "started")
-    # No early close here (SEP-1699 is a handshake-era stream feature); set on the class so
-    # Request's lookup of it is a hit, not a raised-and-caught AttributeError per request.
-    close_stream = None
+    close_stream = None  # no early close here: SEP-1699 is a handshake-era stream feature
 
     def __init__(self, send: Send, keepalive: float | None = None) -> None:
         self._send = send

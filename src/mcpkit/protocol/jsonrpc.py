@@ -59,6 +59,9 @@ def dumps(message: Any) -> bytes:
 
 def valid_id(value: Any) -> bool:
     """Is ``value`` a usable request id? Strings and integers; MCP forbids null ids."""
+    kind = type(value)
+    if kind is int or kind is str:  # what JSON decoding gives: the common case first
+        return True
     return (isinstance(value, str | int) and not isinstance(value, bool)) or (
         isinstance(value, float) and value.is_integer()
     )

@@ -182,3 +182,38 @@ def test_the_resource_decorator_refuses_a_cache_that_is_not_a_hint() -> None:
     server = MCPServer(name="s", version="1")
     with pytest.raises(ConfigurationError, match="resource 'x://y': cache must be a CacheHint"):
         server.resource("x://y", cache={"ttl_ms": 5})(lambda: "y")  # type: ignore[arg-type]
+
+
+async def test_declarative_resources_take_a_cache_hint() -> None:
+    from mcpkit import mcp_resource
+
+    class Docs:
+        @mcp_resource("docs://guide", cache=CacheHint(ttl_ms=60_000, scope="public"))
+        def guide(self) -> str:
+            return "the guide"
+
+        @mcp_resource("docs://pages/{page}", cache=CacheHint(ttl_ms=5_000))
+        def page(self, page: str) -> str:
+            return f"page {page}"
+
+        @mcp_resource("docs://plain")
+        def plain(self) -> str:
+            return "plain"
+
+    server = MCPServer(name="docs", version="1", components=[Docs()])
+    assert hints(await stateless(server, "resources/read", uri="docs://guide")) == (
+        60_000,
+        "public",
+    )
+    assert hints(await stateless(server, "resources/read", uri="docs://pages/2")) == (
+        5_000,
+        "private",
+    )
+    assert hints(await stateless(server, "resources/read", uri="docs://plain")) == (0, "private")
+
+
+def test_a_declarative_cache_hint_must_be_a_cache_hint() -> None:
+    from mcpkit import mcp_resource
+
+    with pytest.raises(ConfigurationError, match="cache must be a CacheHint"):
+        mcp_resource("docs://x", cache={"ttl_ms": 5})  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from pydantic import Field
 
 from ..errors import ConfigurationError, RegistrationError, ToolError
 from .context import current_context
+from .stateless import CacheHint
 from .tools import ToolAnnotations, tool_from_function
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ class _Resource:
     annotations: dict[str, Any] | None
     icons: list[dict[str, Any]] | None
     meta: dict[str, Any] | None
+    cache: CacheHint | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,15 +222,20 @@ def mcp_resource(
     annotations: dict[str, Any] | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
+    cache: CacheHint | None = None,
 ) -> Callable[[F], F]:
     """Mark a function as a resource (the seeds' ``@McpResource``).
 
     A URI with ``{variables}`` is an RFC 6570 template whose variables are the
     function's parameters. The function may return text, bytes, a content
-    dict, or a ``ReadResourceResult`` (``{"contents": [...]}``).
+    dict, or a ``ReadResourceResult`` (``{"contents": [...]}``). ``cache``
+    sets the ``ttlMs``/``cacheScope`` of its ``resources/read`` results on the
+    2026-07-28 era, as ``@server.resource(cache=...)`` does.
     """
+    if cache is not None and not isinstance(cache, CacheHint):
+        raise ConfigurationError(f"mcp_resource({uri!r}): cache must be a CacheHint, got {cache!r}")
     return _marker(
-        _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta)
+        _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta, cache)
     )
 
 
@@ -366,6 +373,7 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
             annotations=d.annotations,
             icons=d.icons,
             meta=d.meta,
+            cache=d.cache,
         )
     elif isinstance(d, _Prompt):
         prompt_name = d.name or member

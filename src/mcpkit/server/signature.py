@@ -2,7 +2,9 @@
 
 Used for tools (arguments as JSON values) and prompts (arguments as strings,
 validated in lax mode). Built at registration; calls only run the prebuilt
-pydantic validator (ARCHITECTURE.md, principle 3).
+pydantic validator (ARCHITECTURE.md, principle 3), or, for a signature of plain
+parameters, an exact-type check that hands anything else to that validator
+(see :class:`FunctionSignature`).
 """
 
 from __future__ import annotations

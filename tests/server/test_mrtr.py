@@ -229,3 +229,41 @@ async def test_a_server_configured_key_signs_the_state() -> None:
     server, _ = make_server(request_state_keys=[key])
     r1 = (await send(server, call("two_rounds", {"label": "k"}, 1)))["result"]
     assert RequestStateCodec([key], ttl=60).open(r1["requestState"]) is not None
+
+
+async def test_a_state_over_the_limit_ends_the_call_with_a_clear_error() -> None:
+    server = MCPServer(name="mrtr", version="1", request_state_limit=4096)
+    finished: list[str] = []
+
+    @server.tool
+    async def big_steps(ctx: Context) -> str:
+        blob = await ctx.once("fetch", lambda: "x" * 8000)  # journaled in the state
+        await ctx.elicit("Go on?", NAME, key="q1")
+        finished.append(blob[:1])
+        return "done"
+
+    @server.tool
+    async def small_steps(ctx: Context) -> str:
+        await ctx.once("fetch", lambda: "x" * 100)
+        answer = await ctx.elicit("Go on?", NAME, key="q1")
+        return str((answer.content or {})["name"])
+
+    resp = await send(server, call("big_steps", {}, 1))
+    assert resp["error"]["code"] == -32603
+    message = resp["error"]["message"]
+    assert "'big_steps'" in message and "request_state_limit" in message and "4096" in message
+    assert finished == [] and len(server.input_rounds) == 0  # the parked call was ended
+
+    # Under the limit, rounds work as before.
+    r1 = (await send(server, call("small_steps", {}, 2)))["result"]
+    assert r1["resultType"] == "input_required" and len(r1["requestState"]) <= 4096
+    r2 = await send(
+        server, call("small_steps", {}, 3, state=r1["requestState"], responses={"q1": accept("Al")})
+    )
+    assert r2["result"]["content"][0]["text"] == "Al"
+
+
+@pytest.mark.parametrize("limit", [0, 1023, 2.5, "1MB"])
+def test_request_state_limit_is_checked(limit: Any) -> None:
+    with pytest.raises(ConfigurationError, match="request_state_limit"):
+        MCPServer(name="s", version="1", request_state_limit=limit)

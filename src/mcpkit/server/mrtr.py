@@ -86,6 +86,10 @@ __all__ = [
     "serve_inline",
 ]
 
+# The largest requestState issued (bytes, encoded). The client sends it back with each
+# retry, inside a request body that Streamable HTTP caps at 4 MiB by default.
+DEFAULT_MAX_STATE: Final = 1024 * 1024
+
 # The only requests that may answer with an InputRequiredResult (SEP-2322).
 INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _KEY_BASE: Final = {
@@ -447,9 +451,15 @@ class InputRounds:
         keys: Sequence[bytes] | None = None,
         ttl: float = 300.0,
         store: InputRoundStore | None = None,
+        max_state: int = DEFAULT_MAX_STATE,
     ) -> None:
+        if type(max_state) is not int or max_state < 1024:
+            raise ConfigurationError(
+                f"request_state_limit must be an integer >= 1024 (bytes), got {max_state!r}"
+            )
         self.codec = RequestStateCodec(keys or [secrets.token_bytes(32)], ttl=ttl)
         self.ttl = ttl
+        self.max_state = max_state
         self.store: InputRoundStore = store if store is not None else MemoryInputRoundStore()
         self._calls: dict[str, ParkedCall] = {}
 
@@ -522,6 +532,17 @@ class InputRounds:
                     "s": call.steps,
                 }
             )
+            if len(token) > self.max_state:
+                # The client would have to send it back with every retry: end the call
+                # with an error that says why, rather than an answer too big to return.
+                self._end(call)
+                raise MCPError(
+                    f"{msg['method']} {params.get('name') or params.get('uri')!r}: the input-round "
+                    f"state ({len(token)} bytes: the answers and ctx.once results so far) exceeds "
+                    f"the server's limit of {self.max_state} bytes "
+                    "(MCPServer(request_state_limit=...))",
+                    code=INTERNAL_ERROR,
+                )
             return {
                 "jsonrpc": "2.0",
                 "id": rid,

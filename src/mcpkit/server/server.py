@@ -16,7 +16,7 @@ from .completions import CompletionRegistry
 from .content import shape_content, shape_result
 from .context import LOG_LEVELS, Context, _current
 from .metadata import Package, Remote, Repository, ServerMetadata
-from .mrtr import InputRounds
+from .mrtr import DEFAULT_MAX_STATE, InputRounds
 from .mrtr_store import InputRoundStore
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
@@ -158,6 +158,7 @@ class MCPServer:
         cache: Mapping[str, CacheHint] | None = None,
         request_state_keys: Sequence[bytes] | None = None,
         input_store: InputRoundStore | None = None,
+        request_state_limit: int = DEFAULT_MAX_STATE,
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
@@ -186,7 +187,10 @@ class MCPServer:
         # the first key and checked against all (rotation). Default: a random per-process key.
         # Several workers share the keys and an input_store (used states); see .mrtr.
         self.input_rounds = InputRounds(
-            keys=request_state_keys, ttl=max(request_timeout, 1.0), store=input_store
+            keys=request_state_keys,
+            ttl=max(request_timeout, 1.0),
+            store=input_store,
+            max_state=request_state_limit,
         )
         self.debug = debug
         self.tools = ToolManager(self)

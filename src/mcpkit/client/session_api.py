@@ -1,0 +1,262 @@
+"""The typed MCP methods of :class:`~.session.ClientSession`: tools, resources, prompts
+and utilities, written over its ``request``.
+
+Kept apart from the session's machinery (ids, futures, timeouts, the handshake and
+the era probe) so that each module stays small; :class:`SessionAPI` is only ever
+used as ``ClientSession``'s base, and its methods are typed on ``ClientSession``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import HEADER_MISMATCH, INTERNAL_ERROR, RemoteError
+from . import stateless
+from .cache import credential_of
+from .handlers import ProgressCallback, RootsSpec
+
+if TYPE_CHECKING:
+    from .cache import ResultCache
+    from .handlers import ServerHandlers
+    from .session import ClientSession
+    from .subscriptions import Listener
+    from .transports.base import ClientTransport
+
+__all__ = ["MAX_PAGES", "SessionAPI"]
+
+# A server that keeps answering with a cursor must not make a listing loop forever.
+MAX_PAGES: Final = 1000
+
+
+class SessionAPI:
+    """Tools, resources, prompts and utilities (the base of ``ClientSession``)."""
+
+    if TYPE_CHECKING:  # what these methods use of ClientSession
+        transport: ClientTransport
+        timeout: float
+        stateless_version: str | None
+        log_level: str | None
+        initialize_result: dict[str, Any] | None
+        handlers: ServerHandlers
+        listener: Listener
+        cache: ResultCache | None
+        _origin: str
+        _closed: BaseException | None
+
+        @property
+        def name(self) -> str: ...
+
+        async def request(
+            self,
+            method: str,
+            params: dict[str, Any] | None = None,
+            *,
+            timeout: float | None = None,
+            progress: ProgressCallback | None = None,
+            _retry: bool = True,
+        ) -> dict[str, Any]: ...
+
+        async def notify(
+            self, method: str, params: dict[str, Any] | None = None, *, _retry: bool = True
+        ) -> None: ...
+
+    def _session(self) -> ClientSession:
+        return self  # type: ignore[return-value]  # SessionAPI is only ClientSession's base
+
+    # -- high-level API: tools ----------------------------------------------------------------
+    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every tool, following ``nextCursor`` across pages."""
+        return await self._list_all("tools/list", "tools", timeout)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool; returns the ``CallToolResult`` dict (``isError`` is not raised)."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
+        try:
+            return await stateless.with_input(
+                self._session(), "tools/call", params, timeout=timeout, progress=progress
+            )
+        except RemoteError as exc:
+            if exc.code != HEADER_MISMATCH or self.stateless_version is None:
+                raise
+        # Streamable HTTP § custom headers: the Mcp-Param-* headers did not match the
+        # tool's x-mcp-header annotations (not listed yet, or changed): list, then retry once.
+        if self.cache is not None:
+            self.cache.invalidate(self._origin, ("tools/list",))
+        await self.list_tools(timeout=timeout)
+        return await stateless.with_input(
+            self._session(), "tools/call", params, timeout=timeout, progress=progress
+        )
+
+    # -- resources ----------------------------------------------------------------------------
+    async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self._list_all("resources/list", "resources", timeout)
+
+    async def list_resource_templates(
+        self, *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        return await self._list_all("resources/templates/list", "resourceTemplates", timeout)
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``resources/read``; returns the result dict (its ``contents`` list)."""
+        params = {"uri": uri}
+        first = await self._fetch("resources/read", params, timeout, progress)
+        if first.get("resultType") != "input_required":
+            return first
+        return await stateless.with_input(
+            self._session(),
+            "resources/read",
+            params,
+            timeout=timeout,
+            progress=progress,
+            first=first,
+        )
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """``resources/subscribe``; in the stateless era, a new ``subscriptions/listen`` filter
+        (acknowledged before this returns, so the subscription holds in both eras)."""
+        if self.stateless_version is not None:
+            self.listener.uris.add(uri)
+            await self.listener.update(self.timeout if timeout is None else timeout)
+            return
+        await self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        if self.stateless_version is not None:
+            self.listener.uris.discard(uri)
+            await self.listener.update(self.timeout if timeout is None else timeout)
+            return
+        await self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
+
+    # -- prompts ------------------------------------------------------------------------------
+    async def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self._list_all("prompts/list", "prompts", timeout)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        version: str | None = None,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``prompts/get``; returns the result dict (``description``, ``messages``).
+
+        ``version`` selects one of a prompt's versions on servers that have them
+        (mcpkit and Mastra servers; the seeds' prompt versions); others ignore it.
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if version is not None:
+            params["version"] = version
+        return await stateless.with_input(
+            self._session(), "prompts/get", params, timeout=timeout, progress=progress
+        )
+
+    # -- utilities ----------------------------------------------------------------------------
+    async def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """``completion/complete``; returns the ``completion`` dict (``values``, ``hasMore``…).
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``.
+        """
+        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
+        if context is not None:
+            params["context"] = {"arguments": dict(context)}
+        result = await self.request("completion/complete", params, timeout=timeout)
+        completion = result.get("completion")
+        return completion if isinstance(completion, dict) else {"values": []}
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """The least severe log level the server should send.
+
+        Handshake era: ``logging/setLevel``. Stateless era: the level rides in every
+        later request's ``_meta`` (``logging/setLevel`` is gone in 2026-07-28).
+        """
+        if self.stateless_version is not None:
+            self.log_level = level
+            return
+        await self.request("logging/setLevel", {"level": level}, timeout=timeout)
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """``ping``; in the stateless era (no ``ping``) a ``server/discover`` round trip."""
+        method = "server/discover" if self.stateless_version is not None else "ping"
+        await self.request(method, timeout=timeout)
+
+    async def set_roots(self, roots: RootsSpec) -> None:
+        """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
+        self.handlers.roots = roots
+        # 2026-07-28 removed the notification: roots are asked for per request (MRTR).
+        if (
+            self.initialize_result is not None
+            and self._closed is None
+            and self.stateless_version is None
+        ):
+            await self.notify("notifications/roots/list_changed")
+
+    async def _fetch(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``request``, served from the cache while a cacheable answer is fresh."""
+        cache = self.cache
+        if cache is None:
+            return await self.request(method, params, timeout=timeout, progress=progress)
+        credential = credential_of(self.transport)
+        hit = cache.get(self._origin, method, params, credential)
+        if hit is not None:
+            return dict(hit)
+        result = await self.request(method, params, timeout=timeout, progress=progress)
+        cache.put(self._origin, method, params, credential, result)
+        return result
+
+    async def _list_all(self, method: str, key: str, timeout: float | None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            result = await self._fetch(method, params, timeout)
+            page = result.get(key)
+            if isinstance(page, list):
+                items.extend(page)
+            cursor = result.get("nextCursor")
+            # utilities/pagination: a missing cursor is the end; a repeated one would loop.
+            if not isinstance(cursor, str) or cursor in seen:
+                return items
+            seen.add(cursor)
+            params = {"cursor": cursor}
+        raise RemoteError(
+            f"MCP server {self.name!r} kept paginating {method} beyond {MAX_PAGES} pages",
+            code=INTERNAL_ERROR,
+        )

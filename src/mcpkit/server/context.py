@@ -161,7 +161,7 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
-        return self.request.signal.cancelled
+        return self.request.cancelled
 
     @property
     def extra(self) -> RequestExtra:

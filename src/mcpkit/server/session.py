@@ -11,7 +11,6 @@ updates) go to ``standalone`` when the transport has one.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -55,6 +54,7 @@ class Request:
     """A request being served: its id, params and the stream to answer on."""
 
     __slots__ = (
+        "_signal",
         "auth_info",
         "id",
         "meta",
@@ -63,7 +63,6 @@ class Request:
         "progress_token",
         "send_raw",
         "session",
-        "signal",
         "task",
     )
 
@@ -84,8 +83,22 @@ class Request:
         )
         self.send_raw = send
         self.auth_info = auth_info
-        self.signal = CancelSignal()
+        self._signal: CancelSignal | None = None  # made when first asked for: most never are
         self.task: asyncio.Task[Any] | None = None
+
+    @property
+    def signal(self) -> CancelSignal:
+        """Set when the client cancels the request."""
+        signal = self._signal
+        if signal is None:
+            signal = self._signal = CancelSignal()
+        return signal
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled the request (without making its signal)."""
+        signal = self._signal
+        return signal is not None and signal.cancelled
 
     @property
     def close_stream(self) -> Callable[[], Awaitable[None]] | None:
@@ -120,8 +133,8 @@ class ServerSession:
     __slots__ = (
         "__weakref__",
         "_handlers",
-        "_ids",
         "_inflight",
+        "_last_id",
         "_pending",
         "client_capabilities",
         "client_info",
@@ -159,7 +172,7 @@ class ServerSession:
         self.subscriptions: set[str] = set()
         self._inflight: dict[Any, Request] = {}
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
+        self._last_id = 0
         self._handlers = server._dispatch
 
     # -- inbound -----------------------------------------------------------------------------
@@ -249,7 +262,7 @@ class ServerSession:
                 self.state = State.NEW  # a refused handshake may be retried
             return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
         except asyncio.CancelledError:
-            if req.signal.cancelled and req.task is not None and req.task.uncancel() == 0:
+            if req.cancelled and req.task is not None and req.task.uncancel() == 0:
                 return None  # cancelled by the client: no response (utilities/cancellation)
             raise
         except Exception as exc:
@@ -349,7 +362,8 @@ class ServerSession:
                 f"cannot send {method}: this server runs in stateless mode, which has no channel "
                 "for server-to-client requests"
             )
-        rid = f"mcpkit-{next(self._ids)}"
+        self._last_id += 1
+        rid = f"mcpkit-{self._last_id}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         send = request.send_raw if request is not None else self.standalone

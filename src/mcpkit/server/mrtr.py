@@ -65,7 +65,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -79,11 +79,13 @@ log = logging.getLogger("mcpkit.server")
 
 __all__ = [
     "INPUT_METHODS",
+    "NOT_PAUSABLE",
     "InputReplayMismatch",
     "InputRounds",
     "ParkedCall",
     "RequestStateCodec",
-    "serve_inline",
+    "Restart",
+    "runs_inline",
 ]
 
 # The largest requestState issued (bytes, encoded). The client sends it back with each
@@ -353,7 +355,7 @@ class ParkedCall:
         self._notify()
 
 
-class _Restart(BaseException):
+class Restart(BaseException):
     """A tool run in the request's own task asked for input; not an ``Exception``, so that
     the tool's error handling does not turn it into an error result."""
 
@@ -368,24 +370,23 @@ class _NotPausable(ParkedCall):
     async def ask(
         self, method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
     ) -> dict[str, Any]:
-        raise _Restart
+        raise Restart
 
     async def once(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        raise _Restart
+        raise Restart
 
 
-_NOT_PAUSABLE: Final = _NotPausable()
+NOT_PAUSABLE: Final = _NotPausable()
 
 
-async def serve_inline(
-    session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
-) -> dict[str, Any] | Literal[False] | None:
-    """Run a first-round ``tools/call`` of a tool without a Context parameter in this task;
-    False if it is not one, or if it asked for input (then it must run as a pausable call).
+def runs_inline(session: ServerSession, msg: dict[str, Any]) -> bool:
+    """Whether ``msg`` is a first-round ``tools/call`` of a tool without a Context parameter.
 
-    Such tools rarely ask anything, and this spares them the handler task and
-    wake-ups of a pausable call. One that does ask (through ``current_context()``)
-    is stopped at its question and started again from the top by the caller.
+    Such tools rarely ask anything: the caller runs them in the request's own task
+    with ``session.inputs`` set to :data:`NOT_PAUSABLE`, sparing them the handler task
+    and wake-ups of a pausable call. One that does ask (through ``current_context()``)
+    is stopped at its question by :class:`Restart` and must then be served again, from
+    the top, as a pausable call (:meth:`InputRounds.serve`).
     """
     params = msg.get("params")
     if (
@@ -396,16 +397,7 @@ async def serve_inline(
         return False
     name = params.get("name")
     tool = session.server.tools.get(name) if type(name) is str else None
-    if tool is None or not tool.takes_no_context:
-        return False
-    session.inputs = _NOT_PAUSABLE
-    try:
-        return await run(msg, send, auth_info)
-    except _Restart:
-        log.debug("tool %r asked for input: run again as a pausable call", name)
-        return False
-    finally:
-        session.inputs = None
+    return tool is not None and tool.takes_no_context
 
 
 def _plausible(method: str, value: dict[str, Any]) -> bool:

@@ -21,6 +21,7 @@ Handshake-era results never carry them (the fields do not exist there).
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -45,11 +46,13 @@ from ..protocol.stateless import (
 )
 from ..protocol.versions import REVISIONS
 from .context import LOG_LEVELS
-from .mrtr import INPUT_METHODS, serve_inline
+from .mrtr import INPUT_METHODS, NOT_PAUSABLE, Restart, runs_inline
 
 if TYPE_CHECKING:
     from .server import MCPServer
     from .session import Request, Send, ServerSession
+
+log = logging.getLogger("mcpkit.server")
 
 __all__ = ["CacheHint", "CacheScope", "discover", "end_subscriptions", "listen", "serve_stateless"]
 
@@ -152,10 +155,17 @@ async def serve_stateless(
     session.client_info = envelope.client_info
     session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
     if method in INPUT_METHODS:
-        inline = await serve_inline(session, msg, send, auth_info, run)
-        if inline is not False:
-            resp = inline
-        else:
+        inline = runs_inline(session, msg)
+        if inline:  # in this task (see runs_inline), unless the tool asks for input
+            session.inputs = NOT_PAUSABLE
+            try:
+                resp = await run(msg, send, auth_info)
+            except Restart:
+                log.debug("the tool asked for input: run again as a pausable call")
+                inline = False
+            finally:
+                session.inputs = None
+        if not inline:
             try:
                 resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
             except MCPError as exc:  # a bad requestState: the handler never sees it

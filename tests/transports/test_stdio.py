@@ -557,6 +557,25 @@ def test_splitter_drops_oversized_lines_without_buffering_them() -> None:
     assert isinstance(closing[0], Oversized) and closing[0].size == 20
 
 
+def test_whole_line_agrees_with_feed() -> None:
+    # The reader skips feed() when whole_line() says so: the two must agree.
+    cases = [b'{"a": 1}\n', b"x" * 10 + b"\n", b"x" * 11 + b"\n", b"\n", b"", b"a\nb\n", b"abc"]
+    for data in cases:
+        splitter = LineSplitter(max_size=10)
+        if splitter.whole_line(data):
+            assert splitter.feed(data) == [data], data
+        else:
+            assert splitter.feed(data) != [data], data
+    # Something buffered, or a line being dropped: never a whole line on its own.
+    splitter = LineSplitter(max_size=10)
+    splitter.feed(b"part")
+    assert not splitter.whole_line(b"rest\n")
+    assert splitter.feed(b"rest\n") == [bytearray(b"partrest")]
+    splitter.feed(b"y" * 20)
+    assert not splitter.whole_line(b"z\n")
+    assert isinstance(splitter.feed(b"z\n")[0], Oversized)
+
+
 # -- flow control and a vanished client ------------------------------------------------------------
 
 

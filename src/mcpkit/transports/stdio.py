@@ -97,6 +97,19 @@ class LineSplitter:
         self._dropping = 0  # > 0 while discarding an oversized line
         self._max = max_size
 
+    def whole_line(self, data: bytes) -> bool:
+        """Whether ``data`` is exactly one complete line, nothing buffered before it and
+        within the size limit: then it is the line (JSON ignores the ``\\n``), and
+        :meth:`feed` need not run."""
+        last = len(data) - 1
+        return (
+            last >= 0
+            and data.find(b"\n") == last
+            and not self._buf
+            and not self._dropping
+            and last <= self._max
+        )
+
     def feed(self, data: bytes) -> list[bytes | bytearray | Oversized]:
         out: list[bytes | bytearray | Oversized] = []
         start = 0
@@ -169,7 +182,11 @@ class _StdioConnection(asyncio.Protocol):
         self._in = cast(Reader, transport)
 
     def data_received(self, data: bytes) -> None:
-        for line in self._splitter.feed(data):
+        splitter = self._splitter
+        if splitter.whole_line(data):  # the common case: one read, one message
+            self._dispatch(data)
+            return
+        for line in splitter.feed(data):
             self._dispatch(line)
 
     def eof_received(self) -> bool | None:

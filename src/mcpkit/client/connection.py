@@ -163,10 +163,12 @@ class ServerConnection:
         client = self._client
         if client is None:
             return  # declared in the capabilities when it connects
-        handlers = client.session.handlers
-        setattr(handlers, attribute, handler)
+        session = client.session
+        setattr(session.handlers, attribute, handler)
+        if session.declare_handlers():
+            return  # 2026-07-28: the next request declares it
         capability = _HANDLER_CAPABILITY[attribute]
-        if capability not in client.session.capabilities:
+        if capability not in session.capabilities:
             # Capabilities are declared once, in initialize (basic/lifecycle).
             log.warning(
                 "MCP server %r was connected without the %r capability, so it will not send "

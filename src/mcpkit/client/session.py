@@ -156,9 +156,10 @@ class ClientSession(SessionAPI):
                 lambda uri: results.resource_updated(self._origin, uri)
             )
         self.listener = Listener(self)  # the stateless era's subscriptions/listen
+        self._elicitation_modes = elicitation_modes
+        self._declared = dict(capabilities) if capabilities else {}
         self._capabilities = self.handlers.capabilities(elicitation_modes)
-        if capabilities:
-            self._capabilities.update(capabilities)
+        self._capabilities.update(self._declared)
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -183,6 +184,19 @@ class ClientSession(SessionAPI):
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities sent in ``initialize``."""
         return self._capabilities
+
+    def declare_handlers(self) -> bool:
+        """Declare the handlers installed since connecting; True if the server learns of them.
+
+        In 2026-07-28 the capabilities ride in every request's ``_meta``, so the next
+        request declares them; the handshake era declares them once, in ``initialize``
+        (basic/lifecycle), so there only a new connection can (False).
+        """
+        if self.stateless_version is None:
+            return False
+        self._capabilities.update(self.handlers.capabilities(self._elicitation_modes))
+        self._capabilities.update(self._declared)
+        return True
 
     @property
     def closed(self) -> bool:

@@ -3,7 +3,8 @@ and utilities, written over its ``request``.
 
 Kept apart from the session's machinery (ids, futures, timeouts, the handshake and
 the era probe) so that each module stays small; :class:`SessionAPI` is only ever
-used as ``ClientSession``'s base, and its methods are typed on ``ClientSession``.
+used as ``ClientSession``'s base; what its methods use of the session is declared
+on it for the type checker.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from .handlers import ProgressCallback, RootsSpec
 if TYPE_CHECKING:
     from .cache import ResultCache
     from .handlers import ServerHandlers
-    from .session import ClientSession
     from .subscriptions import Listener
     from .transports.base import ClientTransport
 
@@ -61,9 +61,6 @@ class SessionAPI:
             self, method: str, params: dict[str, Any] | None = None, *, _retry: bool = True
         ) -> None: ...
 
-    def _session(self) -> ClientSession:
-        return self  # type: ignore[return-value]  # SessionAPI is only ClientSession's base
-
     # -- high-level API: tools ----------------------------------------------------------------
     async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` across pages."""
@@ -86,7 +83,7 @@ class SessionAPI:
             params["_meta"] = dict(meta)
         try:
             return await stateless.with_input(
-                self._session(), "tools/call", params, timeout=timeout, progress=progress
+                self, "tools/call", params, timeout=timeout, progress=progress
             )
         except RemoteError as exc:
             if exc.code != HEADER_MISMATCH or self.stateless_version is None:
@@ -97,7 +94,7 @@ class SessionAPI:
             self.cache.invalidate(self._origin, ("tools/list",))
         await self.list_tools(timeout=timeout)
         return await stateless.with_input(
-            self._session(), "tools/call", params, timeout=timeout, progress=progress
+            self, "tools/call", params, timeout=timeout, progress=progress
         )
 
     # -- resources ----------------------------------------------------------------------------
@@ -122,7 +119,7 @@ class SessionAPI:
         if first.get("resultType") != "input_required":
             return first
         return await stateless.with_input(
-            self._session(),
+            self,
             "resources/read",
             params,
             timeout=timeout,
@@ -170,7 +167,7 @@ class SessionAPI:
         if version is not None:
             params["version"] = version
         return await stateless.with_input(
-            self._session(), "prompts/get", params, timeout=timeout, progress=progress
+            self, "prompts/get", params, timeout=timeout, progress=progress
         )
 
     # -- utilities ----------------------------------------------------------------------------

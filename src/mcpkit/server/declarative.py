@@ -41,7 +41,7 @@ from pydantic import Field
 
 from ..errors import ConfigurationError, RegistrationError, ToolError
 from .context import current_context
-from .stateless import CacheHint
+from .stateless import CacheHint, check_cache_hint
 from .tools import ToolAnnotations, tool_from_function
 
 if TYPE_CHECKING:
@@ -232,8 +232,7 @@ def mcp_resource(
     sets the ``ttlMs``/``cacheScope`` of its ``resources/read`` results on the
     2026-07-28 era, as ``@server.resource(cache=...)`` does.
     """
-    if cache is not None and not isinstance(cache, CacheHint):
-        raise ConfigurationError(f"mcp_resource({uri!r}): cache must be a CacheHint, got {cache!r}")
+    check_cache_hint(f"mcp_resource({uri!r})", cache)
     return _marker(
         _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta, cache)
     )

@@ -176,10 +176,9 @@ class ResourceManager:
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
-        from .stateless import CacheHint
+        from .stateless import check_cache_hint
 
-        if cache is not None and not isinstance(cache, CacheHint):
-            raise ConfigurationError(f"resource {uri!r}: cache must be a CacheHint, got {cache!r}")
+        check_cache_hint(f"resource {uri!r}", cache)
         try:
             template = UriTemplate(uri)
         except ValueError as exc:  # UriTemplateError: say which registration failed

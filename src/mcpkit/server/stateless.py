@@ -99,6 +99,12 @@ class CacheHint:
         return out
 
 
+def check_cache_hint(where: str, value: object) -> None:
+    """Refuse a ``cache=`` that is not a :class:`CacheHint` (None means none)."""
+    if value is not None and not isinstance(value, CacheHint):
+        raise ConfigurationError(f"{where}: cache must be a CacheHint, got {value!r}")
+
+
 def check_cache_option(cache: Mapping[str, CacheHint] | None) -> dict[str, CacheHint]:
     """``MCPServer(cache=...)``: per-method hints, keyed by a cacheable method name."""
     if cache is None:

@@ -51,7 +51,6 @@ from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
 from ..server.stateless import serve_stateless
 from .asgi import (
-    JSON_CT,
     PING,
     SSE_HEADERS,
     ClientGone,
@@ -153,16 +152,7 @@ class _LazyStream:
             if response is None:
                 await send_body(self._send, 202)
                 return
-            body = orjson.dumps(response)
-            send = self._send
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status_for(response) if "error" in response else 200,
-                    "headers": [JSON_CT, (b"content-length", b"%d" % len(body))],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await send_body(self._send, status_for(response), orjson.dumps(response))
             return
         body = sse_event(orjson.dumps(response)) if response is not None else b""
         await self._send({"type": "http.response.body", "body": body, "more_body": False})

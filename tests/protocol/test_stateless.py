@@ -125,3 +125,25 @@ def test_nested_header_params_are_read_at_their_path() -> None:
     params = {("o", "z"): "Zone"}
     assert check_request_headers(msg, {**base, b"mcp-param-zone": b"7"}, params) is None
     assert check_request_headers(msg, base, params) is not None
+
+
+def test_a_repeated_envelope_is_read_alike() -> None:
+    """The last envelope is remembered; what a request may not do stays refused."""
+    first = read_envelope(meta(**{LOG_LEVEL: "info"}))
+    again = read_envelope(meta(**{LOG_LEVEL: "info"}))
+    assert isinstance(first, Envelope) and isinstance(again, Envelope)
+    assert again.log_level == "info" and again.revision.name == V
+    other = read_envelope(meta(**{LOG_LEVEL: "error"}))
+    assert isinstance(other, Envelope) and other.log_level == "error"
+    # The same body under a header it contradicts is still refused.
+    refused = read_envelope(meta(**{LOG_LEVEL: "error"}), "2025-11-25")
+    assert isinstance(refused, Refusal) and refused.code == -32022
+
+
+def test_changing_a_read_envelope_does_not_leak_into_the_next() -> None:
+    params = meta()
+    env = read_envelope(params)
+    assert isinstance(env, Envelope)
+    env.capabilities["sampling"] = {}  # a handler changing what it was given
+    fresh = read_envelope(meta())
+    assert isinstance(fresh, Envelope) and fresh.capabilities == {}

@@ -59,6 +59,42 @@ async def test_server_info_is_shaped_per_revision(version: str, keys: set[str]) 
     assert info["name"] == "full" and info["version"] == "2.0.0"
 
 
+async def test_server_info_follows_reassigned_fields() -> None:
+    """serverInfo is built once per revision, and again when a field it shows changes."""
+    server = full_server()
+    key = "io.modelcontextprotocol/serverInfo"
+
+    async def info_in_a_2026_result() -> dict[str, Any]:
+        msg = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/list",
+            "params": {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            },
+        }
+        session = server.create_session(stateless=True, revision="2026-07-28")
+        resp = await session.handle(msg, _drop)
+        assert resp is not None
+        return resp["result"]["_meta"][key]  # type: ignore[no-any-return]
+
+    assert (await info_in_a_2026_result())["version"] == "2.0.0"
+    server.version = "2.1.0"
+    server.title = "Renamed"
+    info = await info_in_a_2026_result()
+    assert info["version"] == "2.1.0" and info["title"] == "Renamed"
+    async with connect(server, protocol_version="2025-11-25") as client:
+        assert client.initialize_result is not None
+        assert client.initialize_result["serverInfo"]["title"] == "Renamed"
+
+
+async def _drop(message: dict[str, Any]) -> None:
+    pass
+
+
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
 async def test_capabilities_per_revision(version: str) -> None:
     async with connect(full_server(), protocol_version=version) as client:

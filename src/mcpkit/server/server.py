@@ -173,6 +173,7 @@ class MCPServer:
         self.description = description
         self.website_url = website_url
         self.icons = icons
+        self._server_info: dict[str | None, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.instructions = instructions
         self.page_size = page_size
         self.request_timeout = request_timeout
@@ -434,18 +435,29 @@ class MCPServer:
         return caps
 
     def server_info(self, revision: Revision | None = None) -> dict[str, Any]:
-        """``serverInfo`` (an ``Implementation``): ``title`` is 2025-06-18, the rest 2025-11-25."""
+        """``serverInfo`` (an ``Implementation``): ``title`` is 2025-06-18, the rest 2025-11-25.
+
+        Every 2026-07-28 result carries it: built once per revision, and again only
+        when one of the fields it is made of was reassigned. The dict is shared:
+        callers must not change it.
+        """
+        key = (self.name, self.version, self.title, self.description, self.website_url, self.icons)
+        name = revision.name if revision is not None else None
+        cached = self._server_info.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title and (revision is None or revision.titles):
             info["title"] = self.title
         if revision is None or revision.icons:
-            for key, value in (
+            for field, value in (
                 ("description", self.description),
                 ("websiteUrl", self.website_url),
                 ("icons", self.icons),
             ):
                 if value:
-                    info[key] = value
+                    info[field] = value
+        self._server_info[name] = (key, info)
         return info
 
     def _initialize_result(self, revision: Revision) -> dict[str, Any]:

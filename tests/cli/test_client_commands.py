@@ -285,6 +285,9 @@ def test_an_unreachable_url_is_one_line() -> None:
         (["tools", "--url", "http://h/mcp", "--header", "nocolon"], "use 'Name: value'"),
         (["tools", "--stdio", "'unclosed"], "--stdio: No closing quotation"),
         (["tools", "--stdio", "x", "--protocol-version", "1999-01-01"], "use one of"),
+        (["tools", "--stdio", "x", "--timeout", "nan"], "--timeout must be a positive, finite"),
+        (["tools", "--stdio", "x", "--timeout", "inf"], "--timeout must be a positive, finite"),
+        (["tools", "--stdio", "x", "--timeout", "0"], "--timeout must be a positive, finite"),
         (
             ["tools", "--config", "/x.json", "--protocol-version", "2026-07-28"],
             "--protocol-version only applies with --url or --stdio",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -537,8 +538,9 @@ def test_from_config_reads_mcp_servers(tmp_path: Any) -> None:
 
 
 def test_constructor_options_are_checked() -> None:
-    with pytest.raises(ConfigurationError, match="timeout must be a positive number"):
-        MCPClient(servers={}, timeout=0)
+    for bad in (0, -1, math.nan, math.inf, True, "5"):
+        with pytest.raises(ConfigurationError, match="timeout must be a positive, finite number"):
+            MCPClient(servers={}, timeout=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="id must be a non-empty string"):
         MCPClient(servers={}, id="")
     with pytest.raises(TypeError):

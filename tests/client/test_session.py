@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from typing import Any
 
@@ -240,6 +241,21 @@ async def test_client_default_timeout_applies(server: MCPServer, era: str) -> No
     async with Client(server=server, timeout=0.1, protocol_version=era) as client:
         with pytest.raises(PeerTimeout):
             await client.call_tool("hang")
+
+
+async def test_a_timeout_mcpkit_cannot_wait_for_is_refused(server: MCPServer) -> None:
+    for bad in (0, -1.0, math.nan, math.inf):
+        with pytest.raises(ConfigurationError, match="timeout must be a positive, finite"):
+            Client(server=server, timeout=bad)
+        with pytest.raises(ConfigurationError, match="connect_timeout must be a positive"):
+            Client(server=server, connect_timeout=bad)
+    async with Client(server=server) as client:
+        for bad in (0, math.nan, -math.inf):
+            with pytest.raises(ValueError, match="the timeout of tools/call must be a positive"):
+                await client.call_tool("add", {"a": 1, "b": 2}, timeout=bad)
+        # math.inf is one call's way to wait as long as it takes; the session is unharmed.
+        result = await client.call_tool("add", {"a": 1, "b": 2}, timeout=math.inf)
+        assert text_of(result) == "3"
 
 
 async def test_cancelling_the_task_sends_cancelled(

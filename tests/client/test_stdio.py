@@ -119,6 +119,27 @@ async def test_server_killed_mid_call_fails_the_call_promptly(traffic: Traffic) 
     assert group_members(pid) == []
 
 
+async def test_what_a_dead_server_started_is_stopped_at_once() -> None:
+    """Only the server is killed: its child (npx's node, say) is stopped without waiting
+    for the client to close."""
+    async with demo(timeout=30) as client:
+        pid = transport_of(client).pid
+        assert pid is not None
+        child = int(text_of(await client.call_tool("spawn_child")))
+        assert alive(child)
+        call = asyncio.create_task(client.call_tool("hang"))
+        await asyncio.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)  # the server alone, not its group
+        with pytest.raises(ServerExited):
+            await asyncio.wait_for(call, 5)
+        for _ in range(300):
+            if not alive(child):
+                break
+            await asyncio.sleep(0.01)
+        assert not alive(child)  # the client is still open
+    assert group_members(pid) == []
+
+
 async def test_server_exit_names_the_status_and_last_stderr_lines() -> None:
     async with demo(name="db", timeout=30) as client:
         with pytest.raises(ServerExited) as info:

@@ -76,6 +76,23 @@ async def test_a_server_that_never_answers_times_out() -> None:
     assert time.monotonic() - start < 3.0
 
 
+async def test_a_call_the_server_never_answers_times_out_and_is_cancelled() -> None:
+    """A live session whose server stops answering: each call ends at its own timeout."""
+    sent: list[dict[str, Any]] = []
+    async with raw(
+        "mute", timeout=30, trace=lambda d, m: sent.append(m) if d == "sent" else None
+    ) as client:
+        start = time.monotonic()
+        with pytest.raises(PeerTimeout, match=r"did not answer tools/call within 0\.3 s"):
+            await client.call_tool("anything", timeout=0.3)
+        assert time.monotonic() - start < 3.0  # the call's timeout, not the client's 30 s
+        call_id = next(m["id"] for m in sent if m.get("method") == "tools/call")
+        cancels = [m for m in sent if m.get("method") == "notifications/cancelled"]
+        assert [m["params"]["requestId"] for m in cancels] == [call_id]
+        with pytest.raises(PeerTimeout, match="ping"):
+            await client.ping(timeout=0.2)  # the session is still usable, the server still mute
+
+
 async def test_an_unsupported_server_version_is_rejected() -> None:
     with pytest.raises(MCPError) as info:
         async with raw("old_version", timeout=10):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -233,7 +234,16 @@ async def test_a_server_restart_needs_no_new_session_in_the_stateless_era(
     assert len(traffic.sent("server/discover")) == 1
 
 
-async def test_a_closed_stream_is_resumed_after_retry(traffic: Traffic) -> None:
+@pytest.mark.parametrize(
+    ("retry_ms", "own_delay", "low", "high"),
+    [
+        (300, 5.0, 0.3, 2.5),  # the server's short retry, not the client's own 5 s
+        (1500, 0.05, 1.5, 4.0),  # the server's long retry, not the client's own 50 ms
+    ],
+)
+async def test_a_closed_stream_is_resumed_after_retry(
+    traffic: Traffic, retry_ms: int, own_delay: float, low: float, high: float
+) -> None:
     server = MCPServer(name="resumable", version="1")
 
     @server.tool
@@ -246,31 +256,75 @@ async def test_a_closed_stream_is_resumed_after_retry(traffic: Traffic) -> None:
 
     recorder = Recorder()
     logs: list[Any] = []
-    app = server.http_app(event_store=InMemoryEventStore(), retry_interval_ms=300)
-    async with (
-        httpx.AsyncClient(event_hooks={"request": [recorder]}) as http,
-        serve(app) as url,
+    app = server.http_app(event_store=InMemoryEventStore(), retry_interval_ms=retry_ms)
+    async with httpx.AsyncClient(event_hooks={"request": [recorder]}) as http, serve(app) as url:
+        transport = StreamableHTTPTransport(url, http_client=http, reconnect_delay=own_delay)
         # Resuming with Last-Event-ID on a GET is the handshake era's (2026-07-28 has no GET;
         # there the close is a no-op and the stream simply carries on).
-        Client(
-            url=url,
-            http_client=http,
+        async with Client(
+            transport=transport,
             trace=traffic,
             timeout=TIMEOUT,
             log_handler=logs.append,
             protocol_version="2025-11-25",
-        ) as client,
-    ):
-        start = time.monotonic()
-        result = await client.call_tool("poll")
-        elapsed = time.monotonic() - start
+        ) as client:
+            start = time.monotonic()
+            result = await client.call_tool("poll")
+            elapsed = time.monotonic() - start
     assert text_of(result) == "finished"
-    assert 0.3 <= elapsed < 2.0  # waited for `retry`, then resumed
+    assert low <= elapsed < high  # waited for the server's `retry`, then resumed
     assert [entry["data"] for entry in logs] == ["before the cut", "after the cut"]
     resumes = [h for m, h in recorder.requests if m == "GET" and "last-event-id" in h]
     assert len(resumes) == 1
     answers = [m for m in traffic.received() if "result" in m and "content" in m["result"]]
     assert len(answers) == 1  # neither lost nor duplicated
+
+
+async def test_a_notification_the_server_never_accepts_times_out() -> None:
+    """Every wait is bounded: here the POST of notifications/initialized is never answered."""
+    release = asyncio.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            part = await receive()
+            body += part.get("body", b"")
+            if not part.get("more_body"):
+                break
+        msg = json.loads(body) if body else {}
+        if scope["method"] != "POST":  # no standalone stream; DELETE ends the session
+            await send({"type": "http.response.start", "status": 405, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if msg.get("method") != "initialize":
+            await release.wait()  # the notification: never answered in time
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        result = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mute", "version": "1"},
+        }
+        reply = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
+        headers = [(b"content-type", b"application/json"), (b"mcp-session-id", b"s1")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": reply})
+
+    async with serve(app) as url:
+        start = time.monotonic()
+        try:
+            with pytest.raises(PeerTimeout, match="did not accept notifications/initialized"):
+                async with Client(url=url, timeout=0.5, protocol_version="2025-11-25"):
+                    pass
+        finally:
+            release.set()
+        assert time.monotonic() - start < 5.0
 
 
 async def test_timeout_over_http_cancels_on_the_server(server: MCPServer, traffic: Traffic) -> None:

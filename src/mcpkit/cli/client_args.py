@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import loops
+from ..client.deadlines import timeout_problem, valid_timeout
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -115,8 +116,8 @@ def select_servers(args: argparse.Namespace) -> Selection:
         raise UsageError("--transport only applies with --url")
     if args.server and not args.config:
         raise UsageError("--server only applies with --config")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    if not valid_timeout(args.timeout):
+        raise UsageError(timeout_problem("--timeout", args.timeout))
     version = args.protocol_version
     if version is not None:
         from ..client.stateless import ALL_VERSIONS

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigurationError, ConnectionClosed
 from . import stateless
 from .cache import ResultCache
+from .deadlines import timeout_problem, valid_timeout
 from .handlers import (
     ElicitationHandler,
     ListChangedCallback,
@@ -159,6 +160,10 @@ class Client:
             "trace": trace,
             "cache": cache,
         }
+        if not valid_timeout(timeout):
+            raise ConfigurationError(timeout_problem("timeout", timeout))
+        if connect_timeout is not None and not valid_timeout(connect_timeout):
+            raise ConfigurationError(timeout_problem("connect_timeout", connect_timeout))
         self._connect_timeout = connect_timeout
         self._session: ClientSession | None = None
 

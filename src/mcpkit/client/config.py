@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError
 from .client import HTTPTransportChoice
+from .deadlines import timeout_problem, valid_timeout
 from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
 from .session import Trace
 from .stateless import ALL_VERSIONS
@@ -273,12 +274,8 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
             raise bad(key, "a dict of strings")
     for key in ("timeout", "connect_timeout"):
         timeout = options.get(key)
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise ConfigurationError(
-                f"server {name!r}: {key!r} must be a positive number of seconds, not {timeout!r}"
-            )
+        if timeout is not None and not valid_timeout(timeout):
+            raise ConfigurationError(f"server {name!r}: " + timeout_problem(repr(key), timeout))
     if options.get("http_transport", "auto") not in ("auto", "streamable-http", "sse"):
         raise ConfigurationError(
             f"server {name!r}: 'http_transport' must be 'auto', 'streamable-http' or 'sse'"

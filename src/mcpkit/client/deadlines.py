@@ -19,10 +19,33 @@ import asyncio
 import math
 from typing import Any
 
-__all__ = ["Deadline", "Deadlines"]
+__all__ = ["Deadline", "Deadlines", "timeout_problem", "valid_timeout"]
 
 # call_at may run a handle up to the clock resolution early: treat that as due.
 _SLACK = 1e-3
+
+
+def valid_timeout(value: Any, *, infinite: bool = False) -> bool:
+    """A timeout mcpkit can wait for: a positive, finite number of seconds (not a bool).
+
+    ``infinite``: ``math.inf`` is allowed too (one call meant to stay open, such as
+    a subscription stream; never a default).
+    """
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and value > 0
+        and (math.isfinite(value) or (infinite and value == math.inf))
+    )
+
+
+def timeout_problem(what: str, value: Any, *, infinite: bool = False) -> str:
+    kind = (
+        "a positive number of seconds (or math.inf)"
+        if infinite
+        else ("a positive, finite number of seconds")
+    )
+    return f"{what} must be {kind}, not {value!r}"
 
 
 class Deadline:

@@ -37,6 +37,7 @@ from ..errors import ConfigurationError, ConnectionClosed
 from .client import Client
 from .config import ServerConfig, load_config, parse_servers
 from .connection import ServerConnection
+from .deadlines import timeout_problem, valid_timeout
 from .features import ElicitationAPI, PromptsAPI, ResourcesAPI, RootsAPI, SamplingAPI, list_all
 from .handlers import ProgressCallback
 from .session import DEFAULT_TIMEOUT
@@ -70,10 +71,8 @@ class MCPClient:
         timeout: float = DEFAULT_TIMEOUT,
         id: str | None = None,
     ) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ConfigurationError(
-                f"timeout must be a positive number of seconds, not {timeout!r}"
-            )
+        if not valid_timeout(timeout):
+            raise ConfigurationError(timeout_problem("timeout", timeout))
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError("id must be a non-empty string")
         self.id = id

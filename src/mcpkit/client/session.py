@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from ..errors import (
     INTERNAL_ERROR,
+    ConfigurationError,
     ConnectionClosed,
     MCPError,
     PeerTimeout,
@@ -32,7 +33,7 @@ from ..protocol import jsonrpc
 from ..protocol.versions import REVISIONS, Revision
 from . import stateless
 from .cache import ResultCache
-from .deadlines import Deadlines
+from .deadlines import Deadlines, timeout_problem, valid_timeout
 from .handlers import (
     DEFAULT_LOG_LEVEL,
     ElicitationHandler,
@@ -105,6 +106,8 @@ class ClientSession(SessionAPI):
         ]
         if unknown:
             raise ValueError(f"unknown protocol versions {unknown}; known: {sorted(REVISIONS)}")
+        if not valid_timeout(timeout):
+            raise ConfigurationError(timeout_problem("timeout", timeout))
         self.transport = transport
         self.timeout = timeout
         self.requested_version = protocol_version
@@ -377,6 +380,12 @@ class ClientSession(SessionAPI):
         """Send a request and return its result; raises ``RemoteError`` for an error answer."""
         if self._closed is not None:
             raise _copy(self._closed)
+        if timeout is None:
+            wait = self.timeout
+        elif valid_timeout(timeout, infinite=True):
+            wait = timeout
+        else:
+            raise ValueError(timeout_problem(f"the timeout of {method}", timeout, infinite=True))
         if _retry and self._reinit_lock is not None and self._reinit_lock.locked():
             async with self._reinit_lock:  # a new session is being made: wait for it
                 pass
@@ -400,7 +409,6 @@ class ClientSession(SessionAPI):
         pending[rid] = fut
         msg = jsonrpc.request(rid, method, params)
         generation = self._generation
-        wait = self.timeout if timeout is None else timeout
         deadline = self._deadlines.add(rid, wait)
         try:
             if self._trace is not None:
@@ -447,10 +455,26 @@ class ClientSession(SessionAPI):
             await self.send_message(msg)
 
     async def send_message(self, message: dict[str, Any]) -> None:
-        """Write one raw message (responses to the server use this)."""
+        """Write one raw message (responses to the server use this).
+
+        Bounded by the session's timeout like every other wait: an HTTP server
+        that never answers a notification's POST, or a stdio server that stops
+        reading its stdin, fails the send with :class:`PeerTimeout`.
+        """
         if self._trace is not None:
             self._trace("sent", message)
-        await self.transport.send(message)
+        wait = self.timeout
+        try:
+            async with asyncio.timeout(wait) as scope:
+                await self.transport.send(message)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            method = message.get("method")
+            what = method if method is not None else f"the answer to request {message.get('id')!r}"
+            raise PeerTimeout(
+                f"MCP server {self.name!r} did not accept {what} within {wait:g} s"
+            ) from None
 
     async def _cancel_quietly(self, rid: Any, reason: str) -> None:
         if self._closed is not None:

@@ -7,7 +7,8 @@ client closes stdin, waits for the process to exit, then SIGTERM, then SIGKILL.
 Beyond the spec, for production use:
 
 * The server runs in a new process group and shutdown signals the whole group,
-  so helpers it started (``npx`` → ``node``, shells) go too: no orphans. The
+  so helpers it started (``npx`` → ``node``, shells) go too: no orphans. When the
+  server dies on its own, what is left of its group is stopped at once. The
   event loop's child watcher reaps it: no zombies. An ``atexit`` hook kills the
   groups of transports the application forgot to close.
 * The pipes are connected to the event loop directly, so each stdout chunk is
@@ -115,6 +116,7 @@ class StdioTransport:
         self._closing = False
         self._paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
+        self._reaper: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, inbound: Inbound) -> None:
@@ -226,6 +228,8 @@ class StdioTransport:
                     self._signal(signal.SIGKILL)
                     await self._wait_exit(5.0)
             await self._reap_group()
+            if self._reaper is not None:
+                await self._reaper
         finally:
             for reader in self._readers:
                 reader.close()
@@ -355,6 +359,9 @@ class StdioTransport:
         if self._closing or self._lost is not None:
             return
         if self.returncode is not None:
+            # Whatever the server started (npx's node, a shell's children) is of no use
+            # without it: stop the rest of its group now rather than at close.
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_group())
             what = f"MCP server {self.label!r} (pid {self.pid}) {_status(self.returncode)}"
         else:
             what = f"MCP server {self.label!r} (pid {self.pid}) closed its stdout"

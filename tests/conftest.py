@@ -46,5 +46,36 @@ def assert_valid_traffic() -> Callable[..., int]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "no_schema_check: do not validate in-memory traffic (state the reason)"
+        "markers",
+        "no_schema_check: do not validate in-memory or client traffic (state the reason)",
     )
+
+
+@pytest.fixture(autouse=True)
+def _validate_client_sessions(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Every mcpkit ClientSession a test makes without ``trace=`` gets a
+    :class:`tests.client.conftest.Traffic` of its own, checked when the test ends: every
+    message mcpkit's client emits in the tests (in this process) is validated against the
+    schema, not only in the tests that ask."""
+    from mcpkit.client.session import ClientSession
+    from tests.client.conftest import Traffic
+
+    recorders: list[Traffic] = []
+    original = ClientSession.__init__
+
+    def traced(self: ClientSession, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("trace") is None:
+            recorder = Traffic()
+            recorders.append(recorder)
+            kwargs["trace"] = recorder
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClientSession, "__init__", traced)
+    yield
+    if request.node.get_closest_marker("no_schema_check") is not None:
+        return
+    for recorder in recorders:
+        recorder.forgive_number_answers()
+        recorder.check()

@@ -67,6 +67,26 @@ class Traffic:
                 count += 1
         return count
 
+    def forgive_number_answers(self) -> None:
+        """Check accepted elicitation answers as if their non-integer numbers were integers.
+
+        The schemas type ElicitResult content values as string/integer/boolean while
+        NumberSchema allows any number, and the official conformance scenario
+        elicitation-sep1034-client-defaults expects a default of 95.5 sent back. Only that
+        mismatch is forgiven: the rest of each message is still checked.
+        """
+        for i, (d, m, checked) in enumerate(self.traffic):
+            if d != "sent" or not isinstance(m, dict):
+                continue
+            result = m.get("result")
+            params = m.get("params")
+            answers = params.get("inputResponses") if isinstance(params, dict) else None
+            if isinstance(result, dict) and result.get("action") == "accept":
+                self.traffic[i] = (d, {**m, "result": _answer_copy(result)}, checked)
+            elif isinstance(answers, dict):
+                fixed = {k: _answer_copy(a) for k, a in answers.items()}
+                self.traffic[i] = (d, {**m, "params": {**params, "inputResponses": fixed}}, checked)
+
     @property
     def stateless_version(self) -> str | None:
         """The 2026-07-28-style revision the last enveloped request named, if any."""
@@ -82,7 +102,7 @@ class Traffic:
         start = next(
             (i for i, (d, m, _) in enumerate(self.traffic) if d == "sent" and _is_init(m)), None
         )
-        if start is None or self.initialize_result is None:
+        if start is None:
             version = self.stateless_version
             if version is None:
                 return 0  # nothing was agreed: no revision to check against
@@ -91,8 +111,12 @@ class Traffic:
         probe = next((v for d, m, _ in self.traffic[:start] if (v := _meta_version(m))), None)
         if probe is not None:
             checked += schema.assert_valid_conversation(self.traffic[:start], probe)
-        handshake = self.initialize_result["protocolVersion"]
-        return checked + schema.assert_valid_conversation(self.traffic[start:], handshake)
+        # The revision the server agreed to; when it agreed to none this client knows (or
+        # never answered), the one the client asked for.
+        agreed = (self.initialize_result or {}).get("protocolVersion")
+        if agreed not in schema.revisions():
+            agreed = self.traffic[start][1]["params"]["protocolVersion"]
+        return checked + schema.assert_valid_conversation(self.traffic[start:], agreed)
 
 
 def _is_init(message: Any) -> bool:
@@ -139,3 +163,19 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             out.append(int(entry))
     return out
+
+
+def _integral(content: Any) -> Any:
+    """``content`` with its non-integer numbers rounded (see forgive_number_answers)."""
+    if isinstance(content, dict):
+        return {
+            k: round(v) if isinstance(v, float) and not v.is_integer() else v
+            for k, v in content.items()
+        }
+    return content
+
+
+def _answer_copy(answer: Any) -> Any:
+    if isinstance(answer, dict) and answer.get("action") == "accept" and "content" in answer:
+        return {**answer, "content": _integral(answer["content"])}
+    return answer

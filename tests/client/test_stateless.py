@@ -209,7 +209,7 @@ def modern(reject_first: bool = False, changes: bool = False) -> Handler:
                         "params": {"_meta": tag, "uri": uri},
                     }
                 )
-            return 200, [*events, ok(msg, {})[1]]  # a graceful end after the events
+            return 200, [*events, ok(msg, {"_meta": tag})[1]]  # a graceful end after the events
         if method == "tools/call" and params["name"] == "nag":
             return ok(msg, {"resultType": "input_required", "requestState": "again"})
         if method == "tools/call":

@@ -265,6 +265,41 @@ async def test_tool_lists_are_cached_and_refreshed_on_list_changed(servers: Serv
         assert len(servers.sent("weather", "tools/list")) == 1
 
 
+async def test_resource_and_prompt_lists_are_cached_and_refreshed_on_list_changed(
+    servers: Servers,
+) -> None:
+    seen: list[str] = []
+    async with MCPClient(servers=servers.definitions(), timeout=TIMEOUT) as mcp:
+        mcp.resources.on_list_changed("demo", lambda: seen.append("resources"))
+        mcp.prompts.on_list_changed("demo", lambda: seen.append("prompts"))
+        for _ in range(2):
+            resources = await mcp.resources.list()
+            prompts = await mcp.prompts.list()
+            templates = await mcp.resources.templates()
+        assert len(servers.sent("demo", "resources/list")) == 1
+        assert len(servers.sent("demo", "prompts/list")) == 1
+        assert len(servers.sent("demo", "resources/templates/list")) == 1
+        assert "memo://late" not in [r["uri"] for r in resources["demo"]]
+        assert "late" not in [p["name"] for p in prompts["demo"]]
+        assert templates["demo"]
+
+        servers.demo.resource("memo://late")(lambda: "late")
+        servers.demo.prompt(name="late")(lambda: "late")
+        await servers.demo.resources.notify_list_changed()
+        await servers.demo.prompts.notify_list_changed()
+        async with asyncio.timeout(5):
+            while not {"resources", "prompts"} <= set(seen):
+                await asyncio.sleep(0.01)
+
+        resources = await mcp.resources.list()
+        prompts = await mcp.prompts.list()
+        assert "memo://late" in [r["uri"] for r in resources["demo"]]
+        assert "late" in [p["name"] for p in prompts["demo"]]
+        assert len(servers.sent("demo", "resources/list")) == 2
+        assert len(servers.sent("demo", "prompts/list")) == 2
+        assert len(servers.sent("weather", "prompts/list")) <= 1
+
+
 async def test_without_list_changed_every_listing_asks_the_server(servers: Servers) -> None:
     servers.demo.capabilities = lambda revision=None: {"tools": {}}  # type: ignore[method-assign]
     async with MCPClient(servers=servers.definitions(), timeout=TIMEOUT) as mcp:

@@ -122,6 +122,13 @@ class _Lines(asyncio.Protocol):
             if future is not None:
                 future.set_result(message)
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        # The server died (say, it failed to import): fail the calls instead of hanging.
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(RuntimeError("the server closed its stdout"))
+        self.pending.clear()
+
 
 class MinimalStdio:
     """The baseline over stdio: spawn, handshake, then one line out and one line in per call.

@@ -62,6 +62,21 @@ async def serve(
         sock.close()
 
 
+async def read_body(scope: dict[str, Any], receive: Any, send: Any) -> bytes | None:
+    """For a hand-written ASGI app: serve the lifespan (None), else the whole request body."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return None
+    body = b""
+    while True:
+        event = await receive()
+        body += event.get("body", b"")
+        if not event.get("more_body"):
+            return body
+
+
 class Recorder:
     """An httpx event hook keeping (method, url, headers) of every request."""
 

@@ -23,7 +23,7 @@ from mcpkit.client.stateless import (
 )
 from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS
-from tests.client.http_servers import serve
+from tests.client.http_servers import read_body, serve
 from tests.schema import validate_message
 
 MODERN = "2026-07-28"
@@ -41,17 +41,9 @@ class Peer:
         self.seen: list[tuple[dict[str, Any], dict[str, str]]] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        body = await read_body(scope, receive, send)
+        if body is None:
             return
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         if scope["method"] != "POST":
             status, answer = 405, None

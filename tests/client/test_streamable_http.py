@@ -21,7 +21,7 @@ from mcpkit.transports.event_store import InMemoryEventStore
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.client.conftest import Traffic
 from tests.client.fixtures.demo_server import build_server
-from tests.client.http_servers import Recorder, eventually, free_socket, serve
+from tests.client.http_servers import Recorder, eventually, free_socket, read_body, serve
 
 TIMEOUT = 10.0
 
@@ -285,17 +285,9 @@ async def test_a_notification_the_server_never_accepts_times_out() -> None:
     release = asyncio.Event()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        body = await read_body(scope, receive, send)
+        if body is None:
             return
-        body = b""
-        while True:
-            part = await receive()
-            body += part.get("body", b"")
-            if not part.get("more_body"):
-                break
         msg = json.loads(body) if body else {}
         if scope["method"] != "POST":  # no standalone stream; DELETE ends the session
             await send({"type": "http.response.start", "status": 405, "headers": []})

@@ -361,3 +361,76 @@ def test_importing_the_client_does_not_import_httpx() -> None:
         "assert 'httpx' not in sys.modules, 'httpx imported eagerly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+
+
+async def test_a_connection_cut_mid_response_is_resumed_once(traffic: Traffic) -> None:
+    """Not a graceful end of the stream: the TCP connection dies in the middle of the
+    chunked body (the server's app crashes after the first event). The client resumes
+    from that event's id and gets the answer exactly once."""
+    gets: list[str | None] = []
+
+    def sse(event_id: str, message: dict[str, Any], retry: int | None = None) -> bytes:
+        head = f"retry: {retry}\n" if retry is not None else ""
+        return f"{head}id: {event_id}\ndata: {json.dumps(message)}\n\n".encode()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = await read_body(scope, receive, send)
+        if body is None:
+            return
+        stream = [(b"content-type", b"text/event-stream"), (b"mcp-session-id", b"s1")]
+        if scope["method"] == "GET":
+            headers = dict(scope["headers"])
+            gets.append(headers.get(b"last-event-id", b"").decode() or None)
+            if not gets[-1]:  # the standalone stream: not offered
+                await send({"type": "http.response.start", "status": 405, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            answer = {"jsonrpc": "2.0", "id": call_id[0], "result": {"content": []}}
+            answer["result"]["content"] = [{"type": "text", "text": "whole"}]
+            await send({"type": "http.response.start", "status": 200, "headers": stream})
+            await send({"type": "http.response.body", "body": sse("e2", answer)})
+            return
+        msg = json.loads(body)
+        if "id" not in msg:  # notifications/initialized
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if msg["method"] == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}, "logging": {}},
+                "serverInfo": {"name": "cut", "version": "1"},
+            }
+            reply = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            json_headers = [(b"content-type", b"application/json"), (b"mcp-session-id", b"s1")]
+            await send({"type": "http.response.start", "status": 200, "headers": json_headers})
+            await send({"type": "http.response.body", "body": reply.encode()})
+            return
+        call_id.append(msg["id"])
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "halfway"},
+        }
+        await send({"type": "http.response.start", "status": 200, "headers": stream})
+        await send({"type": "http.response.body", "body": sse("e1", note, 50), "more_body": True})
+        raise RuntimeError("the connection dies here")  # uvicorn aborts the chunked body
+
+    call_id: list[Any] = []
+    logs: list[Any] = []
+    async with (
+        serve(app) as url,
+        Client(
+            url=url,
+            trace=traffic,
+            timeout=TIMEOUT,
+            log_handler=logs.append,
+            protocol_version="2025-11-25",
+        ) as client,
+    ):
+        result = await client.call_tool("anything")
+    assert text_of(result) == "whole"
+    assert [entry["data"] for entry in logs] == ["halfway"]
+    assert "e1" in gets  # resumed from the last event it saw
+    answers = [m for m in traffic.received() if "result" in m and "content" in m["result"]]
+    assert len(answers) == 1

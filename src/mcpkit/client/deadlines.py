@@ -40,12 +40,10 @@ def valid_timeout(value: Any, *, infinite: bool = False) -> bool:
 
 
 def timeout_problem(what: str, value: Any, *, infinite: bool = False) -> str:
-    kind = (
-        "a positive number of seconds (or math.inf)"
-        if infinite
-        else ("a positive, finite number of seconds")
-    )
-    return f"{what} must be {kind}, not {value!r}"
+    """The message for a ``value`` that :func:`valid_timeout` refused."""
+    if infinite:
+        return f"{what} must be a positive number of seconds (or math.inf), not {value!r}"
+    return f"{what} must be a positive, finite number of seconds, not {value!r}"
 
 
 class Deadline:

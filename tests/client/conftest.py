@@ -99,6 +99,7 @@ class Traffic:
     def check(self) -> int:
         if not self.enabled:
             return 0
+        self.forgive_number_answers()
         start = next(
             (i for i, (d, m, _) in enumerate(self.traffic) if d == "sent" and _is_init(m)), None
         )

@@ -25,12 +25,23 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SERVER = FIXTURES / "stdio_server.py"
 REPO = Path(__file__).resolve().parents[2]
 
+# Runs a module or script with uvloop made unimportable, as on a plain `pip install mcpkit`
+# (uvloop only comes with extras): run_stdio and `mcpkit run` then make asyncio's own loop.
+_WITHOUT_UVLOOP = (
+    "import runpy, sys; sys.modules['uvloop'] = None; target = sys.argv.pop(1); "
+    "runpy.run_module(target[2:], run_name='__main__', alter_sys=True) if target.startswith('-m') "
+    "else runpy.run_path(target, run_name='__main__')"
+)
+
 # How the fixture server is started: run_stdio (uvloop when installed), serve_stdio
-# on the stock asyncio loop, and through the `mcpkit run` command.
+# on the stock asyncio loop, through the `mcpkit run` command, and the first and
+# last again without uvloop.
 LAUNCHERS: dict[str, list[str]] = {
     "run_stdio": [sys.executable, str(SERVER)],
     "asyncio": [sys.executable, str(SERVER), "--asyncio"],
     "cli": [sys.executable, "-m", "mcpkit", "run", str(SERVER)],
+    "run_stdio_without_uvloop": [sys.executable, "-c", _WITHOUT_UVLOOP, str(SERVER)],
+    "cli_without_uvloop": [sys.executable, "-c", _WITHOUT_UVLOOP, "-mmcpkit", "run", str(SERVER)],
 }
 
 INIT_PARAMS: dict[str, Any] = {

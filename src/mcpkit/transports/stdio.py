@@ -41,6 +41,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, cast
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
+from ..loops import new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
 from .stdio_process import (
@@ -431,7 +432,7 @@ def run_stdio(server: MCPServer, **options: Any) -> None:
     so a tool still running in a thread does not hold the process once serving
     has ended.
     """
-    loop = _new_event_loop()
+    loop = new_event_loop()
     executor = DaemonExecutor()
     loop.set_default_executor(executor)
     asyncio.set_event_loop(loop)
@@ -449,11 +450,3 @@ def run_stdio(server: MCPServer, **options: Any) -> None:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
-
-
-def _new_event_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return cast(asyncio.AbstractEventLoop, uvloop.new_event_loop())

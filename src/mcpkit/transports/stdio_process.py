@@ -387,7 +387,7 @@ def given_streams(stdin: StreamArg, stdout: StreamArg) -> Iterator[tuple[IO[byte
 # -- worker threads that let the process go -----------------------------------------------------
 
 
-class DaemonExecutor(concurrent.futures.Executor):
+class DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
     """A thread pool of daemon threads, for ``run_in_executor(None, ...)`` under :func:`run_stdio`.
 
     ``concurrent.futures.ThreadPoolExecutor`` joins its threads at interpreter
@@ -395,15 +395,20 @@ class DaemonExecutor(concurrent.futures.Executor):
     stop (EOF, SIGTERM) alive until the tool returns. Here threads are daemons,
     and :meth:`shutdown` without ``wait`` abandons running calls: their results
     are dropped, since nobody is left to read them.
+
+    It subclasses ``ThreadPoolExecutor`` only because asyncio's
+    ``loop.set_default_executor`` refuses anything else (a ``TypeError`` since
+    Python 3.11; uvloop does not check). Every method the base class uses to make
+    or join threads is replaced here; its constructor starts no thread.
     """
 
     def __init__(self, max_workers: int | None = None) -> None:
-        self._max_workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
+        super().__init__(max_workers=max_workers or min(32, (os.cpu_count() or 1) + 4))
         self._work: queue.SimpleQueue[
             tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None
         ]
         self._work = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._workers: list[threading.Thread] = []
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._closed = False
@@ -416,12 +421,12 @@ class DaemonExecutor(concurrent.futures.Executor):
                 raise RuntimeError("cannot schedule new calls after shutdown")
             future: concurrent.futures.Future[T] = concurrent.futures.Future()
             self._work.put((future, lambda: fn(*args, **kwargs)))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+            if not self._idle.acquire(blocking=False) and len(self._workers) < self._max_workers:
                 thread = threading.Thread(
-                    target=self._worker, name=f"mcpkit-worker-{len(self._threads)}", daemon=True
+                    target=self._worker, name=f"mcpkit-worker-{len(self._workers)}", daemon=True
                 )
                 thread.start()
-                self._threads.append(thread)
+                self._workers.append(thread)
             return future
 
     def _worker(self) -> None:
@@ -454,8 +459,8 @@ class DaemonExecutor(concurrent.futures.Executor):
                         break
                     if item is not None:
                         item[0].cancel()
-            for _ in self._threads:
+            for _ in self._workers:
                 self._work.put(None)
         if wait:
-            for thread in self._threads:
+            for thread in self._workers:
                 thread.join()

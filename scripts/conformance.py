@@ -103,39 +103,24 @@ def install() -> Suite:
     if suite is not None:
         return suite
     home.mkdir(parents=True, exist_ok=True)
-    env = dict(
-        os.environ,
-        MCP_CONFORMANCE_HOME=str(home),
-        MCP_CONFORMANCE_VERSION=SUITE_VERSION,
-        MCP_CONFORMANCE_NODE=NODE_VERSION,
-    )
-    shared = REPO.parent / "shared" / "conformance" / "install.sh"
-    if shared.is_file() and not os.environ.get("MCP_CONFORMANCE_OWN_INSTALL"):
-        log(f"installing the suite with {shared}")
-        cmd = ["bash", str(shared)]
-    else:
-        npm = shutil.which("npm")
-        if npm is None:
-            raise RunnerError(
-                "npm is needed to install the conformance suite (apt-get install npm)"
-            )
-        package_json = home / "package.json"
-        if not package_json.exists():
-            package_json.write_text('{"name": "mcp-conformance-home", "private": true}\n')
-        log(
-            f"installing {SUITE_PACKAGE}@{SUITE_VERSION} and {NODE_PACKAGE}@{NODE_VERSION} into {home}"
-        )
-        cmd = [
-            npm,
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            f"{NODE_PACKAGE}@{NODE_VERSION}",
-            f"{SUITE_PACKAGE}@{SUITE_VERSION}",
-        ]
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RunnerError("npm is needed to install the conformance suite (apt-get install npm)")
+    package_json = home / "package.json"
+    if not package_json.exists():
+        package_json.write_text('{"name": "mcp-conformance-home", "private": true}\n')
+    log(f"installing {SUITE_PACKAGE}@{SUITE_VERSION} and {NODE_PACKAGE}@{NODE_VERSION} into {home}")
+    cmd = [
+        npm,
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        f"{NODE_PACKAGE}@{NODE_VERSION}",
+        f"{SUITE_PACKAGE}@{SUITE_VERSION}",
+    ]
     try:
-        subprocess.run(cmd, cwd=home, env=env, check=True, timeout=900, stdout=sys.stderr)
+        subprocess.run(cmd, cwd=home, check=True, timeout=900, stdout=sys.stderr)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         raise RunnerError(f"installing the conformance suite failed: {exc}") from None
     suite = _installed(home)

@@ -16,7 +16,7 @@ import pytest
 from mcpkit import testing
 from tests import schema as _schema
 
-schema_dir = _schema.schema_dir()  # fail at collection time when ../shared is missing
+schema_dir = _schema.schema_dir()  # fail at collection time when tests/schemas is missing
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,8 @@
 """Validate JSON-RPC messages against the official MCP JSON schemas, per revision.
 
-The schemas live in ``shared/spec/schema/<revision>/schema.json`` next to the
-repository (``<repo>/../shared``). A message is mapped to its definition:
+The schemas are the published ones, carried in ``tests/schemas/<revision>/schema.json``
+(source and licence in ``tests/schemas/README.md``). A message is mapped to its
+definition:
 
 * requests and notifications by ``method`` (``tools/call`` → ``CallToolRequest``),
   found by scanning the definitions for a ``method`` constant, so no table has
@@ -58,7 +59,6 @@ __all__ = [
     "validate_message",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class SchemaViolation(AssertionError):
@@ -66,13 +66,10 @@ class SchemaViolation(AssertionError):
 
 
 def schema_dir() -> Path:
-    """``<repo>/../shared/spec/schema``; fails loudly when the shared tree is missing."""
-    path = REPO_ROOT.parent / "shared" / "spec" / "schema"
-    if not path.is_dir():
-        raise RuntimeError(
-            f"MCP JSON schemas not found at {path}: the shared spec tree must sit next to the "
-            "repository (../shared/spec/schema/<revision>/schema.json)"
-        )
+    """``tests/schemas``, one ``<revision>/schema.json`` per protocol revision."""
+    path = Path(__file__).resolve().parent / "schemas"
+    if not (path / "2025-11-25" / "schema.json").is_file():
+        raise RuntimeError(f"MCP JSON schemas not found at {path} (tests/schemas/README.md)")
     return path
 
 

@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
+from mcpkit.protocol.versions import REVISIONS
 from tests.schema import (
     SchemaViolation,
     assert_valid_conversation,
     definition_for,
+    revisions,
     validate_message,
 )
 
@@ -142,3 +144,7 @@ def test_unchecked_messages_are_skipped_but_still_paired() -> None:
     ]
     with pytest.raises(SchemaViolation, match="CallToolResult"):
         assert_valid_conversation(traffic, "2025-11-25")
+
+
+def test_the_suite_carries_a_schema_for_every_revision_mcpkit_speaks() -> None:
+    assert set(REVISIONS) <= set(revisions())

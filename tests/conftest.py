@@ -49,6 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "no_schema_check: do not validate in-memory or client traffic (state the reason)",
     )
+    config.addinivalue_line(
+        "markers",
+        "uvloop: tests uvloop itself; the minimal-install legs of .ci/run, which have no "
+        "uvloop (as a plain 'pip install mcpkit'), deselect them with -m 'not uvloop'",
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,8 @@ import uvloop
 from mcpkit.client.blocking import LoopThread
 from mcpkit.loops import new_event_loop, run
 
+pytestmark = pytest.mark.uvloop
+
 
 def test_new_event_loop_is_uvloop_when_installed() -> None:
     loop = new_event_loop()

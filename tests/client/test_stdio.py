@@ -151,6 +151,7 @@ async def test_server_exit_names_the_status_and_last_stderr_lines() -> None:
     assert info.value.returncode == 3
 
 
+@pytest.mark.uvloop
 def test_the_stdio_client_works_on_uvloop() -> None:
     import uvloop  # installed with the dev extra (uvicorn[standard])
 

@@ -192,6 +192,7 @@ async def test_sending_after_the_server_died_raises_its_exit() -> None:
     assert recorder.messages == []
 
 
+@pytest.mark.uvloop
 def test_the_same_framing_on_uvloop() -> None:
     import uvloop
 

@@ -1,6 +1,6 @@
 """Real-socket fixtures for the HTTP transport tests.
 
-``serve_app(app)`` runs an ASGI app on uvicorn (httptools) on a free
+``serve_app(app)`` runs an ASGI app on uvicorn (httptools when installed, else h11) on a free
 127.0.0.1 port, in the test's own event loop, and tears it down at the end of
 the test. ``HTTPClient`` is a deliberately small raw Streamable HTTP client on
 httpx: it shows exactly what is on the wire (status codes, headers, SSE
@@ -129,7 +129,7 @@ async def run_app(app: ASGIApp | Any) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", http="httptools", lifespan="on", timeout_graceful_shutdown=2
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
     )
     server = _TestServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -350,7 +350,9 @@ class UriTemplate:
         """Extract variables from ``uri``; ``None`` if it does not match.
 
         URIs longer than ``max_match_length`` never match (a bound on the time
-        a hostile URI can cost, see the module docstring).
+        a hostile URI can cost), nor do URIs whose single-segment variables
+        would decode to ``/``, a backslash, NUL, a control character, ``.`` or
+        ``..`` (see "Safe values" in the module docstring).
         """
         if len(uri) > self.max_match_length:
             return None

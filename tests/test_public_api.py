@@ -20,6 +20,7 @@ EXPECTED_ALL = [
     "ConnectionClosed",
     "Context",
     "ElicitResult",
+    "ElicitationValidationError",
     "EmbeddedResource",
     "Image",
     "InputRoundStore",

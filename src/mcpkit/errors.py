@@ -8,6 +8,8 @@ Hierarchy, split by who must act::
     ├── MCPError                  carries a JSON-RPC error (code, message, data)
     │   ├── InvalidRequest        -32600, the message breaks the protocol rules
     │   ├── InvalidParams         -32602, the caller sent bad arguments
+    │   │   └── ElicitationValidationError  an accepted elicitation answer does not
+    │   │                         fit the requested schema (a tool error if uncaught)
     │   ├── MethodNotFound        -32601
     │   ├── ResourceNotFound      -32002 (-32602 from 2026-07-28 on)
     │   ├── CapabilityError       the peer did not declare what a call needs
@@ -26,7 +28,10 @@ else builds error objects or messages from exceptions by hand.
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -39,6 +44,7 @@ __all__ = [
     "CapabilityError",
     "ConfigurationError",
     "ConnectionClosed",
+    "ElicitationValidationError",
     "InvalidParams",
     "InvalidRequest",
     "MCPError",
@@ -110,6 +116,29 @@ class InvalidRequest(MCPError):
 
 class InvalidParams(MCPError):
     code = INVALID_PARAMS
+
+
+class ElicitationValidationError(InvalidParams):
+    """The user accepted an elicitation, but the content does not fit the requested schema.
+
+    Raised by ``ctx.elicit(...)``; catch it to handle the answer yourself (ask
+    again, fall back, explain). ``content`` is what the client sent (not
+    validated), ``errors`` one entry per problem, as pydantic reports them
+    (``loc``, ``msg``, ``type``, ``input``). Uncaught in a tool, it becomes an
+    ``isError`` result with :attr:`message`, which names each failing field;
+    elsewhere (a resource, a prompt) a -32602 error with that message.
+    """
+
+    def __init__(self, content: Any, errors: list[ErrorDetails]) -> None:
+        parts = []
+        for err in errors:
+            loc = ".".join(str(p) for p in err.get("loc", ()))
+            parts.append(f"field {loc}: {err['msg']}" if loc else err["msg"])
+        super().__init__(
+            "the answer to elicitation did not match the requested schema: " + "; ".join(parts)
+        )
+        self.content = content
+        self.errors = errors
 
 
 class MethodNotFound(MCPError):
@@ -184,14 +213,15 @@ def tool_error_text(exc: Exception, *, tool: str, debug: bool = False) -> str | 
     :class:`MCPError` the tool raised itself, such as ``InvalidParams``) and
     becomes a JSON-RPC error instead. :class:`ToolError` and the failures of a
     tool's own requests to the client (capability missing, timeout, the client's
-    error answer, connection gone) show their message, which mcpkit or the tool
+    error answer, an elicitation answer that does not fit, connection gone) show
+    their message, which mcpkit or the tool
     author wrote for the model. Anything else hides its text and traceback
     unless ``debug`` (2025-11-25 server/tools § error handling: tool errors are
     results the model can see; ARCHITECTURE.md principle 6: no internals leak).
     """
     if isinstance(exc, ToolError | PeerTimeout | ConnectionClosed):
         return str(exc) or type(exc).__name__
-    if isinstance(exc, CapabilityError | RemoteError):
+    if isinstance(exc, CapabilityError | RemoteError | ElicitationValidationError):
         return exc.message
     if isinstance(exc, MCPError):
         return None

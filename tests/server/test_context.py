@@ -13,7 +13,9 @@ from pydantic import BaseModel, Field
 from mcpkit import (
     CapabilityError,
     Context,
+    ElicitationValidationError,
     ElicitResult,
+    InvalidParams,
     MCPServer,
     PeerTimeout,
     Root,
@@ -433,19 +435,118 @@ async def test_decline_and_cancel_carry_no_content(action: str) -> None:
     assert seen == [ElicitResult(action=action)]  # type: ignore[arg-type]
 
 
-async def test_an_answer_that_does_not_fit_the_model_is_reported() -> None:
-    server, _ = elicit_server(Booking)
+def bad_booking(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"guests": 99, "seating": "roof"}}
 
-    def answer(params: dict[str, Any]) -> dict[str, Any]:
-        return {"action": "accept", "content": {"guests": 99}}
+
+async def test_an_uncaught_answer_that_does_not_fit_the_model_is_a_clear_tool_error() -> None:
+    server, seen = elicit_server(Booking)
+    async with connect(
+        server, capabilities=ELICIT, handlers={"elicitation/create": bad_booking}
+    ) as client:
+        result = await client.call_tool("book")
+    assert result["isError"] is True
+    assert text_of(result) == (
+        "the answer to elicitation did not match the requested schema: "
+        "field name: Field required; "
+        "field guests: Input should be less than or equal to 10; "
+        "field seating: Input should be 'inside' or 'outside'"
+    )
+    assert "pydantic" not in text_of(result) and "validation error" not in text_of(result)
+    assert seen == []
+
+
+@pytest.mark.parametrize("sync", [False, True])
+async def test_a_tool_can_catch_the_invalid_answer_and_see_what_was_wrong(sync: bool) -> None:
+    server = MCPServer(name="e", version="1")
+    caught: list[ElicitationValidationError] = []
+
+    def handle(exc: ElicitationValidationError) -> str:
+        caught.append(exc)
+        fields = sorted(str(err["loc"][0]) for err in exc.errors)
+        return f"please fix {', '.join(fields)} (you sent {exc.content})"
+
+    if sync:
+
+        @server.tool
+        def book(ctx: Context) -> str:
+            try:
+                ctx.elicit("Book a table?", Booking)
+            except ElicitationValidationError as exc:
+                return handle(exc)
+            return "booked"
+    else:
+
+        @server.tool
+        async def book(ctx: Context) -> str:
+            try:
+                await ctx.elicit("Book a table?", Booking)
+            except ElicitationValidationError as exc:
+                return handle(exc)
+            return "booked"
 
     async with connect(
-        server, capabilities=ELICIT, handlers={"elicitation/create": answer}
+        server, capabilities=ELICIT, handlers={"elicitation/create": bad_booking}
+    ) as client:
+        result = await client.call_tool("book")
+    assert result.get("isError") is not True
+    assert text_of(result) == (
+        "please fix guests, name, seating (you sent {'guests': 99, 'seating': 'roof'})"
+    )
+    (exc,) = caught
+    assert isinstance(exc, InvalidParams)  # code that caught InvalidParams still does
+    assert exc.content == {"guests": 99, "seating": "roof"}
+    assert [(e["loc"], e["type"]) for e in exc.errors] == [
+        (("name",), "missing"),
+        (("guests",), "less_than_equal"),
+        (("seating",), "literal_error"),
+    ]
+
+
+async def test_a_non_object_answer_to_a_dict_schema_is_the_same_typed_error() -> None:
+    server = MCPServer(name="e", version="1")
+    caught: list[ElicitationValidationError] = []
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        try:
+            await ctx.elicit("Name?", {"type": "object", "properties": {"n": {"type": "string"}}})
+        except ElicitationValidationError as exc:
+            caught.append(exc)
+            raise
+
+    async with connect(
+        server,
+        capabilities=ELICIT,
+        handlers={"elicitation/create": lambda p: {"action": "accept", "content": [1]}},
+    ) as client:
+        unchecked_client_traffic(client)  # the answer breaks the schema on purpose
+        result = await client.call_tool("ask")
+    assert result["isError"] is True
+    assert text_of(result) == (
+        "the answer to elicitation did not match the requested schema: "
+        "the content is not an object (got list)"
+    )
+    assert caught[0].content == [1]
+
+
+async def test_an_invalid_answer_in_a_resource_is_a_clear_invalid_params_error() -> None:
+    server = MCPServer(name="e", version="1")
+
+    @server.resource("booking://new")
+    async def new_booking(ctx: Context) -> str:
+        answer = await ctx.elicit("Book a table?", Booking)
+        return str(answer.content)
+
+    async with connect(
+        server, capabilities=ELICIT, handlers={"elicitation/create": bad_booking}
     ) as client:
         with pytest.raises(RemoteError) as info:
-            await client.call_tool("book")
+            await client.read_resource("booking://new")
     assert info.value.code == INVALID_PARAMS
-    assert "name" in info.value.message and "guests" in info.value.message
+    assert info.value.message.startswith(
+        "the answer to elicitation did not match the requested schema: field name: Field required"
+    )
 
 
 async def test_elicit_needs_the_client_capability() -> None:

@@ -267,3 +267,40 @@ async def test_a_state_over_the_limit_ends_the_call_with_a_clear_error() -> None
 def test_request_state_limit_is_checked(limit: Any) -> None:
     with pytest.raises(ConfigurationError, match="request_state_limit"):
         MCPServer(name="s", version="1", request_state_limit=limit)
+
+
+async def test_an_invalid_answer_in_an_input_round_is_the_same_typed_error() -> None:
+    from pydantic import BaseModel
+
+    from mcpkit import ElicitationValidationError
+
+    class Person(BaseModel):
+        name: str
+        age: int
+
+    server = MCPServer(name="mrtr", version="1")
+
+    @server.tool
+    async def who(strict: bool, ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("Who?", Person, key="q")
+        except ElicitationValidationError as exc:
+            if strict:
+                raise
+            return f"bad fields: {[e['loc'] for e in exc.errors]}"
+        return str(answer.content)
+
+    bad = {"q": {"action": "accept", "content": {"name": "Ada", "age": "old"}}}
+    for strict, expected in (
+        (False, "bad fields: [('age',)]"),
+        (
+            True,
+            "the answer to elicitation did not match the requested schema: "
+            "field age: Input should be a valid integer, unable to parse string as an integer",
+        ),
+    ):
+        first = await send(server, call("who", {"strict": strict}, 1))
+        state = first["result"]["requestState"]
+        done = await send(server, call("who", {"strict": strict}, 2, state=state, responses=bad))
+        assert done["result"]["content"][0]["text"] == expected
+        assert done["result"].get("isError", False) is strict

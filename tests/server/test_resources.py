@@ -119,6 +119,35 @@ async def test_unknown_resource_is_32002_with_the_uri_in_data() -> None:
     assert info.value.data == {"uri": "test://nothing/here"}
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "notes://..%2F..%2Fetc%2Fpasswd",
+        "notes://a%00b",
+        "notes://..",
+        "notes://%2E%2E",
+        "notes://x%0Ay",
+    ],
+)
+async def test_a_uri_decoding_to_a_traversal_is_not_found_and_never_reaches_the_handler(
+    uri: str,
+) -> None:
+    server = MCPServer(name="notes", version="1")
+    seen: list[str] = []
+
+    @server.resource("notes://{name}")
+    def note(name: str) -> str:
+        seen.append(name)
+        return f"note {name}"
+
+    async with connect(server) as client:
+        assert (await client.read_resource("notes://todo"))["contents"][0]["text"] == "note todo"
+        with pytest.raises(RemoteError) as info:
+            await client.read_resource(uri)
+    assert info.value.code == RESOURCE_NOT_FOUND
+    assert seen == ["todo"]
+
+
 def test_registration_mistakes_are_configuration_errors() -> None:
     server = MCPServer(name="x", version="1")
     with pytest.raises(ConfigurationError, match="static"):

@@ -280,11 +280,6 @@ RFC_MATCHES: list[tuple[str, str, dict[str, str | list[str]]]] = [
     ("O{empty}X", "OX", {"empty": ""}),
     ("{x,y}", "1024,768", {"x": "1024", "y": "768"}),
     ("?{x,empty}", "?1024,", {"x": "1024", "empty": ""}),
-    (
-        "{base}index",
-        "http%3A%2F%2Fexample.com%2Fhome%2Findex",
-        {"base": "http://example.com/home/"},
-    ),
     ("{+base}index", "http://example.com/home/index", {"base": "http://example.com/home/"}),
     ("{+path}/here", "/foo/bar/here", {"path": "/foo/bar"}),
     ("here?ref={+path}", "here?ref=/foo/bar", {"path": "/foo/bar"}),
@@ -299,7 +294,6 @@ RFC_MATCHES: list[tuple[str, str, dict[str, str | list[str]]]] = [
     ("www{.dom*}", "www.example.com", {"dom": ["example", "com"]}),
     ("{count*}", "one,two,three", {"count": ["one", "two", "three"]}),
     ("{/var,x}/here", "/value/1024/here", {"var": "value", "x": "1024"}),
-    ("{/who,dub}", "/fred/me%2Ftoo", {"who": "fred", "dub": "me/too"}),
     ("{/var:1,var}", "/v/value", {"var": "value"}),
     ("{/list*}", "/red/green/blue", {"list": ["red", "green", "blue"]}),
     ("{;x,y,empty}", ";x=1024;y=768;empty", {"x": "1024", "y": "768", "empty": ""}),
@@ -322,6 +316,20 @@ def test_rfc_examples_match(template: str, uri: str, expected: dict[str, object]
     assert UriTemplate(template).match(uri) == expected
 
 
+# RFC expansions that deliberately do NOT match back: a single-segment variable never
+# decodes to a value holding '/' (module docstring, "Safe values"); {+v} is the opt-in.
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        ("{base}index", "http%3A%2F%2Fexample.com%2Fhome%2Findex"),
+        ("{/who,dub}", "/fred/me%2Ftoo"),
+        ("{path}", "%2Ffoo%2Fbar"),
+    ],
+)
+def test_rfc_expansions_with_encoded_slash_do_not_match(template: str, uri: str) -> None:
+    assert UriTemplate(template).match(uri) is None
+
+
 # --- MCP-style templates -------------------------------------------------------------
 
 
@@ -331,7 +339,8 @@ def test_mcp_config_key() -> None:
     assert t.expand({"key": "app.name"}) == "config://app.name"
     assert t.expand({"key": "a/b c"}) == "config://a%2Fb%20c"
     assert t.match("config://app.name") == {"key": "app.name"}
-    assert t.match("config://a%2Fb%20c") == {"key": "a/b c"}
+    assert t.match("config://a%20b%2Cc") == {"key": "a b,c"}
+    assert t.match("config://a%2Fb%20c") is None  # never a '/' in a single segment
     assert t.match("config://") == {"key": ""}
     assert t.match("config://a/b") is None
     assert t.match("config://a?b") is None
@@ -386,7 +395,9 @@ def test_mcp_static_middle() -> None:
 def test_path_segments_explode_returns_list() -> None:
     t = UriTemplate("repo://{owner}{/path*}")
     assert t.match("repo://me/a/b/c") == {"owner": "me", "path": ["a", "b", "c"]}
-    assert t.match("repo://me/a%2Fb") == {"owner": "me", "path": ["a/b"]}
+    assert t.match("repo://me/a%20b") == {"owner": "me", "path": ["a b"]}
+    assert t.match("repo://me/a%2Fb") is None  # each item is one segment
+    assert t.match("repo://me/a/../b") is None
     assert t.match("repo://me") == {"owner": "me"}
 
 
@@ -573,6 +584,69 @@ def test_malformed_templates(template: str, position: int) -> None:
     assert f"position {position}" in str(err)
 
 
+# --- Safe values: no path traversal through a single-segment variable ---------------
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "notes://..%2F..%2Fetc%2Fpasswd",  # '/' decoded
+        "notes://..%2f..%2fetc%2fpasswd",
+        "notes://a%00b",  # NUL
+        "notes://%00",
+        "notes://a%5Cb",  # '\\' (a separator on Windows)
+        "notes://..%5C..%5Cwin.ini",
+        "notes://a%0Ab",  # other C0 controls and DEL
+        "notes://a%0D%0Ab",
+        "notes://%1B[31m",
+        "notes://a%7F",
+        "notes://..",  # '.' and '..' as the whole value
+        "notes://.",
+        "notes://%2E%2E",
+        "notes://%2e.",
+    ],
+)
+def test_single_segment_variable_refuses_unsafe_decoded_values(uri: str) -> None:
+    assert UriTemplate("notes://{name}").match(uri) is None
+
+
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        ("n://x{/name}", "n://x/..%2Fsecret"),
+        ("n://x{/name}", "n://x/.."),
+        ("n://x{/parts*}", "n://x/a/%2E%2E/b"),
+        ("n://x{/parts*}", "n://x/a%2Fb"),
+        ("n://x{;name}", "n://x;name=..%2Fsecret"),
+        ("n://x{;name}", "n://x;name=.."),
+        ("n://x{.ext}", "n://x.a%2Fb"),
+        ("n://{items*}", "n://a,..,b"),
+        ("n://{name:4}", "n://..%2Fetc"),  # the prefix is a value too
+        ("n://{a}/{a:2}", "n://..x/.."),
+        ("n://x{?q}", "n://x?q=a%00b"),  # NUL: nowhere
+        ("file:///{+path}", "file:///a%00b"),
+        ("n://x{#frag}", "n://x#a%00"),
+    ],
+)
+def test_unsafe_values_do_not_match_in_any_form(template: str, uri: str) -> None:
+    assert UriTemplate(template).match(uri) is None
+
+
+def test_safe_values_still_match() -> None:
+    t = UriTemplate("notes://{name}")
+    assert t.match("notes://a.b") == {"name": "a.b"}
+    assert t.match("notes://...") == {"name": "..."}
+    assert t.match("notes://..a") == {"name": "..a"}
+    assert t.match("notes://caf%C3%A9%20au%20lait") == {"name": "café au lait"}
+    assert t.match("notes://%09") is None  # a tab is a control character too
+    # The explicit opt-ins keep '/' (and '..': the handler must contain it itself).
+    assert UriTemplate("file:///{+path}").match("file:///../etc/passwd") == {
+        "path": "../etc/passwd"
+    }
+    assert UriTemplate("file:///{+path}").match("file:///a%2Fb%0Ac") == {"path": "a/b\nc"}
+    assert UriTemplate("s://x{?q}").match("s://x?q=a%2Fb%0A") == {"q": "a/b\n"}
+
+
 # --- Property tests -------------------------------------------------------------------
 
 OPERATORS = ["", "+", "#", ".", "/", ";", "?", "&"]
@@ -584,17 +658,29 @@ WORD = st.text(string.ascii_letters + string.digits + "-_~", max_size=6)
 URI_CHARS = set(string.ascii_letters + string.digits + "-._~:/?#[]@!$&'()*+,;=%")
 
 
+def _safe_segment(text: str) -> bool:
+    return text not in (".", "..") and not any(
+        c in "/\\" or ord(c) < 0x20 or c == "\x7f" for c in text
+    )
+
+
+SAFE_TEXT = ANY_TEXT.filter(_safe_segment)
+
+
 def text_for(op: str) -> st.SearchStrategy[str]:
     """Values for which the operator's expansion is reversible.
 
     + and # let reserved characters through unencoded, so only unreserved text
-    round-trips; '.' is unreserved but is the label separator.
+    round-trips; '.' is unreserved but is the label separator. Single-segment
+    variables take only safe text; query values anything but NUL.
     """
     if op in ("+", "#"):
         return UNRESERVED
     if op == ".":
-        return ANY_TEXT.filter(lambda s: "." not in s)
-    return ANY_TEXT
+        return SAFE_TEXT.filter(lambda s: "." not in s)
+    if op in ("?", "&"):
+        return ANY_TEXT.filter(lambda s: "\x00" not in s)
+    return SAFE_TEXT
 
 
 @given(
@@ -679,7 +765,7 @@ def test_round_trip_composite(case: tuple[str, dict[str, str]]) -> None:
 @given(names=st.lists(NAMES, min_size=1, max_size=4, unique=True), data=st.data())
 def test_query_parameters_in_any_order_with_extras(names: list[str], data: st.DataObject) -> None:
     t = UriTemplate("q://x{?" + ",".join(names) + "}")
-    values = {name: data.draw(ANY_TEXT) for name in names}
+    values = {name: data.draw(text_for("?")) for name in names}
     pairs = t.expand(values).removeprefix("q://x?").split("&")
     pairs = data.draw(st.permutations(pairs))
     pairs.insert(data.draw(st.integers(0, len(pairs))), "unknown_param=1")
@@ -704,6 +790,22 @@ def test_parser_and_matcher_are_total(template: str, uri: str) -> None:
     result = t.match(uri)
     assert result is None or set(result) <= set(t.variables)
     assert t.match(t.expand({})) is not None
+
+
+@given(
+    op=st.sampled_from(["", ".", "/", ";"]),
+    explode=st.booleans(),
+    tail=st.text("ab./\\%2F5Ce0A7D", max_size=16),
+)
+def test_single_segment_values_are_always_safe(op: str, explode: bool, tail: str) -> None:
+    t = UriTemplate("s://x{" + op + "v" + ("*" if explode else "") + "}")
+    lead = {"": "", ".": ".", "/": "/", ";": ";v="}[op]
+    found = t.match("s://x" + lead + tail)
+    if found is None or "v" not in found:
+        return
+    value = found["v"]
+    for item in [value] if isinstance(value, str) else value:
+        assert _safe_segment(item), (tail, item)
 
 
 @st.composite

@@ -105,3 +105,43 @@ async def test_stateless_uses_the_protocol_version_header_for_the_revision(
     assert any(t.get("title") == "Ping the client" for t in new.result["tools"])  # the header chose
     bad = await c.request("tools/list", headers={"mcp-protocol-version": "2000-01-01"})
     assert bad.status == 400
+
+
+async def test_a_client_that_declared_elicitation_hears_that_stateless_mode_is_why(
+    serve_app: Any,
+) -> None:
+    """Each POST gets a fresh session that never saw the client's capabilities: the error
+    must blame the mode, not say the client failed to declare them."""
+    from mcpkit import Client
+    from tests.transports.conftest import TIMEOUT
+
+    app, url = await _stateless(serve_app)
+
+    @app.server.tool
+    async def summarize(ctx: Context) -> str:
+        """Sample the client's LLM."""
+        reply = await ctx.sample("Summarize", max_tokens=5)
+        return str(reply["content"]["text"])
+
+    async with Client(
+        url=url,
+        protocol_version="2025-11-25",  # the handshake era: no input-required rounds
+        elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}},
+        sampling_handler=lambda params: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "x"},
+            "model": "m",
+        },
+        timeout=TIMEOUT,
+    ) as client:
+        assert client.protocol_version == "2025-11-25"
+        for tool, method in (
+            ("ask", "elicitation/create"),
+            ("summarize", "sampling/createMessage"),
+        ):
+            result = await client.call_tool(tool)
+            text = result["content"][0]["text"]
+            assert result["isError"] is True, tool
+            assert f"cannot send {method}: this server runs in stateless mode" in text
+            assert "whatever capabilities the client declared" in text
+            assert "did not declare" not in text

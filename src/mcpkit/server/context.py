@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import CapabilityError, InvalidParams
+from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
 
 if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
     from ..protocol.versions import Revision
     from .session import Request, ServerSession
 
@@ -266,6 +268,11 @@ class Context:
         JSON-Schema dict of a flat object (enums and defaults allowed). ``key``
         names the question in a 2026-07-28 input-required result (default:
         ``elicitation``, ``elicitation_2``, ...).
+
+        An accepted answer that does not fit ``schema`` raises
+        :class:`~mcpkit.errors.ElicitationValidationError` (its ``content`` and
+        ``errors``): catch it to ask again or fall back; uncaught in a tool it
+        becomes a tool error naming each failing field.
         """
         return self._call(self._elicit(message, schema, timeout, key))
 
@@ -281,6 +288,9 @@ class Context:
         else:
             raise TypeError("elicit() schema must be a pydantic model class or a JSON-Schema dict")
         revision = self.session.revision
+        unreachable = self.session.unreachable("elicitation/create")
+        if unreachable is not None:
+            raise unreachable
         caps = self.session.client_capabilities.get("elicitation")
         if caps is None:
             raise CapabilityError(
@@ -312,13 +322,17 @@ class Context:
         content = result.get("content")
         if model is not None:
             try:
-                content = model.model_validate(content or {})
+                return ElicitResult(action="accept", content=model.model_validate(content or {}))
             except ValidationError as exc:
-                raise InvalidParams(
-                    f"elicitation answer does not match the schema: {exc}"
-                ) from None
-        elif content is not None and not isinstance(content, dict):
-            raise InvalidParams("elicitation answer content is not an object")
+                raise ElicitationValidationError(content, exc.errors(include_url=False)) from None
+        if content is not None and not isinstance(content, dict):
+            problem: ErrorDetails = {
+                "type": "dict_type",
+                "loc": (),
+                "msg": f"the content is not an object (got {type(content).__name__})",
+                "input": content,
+            }
+            raise ElicitationValidationError(content, [problem])
         return ElicitResult(action="accept", content=content)
 
     def sample(

@@ -41,13 +41,17 @@ the top as a pausable call (a ``ctx.once`` step restarts it before running).
 
 **requestState** is ``base64url(payload).base64url(HMAC-SHA256)``. The payload
 names the call and the round it answers, a digest of the method, the
-tool/prompt name or URI and the arguments, the journal, and an expiry. It is
-signed with the first of the server's keys and verified with any of them
-(rotation: put the new key first, keep the old one until the states it signed
-expired). It is *signed, not encrypted*: the client can read the journaled
-answers and step results, so a step must not return secrets. A state is good
-for one retry, on every worker sharing the store: a replayed, tampered,
-expired or re-bound state gets ``-32602`` and never reaches the handler.
+tool/prompt name or URI and the arguments, the journal, an expiry and, when the
+request was authenticated, a keyed digest of the principal (see
+:func:`principal_of`). It is signed with the first of the server's keys and
+verified with any of them (rotation: put the new key first, keep the old one
+until the states it signed expired). Both parts must be canonical unpadded
+base64url: any other spelling of the same bytes is refused. It is *signed, not
+encrypted*: the client can read the journaled answers and step results, so a
+step must not return secrets. A state is good for one retry, by the principal
+it was issued to, on every worker sharing the store: a replayed, tampered,
+expired, re-bound or foreign state gets ``-32602`` and never reaches the
+handler (a foreign one is not used up: its owner can still retry with it).
 
 A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
 one a retry replayed elsewhere left behind).
@@ -58,13 +62,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import hashlib
 import hmac
 import inspect
 import logging
+import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -85,6 +91,7 @@ __all__ = [
     "ParkedCall",
     "RequestStateCodec",
     "Restart",
+    "principal_of",
     "runs_inline",
 ]
 
@@ -121,8 +128,71 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
+_B64URL: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Strict: the one unpadded base64url spelling ``_b64`` gives, nothing else.
+
+    ``urlsafe_b64decode`` alone skips characters outside the alphabet and ignores
+    the unused low bits of the last character, so many texts decode alike.
+    """
+    if _B64URL.fullmatch(text) is None or len(text) % 4 == 1:
+        raise ValueError("not unpadded base64url")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("not the canonical base64url spelling")
+    return data
+
+
+# Fields that name who a principal is (OAuth token introspection, RFC 7662 § 2.2, and
+# JWT claims, RFC 7519 § 4.1), most specific first.
+_IDENTITY_FIELDS: Final = ("iss", "sub", "client_id", "subject", "user_id", "user", "username")
+
+
+def principal_of(auth_info: Any) -> str | None:
+    """The identity a ``requestState`` is bound to, from what auth middleware put in the
+    ASGI scope (``mcpkit.auth``); None for an unauthenticated request.
+
+    A string or number is the identity itself. For a mapping or an object, the
+    identity fields it has (``iss``, ``sub``, ``client_id``, ``subject``,
+    ``user_id``, ``user``, ``username``, as keys or attributes) name it, so a
+    refreshed token of the same subject keeps its states. Without any of those a
+    mapping is named by all its content, a dataclass or pydantic model by its
+    fields, and any other object only by its type (give it a ``sub`` or
+    ``client_id`` for a real binding).
+    """
+    if auth_info is None:
+        return None
+    if isinstance(auth_info, str | int | float):
+        return str(auth_info)
+    if isinstance(auth_info, Mapping):
+        found = {k: auth_info[k] for k in _IDENTITY_FIELDS if auth_info.get(k) is not None}
+        whole: Any = found or dict(auth_info)
+    else:
+        found = {k: v for k in _IDENTITY_FIELDS if (v := getattr(auth_info, k, None)) is not None}
+        dump = getattr(auth_info, "model_dump", None)
+        if found:
+            whole = found
+        elif callable(dump):
+            whole = dump(mode="json")
+        elif dataclasses.is_dataclass(auth_info):
+            whole = auth_info
+        else:
+            whole = {"type": f"{type(auth_info).__module__}.{type(auth_info).__qualname__}"}
+    try:
+        blob = orjson.dumps(
+            whole, default=_identity_part, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+        )
+    except TypeError:  # orjson.JSONEncodeError: say, an integer beyond 64 bits
+        blob = type(auth_info).__qualname__.encode()
+    return blob.decode()
+
+
+def _identity_part(value: Any) -> Any:
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(map(str, value))
+    return f"<{type(value).__qualname__}>"  # never an address: stable across workers
 
 
 class RequestStateCodec:
@@ -134,13 +204,23 @@ class RequestStateCodec:
         self._keys = tuple(keys)
         self.ttl = ttl
 
-    def seal(self, payload: dict[str, Any]) -> str:
-        body = _b64(orjson.dumps({**payload, "exp": time.time() + self.ttl}))
+    def seal(self, payload: dict[str, Any], *, principal: str | None = None) -> str:
+        """Sign ``payload``; with ``principal``, only that principal can open it."""
+        sealed = {**payload, "exp": time.time() + self.ttl}
+        sealed.pop("p", None)
+        if principal is not None:
+            sealed["p"] = _principal_tag(self._keys[0], principal)
+        body = _b64(orjson.dumps(sealed))
         mac = hmac.new(self._keys[0], body.encode(), hashlib.sha256).digest()
         return f"{body}.{_b64(mac)}"
 
-    def open(self, token: Any) -> dict[str, Any] | None:
-        """The payload of a genuine, unexpired token; None for anything else."""
+    def open(self, token: Any, *, principal: str | None = None) -> dict[str, Any] | None:
+        """The payload of a genuine, unexpired token; None for anything else.
+
+        Raises :class:`~mcpkit.errors.InvalidParams` for a genuine token sealed for
+        another principal than ``principal`` (or for none, or for one when
+        ``principal`` is None), so the caller can say so.
+        """
         if not isinstance(token, str) or token.count(".") != 1:
             return None
         body, mac_text = token.split(".")
@@ -148,10 +228,15 @@ class RequestStateCodec:
             mac = _unb64(mac_text)
         except (binascii.Error, ValueError):
             return None
-        if not any(
-            hmac.compare_digest(mac, hmac.new(k, body.encode(), hashlib.sha256).digest())
-            for k in self._keys
-        ):
+        key = next(
+            (
+                k
+                for k in self._keys
+                if hmac.compare_digest(mac, hmac.new(k, body.encode(), hashlib.sha256).digest())
+            ),
+            None,
+        )
+        if key is None:
             return None
         try:
             payload = orjson.loads(_unb64(body))
@@ -159,7 +244,25 @@ class RequestStateCodec:
             return None
         if not isinstance(payload, dict) or not isinstance(payload.get("exp"), int | float):
             return None
-        return payload if payload["exp"] > time.time() else None
+        if payload["exp"] <= time.time():
+            return None
+        expected = None if principal is None else _principal_tag(key, principal)
+        tag = payload.get("p")
+        if tag != expected:
+            if expected is None:
+                why = "issued to an authenticated principal, but this request has none"
+            elif tag is None:
+                why = "issued to an unauthenticated request, but this one is authenticated"
+            else:
+                why = "issued to another principal than the one making this request"
+            raise InvalidParams(f"requestState was {why}; a state is good only for its principal")
+        return payload
+
+
+def _principal_tag(key: bytes, principal: str) -> str:
+    """A keyed digest of the principal: binds the state without showing who it names."""
+    mac = hmac.new(key, b"mcpkit principal\x00" + principal.encode(), hashlib.sha256)
+    return _b64(mac.digest()[:16])
 
 
 def _digest(method: str, params: dict[str, Any] | None) -> str:
@@ -476,7 +579,7 @@ class InputRounds:
             self._start(call, session, msg, auth_info, run)
         else:
             binding = _binding(msg["method"], params)
-            payload = self.codec.open(state)
+            payload = self.codec.open(state, principal=principal_of(auth_info))
             journal = None if payload is None else _read_journal(payload)
             if payload is None or journal is None:
                 raise InvalidParams("requestState is invalid or expired")
@@ -522,7 +625,8 @@ class InputRounds:
                     "b": call.binding,
                     "q": call.journal(),
                     "s": call.steps,
-                }
+                },
+                principal=principal_of(auth_info),
             )
             if len(token) > self.max_state:
                 # The client would have to send it back with every retry: end the call

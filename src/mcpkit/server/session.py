@@ -351,6 +351,9 @@ class ServerSession:
         """
         if self.state is State.CLOSED:
             raise ConnectionClosed(f"cannot send {method}: the session is closed")
+        unreachable = self.unreachable(method)
+        if unreachable is not None:
+            raise unreachable
         if capability is not None and capability not in self.client_capabilities:
             raise CapabilityError(
                 f"the client did not declare the '{capability}' capability, so the server cannot send {method}"
@@ -383,6 +386,23 @@ class ServerSession:
             raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
         finally:
             self._pending.pop(rid, None)
+
+    def unreachable(self, method: str) -> CapabilityError | None:
+        """Why no request can reach the client at all, whatever capabilities it declared.
+
+        On the handshake era's stateless HTTP mode every POST gets a fresh session
+        that never saw ``initialize``, so the client's capabilities are unknown: say
+        that the mode is why, not that the client failed to declare them.
+        """
+        if not self.stateless or self.inputs is not None or self.revision.era == "stateless":
+            return None
+        return CapabilityError(
+            f"cannot send {method}: this server runs in stateless mode (stateless HTTP: each "
+            "request is served without a session), which has no channel for server-to-client "
+            "requests, whatever capabilities the client declared; serve with sessions (the "
+            "default) for this tool, or use a client on protocol revision 2026-07-28, which "
+            "answers such requests in input-required rounds"
+        )
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """A notification not related to any request (standalone stream)."""

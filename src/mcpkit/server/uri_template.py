@@ -34,11 +34,22 @@ Matching rules
   ``{v*}``/``{+v*}`` on empty text are absent.
 * A variable used twice must match consistently (a prefixed use must equal the
   prefix of the full value), else ``match`` returns ``None``.
+* Safe values (a departure from a plain reversal of section 3). A handler that
+  joins a value into a file path or a key must not be walked out of its
+  directory by ``%2F``. So the decoded value of a *single-segment* variable
+  (``{v} {.v} {/v} {;v}``, each item of their exploded forms, and their
+  prefixes) never holds ``/``, backslash, NUL or another C0 control or DEL, and is
+  never ``.`` or ``..``; a URI that would decode to one does not match (a
+  resource read then finds nothing: -32002). ``{+v}`` and ``{#v}`` are the
+  explicit opt-in to values that span segments (``file:///{+path}``): they,
+  and query values ``{?v}``/``{&v}``, refuse only NUL, and a handler must
+  check that what such a value names stays where it should (``..`` included).
 
 Round trip: ``t.match(t.expand(v)) == v`` for string values when the template
-is unambiguous (e.g. its expressions are separated by literals). Any text works
-for ``{v} {/v} {;v} {?v} {&v}``, text without ``.`` for ``{.v}``, and only
-unreserved characters for ``{+v} {#v}``, which pass reserved ones through.
+is unambiguous (e.g. its expressions are separated by literals). Any safe text
+(see above) works for ``{v} {/v} {;v}``, safe text without ``.`` for ``{.v}``,
+text without NUL for ``{?v} {&v}``, and only unreserved characters for
+``{+v} {#v}``, which pass reserved ones through.
 
 Cost: matching is linear for usual templates; runs like ``{a}-{b}`` are guarded
 against backtracking blow-ups (see ``_close_run``), but reserved expressions in
@@ -74,6 +85,8 @@ _MAX_LENGTH: Final = re.compile(r"[1-9][0-9]{0,3}")
 # Section 2.2: operators reserved for future extensions are an error.
 _FUTURE_OPERATORS: Final = "=,!@|"
 MAX_MATCH_LENGTH: Final = 16 * 1024
+# What the decoded value of a single-segment variable never holds (see "Safe values").
+_UNSAFE_SEGMENT: Final = re.compile(r"[/\\\x00-\x1f\x7f]")
 MAX_AMBIGUOUS_MATCH_LENGTH: Final = 256
 
 # One *character* in URI text, for prefix counting: a pct-encoded UTF-8 sequence,
@@ -143,6 +156,7 @@ class _Capture:
     kind: int
     sep: str = ""
     empty_is_absent: bool = False
+    segment: bool = False  # a single-segment variable: its values must be safe
 
 
 def _encode(text: str, reserved: bool) -> str:
@@ -265,6 +279,7 @@ class UriTemplate:
                         run_comma |= "," in chunk
                 continue
             op, specs = part.op, part.specs
+            segment = not op.reserved and "/" in op.stop
             groups = [f"g{counter + i}" for i in range(len(specs))]
             counter += len(specs)
             piece = ""
@@ -279,11 +294,11 @@ class UriTemplate:
                     name = re.escape(spec.name)
                     if spec.explode:
                         piece += f"(?P<{g}>(?:;{name}(?:={val})?)+)?"
-                        captures.append(_Capture(g, spec, _NAMED_LIST))
+                        captures.append(_Capture(g, spec, _NAMED_LIST, segment=segment))
                     else:
                         val_p = _value_regex(op.stop, spec.prefix)
                         piece += f"(?:;{name}(?P<{g}>={val_p}|))?"
-                        captures.append(_Capture(g, spec, _NAMED))
+                        captures.append(_Capture(g, spec, _NAMED, segment=segment))
             else:
                 # With several variables (or exploded items) the separator must
                 # delimit values, so it joins the stop set (matters for + and #).
@@ -294,10 +309,10 @@ class UriTemplate:
                     if spec.explode:
                         item = f"[^{re.escape(stop + op.sep)}]*"
                         body = f"{item}(?:{re.escape(op.sep)}{item})*"
-                        captures.append(_Capture(g, spec, _LIST, op.sep, lead == ""))
+                        captures.append(_Capture(g, spec, _LIST, op.sep, lead == "", segment))
                     else:
                         body = _value_regex(stop, spec.prefix)
-                        captures.append(_Capture(g, spec, _VALUE))
+                        captures.append(_Capture(g, spec, _VALUE, segment=segment))
                     # Trailing variables may be undefined: nest the optionals.
                     piece = f"(?:{re.escape(lead)}(?P<{g}>{body}){piece})?"
             if op.first in ("", ".", ";") and not op.reserved:
@@ -335,7 +350,9 @@ class UriTemplate:
         """Extract variables from ``uri``; ``None`` if it does not match.
 
         URIs longer than ``max_match_length`` never match (a bound on the time
-        a hostile URI can cost, see the module docstring).
+        a hostile URI can cost), nor do URIs whose single-segment variables
+        would decode to ``/``, a backslash, NUL, a control character, ``.`` or
+        ``..`` (see "Safe values" in the module docstring).
         """
         if len(uri) > self.max_match_length:
             return None
@@ -358,7 +375,7 @@ class UriTemplate:
                 value = [unquote(item) for item in text.split(cap.sep)]
             else:
                 value = [unquote(item.partition("=")[2]) for item in text.split(";")[1:]]
-            if not _merge(found, cap.spec, value):
+            if not _safe(value, cap.segment) or not _merge(found, cap.spec, value):
                 return None
         if self._query_groups and not self._match_query(m, found):
             return None
@@ -376,6 +393,8 @@ class UriTemplate:
             if not present:
                 continue
             value: str | list[str] = list(present) if spec.explode else present[0]
+            if not _safe(value, False):
+                return False
             if spec.prefix is not None and len(value) > spec.prefix:
                 return False
             if not _merge(found, spec, value):
@@ -421,6 +440,17 @@ def _leads_with_delimiter(parts: tuple[str | _Expression, ...]) -> bool:
             if part:
                 return part[0] in "/?#"
         elif part.op.first not in ("/", "?", "#"):
+            return False
+    return True
+
+
+def _safe(value: str | list[str], segment: bool) -> bool:
+    """Whether a decoded value may reach a handler (module docstring: "Safe values")."""
+    for item in (value,) if isinstance(value, str) else value:
+        if segment:
+            if _UNSAFE_SEGMENT.search(item) or item in (".", ".."):
+                return False
+        elif "\x00" in item:
             return False
     return True
 

@@ -40,7 +40,13 @@ from .handlers import (
     SamplingHandler,
 )
 from .session import DEFAULT_TIMEOUT, ClientSession, Trace
-from .transports.base import ClientTransport, HTTPErrorStatus, Unreachable
+from .transports.base import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    ClientTransport,
+    HTTPErrorStatus,
+    Unreachable,
+    message_size_problem,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -69,7 +75,10 @@ class Client:
     ``protocol_version="2026-07-28"`` asks for the stateless revision (a legacy
     server gets the handshake instead); ``cache`` keeps cacheable results for
     their ``ttlMs`` (a :class:`~mcpkit.client.cache.ResultCache` to share one,
-    ``False`` for none).
+    ``False`` for none). ``max_message_size`` (bytes, 32 MiB by default) bounds
+    one message read from the server: a larger one fails with
+    :class:`~mcpkit.client.transports.base.MessageTooLarge` instead of being
+    buffered (stdio and HTTP; a ``transport=`` object has its own setting).
     """
 
     def __init__(
@@ -102,6 +111,7 @@ class Client:
         on_list_changed: ListChangedCallback | None = None,
         trace: Trace | None = None,
         cache: ResultCache | bool = True,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         chosen = [
             k
@@ -141,6 +151,7 @@ class Client:
             "server": server,
             "transport": transport,
             "name": name,
+            "max_message_size": max_message_size,
         }
         self._session_options: dict[str, Any] = {
             "name": name,
@@ -164,6 +175,9 @@ class Client:
             raise ConfigurationError(timeout_problem("timeout", timeout))
         if connect_timeout is not None and not valid_timeout(connect_timeout):
             raise ConfigurationError(timeout_problem("connect_timeout", connect_timeout))
+        problem = message_size_problem("max_message_size", max_message_size)
+        if problem is not None:
+            raise ConfigurationError(problem)
         self._connect_timeout = connect_timeout
         self._session: ClientSession | None = None
 
@@ -344,25 +358,40 @@ def _transport(
     server: MCPServer | None,
     transport: ClientTransport | None,
     name: str | None,
+    max_message_size: int,
 ) -> ClientTransport:
     if transport is not None:
         return transport
     if command is not None:
         from .transports.stdio import StdioTransport
 
-        return StdioTransport(command, args, env=env, cwd=cwd, name=name)
+        return StdioTransport(
+            command, args, env=env, cwd=cwd, name=name, max_message_size=max_message_size
+        )
     if url is not None:
         try:
             if http_transport == "sse":
                 from .transports.sse import SSETransport
 
-                return SSETransport(url, headers=headers, http_client=http_client, name=name)
+                return SSETransport(
+                    url,
+                    headers=headers,
+                    http_client=http_client,
+                    name=name,
+                    max_message_size=max_message_size,
+                )
             from .transports.streamable_http import StreamableHTTPTransport
         except ImportError as exc:  # httpx is an optional extra
             raise ConfigurationError(
                 "connecting to a URL needs httpx: pip install httpx (or the 'mcpkit[client]' extra)"
             ) from exc
-        return StreamableHTTPTransport(url, headers=headers, http_client=http_client, name=name)
+        return StreamableHTTPTransport(
+            url,
+            headers=headers,
+            http_client=http_client,
+            name=name,
+            max_message_size=max_message_size,
+        )
     assert server is not None
     from .transports.memory import MemoryTransport
 

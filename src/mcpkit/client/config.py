@@ -12,8 +12,9 @@ starting; default ``timeout``), ``capabilities``, ``server_logs`` (the seeds'
 ``enableServerLogs``), ``log_handler`` (the seeds' ``logger``),
 ``http_transport``, handlers (``sampling_handler``,
 ``elicitation_handler``, ``roots``), ``protocol_version`` (``"2026-07-28"``
-for the stateless revision, see docs/client.md) and ``trace`` (``trace(direction,
-message)`` sees every message, for debugging and tests). Unknown keys are an error, so a typo
+for the stateless revision, see docs/client.md), ``max_message_size`` (bytes; the
+largest message read from the server, default the ``MCPClient``'s) and ``trace``
+(``trace(direction, message)`` sees every message, for debugging and tests). Unknown keys are an error, so a typo
 does not silently drop an option.
 
 Configuration *files* are shared with other applications, so
@@ -40,6 +41,7 @@ from .deadlines import timeout_problem, valid_timeout
 from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
 from .session import Trace
 from .stateless import ALL_VERSIONS
+from .transports.base import message_size_problem
 
 if TYPE_CHECKING:
     import httpx
@@ -71,6 +73,7 @@ _FIELDS: Final = frozenset(
         "roots",
         "trace",
         "protocol_version",
+        "max_message_size",
     }
 )
 # `type` (VS Code, Cursor, Cline) / `transport` → http_transport, or stdio.
@@ -107,6 +110,7 @@ class ServerConfig:
     roots: RootsSpec | None = field(default=None)
     trace: Trace | None = None
     protocol_version: str | None = None  # None: the Client's default
+    max_message_size: int | None = None  # None: the MCPClient's
 
     @property
     def kind(self) -> str:
@@ -292,6 +296,11 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
             f"server {name!r}: 'protocol_version' must be one of {', '.join(ALL_VERSIONS)}, "
             f"not {version!r}"
         )
+    size = options.get("max_message_size")
+    if size is not None:
+        problem = message_size_problem(repr("max_message_size"), size)
+        if problem is not None:
+            raise ConfigurationError(f"server {name!r}: {problem}")
     caps = options.get("capabilities")
     if caps is not None and not isinstance(caps, Mapping):
         raise bad("capabilities", "a dict")

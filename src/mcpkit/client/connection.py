@@ -48,10 +48,15 @@ _HANDLER_CAPABILITY: Final = {
 class ServerConnection:
     """The connection to one configured server (created by ``MCPClient``)."""
 
-    def __init__(self, name: str, config: ServerConfig, *, timeout: float) -> None:
+    def __init__(
+        self, name: str, config: ServerConfig, *, timeout: float, max_message_size: int
+    ) -> None:
         self.name = name
         self.config = config
         self.timeout = config.timeout if config.timeout is not None else timeout
+        self.max_message_size = (
+            config.max_message_size if config.max_message_size is not None else max_message_size
+        )
         self.error: BaseException | None = None
         self.sampling_handler: SamplingHandler | None = config.sampling_handler
         self.elicitation_handler: ElicitationHandler | None = config.elicitation_handler
@@ -110,6 +115,7 @@ class ServerConnection:
             on_list_changed=self._list_changed,
             trace=config.trace,
             protocol_version=protocol_version,
+            max_message_size=self.max_message_size,
         )
         self._cache.clear()
         self._closed = False

@@ -42,6 +42,7 @@ from .features import ElicitationAPI, PromptsAPI, ResourcesAPI, RootsAPI, Sampli
 from .handlers import ProgressCallback
 from .session import DEFAULT_TIMEOUT
 from .tools import Tool
+from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
 
 if TYPE_CHECKING:
     from .blocking import Blocking
@@ -62,6 +63,8 @@ class MCPClient:
     (Streamable HTTP, falling back to legacy SSE), ``server`` for an in-memory
     :class:`~mcpkit.server.server.MCPServer`. ``timeout`` (seconds) bounds every
     wait unless the server's own ``timeout`` or a call's ``timeout`` says otherwise.
+    ``max_message_size`` (bytes, 32 MiB by default) bounds one message read from
+    a server, unless the server's own ``max_message_size`` says otherwise.
     """
 
     def __init__(
@@ -70,16 +73,22 @@ class MCPClient:
         servers: Mapping[str, Mapping[str, Any] | ServerConfig],
         timeout: float = DEFAULT_TIMEOUT,
         id: str | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         if not valid_timeout(timeout):
             raise ConfigurationError(timeout_problem("timeout", timeout))
+        problem = message_size_problem("max_message_size", max_message_size)
+        if problem is not None:
+            raise ConfigurationError(problem)
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError("id must be a non-empty string")
         self.id = id
         self.timeout = float(timeout)
         configs = parse_servers(servers)
         self._connections = {
-            name: ServerConnection(name, config, timeout=self.timeout)
+            name: ServerConnection(
+                name, config, timeout=self.timeout, max_message_size=max_message_size
+            )
             for name, config in configs.items()
         }
         self._key = f"id:{id}" if id is not None else f"config:{_fingerprint(configs, timeout)}"
@@ -100,13 +109,19 @@ class MCPClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         id: str | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> MCPClient:
         """A client for the servers of a config file (or its parsed JSON).
 
         Reads ``{"mcpServers": {...}}`` as written by Claude Desktop and Cursor
         (see :func:`mcpkit.client.config.load_config`).
         """
-        return cls(servers=load_config(source), timeout=timeout, id=id)
+        return cls(
+            servers=load_config(source),
+            timeout=timeout,
+            id=id,
+            max_message_size=max_message_size,
+        )
 
     # -- instance management ------------------------------------------------------------------
     def _claim(self) -> None:

@@ -16,15 +16,33 @@ The contract:
 * ``inbound.connection_lost(exc)`` is called once when the connection dies for
   good (process exit, protocol garbage); every pending call then fails with it.
 * ``aclose()`` releases everything (idempotent).
+
+Every transport that reads bytes bounds what it buffers for one message by
+``max_message_size`` (:data:`DEFAULT_MAX_MESSAGE_SIZE` unless configured): a
+server that never ends a message (an endless JSON body, SSE ``data:`` lines
+without the blank line, a stdout line without a newline) fails with
+:class:`MessageTooLarge` instead of filling the client's memory.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ...errors import ConnectionClosed, RemoteError
 
-__all__ = ["ClientTransport", "HTTPErrorStatus", "Inbound", "SessionExpired", "Unreachable"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "ClientTransport",
+    "HTTPErrorStatus",
+    "Inbound",
+    "MessageTooLarge",
+    "SessionExpired",
+    "Unreachable",
+    "message_size_problem",
+]
+
+DEFAULT_MAX_MESSAGE_SIZE: Final = 32 * 1024 * 1024
+"""The largest message (bytes) a client reads from a server unless told otherwise."""
 
 
 class Inbound(Protocol):
@@ -75,3 +93,43 @@ class HTTPErrorStatus(RemoteError):
     def __init__(self, message: str, *, status: int, code: int, data: Any = None) -> None:
         super().__init__(message, code=code, data=data)
         self.status = status
+
+
+class MessageTooLarge(ConnectionClosed):
+    """A server sent a message larger than ``max_message_size``; ``limit`` is that size.
+
+    The message is not read further (its connection or stream is dropped), so
+    the request it answered fails with this error.
+    """
+
+    def __init__(self, server: str, limit: int, where: str) -> None:
+        super().__init__(
+            f"MCP server {server} sent a message larger than max_message_size ({_size(limit)}) "
+            f"{where}; "
+            "it was not read further. If the server's messages are legitimately this large, "
+            "raise max_message_size (an option of Client and MCPClient, and of each server's "
+            "configuration)"
+        )
+        self.server = server
+        self.limit = limit
+        self.where = where
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickling rebuild it whole
+        return (type(self), (self.server, self.limit, self.where))
+
+
+def message_size_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is not a usable ``max_message_size`` (None when it is)."""
+    if type(value) is int and value >= 1024:
+        return None
+    return (
+        f"{name} must be a whole number of bytes, at least 1024 "
+        f"(the default is {DEFAULT_MAX_MESSAGE_SIZE}, 32 MiB), not {value!r}"
+    )
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor} {unit}"
+    return f"{n} bytes"

@@ -6,6 +6,13 @@ two pieces of stream state a reconnecting client needs: the last event id
 (HTML § 9.2.6 "Interpreting an event stream"). An event whose data is empty
 still updates the last event id: that is how MCP servers prime a stream for
 resumption (2025-11-25 transports § sending messages, item 6).
+
+The work is linear in the bytes fed, however they are chunked: each chunk is
+scanned for line ends once, and a line still incomplete waits in a
+``bytearray`` that later chunks extend (never re-joined and re-scanned). With
+``max_event_size`` the decoder also refuses an event whose data, or a line,
+grows past that many bytes, raising :class:`EventTooLarge`: a server that
+never ends its event cannot make the client buffer without bound.
 """
 
 from __future__ import annotations
@@ -14,9 +21,17 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Event", "EventStreamDecoder"]
+__all__ = ["Event", "EventStreamDecoder", "EventTooLarge"]
 
 _LINE_END: Final = re.compile(rb"\r\n|\r|\n")
+
+
+class EventTooLarge(ValueError):
+    """An event (or a line) went past ``max_event_size`` bytes; the stream is unusable."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an SSE event is larger than {limit} bytes")
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,42 +44,74 @@ class Event:
 class EventStreamDecoder:
     """Incremental SSE parser: ``feed(bytes) -> list[Event]``."""
 
-    __slots__ = ("_buf", "_data", "_id", "_skip_lf", "_type", "last_event_id", "retry")
+    __slots__ = (
+        "_buf",
+        "_data",
+        "_id",
+        "_size",
+        "_skip_lf",
+        "_type",
+        "last_event_id",
+        "max_event_size",
+        "retry",
+    )
 
-    def __init__(self, last_event_id: str | None = None) -> None:
+    def __init__(
+        self, last_event_id: str | None = None, *, max_event_size: int | None = None
+    ) -> None:
         self.last_event_id = last_event_id
         self.retry: int | None = None  # milliseconds
-        self._buf = b""
+        self.max_event_size = max_event_size
+        self._buf = bytearray()  # the line not ended yet
         self._data: list[str] = []
+        self._size = 0  # bytes of the pending event's data lines
         self._type = ""
         self._id = last_event_id
         self._skip_lf = False
 
     def resume(self) -> None:
         """Forget a half-received event (the connection dropped); keep the id and retry."""
-        self._buf = b""
+        self._buf = bytearray()
         self._data = []
+        self._size = 0
         self._type = ""
         self._id = self.last_event_id
         self._skip_lf = False
 
     def feed(self, chunk: bytes) -> list[Event]:
+        """The events ``chunk`` completes; raises :class:`EventTooLarge` past the limit."""
         if self._skip_lf:
             # The previous chunk ended with CR; an LF starting this one belongs to it.
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        buf = self._buf + chunk if self._buf else chunk
-        lines = _LINE_END.split(buf)
-        self._buf = lines.pop()
-        if buf.endswith(b"\r"):
-            self._skip_lf = True
+        if not chunk:
+            return []
+        lines = _LINE_END.split(chunk)  # scans this chunk only
+        tail = lines.pop()
         events: list[Event] = []
-        for line in lines:
-            self._line(line.decode("utf-8", "replace"), events)
+        if lines:
+            if self._buf:
+                self._buf += lines[0]
+                lines[0] = bytes(self._buf)
+                self._buf = bytearray(tail)
+            else:
+                self._buf += tail
+            self._skip_lf = chunk.endswith(b"\r")
+            for line in lines:
+                self._line(line, events)
+        else:
+            self._buf += tail
+        limit = self.max_event_size
+        if limit is not None and self._size + len(self._buf) > limit:
+            raise EventTooLarge(limit)
         return events
 
-    def _line(self, line: str, events: list[Event]) -> None:
+    def _line(self, raw: bytes, events: list[Event]) -> None:
+        limit = self.max_event_size
+        if limit is not None and len(raw) > limit:
+            raise EventTooLarge(limit)
+        line = raw.decode("utf-8", "replace")
         if not line:
             self._dispatch(events)
             return
@@ -75,6 +122,9 @@ class EventStreamDecoder:
             value = value[1:]
         if name == "data":
             self._data.append(value)
+            self._size += len(raw) + 1
+            if limit is not None and self._size > limit:
+                raise EventTooLarge(limit)
         elif name == "event":
             self._type = value
         elif name == "id":
@@ -87,6 +137,7 @@ class EventStreamDecoder:
     def _dispatch(self, events: list[Event]) -> None:
         self.last_event_id = self._id
         data, self._data = self._data, []
+        self._size = 0
         etype, self._type = self._type, ""
         if data:
             events.append(Event("\n".join(data), etype or "message", self._id))

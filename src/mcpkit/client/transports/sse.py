@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -30,9 +31,9 @@ import httpx
 import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
-from .base import Inbound, SessionExpired
-from .eventstream import EventStreamDecoder
-from .http_responses import content_type, http_error, unreachable
+from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired
+from .eventstream import EventStreamDecoder, EventTooLarge
+from .http_responses import content_type, error_body, http_error, unreachable
 
 __all__ = ["SSETransport"]
 
@@ -46,7 +47,10 @@ class SSETransport:
     """A connection to a legacy HTTP+SSE server whose stream is at ``url``.
 
     ``headers`` go on the ``GET`` and on every ``POST``; ``http_client`` is
-    used instead of a new ``httpx.AsyncClient`` (and is not closed here).
+    used instead of a new ``httpx.AsyncClient`` (and is not closed here). An SSE
+    event larger than ``max_message_size`` bytes ends the session with
+    :class:`~.base.MessageTooLarge` instead of being buffered (of a POST's answer,
+    an acknowledgement, at most 64 KiB is read).
     """
 
     # HTTP+SSE is the 2024-11-05 transport: the stateless era is defined only on stdio and
@@ -60,8 +64,10 @@ class SSETransport:
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         name: str | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.url = url
+        self.max_message_size = max_message_size
         self.label = f"{name} ({url})" if name else url
         self.headers = dict(headers or {})
         self.endpoint: str | None = None
@@ -133,11 +139,9 @@ class SSETransport:
         headers = {**self.headers, "accept": _SSE}
         async with client.stream("GET", self.url, headers=headers) as resp:
             if resp.status_code >= 400:
-                await resp.aread()
-                return http_error(resp, self.label)
+                return http_error(resp, self.label, await error_body(resp, self.max_message_size))
             ctype = content_type(resp)
             if ctype != _SSE:
-                await resp.aread()
                 return RemoteError(
                     f"{self.label} answered GET with HTTP {resp.status_code} and content type "
                     f"{ctype or 'none'!r}, not an SSE stream: is this the URL of a legacy "
@@ -145,7 +149,7 @@ class SSETransport:
                     code=INTERNAL_ERROR,
                     data={"status": resp.status_code},
                 )
-            decoder = EventStreamDecoder()
+            decoder = EventStreamDecoder(max_event_size=self.max_message_size)
             try:
                 async for chunk in resp.aiter_bytes():
                     for event in decoder.feed(chunk):
@@ -155,6 +159,8 @@ class SSETransport:
                             self._message_event(event.data)
             except httpx.TransportError as exc:  # the connection dropped mid-stream
                 return unreachable(exc, self.url)
+            except EventTooLarge as exc:
+                return MessageTooLarge(self.label, exc.limit, "as an SSE event")
         if not ready.done():
             return ConnectionClosed(
                 f"{self.label} ended its SSE stream without announcing the message endpoint"
@@ -199,7 +205,10 @@ class SSETransport:
         waiting, self._waiting = self._waiting, set()
         if self._inbound is not None:
             for rid in waiting:
-                self._inbound.request_failed(rid, ConnectionClosed(str(exc)))
+                # Not SessionExpired (the session would retry the call); an oversized
+                # message keeps its type, so callers can tell it apart.
+                failure = copy.copy(exc) if isinstance(exc, MessageTooLarge) else None
+                self._inbound.request_failed(rid, failure or ConnectionClosed(str(exc)))
 
     # -- sending ------------------------------------------------------------------------------
     async def send(self, message: dict[str, Any]) -> None:
@@ -215,11 +224,14 @@ class SSETransport:
         if is_request:
             self._waiting.add(message["id"])
         try:
-            resp = await client.post(
+            async with client.stream(
+                "POST",
                 endpoint,
                 content=orjson.dumps(message),
                 headers={**self.headers, "content-type": _JSON},
-            )
+            ) as resp:
+                # The answer comes on the stream; the POST's own body is an acknowledgement.
+                body = await error_body(resp, self.max_message_size)
         except httpx.HTTPError as exc:
             self._waiting.discard(message.get("id"))
             raise unreachable(exc, endpoint) from exc
@@ -233,7 +245,7 @@ class SSETransport:
             raise SessionExpired(f"{self.label} no longer knows our SSE session")
         if resp.status_code >= 400:
             self._waiting.discard(message.get("id"))
-            raise http_error(resp, self.label)
+            raise http_error(resp, self.label, body)
 
     def _drop_stream(self, exc: ConnectionClosed) -> None:
         stream, self._stream = self._stream, None

@@ -22,6 +22,9 @@ Beyond the spec, for production use:
   per read: a third of a whole round trip's client CPU). uvloop's pipe
   transport already reads into a preallocated buffer and is used as is. The
   exit is watched with a pidfd (Linux), else by a thread blocked in ``wait()``.
+* A stdout line longer than ``max_message_size`` bytes (newline or not) fails
+  the connection with :class:`~.base.MessageTooLarge` and stdout is no longer
+  read: a server writing an endless line cannot fill the client's memory.
 * When the process dies, pending calls fail at once with an error naming the
   server, its exit status and the last lines it wrote to stderr. A line on
   stdout that is not JSON fails the connection with an error that says so
@@ -47,7 +50,7 @@ import orjson
 
 from ...errors import ConnectionClosed
 from ...transports.stdio_process import Reader, open_input
-from .base import Inbound
+from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge
 
 __all__ = ["ServerExited", "StdioTransport"]
 
@@ -73,7 +76,8 @@ class StdioTransport:
 
     ``env`` is added to this process's environment (``inherit_env=False``
     passes ``env`` alone). Closing waits ``close_timeout`` seconds for the
-    server to exit after stdin closes, then ``kill_timeout`` after SIGTERM.
+    server to exit after stdin closes, then ``kill_timeout`` after SIGTERM. A
+    stdout line (one message) may be at most ``max_message_size`` bytes.
     """
 
     # A legacy stdio server may ignore server/discover: the session races the handshake.
@@ -90,6 +94,7 @@ class StdioTransport:
         inherit_env: bool = True,
         close_timeout: float = 2.0,
         kill_timeout: float = 2.0,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.command = command
         self.args = list(args)
@@ -98,6 +103,7 @@ class StdioTransport:
         self.inherit_env = inherit_env
         self.close_timeout = close_timeout
         self.kill_timeout = kill_timeout
+        self.max_message_size = max_message_size
         self.label = name or _label(command, self.args)
         self.pid: int | None = None
         self.returncode: int | None = None
@@ -266,18 +272,28 @@ class StdioTransport:
 
     # -- pipe events (from _Pipes) ------------------------------------------------------------
     def _stdout(self, data: bytes) -> None:
-        if not self._partial and data.find(b"\n") == len(data) - 1 and self._lost is None:
+        if self._lost is not None:
+            return  # the connection was dropped: nothing more is delivered
+        limit = self.max_message_size
+        if not self._partial and data.find(b"\n") == len(data) - 1:
             # The common case, one whole message per read: no split, no list.
-            self._line(data)
+            if len(data) > limit + 1:
+                self._too_large()
+            else:
+                self._line(data)
             return
         if self._partial:
             self._partial += data
-            if b"\n" not in data:
+            if b"\n" not in data:  # only the new bytes are scanned
+                if len(self._partial) > limit:
+                    self._too_large()
                 return
             data = bytes(self._partial)
             self._partial.clear()
         elif b"\n" not in data:
             self._partial += data
+            if len(self._partial) > limit:
+                self._too_large()
             return
         lines = data.split(b"\n")
         tail = lines.pop()
@@ -286,7 +302,22 @@ class StdioTransport:
         for line in lines:
             if self._lost is not None:
                 return
+            if len(line) > limit:
+                self._too_large()
+                return
             self._line(line)
+        if len(self._partial) > limit:
+            self._too_large()
+
+    def _too_large(self) -> None:
+        """An over-long stdout line: drop the connection and stop reading stdout, so the
+        server's next write fails instead of being read and thrown away."""
+        self._partial.clear()
+        self._report(
+            MessageTooLarge(repr(self.label), self.max_message_size, "as a line on its stdout")
+        )
+        if self._readers:
+            self._readers[0].close()
 
     def _line(self, line: bytes) -> None:
         try:

@@ -36,9 +36,9 @@ import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
 from .. import stateless
-from .base import Inbound, SessionExpired, Unreachable
-from .eventstream import EventStreamDecoder
-from .http_responses import content_type, http_error, unreachable
+from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired, Unreachable
+from .eventstream import EventStreamDecoder, EventTooLarge
+from .http_responses import content_type, error_body, http_error, read_body, unreachable
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -47,6 +47,7 @@ log = logging.getLogger("mcpkit.client")
 _POST_ACCEPT: Final = "application/json, text/event-stream"
 _SSE: Final = "text/event-stream"
 _JSON: Final = "application/json"
+_MAX_BACKOFF: Final = 30.0  # seconds
 
 
 class StreamableHTTPTransport:
@@ -56,7 +57,8 @@ class StreamableHTTPTransport:
     ``http_client`` is used instead of a new ``httpx.AsyncClient`` (it is not
     closed by this transport). A dropped stream is resumed up to
     ``max_reconnects`` times in a row without progress; ``reconnect_delay``
-    is the wait when the server gave no ``retry``.
+    is the wait when the server gave no ``retry``. No answer body or SSE event is
+    read past ``max_message_size`` bytes (:class:`~.base.MessageTooLarge`).
     """
 
     def __init__(
@@ -69,8 +71,10 @@ class StreamableHTTPTransport:
         reconnect_delay: float = 1.0,
         max_reconnects: int = 5,
         terminate_on_close: bool = True,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.url = url
+        self.max_message_size = max_message_size
         self.label = f"{name} ({url})" if name else url
         self.headers = dict(headers or {})
         self.reconnect_delay = reconnect_delay
@@ -115,7 +119,9 @@ class StreamableHTTPTransport:
             if self.session_id is not None and self.terminate_on_close:
                 # Session management, item 5: say we are done; 405 means "not supported".
                 with contextlib.suppress(httpx.HTTPError, TimeoutError):
-                    await asyncio.wait_for(client.delete(self.url, headers=self._headers()), 5.0)
+                    await asyncio.wait_for(
+                        self._exchange("DELETE", client=client, headers=self._headers()), 5.0
+                    )
         finally:
             self.session_id = None
             if self._owns_client:
@@ -177,8 +183,9 @@ class StreamableHTTPTransport:
         client = self._http()
         sent_session = self.session_id
         try:
-            resp = await client.post(
-                self.url,
+            resp, body = await self._exchange(
+                "POST",
+                client=client,
                 content=orjson.dumps(message),
                 headers=self._headers(
                     {
@@ -194,7 +201,16 @@ class StreamableHTTPTransport:
             self._expire(sent_session)
             raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
         if resp.status_code >= 400:
-            raise http_error(resp, self.label)
+            raise http_error(resp, self.label, body)
+
+    async def _exchange(
+        self, method: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
+    ) -> tuple[httpx.Response, bytes]:
+        """A request whose whole answer is read, but never past ``max_message_size``."""
+        async with (client or self._http()).stream(method, self.url, **kwargs) as resp:
+            if resp.status_code >= 400 or method == "DELETE":
+                return resp, await error_body(resp, self.max_message_size)
+            return resp, await read_body(resp, self.max_message_size, self.label)
 
     async def _request(self, rid: Any, message: dict[str, Any]) -> None:
         """POST one request and deliver what comes back; failures go to ``request_failed``."""
@@ -237,8 +253,7 @@ class StreamableHTTPTransport:
                 self._expire(sent_session)
                 raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
             if status >= 400:
-                await resp.aread()
-                raise http_error(resp, self.label)
+                raise http_error(resp, self.label, await error_body(resp, self.max_message_size))
             if rid == self._init_id:
                 sid = resp.headers.get("mcp-session-id")
                 if sid:
@@ -247,7 +262,9 @@ class StreamableHTTPTransport:
             if ctype == _SSE:
                 await self._consume(resp, rid)
             elif ctype == _JSON:
-                self._deliver(orjson.loads(await resp.aread()))
+                self._deliver(
+                    orjson.loads(await read_body(resp, self.max_message_size, self.label))
+                )
             else:
                 raise RemoteError(
                     f"{self.label} answered a request with HTTP {status} and content type "
@@ -278,7 +295,7 @@ class StreamableHTTPTransport:
 
     async def _consume(self, resp: httpx.Response, rid: Any) -> None:
         """Read a POST's SSE stream until the answer to ``rid``, resuming it when it drops."""
-        decoder = EventStreamDecoder()
+        decoder = EventStreamDecoder(max_event_size=self.max_message_size)
         if await self._read_stream(resp, decoder, rid):
             return
         failures = 0
@@ -314,7 +331,6 @@ class StreamableHTTPTransport:
                 self._expire(sent_session)
                 raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
             if resp.status_code >= 400 or content_type(resp) != _SSE:
-                await resp.aread()
                 raise ConnectionClosed(
                     f"{self.label} refused to resume the response stream of request {rid!r} "
                     f"(HTTP {resp.status_code})"
@@ -324,7 +340,9 @@ class StreamableHTTPTransport:
     async def _read_stream(
         self, resp: httpx.Response, decoder: EventStreamDecoder, rid: Any
     ) -> bool:
-        """Deliver a stream's messages; True when the answer to ``rid`` was among them."""
+        """Deliver a stream's messages; True when the answer to ``rid`` was among them
+        (with ``rid`` None: when there was any message)."""
+        delivered = False
         try:
             async for chunk in resp.aiter_bytes():
                 for event in decoder.feed(chunk):
@@ -338,16 +356,30 @@ class StreamableHTTPTransport:
                         )
                         continue
                     self._deliver(message)
+                    delivered = True
                     if rid is not None and _answers(message, rid):
                         return True
         except httpx.TransportError as exc:  # the connection dropped mid-stream
             log.debug("stream from %s dropped: %s", self.label, exc)
-        return False
+        except EventTooLarge as exc:
+            raise MessageTooLarge(self.label, exc.limit, "as an SSE event") from None
+        return rid is None and delivered
 
     def _delay(self, decoder: EventStreamDecoder, failures: int) -> float:
-        if decoder.retry is not None:  # "The client MUST respect the retry field"
-            return decoder.retry / 1000
-        return float(min(self.reconnect_delay * 2**failures, 30.0))
+        """The wait before reconnecting after ``failures`` fruitless attempts in a row.
+
+        The server's ``retry`` is respected ("The client MUST respect the retry field",
+        transports § sending messages); after a failure the wait is also at least an
+        exponential backoff (capped at 30 s), so that ``retry: 0`` and a stream closed at
+        once do not make the client reconnect as fast as the network allows.
+        """
+        if decoder.retry is None:
+            return float(min(self.reconnect_delay * 2**failures, _MAX_BACKOFF))
+        retry = decoder.retry / 1000
+        if failures == 0:
+            return retry
+        backoff: float = min(self.reconnect_delay * 2 ** (failures - 1), _MAX_BACKOFF)
+        return max(retry, backoff)
 
     def _check_tools(self, result: Any) -> None:
         """Learn the tools' header annotations; drop the tools whose annotations are invalid."""
@@ -375,13 +407,22 @@ class StreamableHTTPTransport:
         self._listener = asyncio.get_running_loop().create_task(self._listen_loop())
 
     async def _listen_loop(self) -> None:
-        decoder = EventStreamDecoder()
+        """Keep the standalone stream open; a stream that brings nothing counts as a failure.
+
+        Progress is a message or a new event id (a server that polls primes each stream
+        with an id, transports § sending messages, item 6). A stream that closes with
+        neither, an HTTP error and a dropped connection are failures: the wait grows (see
+        :meth:`_delay`), and after ``max_reconnects`` of them in a row the stream is given up.
+        """
+        decoder = EventStreamDecoder(max_event_size=self.max_message_size)
         failures = 0
         while not self._closed:
             client = self._http()
             headers = self._headers({"accept": _SSE})
-            if decoder.last_event_id:
-                headers["last-event-id"] = decoder.last_event_id
+            before = decoder.last_event_id
+            if before:
+                headers["last-event-id"] = before
+            progress = False
             try:
                 async with client.stream("GET", self.url, headers=headers) as resp:
                     if resp.status_code in (404, 405):
@@ -389,14 +430,17 @@ class StreamableHTTPTransport:
                         # next call finds out and re-initializes).
                         return
                     if resp.status_code >= 400 or content_type(resp) != _SSE:
-                        failures += 1
                         log.debug("GET stream of %s: HTTP %s", self.label, resp.status_code)
                     else:
-                        failures = 0
-                        await self._read_stream(resp, decoder, None)
+                        progress = await self._read_stream(resp, decoder, None)
             except httpx.TransportError as exc:
-                failures += 1
                 log.debug("GET stream of %s failed: %s", self.label, exc)
+            except MessageTooLarge as exc:
+                log.warning("GET stream: %s", exc)
+            if progress or decoder.last_event_id != before:
+                failures = 0
+            else:
+                failures += 1
             if failures > self.max_reconnects:
                 log.warning(
                     "giving up the GET stream of %s after %d failures", self.label, failures

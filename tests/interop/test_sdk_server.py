@@ -160,7 +160,9 @@ async def test_tools_structured_output_and_errors(
         assert invalid["isError"] is True  # argument validation is reported as a tool error
         await client.ping()
     if era(case) == MODERN:  # found by the probe; no handshake
-        assert wire.sent()[0]["method"] == "server/discover" and not wire.sent("initialize")
+        # An initialize may follow a probe a slow server left unanswered for PROBE_GRACE;
+        # the probe's answer must still have decided the era.
+        assert wire.sent()[0]["method"] == "server/discover" and wire.eras[0] == MODERN
         assert all(r.get("resultType") == "complete" for r in _results(wire, "tools/call"))
     else:
         assert not wire.sent("server/discover") and wire.sent()[0]["method"] == "initialize"

@@ -118,7 +118,9 @@ async def test_mcpkit_client_finds_and_speaks_2026_with_the_sdk_server(
         assert got["messages"][0]["content"]["text"] == "Say hello to Bo, formally."
 
     assert wire.sent()[0]["method"] == "server/discover"
-    assert not wire.sent("initialize")
+    # An initialize may follow a probe a slow server left unanswered for PROBE_GRACE; the
+    # probe's answer must still have decided the era.
+    assert wire.eras[0] == MODERN
     # Each round's retry echoes the previous round's requestState and answers every
     # input request by its key.
     profile = rounds(wire, "profile")

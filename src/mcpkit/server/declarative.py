@@ -41,6 +41,8 @@ from pydantic import Field
 
 from ..errors import ConfigurationError, RegistrationError, ToolError
 from .context import current_context
+from .resources import bare_resource_problem
+from .signature import SignatureError, resolve_hints
 from .stateless import CacheHint, check_cache_hint
 from .tools import ToolAnnotations, tool_from_function
 
@@ -232,6 +234,8 @@ def mcp_resource(
     sets the ``ttlMs``/``cacheScope`` of its ``resources/read`` results on the
     2026-07-28 era, as ``@server.resource(cache=...)`` does.
     """
+    if callable(uri):  # a bare @mcp_resource: the function came in place of the URI
+        raise RegistrationError([bare_resource_problem("@mcp_resource", uri)])
     check_cache_hint(f"mcp_resource({uri!r})", cache)
     return _marker(
         _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta, cache)
@@ -348,6 +352,10 @@ def collect(server: MCPServer, components: Collection[Any]) -> list[str]:
             for declaration in marks:
                 try:
                     _register(server, declaration, fn, name)
+                except RegistrationError as exc:
+                    problems.extend(f"{label}.{name}: {p}" for p in exc.problems)
+                except SignatureError as exc:
+                    problems.extend(f"{label}.{name}: {p}" for p in exc.problems)
                 except Exception as exc:
                     problems.append(f"{label}.{name}: {exc}")
     return problems
@@ -464,8 +472,11 @@ def _rewrite(fn: Callable[..., Any], marker: type | None) -> _Signature:
     sig = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception as exc:
-        raise ConfigurationError(f"cannot resolve its annotations: {exc}") from exc
+    except Exception:
+        unresolved: list[str] = []
+        hints = resolve_hints(fn, sig, unresolved)
+        if unresolved:
+            raise SignatureError(unresolved) from None
     params = []
     annotations: dict[str, Any] = {}
     for pname, param in sig.parameters.items():

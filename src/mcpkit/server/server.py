@@ -20,7 +20,7 @@ from .mrtr import DEFAULT_MAX_STATE, InputRounds
 from .mrtr_store import InputRoundStore
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
-from .resources import MCPServerResources, ResourceManager
+from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .session import Handler, Request, ServerSession
 from .stateless import (
     CacheHint,
@@ -217,15 +217,21 @@ class MCPServer:
         if tools:
             items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
             for key, tool in items:
+                label = repr(key) if key is not None else f"#{len(self.tools) + 1}"
                 try:
                     if isinstance(tool, ToolDefinition):
                         self.tools.add(tool)
                     elif callable(tool):
                         self.tools.add(tool_from_function(tool, name=key))
                     else:
-                        problems.append(f"tool {key!r}: not a ToolDefinition or a function")
+                        problems.append(
+                            f"tool {label}: {type(tool).__name__} is not a ToolDefinition "
+                            "or a function"
+                        )
+                except RegistrationError as exc:  # each problem names the tool already
+                    problems.extend(exc.problems)
                 except Exception as exc:
-                    problems.append(f"tool {key!r}: {exc}")
+                    problems.append(f"tool {label}: {exc}")
         if components:
             from .declarative import collect
 
@@ -328,6 +334,8 @@ class MCPServer:
         ``cache`` sets the ``ttlMs``/``cacheScope`` of this resource's
         ``resources/read`` results on the 2026-07-28 era, over the server's.
         """
+        if callable(uri):  # a bare @server.resource: the function came in place of the URI
+            raise RegistrationError([bare_resource_problem("@server.resource", uri)])
 
         def register(f: F) -> F:
             self.resources.add(

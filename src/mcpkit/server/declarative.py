@@ -1,6 +1,6 @@
 """Declarative registration: decorate methods and functions, then hand the objects over.
 
-The seeds' annotation model (Spring AI's ``@McpTool``, ``@McpToolParam``,
+Spring AI's MCP annotation model (``@McpTool``, ``@McpToolParam``,
 ``@McpResource``, ``@McpPrompt``/``@McpArg``, ``@McpComplete``) in Python::
 
     class Calculator:
@@ -199,7 +199,7 @@ def mcp_tool(
     structured_output: bool | None = None,
     needs: Collection[BackChannel] = (),
 ) -> Any:
-    """Mark a function or method as a tool (the seeds' ``@McpTool``).
+    """Mark a function or method as a tool (Spring AI's ``@McpTool``).
 
     ``name`` defaults to the function's name and ``description`` to its
     docstring; ``needs`` lists the server-to-client requests the tool makes
@@ -226,7 +226,7 @@ def mcp_resource(
     meta: dict[str, Any] | None = None,
     cache: CacheHint | None = None,
 ) -> Callable[[F], F]:
-    """Mark a function as a resource (the seeds' ``@McpResource``).
+    """Mark a function as a resource (Spring AI's ``@McpResource``).
 
     A URI with ``{variables}`` is an RFC 6570 template whose variables are the
     function's parameters. The function may return text, bytes, a content
@@ -267,7 +267,7 @@ def mcp_prompt(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Any:
-    """Mark a function as a prompt (the seeds' ``@McpPrompt``).
+    """Mark a function as a prompt (Spring AI's ``@McpPrompt``).
 
     Arguments are described with ``Annotated[str, PromptArg(...)]``. The
     function may return text, messages, or a ``GetPromptResult``

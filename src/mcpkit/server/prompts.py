@@ -1,4 +1,4 @@
-"""Prompts: ``@server.prompt`` functions, the seeds' callbacks, versions.
+"""Prompts: ``@server.prompt`` functions, Mastra's callbacks, versions.
 
 Prompt arguments are strings on the wire; a typed parameter (``int``,
 ``bool``, ...) is validated in lax mode, so ``"3"`` becomes ``3``. A missing
@@ -45,7 +45,7 @@ class PromptMessage:
 
 @dataclass(slots=True)
 class MCPServerPrompts:
-    """Prompt callbacks as in the seeds.
+    """Prompt callbacks as in Mastra.
 
     ``list_prompts()`` returns prompt dicts (``name``, ``description``,
     ``arguments``, optional ``version``); ``get_prompt_messages(name=...,

@@ -1,4 +1,4 @@
-"""Resources: static ones, RFC 6570 templates, the seeds' callbacks, subscriptions.
+"""Resources: static ones, RFC 6570 templates, Mastra's callbacks, subscriptions.
 
 ``resources/read`` looks a URI up in this order: static resources, templates
 (first registered wins), then the ``get_resource_content`` callback. Nothing
@@ -53,7 +53,7 @@ def bare_resource_problem(decorator: str, fn: Any) -> str:
 
 @dataclass(slots=True)
 class MCPServerResources:
-    """Resource callbacks as in the seeds (``MCPServerResources``).
+    """Resource callbacks as in Mastra (``MCPServerResources``).
 
     ``list_resources()`` returns resource dicts (``uri``, ``name``, ...),
     ``get_resource_content(uri)`` returns ``{"text": ...}``, ``{"blob": ...}``,

@@ -203,7 +203,7 @@ class MCPServer:
         self._dispatch: dict[str, Handler] = _build_dispatch(self)
         # Tool name -> the server-to-client requests it makes (declared with needs=).
         self.back_channel_needs: dict[str, tuple[str, ...]] = {}
-        # The seeds' registry metadata (see .metadata); the id is final once made.
+        # Mastra's registry metadata (see .metadata); the id is final once made.
         self._metadata = ServerMetadata.build(
             id=id,
             repository=repository,
@@ -236,7 +236,7 @@ class MCPServer:
             from .declarative import collect
 
             problems.extend(collect(self, components))
-        # Derived tools come last: an explicit tool of the same name wins (the seeds' rule).
+        # Derived tools come last: an explicit tool of the same name wins (Mastra's rule).
         if agents:
             from .agents import agent_tool
 
@@ -510,7 +510,7 @@ class MCPServer:
         if sessions:
             await asyncio.gather(*(s.notify(method, params) for s in sessions))
 
-    # -- introspection (the seeds' API) ----------------------------------------------------
+    # -- introspection (Mastra's API) ----------------------------------------------------
     @property
     def id(self) -> str:
         """The server's id: the ``id`` option slugified, or a UUID; it never changes."""
@@ -522,7 +522,7 @@ class MCPServer:
         return self._metadata
 
     def get_server_info(self) -> dict[str, Any]:
-        """The seeds' ``ServerInfo``: id, name, description, repository, version_detail.
+        """Mastra's ``ServerInfo``: id, name, description, repository, version_detail.
 
         ``version`` and ``capabilities`` are there too, for a quick look.
         """
@@ -542,7 +542,7 @@ class MCPServer:
         return info
 
     def get_server_detail(self) -> dict[str, Any]:
-        """The seeds' ``ServerDetail``: the info plus package_canonical, packages, remotes."""
+        """Mastra's ``ServerDetail``: the info plus package_canonical, packages, remotes."""
         meta = self._metadata
         detail = self.get_server_info()
         if meta.package_canonical is not None:

@@ -52,8 +52,12 @@ def test_data_is_only_present_when_given() -> None:
 def test_registration_error_lists_every_problem() -> None:
     exc = RegistrationError(["tool 'a': bad", "tool 'b': worse"])
     assert exc.problems == ["tool 'a': bad", "tool 'b': worse"]
-    assert "2 registration error(s)" in str(exc) and "tool 'b': worse" in str(exc)
+    assert str(exc) == "2 registration errors:\n  - tool 'a': bad\n  - tool 'b': worse"
     assert isinstance(exc, errors.ConfigurationError)
+
+
+def test_a_single_registration_problem_is_the_whole_message() -> None:
+    assert str(RegistrationError(["tool 'a': bad"])) == "tool 'a': bad"
 
 
 def test_timeouts_and_closed_connections_are_also_builtin_kinds() -> None:

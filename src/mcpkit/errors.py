@@ -83,12 +83,19 @@ class ConfigurationError(MCPKitError):
 
 
 class RegistrationError(ConfigurationError):
-    """One or more tools, resources or prompts could not be registered."""
+    """One or more tools, resources or prompts could not be registered.
+
+    ``problems`` holds one message per problem, each naming what it is about
+    (``tool 'add': parameter 'a' ...``); a single problem is the whole message.
+    """
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
+        if len(self.problems) == 1:
+            super().__init__(self.problems[0])
+            return
         lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"{len(self.problems)} registration error(s):\n{lines}")
+        super().__init__(f"{len(self.problems)} registration errors:\n{lines}")
 
 
 class MCPError(MCPKitError):

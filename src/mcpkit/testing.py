@@ -5,6 +5,19 @@ exactly what a real transport would carry::
 
     async with connect(server) as client:
         result = await client.call_tool("add", {"a": 1, "b": 2})
+
+:class:`InMemoryClient` is the wire-level test client: it speaks one protocol
+revision (``protocol_version``, default the newest handshake one), records
+:attr:`~InMemoryClient.traffic`, sends malformed input with
+:meth:`~InMemoryClient.send_raw` and answers server requests from a dict of
+``handlers``. Its conveniences have the names and results of
+:class:`mcpkit.Client`'s (``list_tools``, ``list_resources``,
+``list_resource_templates``, ``list_prompts``, ``read_resource``,
+``get_prompt``, ``call_tool``, ``complete``, ``subscribe_resource``,
+``unsubscribe_resource``, ``set_logging_level``, ``ping``). For the full client
+(handlers, progress callbacks, the stateless era's retries, caching), use
+``mcpkit.Client(server=server)``, which talks to the server object in memory
+too.
 """
 
 from __future__ import annotations
@@ -153,9 +166,59 @@ class InMemoryClient:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self._send(jsonrpc.notification(method, params), checked=True)
 
-    # -- conveniences ------------------------------------------------------------------------
+    # -- conveniences (named as mcpkit.Client's) -----------------------------------------------
+    async def _list_all(self, method: str, key: str) -> list[dict[str, Any]]:
+        """Every page of a list result (utilities/pagination), stopping on a repeated cursor."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] | None = None
+        seen: set[str] = set()
+        for _ in range(1000):  # a bound against a server that pages forever
+            result = await self.request(method, params)
+            items.extend(result.get(key) or ())
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or cursor in seen:
+                return items
+            seen.add(cursor)
+            params = {"cursor": cursor}
+        return items
+
     async def list_tools(self) -> list[dict[str, Any]]:
-        return (await self.request("tools/list"))["tools"]  # type: ignore[no-any-return]
+        return await self._list_all("tools/list", "tools")
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        return await self._list_all("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[dict[str, Any]]:
+        return await self._list_all("resources/templates/list", "resourceTemplates")
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        return await self._list_all("prompts/list", "prompts")
+
+    async def subscribe_resource(self, uri: str) -> None:
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """``completion/complete``; returns the ``completion`` dict, as ``Client.complete``."""
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context is not None:
+            params["context"] = {"arguments": context}
+        return (await self.request("completion/complete", params))["completion"]  # type: ignore[no-any-return]
+
+    async def set_logging_level(self, level: str) -> None:
+        await self.request("logging/setLevel", {"level": level})
+
+    async def ping(self) -> None:
+        await self.request("ping")
 
     async def call_tool(
         self,

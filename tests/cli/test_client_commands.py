@@ -163,10 +163,16 @@ def test_call_prints_structured_content_and_text() -> None:
 def test_verbose_shows_the_server_logs() -> None:
     args = ("call", "count_slowly", "--stdio", STDIO, "--args", '{"to": 2}')
     quiet = mcpkit(*args)
-    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "counted to 2\n", "")
+    # Without -v, stderr shows only the call's progress.
+    assert (quiet.returncode, quiet.stdout) == (0, "counted to 2\n")
+    assert quiet.stderr.splitlines() == [
+        "mcpkit: progress 1/2 (50%): counted 1",
+        "mcpkit: progress 2/2 (100%): counted 2",
+    ]
     loud = mcpkit(*args, "-v")
     assert loud.returncode == 0
-    assert "[server] counted 1" in loud.stderr and "[server] counted 2" in loud.stderr
+    label = f"[{Path(sys.executable).name} -m mcpkit run demo_server.py]"
+    assert f"{label} counted 1" in loud.stderr and f"{label} counted 2" in loud.stderr
 
 
 def test_a_tool_error_is_one_line_and_status_1() -> None:
@@ -181,10 +187,23 @@ def test_a_tool_error_is_one_line_and_status_1() -> None:
     assert json.loads(proc.stdout)["isError"] is True
 
 
-def test_an_unknown_tool_is_one_line() -> None:
+def test_an_unknown_tool_is_a_usage_error_naming_the_server_by_its_command() -> None:
     proc = mcpkit("call", "nope", "--stdio", STDIO)
-    assert proc.returncode == 1
-    assert one_error_line(proc) == "mcpkit: error: server 'server': Unknown tool: nope"
+    assert proc.returncode == 2
+    exe = Path(sys.executable).name
+    assert one_error_line(proc) == (
+        f"mcpkit: error: no tool 'nope' on server '{exe} -m mcpkit run demo_server.py'; "
+        "see 'mcpkit tools'"
+    )
+
+
+def test_a_url_server_is_named_by_its_url(http_servers: dict[str, str]) -> None:
+    url = http_servers["http"]
+    proc = mcpkit("call", "nope", "--url", url)
+    assert proc.returncode == 2
+    assert one_error_line(proc) == (
+        f"mcpkit: error: no tool 'nope' on server '{url}'; see 'mcpkit tools'"
+    )
 
 
 # -- a configuration file with several servers -------------------------------------------------------------
@@ -310,7 +329,10 @@ def test_config_mistakes(tmp_path: Path) -> None:
     assert "no server 'c' in" in one_error_line(proc)
     proc = mcpkit("call", "zzz_add", "--config", config)
     assert proc.returncode == 2
-    assert "no configured server owns 'zzz_add'" in one_error_line(proc)
+    assert "no configured server owns 'zzz_add': names are SERVER_TOOL" in one_error_line(proc)
+    proc = mcpkit("prompt", "zzz_greeting", "--config", config)
+    assert proc.returncode == 2
+    assert "owns 'zzz_greeting': names are SERVER_PROMPT" in one_error_line(proc)
     bad = tmp_path / "bad.json"
     bad.write_text('{"mcpServers": {"a": {"url": "http://h", "command": "x"}}}')
     proc = mcpkit("tools", "--config", str(bad))

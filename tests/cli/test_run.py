@@ -178,6 +178,25 @@ def test_a_failing_user_module_shows_its_traceback_and_status_1() -> None:
     )
 
 
+def test_a_registration_error_is_said_once_without_pydantic_internals(tmp_path: Path) -> None:
+    bad = tmp_path / "unsupported.py"
+    bad.write_text(
+        "import socket\n"
+        "from mcpkit import MCPServer\n"
+        "server = MCPServer(name='s', version='1')\n"
+        "@server.tool\n"
+        "def send(sock: socket.socket) -> str:\n"
+        "    return ''\n"
+    )
+    proc = mcpkit("run", str(bad))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "mcpkit: error: importing unsupported.py failed: tool 'send': parameter 'sock': type "
+        "socket cannot be described as JSON Schema; use JSON types (str, int, float, bool, "
+        "list, dict), a pydantic model, a dataclass or a TypedDict"
+    ]
+
+
 def test_syntax_error_in_user_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("server = (\n")

@@ -535,3 +535,25 @@ async def test_such_a_tool_works_when_the_client_offers_the_back_channel() -> No
         "tool 'ask-name' needs the client's elicitation capability, which this client did not "
         "declare"
     )
+
+
+def test_a_bare_mcp_resource_is_refused_naming_the_function() -> None:
+    with pytest.raises(RegistrationError, match=r"^resource 'readme': @mcp_resource needs the"):
+
+        @mcp_resource  # type: ignore[arg-type]
+        def readme() -> str:
+            return "hello"
+
+
+def test_unresolvable_annotations_name_the_member_and_the_parameter() -> None:
+    class Unresolved:
+        @mcp_tool
+        def lookup(self, key: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821
+            return ""
+
+    with pytest.raises(RegistrationError) as info:
+        MCPServer(name="s", version="1", components=[Unresolved()])
+    assert info.value.problems == [
+        "Unresolved.lookup: parameter 'key': cannot resolve its annotation 'Missing' "
+        "(NameError: name 'Missing' is not defined)"
+    ]

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from mcpkit import Context, MCPServer, MCPServerResources
-from mcpkit.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, ConfigurationError, RemoteError
+from mcpkit.errors import (
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND,
+    ConfigurationError,
+    RegistrationError,
+    RemoteError,
+)
 from mcpkit.testing import connect
 
 
@@ -373,3 +379,33 @@ async def test_a_uri_too_long_for_an_ambiguous_template_says_so() -> None:
             assert "too long" in exc.message
         else:
             raise AssertionError("expected an error")
+
+
+def test_a_bare_resource_decorator_is_refused_naming_the_function() -> None:
+    server = MCPServer(name="res", version="1")
+    with pytest.raises(RegistrationError) as info:
+
+        @server.resource  # type: ignore[arg-type]
+        def readme() -> str:
+            return "hello"
+
+    assert str(info.value) == (
+        "resource 'readme': @server.resource needs the resource's URI, as in "
+        '@server.resource("data://readme") (a URI with {variables} makes a template)'
+    )
+    assert not server.resources.enabled
+
+
+def test_every_problem_of_a_resource_is_reported_at_once() -> None:
+    server = MCPServer(name="res", version="1")
+    with pytest.raises(RegistrationError) as info:
+
+        @server.resource("test://items/{id}")
+        def item(id: int, /, page: int) -> str:
+            return ""
+
+    assert info.value.problems == [
+        "resource 'test://items/{id}': parameter 'id' is positional-only (declared before "
+        "'/'), but MCP passes arguments by name; remove the '/'",
+        "resource 'test://items/{id}': parameters ['page'] are not template variables",
+    ]

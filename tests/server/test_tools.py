@@ -28,7 +28,7 @@ from mcpkit import (
     ToolResult,
     create_tool,
 )
-from mcpkit.errors import INVALID_PARAMS, ConfigurationError, RemoteError
+from mcpkit.errors import INVALID_PARAMS, ConfigurationError, RegistrationError, RemoteError
 from mcpkit.testing import connect
 
 
@@ -249,7 +249,82 @@ def test_constructor_collects_every_registration_problem() -> None:
     assert "'one'" in message and "'two'" in message and "'three'" in message
 
 
-# -- create_tool (the seeds' createTool) -------------------------------------------------------------
+def test_constructor_problems_name_each_tool_once_without_pydantic_internals() -> None:
+    def unresolved(x: Nowhere) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return ""
+
+    class Opaque:
+        pass
+
+    def opaque(thing: Opaque) -> str:
+        return ""
+
+    with pytest.raises(RegistrationError) as info:
+        MCPServer(name="x", version="1", tools=[unresolved, opaque])
+    assert info.value.problems == [
+        "tool 'unresolved': parameter 'x': cannot resolve its annotation 'Nowhere' "
+        "(NameError: name 'Nowhere' is not defined)",
+        "tool 'opaque': parameter 'thing': type Opaque cannot be described as JSON Schema; "
+        "use JSON types (str, int, float, bool, list, dict), a pydantic model, a dataclass "
+        "or a TypedDict",
+    ]
+    assert str(info.value).startswith("2 registration errors:\n  - tool 'unresolved': ")
+
+
+def test_a_decorator_reports_every_problem_of_its_function_at_once() -> None:
+    server = MCPServer(name="x", version="1")
+
+    class Opaque:
+        pass
+
+    with pytest.raises(RegistrationError) as info:
+
+        @server.tool
+        def broken(a: int, /, b: Opaque, *rest: int) -> str:
+            return ""
+
+    problems = info.value.problems
+    assert len(problems) == 3, problems
+    assert all(p.startswith("tool 'broken': ") for p in problems), problems
+    assert "parameter 'a' is positional-only" in problems[0]
+    assert "*rest cannot receive arguments" in problems[1]
+    assert "parameter 'b': type Opaque cannot be described as JSON Schema" in problems[2]
+    assert "broken" not in server.tools
+
+
+def test_positional_only_parameters_are_refused_naming_them() -> None:
+    def add(a: int, b: int, /) -> int:
+        return a + b
+
+    with pytest.raises(RegistrationError) as info:
+        server_with(add)
+    assert str(info.value) == "2 registration errors:\n" + "".join(
+        f"  - tool 'add': parameter {p!r} is positional-only (declared before '/'), but MCP "
+        f"passes arguments by name; remove the '/'" + ("\n" if p == "a" else "")
+        for p in "ab"
+    )
+
+
+def test_var_positional_parameters_are_refused() -> None:
+    def total(*numbers: int) -> int:
+        return sum(numbers)
+
+    with pytest.raises(RegistrationError, match=r"^tool 'total': \*numbers cannot receive"):
+        server_with(total)
+
+
+async def test_var_keyword_parameters_are_still_accepted() -> None:
+    def greet(name: str, **extra: Any) -> str:
+        return f"hi {name}"
+
+    async with connect(server_with(greet)) as client:
+        (listed,) = await client.list_tools()
+        result = await client.call_tool("greet", {"name": "Ada"})
+    assert listed["inputSchema"]["required"] == ["name"]
+    assert text_of(result) == "hi Ada"
+
+
+# -- create_tool (Mastra's createTool) ---------------------------------------------------------------
 
 RAW_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -377,6 +452,55 @@ async def test_create_tool_with_a_raw_output_schema_and_a_dict_result() -> None:
 def test_create_tool_rejects_a_schema_that_is_neither_dict_nor_model() -> None:
     with pytest.raises(ConfigurationError, match="bad"):
         create_tool(id="bad", description="x", input_schema="nope", execute=lambda: "")  # type: ignore[arg-type]
+
+
+async def test_create_tool_execute_context_receives_the_validated_model() -> None:
+    got: list[Any] = []
+
+    async def execute(context: SearchInput, ctx: Context) -> str:
+        got.append((context, ctx))
+        return f"{context.query}:{context.limit}"
+
+    tool = create_tool(id="find", description="Find", input_schema=SearchInput, execute=execute)
+    async with connect(server_with(tool)) as client:
+        result = await client.call_tool("find", {"query": "x", "limit": "3"})
+        failed = await client.call_tool("find", {"limit": 1})
+    assert text_of(result) == "x:3"
+    ((context, ctx),) = got
+    assert context == SearchInput(query="x", limit=3)
+    assert isinstance(ctx, Context)
+    assert failed["isError"] is True and "query: Field required" in text_of(failed)
+
+
+async def test_create_tool_execute_context_receives_the_validated_dict() -> None:
+    def execute(context: dict[str, Any]) -> str:
+        return f"{context['name']} from {context['address']['city']}"
+
+    tool = create_tool(id="hello", description="Hi", input_schema=RAW_SCHEMA, execute=execute)
+    async with connect(server_with(tool)) as client:
+        result = await client.call_tool(
+            "hello", {"name": "Ann", "address": {"zip": "12345", "city": "Oslo"}}
+        )
+    assert text_of(result) == "Ann from Oslo"
+
+
+def test_create_tool_refuses_an_execute_the_schema_cannot_call() -> None:
+    def two_strangers(query: str, page: int, size: int) -> str:
+        return ""
+
+    with pytest.raises(RegistrationError) as info:
+        create_tool(id="s", description="S", input_schema=SearchInput, execute=two_strangers)
+    assert str(info.value) == (
+        "tool 's': execute parameter(s) 'page', 'size' are not properties of input_schema "
+        "(it has: 'query', 'limit'); name parameters after the properties, or take the whole "
+        "input in one parameter, as execute(context)"
+    )
+
+    def positional(query: str, /) -> str:
+        return query
+
+    with pytest.raises(RegistrationError, match=r"^tool 'p': execute: parameter 'query' is "):
+        create_tool(id="p", description="P", input_schema=SearchInput, execute=positional)
 
 
 # -- execution -------------------------------------------------------------------------------------

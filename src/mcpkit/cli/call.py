@@ -3,6 +3,10 @@
 With ``--config``, tools are named ``server_tool`` as ``mcpkit tools`` lists
 them; only the server(s) the name can belong to are started. With ``--url``
 or ``--stdio``, the tool's own name is enough.
+
+While the tool runs, its progress notifications are printed to stderr, and
+its questions to the user (elicitation) are answered from ``--elicit JSON``,
+else on the terminal, else declined (see :mod:`.elicit`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .client_args import add_server_options, fail, one_line, run_named
+from .client_args import (
+    UsageError,
+    add_server_options,
+    fail,
+    one_line,
+    parse_json_object,
+    run_named,
+)
 
 if TYPE_CHECKING:
     from ..client.mcp_client import MCPClient
@@ -31,17 +42,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help='the arguments as a JSON object, e.g. \'{"city": "Tokyo"}\'',
     )
+    parser.add_argument(
+        "--elicit",
+        "-e",
+        metavar="JSON",
+        help="answers to the tool's questions (elicitation) as a JSON object of field "
+        "values, e.g. '{\"confirm\": true}'; without it, questions are asked on the "
+        "terminal, or declined when stdin is not one",
+    )
     add_server_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from .elicit import Elicitor, print_progress
+
+    try:
+        answers = parse_json_object(args.elicit, "--elicit") if args.elicit is not None else None
+    except UsageError as exc:
+        return fail(str(exc), 2)
+    elicitor = Elicitor(answers, interactive=_interactive())
+
+    def prepare(mcp: MCPClient) -> None:
+        for server in mcp.server_names:
+            mcp.elicitation.on_request(server, elicitor)
+
     async def act(mcp: MCPClient, server: str, tool: str, arguments: dict[str, Any]) -> int:
         from ..errors import RemoteError
         from .render import content_text, pretty
 
         try:
-            result = await mcp.call_tool(server, tool, arguments)
+            result = await mcp.call_tool(server, tool, arguments, progress=print_progress)
         except RemoteError as exc:  # the server refused the call (unknown tool, bad params)
+            if not await _has_tool(mcp, server, tool):
+                return fail(f"no tool {tool!r} on server {server!r}; see 'mcpkit tools'", 2)
             return fail(f"server {server!r}: {one_line(exc)}", 1)
         failed = result.get("isError") is True
         if args.json:
@@ -56,4 +89,28 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return 1 if failed else 0
 
-    return run_named(args, args.tool, lambda c: c.list_tools(), act, kind="tool", listing="tools")
+    return run_named(
+        args,
+        args.tool,
+        lambda c: c.list_tools(),
+        act,
+        kind="tool",
+        listing="tools",
+        prepare=prepare,
+    )
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # a closed stdin
+        return False
+
+
+async def _has_tool(mcp: MCPClient, server: str, tool: str) -> bool:
+    """Does ``server`` list ``tool``? (True when it cannot tell: the error stands.)"""
+    try:
+        listed = await mcp.client(server).list_tools()
+    except Exception:
+        return True
+    return tool in {t.get("name") for t in listed}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,7 @@ __all__ = [
     "Selection",
     "UsageError",
     "add_server_options",
+    "by_server",
     "fail",
     "list_per_server",
     "one_line",
@@ -42,7 +44,7 @@ __all__ = [
     "select_servers",
 ]
 
-#: The server name used for ``--url`` and ``--stdio``.
+#: The key of a ``--url`` or ``--stdio`` server in ``--json`` listings.
 SINGLE = "server"
 
 
@@ -99,7 +101,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 
 
 class Selection:
-    """The servers a command line names; ``single`` when it named one server directly."""
+    """The servers a command line names; ``single`` when it named one server directly.
+
+    A ``--url`` or ``--stdio`` server is named after its URL or command, so that
+    messages say which server failed.
+    """
 
     def __init__(self, servers: dict[str, ServerConfig], *, single: bool) -> None:
         self.servers = servers
@@ -136,7 +142,7 @@ def select_servers(args: argparse.Namespace) -> Selection:
             http_transport=args.transport,
             protocol_version=version,
         )
-        return Selection({SINGLE: config}, single=True)
+        return Selection({args.url: config}, single=True)
     if args.stdio:
         try:
             words = shlex.split(args.stdio)
@@ -145,7 +151,7 @@ def select_servers(args: argparse.Namespace) -> Selection:
         if not words:
             raise UsageError("--stdio needs a command")
         config = ServerConfig(command=words[0], args=tuple(words[1:]), protocol_version=version)
-        return Selection({SINGLE: config}, single=True)
+        return Selection({_command_label(words): config}, single=True)
     try:
         servers = load_config(args.config)
     except ConfigurationError as exc:
@@ -163,6 +169,21 @@ def select_servers(args: argparse.Namespace) -> Selection:
     return Selection(servers, single=False)
 
 
+def _command_label(words: list[str]) -> str:
+    """A ``--stdio`` command as messages name it: paths shortened to their file names."""
+    label = shlex.join(
+        [os.path.basename(w) if os.sep in w and os.path.basename(w) else w for w in words]
+    )
+    return label if len(label) <= 60 else label[:57] + "..."
+
+
+def by_server(listings: dict[str, Any], selection: Selection) -> dict[str, Any]:
+    """``--json`` listings keyed by server; a ``--url``/``--stdio`` one under ``"server"``."""
+    if selection.single and listings:
+        return {SINGLE: next(iter(listings.values()))}
+    return listings
+
+
 def _header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name.strip():
@@ -175,10 +196,13 @@ def run_with_client(
     action: Callable[[MCPClient, Selection], Awaitable[int]],
     *,
     narrow: Callable[[Selection], Selection] | None = None,
+    prepare: Callable[[MCPClient], None] | None = None,
 ) -> int:
     """Select servers, connect, run ``action``; every failure becomes one line and a status.
 
-    ``narrow`` may drop servers a command does not need before any is started.
+    ``narrow`` may drop servers a command does not need before any is started;
+    ``prepare`` installs handlers before the servers connect (capabilities are
+    declared when they do).
     """
     _quiet_logs(args.verbose)
     try:
@@ -188,7 +212,7 @@ def run_with_client(
     except UsageError as exc:
         return fail(one_line(exc), 2)
     try:
-        return loops.run(_run(args, selection, action))  # uvloop when installed
+        return loops.run(_run(args, selection, action, prepare))  # uvloop when installed
     except UsageError as exc:
         return fail(one_line(exc), 2)
     except KeyboardInterrupt:
@@ -201,10 +225,14 @@ async def _run(
     args: argparse.Namespace,
     selection: Selection,
     action: Callable[[MCPClient, Selection], Awaitable[int]],
+    prepare: Callable[[MCPClient], None] | None = None,
 ) -> int:
     from ..client.mcp_client import MCPClient
 
-    async with MCPClient(servers=selection.servers, timeout=args.timeout) as mcp:
+    mcp = MCPClient(servers=selection.servers, timeout=args.timeout)
+    if prepare is not None:
+        prepare(mcp)
+    async with mcp:
         errors = mcp.errors
         if selection.single and errors:
             raise next(iter(errors.values()))
@@ -280,8 +308,9 @@ def parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     return value
 
 
-def owners_of(name: str, *, listing: str) -> Callable[[Selection], Selection]:
-    """A ``narrow`` keeping the configured servers that ``SERVER_NAME`` can belong to."""
+def owners_of(name: str, *, kind: str, listing: str) -> Callable[[Selection], Selection]:
+    """A ``narrow`` keeping the configured servers that ``SERVER_TOOL`` (or
+    ``SERVER_PROMPT``) can belong to."""
 
     def narrow(selection: Selection) -> Selection:
         if selection.single:
@@ -289,7 +318,7 @@ def owners_of(name: str, *, listing: str) -> Callable[[Selection], Selection]:
         owners = {n: c for n, c in selection.servers.items() if name.startswith(n + "_")}
         if not owners:
             raise UsageError(
-                f"no configured server owns {name!r}: names are SERVER_NAME "
+                f"no configured server owns {name!r}: names are SERVER_{kind.upper()} "
                 f"(servers: {', '.join(selection.servers)}; see 'mcpkit {listing}')"
             )
         return Selection(owners, single=False)
@@ -306,7 +335,8 @@ async def resolve(
     kind: str,
     listing: str,
 ) -> tuple[str, str]:
-    """(server, own name) for ``SERVER_NAME``; asks the servers only when it is ambiguous."""
+    """(server, own name) for ``SERVER_TOOL`` (``SERVER_PROMPT``); asks the servers only
+    when it is ambiguous."""
     if selection.single:
         return mcp.server_names[0], name
     owners = sorted(mcp.server_names, key=len, reverse=True)
@@ -334,8 +364,9 @@ def run_named(
     *,
     kind: str,
     listing: str,
+    prepare: Callable[[MCPClient], None] | None = None,
 ) -> int:
-    """Run a command on one ``SERVER_NAME`` with ``--args JSON`` (``call``, ``prompt``).
+    """Run a command on one ``SERVER_TOOL`` or ``SERVER_PROMPT`` with ``--args JSON``.
 
     ``act(mcp, server, own name, arguments)`` does the work once the name is
     resolved; bad ``--args`` fail (status 2) before any server starts, and only
@@ -350,4 +381,6 @@ def run_named(
         server, own = await resolve(mcp, selection, name, names_of, kind=kind, listing=listing)
         return await act(mcp, server, own, arguments)
 
-    return run_with_client(args, action, narrow=owners_of(name, listing=listing))
+    return run_with_client(
+        args, action, narrow=owners_of(name, kind=kind, listing=listing), prepare=prepare
+    )

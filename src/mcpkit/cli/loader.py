@@ -39,16 +39,21 @@ class UserCodeError(Exception):
     """The user's module or factory raised ``original`` while loading."""
 
     def __init__(self, action: str, original: BaseException) -> None:
-        self.action = action
-        self.original = original
-        super().__init__(f"{action} failed: {type(original).__name__}: {original}")
-
-    def report(self) -> str:
-        """The user's traceback without mcpkit's loader frames, then the summary line."""
         from ..errors import MCPKitError
 
-        if isinstance(self.original, MCPKitError):  # a developer error mcpkit words itself
-            return f"{self.action} failed: {self.original}"
+        self.action = action
+        self.original = original
+        # A developer error mcpkit words itself (a registration problem...) needs no
+        # class name, and no traceback: its message names the tool and parameter.
+        self.worded = isinstance(original, MCPKitError)
+        kind = "" if self.worded else f"{type(original).__name__}: "
+        super().__init__(f"{action} failed: {kind}{original}")
+
+    def report(self) -> str:
+        """The user's traceback without mcpkit's loader frames ("" for an mcpkit error,
+        which the summary line says in full)."""
+        if self.worded:
+            return ""
         tb = _user_frames(self.original.__traceback__)
         lines = traceback.format_exception(type(self.original), self.original, tb)
         return "".join(lines).rstrip("\n")

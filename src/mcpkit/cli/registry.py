@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     except LoadError as exc:
         return _fail(str(exc))
     except UserCodeError as exc:
-        print(exc.report(), file=sys.stderr)
+        if exc.report():
+            print(exc.report(), file=sys.stderr)
         return _fail(str(exc), status=1)
     try:
         doc = server.registry_json(name=args.name)

@@ -147,5 +147,6 @@ def _load(target: str, *, quiet_stdout: bool) -> MCPServer | int:
     except LoadError as exc:
         return _fail(str(exc))
     except UserCodeError as exc:
-        print(exc.report(), file=sys.stderr)
+        if exc.report():
+            print(exc.report(), file=sys.stderr)
         return _fail(str(exc), status=1)

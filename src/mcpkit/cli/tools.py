@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .client_args import Selection, add_server_options, list_per_server, run_with_client
+from .client_args import (
+    Selection,
+    add_server_options,
+    by_server,
+    list_per_server,
+    run_with_client,
+)
 
 if TYPE_CHECKING:
     from ..client.mcp_client import MCPClient
@@ -25,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
         listings, status = await list_per_server(mcp, lambda name: mcp.client(name).list_tools())
         if args.json:
-            print(pretty(listings))
+            print(pretty(by_server(listings, selection)))
             return status
         for server, tools in listings.items():
             for tool in tools:

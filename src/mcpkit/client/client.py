@@ -5,8 +5,8 @@
 
 The transport follows from the options: ``command`` spawns a stdio server,
 ``server`` connects in memory to an :class:`~mcpkit.server.server.MCPServer`
-object, and ``url`` chooses between the two HTTP transports as the seeds
-describe (``http_transport="auto"``):
+object, and ``url`` chooses between the two HTTP transports as Mastra's
+MCPClient does (``http_transport="auto"``):
 
 * a URL whose path ends in ``/sse`` is a legacy HTTP+SSE server;
 * any other URL is tried with Streamable HTTP first; when that ``initialize``

@@ -1,6 +1,6 @@
 """Server definitions for :class:`~mcpkit.client.mcp_client.MCPClient`, from code or config files.
 
-A definition is a dict, as in the seeds (``MastraMCPServerDefinition``) with
+A definition is a dict, as in Mastra (``MastraMCPServerDefinition``) with
 Pythonic names::
 
     {"command": "python", "args": ["server.py"], "env": {...}, "cwd": "..."}   # stdio
@@ -8,8 +8,8 @@ Pythonic names::
     {"server": mcp_server}                                                      # in memory
 
 plus ``timeout`` (seconds, for every call), ``connect_timeout`` (for
-starting; default ``timeout``), ``capabilities``, ``server_logs`` (the seeds'
-``enableServerLogs``), ``log_handler`` (the seeds' ``logger``),
+starting; default ``timeout``), ``capabilities``, ``server_logs`` (Mastra's
+``enableServerLogs``), ``log_handler`` (Mastra's ``logger``),
 ``http_transport``, handlers (``sampling_handler``,
 ``elicitation_handler``, ``roots``), ``protocol_version`` (``"2026-07-28"``
 for the stateless revision, see docs/client.md), ``max_message_size`` (bytes; the
@@ -19,7 +19,7 @@ does not silently drop an option.
 
 Configuration *files* are shared with other applications, so
 :func:`load_config` is lenient: it reads the ``mcpServers`` format of Claude
-Desktop and Cursor (and VS Code's ``servers``), accepts the seeds' camelCase
+Desktop and Cursor (and VS Code's ``servers``), accepts Mastra's camelCase
 names (``requestInit.headers``, ``enableServerLogs``) and a ``type`` of
 ``stdio``, ``http`` or ``sse``, skips servers marked ``"disabled": true``, and
 ignores keys meant for other applications.

@@ -1,7 +1,7 @@
 """One server of an :class:`~mcpkit.client.mcp_client.MCPClient`: its client, its state, its caches.
 
 A connection that fails to start keeps the error and reports it on every
-use, so the other servers carry on (the seeds' "one server failing does not
+use, so the other servers carry on (Mastra's "one server failing does not
 break the others"). A server that dies later is seen through its session:
 every call then fails with the reason (exit status, last stderr lines).
 

@@ -1,4 +1,4 @@
-"""The seeds' feature namespaces of ``MCPClient``: ``resources``, ``prompts``, handlers.
+"""Mastra's feature namespaces of ``MCPClient``: ``resources``, ``prompts``, handlers.
 
 Each method names its server (the key of ``servers``). Listings cover every
 connected server at once and skip (with a warning) a server that fails, so

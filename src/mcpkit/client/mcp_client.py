@@ -1,4 +1,4 @@
-"""``MCPClient``: many MCP servers behind one object (the seeds' ``MCPClient``, Pythonic names).
+"""``MCPClient``: many MCP servers behind one object (Mastra's ``MCPClient``, Pythonic names).
 
 >>> async with MCPClient(servers={                                   # doctest: +SKIP
 ...     "files": {"command": "python", "args": ["files_server.py"]},
@@ -13,7 +13,7 @@
   error of every call to it); the others work.
 * Tool names are namespaced ``server_tool`` (:meth:`get_tools`) or grouped by
   server (:meth:`get_toolsets`).
-* Instance management as in the seeds: two live ``MCPClient`` objects with the
+* Instance management as in Mastra's ``MCPClient``: two live ``MCPClient`` objects with the
   same configuration and no ``id`` would run every server twice (and, in a
   server that re-creates its client per request, leak them), so the second
   raises :class:`~mcpkit.errors.ConfigurationError`. Give each its own ``id``,
@@ -242,7 +242,7 @@ class MCPClient:
             raise ConnectionClosed(
                 "this MCPClient was disconnected; connect it again with 'async with' or connect()"
             )
-        await self.connect()  # the seeds' client connects on first use
+        await self.connect()  # Mastra's client connects on first use
 
     async def _ready(self, server_name: str) -> ServerConnection:
         conn = self._connection(server_name)

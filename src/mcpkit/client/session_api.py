@@ -159,7 +159,7 @@ class SessionAPI:
         """``prompts/get``; returns the result dict (``description``, ``messages``).
 
         ``version`` selects one of a prompt's versions on servers that have them
-        (mcpkit and Mastra servers; the seeds' prompt versions); others ignore it.
+        (mcpkit and Mastra servers: Mastra's prompt versions); others ignore it.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:

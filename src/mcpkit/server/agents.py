@@ -15,7 +15,7 @@ agent reports, such as ``usage``), sent both as JSON text and as
 
 The agent sees the MCP request through the :class:`~mcpkit.server.context.Context`
 passed as ``context``, and, from anywhere below it (its own tools included),
-through :func:`mcpkit.current_context` (the seeds' ``mcp.extra``).
+through :func:`mcpkit.current_context` (Mastra's ``mcp.extra``).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def agent_reply(value: Any) -> dict[str, Any]:
 
     Text becomes ``{"text": ...}``; a mapping is kept (a missing ``text`` is
     filled with the mapping's JSON, and the mapping goes under ``output``); an
-    object with a ``text`` attribute (the seeds' ``generate()`` result) keeps
+    object with a ``text`` attribute (Mastra's ``generate()`` result) keeps
     its ``usage``; any other value is the ``output``, its JSON the ``text``.
     """
     if isinstance(value, AgentResponse):

@@ -88,7 +88,7 @@ class Root:
 
 
 class CancelSignal:
-    """Set when the client cancels the request (the seeds' ``signal``)."""
+    """Set when the client cancels the request (Mastra's ``signal``)."""
 
     __slots__ = ("_event",)
 
@@ -114,7 +114,7 @@ class CancelSignal:
 
 @dataclass(slots=True)
 class RequestExtra:
-    """The seeds' ``extra``: what the transport knows about the request."""
+    """Mastra's ``extra``: what the transport knows about the request."""
 
     auth_info: Any
     session_id: str | None

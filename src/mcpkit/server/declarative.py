@@ -1,6 +1,6 @@
 """Declarative registration: decorate methods and functions, then hand the objects over.
 
-The seeds' annotation model (Spring AI's ``@McpTool``, ``@McpToolParam``,
+Spring AI's MCP annotation model (``@McpTool``, ``@McpToolParam``,
 ``@McpResource``, ``@McpPrompt``/``@McpArg``, ``@McpComplete``) in Python::
 
     class Calculator:
@@ -41,6 +41,8 @@ from pydantic import Field
 
 from ..errors import ConfigurationError, RegistrationError, ToolError
 from .context import current_context
+from .resources import bare_resource_problem
+from .signature import SignatureError, resolve_hints
 from .stateless import CacheHint, check_cache_hint
 from .tools import ToolAnnotations, tool_from_function
 
@@ -197,7 +199,7 @@ def mcp_tool(
     structured_output: bool | None = None,
     needs: Collection[BackChannel] = (),
 ) -> Any:
-    """Mark a function or method as a tool (the seeds' ``@McpTool``).
+    """Mark a function or method as a tool (Spring AI's ``@McpTool``).
 
     ``name`` defaults to the function's name and ``description`` to its
     docstring; ``needs`` lists the server-to-client requests the tool makes
@@ -224,7 +226,7 @@ def mcp_resource(
     meta: dict[str, Any] | None = None,
     cache: CacheHint | None = None,
 ) -> Callable[[F], F]:
-    """Mark a function as a resource (the seeds' ``@McpResource``).
+    """Mark a function as a resource (Spring AI's ``@McpResource``).
 
     A URI with ``{variables}`` is an RFC 6570 template whose variables are the
     function's parameters. The function may return text, bytes, a content
@@ -232,6 +234,8 @@ def mcp_resource(
     sets the ``ttlMs``/``cacheScope`` of its ``resources/read`` results on the
     2026-07-28 era, as ``@server.resource(cache=...)`` does.
     """
+    if callable(uri):  # a bare @mcp_resource: the function came in place of the URI
+        raise RegistrationError([bare_resource_problem("@mcp_resource", uri)])
     check_cache_hint(f"mcp_resource({uri!r})", cache)
     return _marker(
         _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta, cache)
@@ -263,7 +267,7 @@ def mcp_prompt(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Any:
-    """Mark a function as a prompt (the seeds' ``@McpPrompt``).
+    """Mark a function as a prompt (Spring AI's ``@McpPrompt``).
 
     Arguments are described with ``Annotated[str, PromptArg(...)]``. The
     function may return text, messages, or a ``GetPromptResult``
@@ -348,6 +352,10 @@ def collect(server: MCPServer, components: Collection[Any]) -> list[str]:
             for declaration in marks:
                 try:
                     _register(server, declaration, fn, name)
+                except RegistrationError as exc:
+                    problems.extend(f"{label}.{name}: {p}" for p in exc.problems)
+                except SignatureError as exc:
+                    problems.extend(f"{label}.{name}: {p}" for p in exc.problems)
                 except Exception as exc:
                     problems.append(f"{label}.{name}: {exc}")
     return problems
@@ -464,8 +472,11 @@ def _rewrite(fn: Callable[..., Any], marker: type | None) -> _Signature:
     sig = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception as exc:
-        raise ConfigurationError(f"cannot resolve its annotations: {exc}") from exc
+    except Exception:
+        unresolved: list[str] = []
+        hints = resolve_hints(fn, sig, unresolved)
+        if unresolved:
+            raise SignatureError(unresolved) from None
     params = []
     annotations: dict[str, Any] = {}
     for pname, param in sig.parameters.items():

@@ -1,11 +1,11 @@
-"""Server metadata: the seeds' id, repository, release date, packages and remotes.
+"""Server metadata: Mastra's id, repository, release date, packages and remotes.
 
-The seeds give a server an ``id`` (slugified when given, a UUID otherwise,
+Mastra gives a server an ``id`` (slugified when given, a UUID otherwise,
 and final), a ``description``, a source ``repository``, a ``release_date``
 (ISO 8601, default: construction time), ``is_latest`` (default true), a
 ``package_canonical`` and lists of installable ``packages`` and ``remotes``.
 :meth:`MCPServer.get_server_info` and :meth:`MCPServer.get_server_detail`
-report them in the seeds' shapes (snake_case, ``version_detail``).
+report them in Mastra's shapes (snake_case, ``version_detail``).
 
 :func:`registry_document` writes the same facts as a ``server.json`` for the
 official MCP registry and :func:`validate_server_json` checks one (both in
@@ -44,7 +44,7 @@ __all__ = [
     "validate_server_json",
 ]
 
-# The seeds' transport names, and other spellings people use, for the registry's names.
+# Mastra's transport names, and other spellings people use, for the registry's names.
 _TRANSPORT_ALIASES = {"streamable": "streamable-http", "http": "streamable-http"}
 
 
@@ -67,7 +67,7 @@ def _pick(data: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
-# -- the seeds' metadata objects -----------------------------------------------------------------
+# -- Mastra's metadata objects -----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +102,7 @@ class Repository:
 
 
 _PACKAGE_FIELDS = {
-    # field: accepted spellings (registry camelCase, snake_case, the seeds' PackageInfo)
+    # field: accepted spellings (registry camelCase, snake_case, Mastra's PackageInfo)
     "registry_type": ("registryType", "registry_type", "registry_name"),
     "identifier": ("identifier", "name"),
     "version": ("version",),
@@ -177,7 +177,7 @@ class Package:
         )
 
     def to_detail(self) -> dict[str, Any]:
-        """The seeds' ``PackageInfo`` shape (``registry_name``, ``name``, ``version``)."""
+        """Mastra's ``PackageInfo`` shape (``registry_name``, ``name``, ``version``)."""
         out: dict[str, Any] = {
             "registry_name": self.registry_type,
             "name": self.identifier,
@@ -236,7 +236,7 @@ class Remote:
         return out
 
     def to_detail(self) -> dict[str, Any]:
-        """The seeds' ``RemoteInfo`` shape (``transport_type``, ``url``)."""
+        """Mastra's ``RemoteInfo`` shape (``transport_type``, ``url``)."""
         out: dict[str, Any] = {"transport_type": self.type, "url": self.url}
         if self.headers:
             out["headers"] = [dict(h) for h in self.headers]

@@ -1,4 +1,4 @@
-"""Prompts: ``@server.prompt`` functions, the seeds' callbacks, versions.
+"""Prompts: ``@server.prompt`` functions, Mastra's callbacks, versions.
 
 Prompt arguments are strings on the wire; a typed parameter (``int``,
 ``bool``, ...) is validated in lax mode, so ``"3"`` becomes ``3``. A missing
@@ -14,10 +14,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from ..errors import InvalidParams, MCPError
+from ..errors import InvalidParams, MCPError, RegistrationError
 from .content import to_content
 from .context import run_sync
-from .signature import FunctionSignature, format_validation_error, inspect_function, summary
+from .signature import (
+    FunctionSignature,
+    SignatureError,
+    format_validation_error,
+    inspect_function,
+    summary,
+)
 
 if TYPE_CHECKING:
     from .context import Context
@@ -39,7 +45,7 @@ class PromptMessage:
 
 @dataclass(slots=True)
 class MCPServerPrompts:
-    """Prompt callbacks as in the seeds.
+    """Prompt callbacks as in Mastra.
 
     ``list_prompts()`` returns prompt dicts (``name``, ``description``,
     ``arguments``, optional ``version``); ``get_prompt_messages(name=...,
@@ -130,8 +136,15 @@ class PromptManager:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> PromptDefinition:
-        prompt_name = name or fn.__name__
-        sig = inspect_function(fn, model_name=f"prompt_{prompt_name}", strings=True)
+        prompt_name = name or getattr(fn, "__name__", None)
+        if not prompt_name or prompt_name == "<lambda>":
+            raise RegistrationError(["a prompt needs a name: pass name=... for lambdas"])
+        try:
+            sig = inspect_function(fn, model_name=f"prompt_{prompt_name}", strings=True)
+        except SignatureError as exc:
+            raise RegistrationError(
+                [f"prompt {prompt_name!r}: {p}" for p in exc.problems]
+            ) from None
         desc = description if description is not None else summary(sig.doc)
         prompt = PromptDefinition(prompt_name, fn, sig, desc, title, version, icons, meta)
         self.registered[(prompt_name, version)] = prompt

@@ -1,4 +1,4 @@
-"""Resources: static ones, RFC 6570 templates, the seeds' callbacks, subscriptions.
+"""Resources: static ones, RFC 6570 templates, Mastra's callbacks, subscriptions.
 
 ``resources/read`` looks a URI up in this order: static resources, templates
 (first registered wins), then the ``get_resource_content`` callback. Nothing
@@ -16,9 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..errors import ConfigurationError, InvalidParams, MCPError, ResourceNotFound
+from ..errors import InvalidParams, MCPError, RegistrationError, ResourceNotFound
 from .context import run_sync
-from .signature import FunctionSignature, format_validation_error, inspect_function, summary
+from .signature import (
+    FunctionSignature,
+    SignatureError,
+    format_validation_error,
+    inspect_function,
+    parameter_names,
+    summary,
+)
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:
@@ -26,12 +33,27 @@ if TYPE_CHECKING:
     from .server import MCPServer
     from .stateless import CacheHint
 
-__all__ = ["MCPServerResources", "ResourceDefinition", "ResourceManager", "TemplateDefinition"]
+__all__ = [
+    "MCPServerResources",
+    "ResourceDefinition",
+    "ResourceManager",
+    "TemplateDefinition",
+    "bare_resource_problem",
+]
+
+
+def bare_resource_problem(decorator: str, fn: Any) -> str:
+    """What to say when ``decorator`` was used bare, without the URI it needs."""
+    name = getattr(fn, "__name__", None) or repr(fn)
+    return (
+        f"resource {name!r}: {decorator} needs the resource's URI, as in "
+        f'{decorator}("data://{name}") (a URI with {{variables}} makes a template)'
+    )
 
 
 @dataclass(slots=True)
 class MCPServerResources:
-    """Resource callbacks as in the seeds (``MCPServerResources``).
+    """Resource callbacks as in Mastra (``MCPServerResources``).
 
     ``list_resources()`` returns resource dicts (``uri``, ``name``, ...),
     ``get_resource_content(uri)`` returns ``{"text": ...}``, ``{"blob": ...}``,
@@ -179,21 +201,38 @@ class ResourceManager:
         from .stateless import check_cache_hint
 
         check_cache_hint(f"resource {uri!r}", cache)
+        if not isinstance(uri, str):
+            raise RegistrationError(
+                [f"a resource needs a URI string, not {type(uri).__name__} {uri!r}"]
+            )
+        problems: list[str] = []
+        template: UriTemplate | None = None
+        sig: FunctionSignature | None = None
         try:
             template = UriTemplate(uri)
         except ValueError as exc:  # UriTemplateError: say which registration failed
-            raise ConfigurationError(f"resource {uri!r}: invalid URI template: {exc}") from exc
-        sig = inspect_function(
-            fn, model_name=f"resource_{getattr(fn, '__name__', 'fn')}", strings=True
-        )
+            problems.append(f"invalid URI template: {exc}")
+        try:
+            sig = inspect_function(
+                fn, model_name=f"resource_{getattr(fn, '__name__', 'fn')}", strings=True
+            )
+        except SignatureError as exc:
+            problems.extend(exc.problems)
+        if template is not None:
+            names = sig.param_names if sig is not None else parameter_names(fn)
+            if template.is_static and names:
+                problems.append(
+                    "a static resource function takes no parameters "
+                    f"(got {list(names)}); use {{variables}} in the URI for a template"
+                )
+            missing = [p for p in names if p not in template.variables]
+            if not template.is_static and missing:
+                problems.append(f"parameters {missing} are not template variables")
+        if problems or template is None or sig is None:
+            raise RegistrationError([f"resource {uri!r}: {p}" for p in problems])
         res_name: str = name or getattr(fn, "__name__", None) or uri
         desc = description if description is not None else summary(sig.doc)
         if template.is_static:
-            if sig.param_names:
-                raise ConfigurationError(
-                    f"resource {uri!r}: a static resource function takes no parameters "
-                    f"(got {list(sig.param_names)}); use {{variables}} in the URI for a template"
-                )
             res = ResourceDefinition(
                 uri,
                 res_name,
@@ -210,11 +249,6 @@ class ResourceManager:
             )
             self.static[uri] = res
             return res
-        missing = [p for p in sig.param_names if p not in template.variables]
-        if missing:
-            raise ConfigurationError(
-                f"resource template {uri!r}: parameters {missing} of {res_name!r} are not template variables"
-            )
         tmpl = TemplateDefinition(
             template,
             res_name,

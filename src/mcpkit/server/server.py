@@ -20,7 +20,7 @@ from .mrtr import DEFAULT_MAX_STATE, InputRounds
 from .mrtr_store import InputRoundStore
 from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
-from .resources import MCPServerResources, ResourceManager
+from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .session import Handler, Request, ServerSession
 from .stateless import (
     CacheHint,
@@ -203,7 +203,7 @@ class MCPServer:
         self._dispatch: dict[str, Handler] = _build_dispatch(self)
         # Tool name -> the server-to-client requests it makes (declared with needs=).
         self.back_channel_needs: dict[str, tuple[str, ...]] = {}
-        # The seeds' registry metadata (see .metadata); the id is final once made.
+        # Mastra's registry metadata (see .metadata); the id is final once made.
         self._metadata = ServerMetadata.build(
             id=id,
             repository=repository,
@@ -217,20 +217,26 @@ class MCPServer:
         if tools:
             items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
             for key, tool in items:
+                label = repr(key) if key is not None else f"#{len(self.tools) + 1}"
                 try:
                     if isinstance(tool, ToolDefinition):
                         self.tools.add(tool)
                     elif callable(tool):
                         self.tools.add(tool_from_function(tool, name=key))
                     else:
-                        problems.append(f"tool {key!r}: not a ToolDefinition or a function")
+                        problems.append(
+                            f"tool {label}: {type(tool).__name__} is not a ToolDefinition "
+                            "or a function"
+                        )
+                except RegistrationError as exc:  # each problem names the tool already
+                    problems.extend(exc.problems)
                 except Exception as exc:
-                    problems.append(f"tool {key!r}: {exc}")
+                    problems.append(f"tool {label}: {exc}")
         if components:
             from .declarative import collect
 
             problems.extend(collect(self, components))
-        # Derived tools come last: an explicit tool of the same name wins (the seeds' rule).
+        # Derived tools come last: an explicit tool of the same name wins (Mastra's rule).
         if agents:
             from .agents import agent_tool
 
@@ -328,6 +334,8 @@ class MCPServer:
         ``cache`` sets the ``ttlMs``/``cacheScope`` of this resource's
         ``resources/read`` results on the 2026-07-28 era, over the server's.
         """
+        if callable(uri):  # a bare @server.resource: the function came in place of the URI
+            raise RegistrationError([bare_resource_problem("@server.resource", uri)])
 
         def register(f: F) -> F:
             self.resources.add(
@@ -502,7 +510,7 @@ class MCPServer:
         if sessions:
             await asyncio.gather(*(s.notify(method, params) for s in sessions))
 
-    # -- introspection (the seeds' API) ----------------------------------------------------
+    # -- introspection (Mastra's API) ----------------------------------------------------
     @property
     def id(self) -> str:
         """The server's id: the ``id`` option slugified, or a UUID; it never changes."""
@@ -514,7 +522,7 @@ class MCPServer:
         return self._metadata
 
     def get_server_info(self) -> dict[str, Any]:
-        """The seeds' ``ServerInfo``: id, name, description, repository, version_detail.
+        """Mastra's ``ServerInfo``: id, name, description, repository, version_detail.
 
         ``version`` and ``capabilities`` are there too, for a quick look.
         """
@@ -534,7 +542,7 @@ class MCPServer:
         return info
 
     def get_server_detail(self) -> dict[str, Any]:
-        """The seeds' ``ServerDetail``: the info plus package_canonical, packages, remotes."""
+        """Mastra's ``ServerDetail``: the info plus package_canonical, packages, remotes."""
         meta = self._metadata
         detail = self.get_server_info()
         if meta.package_canonical is not None:

@@ -19,7 +19,29 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-__all__ = ["FunctionSignature", "format_validation_error", "inspect_function"]
+from ..errors import ConfigurationError
+
+__all__ = [
+    "FunctionSignature",
+    "SignatureError",
+    "format_validation_error",
+    "inspect_function",
+    "parameter_names",
+    "resolve_hints",
+]
+
+
+class SignatureError(ConfigurationError):
+    """Everything wrong with a function's parameters, one problem each (``problems``).
+
+    MCP passes arguments by name, as one JSON object: a parameter must be
+    callable by keyword and have a type pydantic can validate (and, for a tool,
+    describe as JSON Schema). Callers prefix each problem with what they register.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
 
 
 def _is_context(annotation: Any) -> bool:
@@ -100,7 +122,15 @@ class FunctionSignature:
         return {name: getattr(obj, name) for name in self.param_names}
 
     def json_schema(self) -> dict[str, Any]:
-        schema = self.model.model_json_schema()
+        """The input schema; raises :class:`SignatureError` naming each type it cannot describe."""
+        try:
+            schema = self.model.model_json_schema()
+        except Exception:
+            fields = {
+                name: (info.annotation, info) for name, info in self.model.model_fields.items()
+            }
+            problems = _field_problems(fields, self.model.model_config, schema=True)
+            raise SignatureError(problems or ["cannot build its input schema"]) from None
         schema.pop("title", None)
         schema.setdefault("properties", {})
         return schema
@@ -180,15 +210,25 @@ def summary(doc: str | None) -> str | None:
 
 
 def inspect_function(
-    fn: Callable[..., Any], *, model_name: str, strings: bool = False
+    fn: Callable[..., Any], *, model_name: str, strings: bool = False, schema: bool = False
 ) -> FunctionSignature:
-    """Inspect ``fn`` once. ``strings`` marks prompt arguments (always strings on the wire)."""
+    """Inspect ``fn`` once. ``strings`` marks prompt arguments (always strings on the wire);
+    ``schema`` checks that every parameter can be described as JSON Schema (tools).
+
+    Raises :class:`SignatureError` naming every parameter mcpkit cannot call or
+    validate: positional-only ones and ``*args`` (arguments come by name),
+    annotations that do not resolve, types pydantic cannot validate.
+    """
     target = fn
-    sig = inspect.signature(target)
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError) as exc:
+        raise SignatureError([f"cannot read its signature: {exc}"]) from None
+    problems: list[str] = []
     try:
         hints = get_type_hints(target, include_extras=True)
-    except Exception:  # unresolved forward references: fall back to raw annotations
-        hints = {name: p.annotation for name, p in sig.parameters.items()}
+    except Exception:  # unresolved forward references: resolve one by one, naming the bad ones
+        hints = resolve_hints(target, sig, problems)
     doc = inspect.getdoc(target)
     descriptions = _param_descriptions(doc)
     fields: dict[str, Any] = {}
@@ -196,13 +236,27 @@ def inspect_function(
     names: list[str] = []
     plain: list[Plain] | None = []
     for name, param in sig.parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
+        if param.kind is param.VAR_KEYWORD:
+            continue  # **kwargs: receives nothing, the declared parameters are the schema
         if name in ("self", "cls") and param.annotation is inspect.Parameter.empty:
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            problems.append(
+                f"*{name} cannot receive arguments: MCP sends them by name, as one JSON "
+                "object; declare each parameter"
+            )
+            continue
+        if param.kind is param.POSITIONAL_ONLY:
+            problems.append(
+                f"parameter {name!r} is positional-only (declared before '/'), but MCP "
+                "passes arguments by name; remove the '/'"
+            )
             continue
         annotation = hints.get(name, Any)
         if annotation is inspect.Parameter.empty:
             annotation = Any
+        if isinstance(annotation, str):
+            continue  # unresolvable: already a problem
         if _is_context(annotation):
             context_param = name
             continue
@@ -223,7 +277,18 @@ def inspect_function(
             step = _plain_param(name, annotation, default)
             plain = None if step is None else [*plain, step]
     config = ConfigDict(arbitrary_types_allowed=True, coerce_numbers_to_str=strings)
-    model = create_model(model_name, __config__=config, **fields)
+    model: type[BaseModel] | None = None
+    if problems:  # say what else is wrong, too
+        problems.extend(_field_problems(fields, config, schema=schema))
+    else:
+        try:
+            model = create_model(model_name, __config__=config, **fields)
+            if schema:
+                model.model_json_schema()
+        except Exception:
+            problems.extend(_field_problems(fields, config, schema=schema))
+    if problems or model is None:
+        raise SignatureError(problems)
     ret = hints.get("return", inspect.Parameter.empty)
     return FunctionSignature(
         fn=fn,
@@ -236,6 +301,79 @@ def inspect_function(
         doc=doc,
         plain=tuple(plain) if plain is not None else None,
     )
+
+
+def parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The parameters of ``fn`` that take arguments, even when its signature has problems."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(
+        p.name
+        for p in params
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and not (p.name in ("self", "cls") and p.annotation is inspect.Parameter.empty)
+        and not _is_context(p.annotation)
+    )
+
+
+def resolve_hints(
+    fn: Callable[..., Any], sig: inspect.Signature, problems: list[str]
+) -> dict[str, Any]:
+    """The annotations that resolve; a problem naming each parameter whose one does not.
+
+    A string annotation is evaluated in ``fn``'s module, as ``get_type_hints``
+    does; an unresolvable return annotation only turns structured output off.
+    """
+    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
+    hints: dict[str, Any] = {}
+    items = [(n, p.annotation) for n, p in sig.parameters.items()]
+    items.append(("return", sig.return_annotation))
+    for name, annotation in items:
+        if annotation is inspect.Parameter.empty:
+            continue
+        # A quoted annotation under `from __future__ import annotations` is a string
+        # twice over: evaluate until it is not one, as get_type_hints does.
+        for _ in range(3):
+            if not isinstance(annotation, str):
+                break
+            try:
+                annotation = eval(annotation, dict(namespace))
+            except Exception as exc:
+                if name != "return":
+                    problems.append(
+                        f"parameter {name!r}: cannot resolve its annotation {annotation!r} "
+                        f"({type(exc).__name__}: {exc})"
+                    )
+                break
+        if not isinstance(annotation, str):
+            hints[name] = annotation
+    return hints
+
+
+def _field_problems(fields: dict[str, Any], config: ConfigDict, *, schema: bool) -> list[str]:
+    """One problem per parameter whose type pydantic cannot validate (or describe)."""
+    problems = []
+    for name, field in fields.items():
+        try:
+            one = create_model("parameter", __config__=config, **{name: field})
+            if schema:
+                one.model_json_schema()
+        except Exception as exc:
+            problems.append(f"parameter {name!r}: {_type_problem(field[0], exc, schema=schema)}")
+    return problems
+
+
+def _type_problem(annotation: Any, exc: Exception, *, schema: bool) -> str:
+    shown = getattr(annotation, "__name__", None) or repr(annotation)
+    if schema:
+        return (
+            f"type {shown} cannot be described as JSON Schema; use JSON types (str, int, "
+            "float, bool, list, dict), a pydantic model, a dataclass or a TypedDict"
+        )
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"type {shown} is not supported ({first})"
 
 
 def _plain_param(name: str, annotation: Any, default: Any) -> Plain | None:

@@ -12,20 +12,21 @@ import functools
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_origin
 
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..errors import ConfigurationError, InvalidParams, MCPKitError, tool_error_text
+from ..errors import InvalidParams, MCPKitError, RegistrationError, tool_error_text
 from ..protocol.http_headers import header_params
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .mcp_header import header_problems
 from .signature import (
     FunctionSignature,
+    SignatureError,
     format_validation_error,
     inspect_function,
     is_object_type,
@@ -200,29 +201,32 @@ def _error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-def _finish(
-    tool: ToolDefinition, sig: FunctionSignature | None, output_type: Any
-) -> ToolDefinition:
+def _finish(tool: ToolDefinition, output_type: Any, problems: list[str]) -> ToolDefinition:
+    """Check what is left and raise every problem of ``tool`` at once, each naming it."""
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
     # x-mcp-header annotations are checked here, once, so that a bad one fails the
     # decorator instead of making clients drop the tool (2026-07-28 server/tools).
-    problems = header_problems(tool.name, tool.input_schema)
-    if problems:
-        raise ConfigurationError("; ".join(problems))
+    # Those problems name the tool themselves.
+    named = header_problems(tool.name, tool.input_schema)
     if output_type is not None and is_object_type(output_type):
         try:
             adapter, schema = output_adapter(output_type)
-        except Exception as exc:
-            raise ConfigurationError(
-                f"tool {tool.name!r}: cannot build its output schema: {exc}"
-            ) from exc
-        if tool.output_schema is None:
-            tool.output_schema = schema
-        tool._dump_output = _structured_dumper(adapter, output_type)
-        tool._typed_output = True
+        except Exception:
+            shown = getattr(output_type, "__name__", None) or repr(output_type)
+            problems.append(
+                f"cannot build its output schema: return type {shown} cannot be described as "
+                "JSON Schema (pass structured_output=False to return it as text)"
+            )
+        else:
+            if tool.output_schema is None:
+                tool.output_schema = schema
+            tool._dump_output = _structured_dumper(adapter, output_type)
+            tool._typed_output = True
     elif tool.output_schema is not None:
         tool._dump_output = _dump_any
+    if problems or named:
+        raise RegistrationError([*(f"tool {tool.name!r}: {p}" for p in problems), *named])
     return tool
 
 
@@ -281,15 +285,17 @@ def tool_from_function(
     """
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name or tool_name == "<lambda>":
-        raise ConfigurationError("a tool needs a name: pass name=... for lambdas and callables")
+        raise RegistrationError(["a tool needs a name: pass name=... for lambdas and callables"])
+    problems: list[str] = []
+    sig: FunctionSignature | None = None
+    input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     try:
-        sig = inspect_function(fn, model_name=f"{tool_name}_arguments")
+        sig = inspect_function(fn, model_name=f"{tool_name}_arguments", schema=True)
         input_schema = sig.json_schema()
-    except Exception as exc:  # unsupported annotations: say which tool, at registration
-        raise ConfigurationError(
-            f"tool {tool_name!r}: cannot build its input schema: {exc}"
-        ) from exc
-    desc = description if description is not None else (summary(sig.doc) or "")
+    except SignatureError as exc:  # say which tool and every bad parameter, at registration
+        problems.extend(exc.problems)
+    doc = sig.doc if sig is not None else inspect.getdoc(fn)
+    desc = description if description is not None else (summary(doc) or "")
     tool = ToolDefinition(
         name=tool_name,
         description=desc,
@@ -301,18 +307,20 @@ def tool_from_function(
         icons=icons,
         meta=meta,
     )
+    if sig is None:
+        return _finish(tool, None, problems)  # raises
     tool._validate = sig.validate
     tool._context_param = sig.context_param
     tool._is_async = sig.is_async
     if not run_in_thread and not sig.is_async:
         if sig.context_param is not None:
-            raise ConfigurationError(
-                f"tool {tool_name!r}: run_in_thread=False cannot be combined with a Context "
+            problems.append(
+                "run_in_thread=False cannot be combined with a Context "
                 "parameter; make the function async to use the context on the event loop"
             )
         tool._inline = True
     output_type = sig.return_annotation if structured_output is not False else None
-    return _finish(tool, sig, output_type)
+    return _finish(tool, output_type, problems)
 
 
 def create_tool(
@@ -327,12 +335,21 @@ def create_tool(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> ToolDefinition:
-    """A tool defined explicitly, as in the seeds' ``createTool``.
+    """A tool defined explicitly, as Mastra's ``createTool`` does.
 
     ``input_schema`` is a pydantic model or a JSON-Schema dict, emitted
     unchanged; without one the schema comes from ``execute``'s signature.
-    ``execute`` (sync or async) receives the validated arguments as keyword
-    arguments, plus a ``Context`` if it declares a parameter annotated so.
+    ``execute`` (sync or async) is called in one of two forms:
+
+    - keyword form: its parameters are properties of ``input_schema`` and
+      receive the validated arguments by name (``**kwargs`` receives them all);
+    - input form (as Mastra's ``execute(context)``): one parameter that is not
+      a property receives the whole validated input, the model instance for a
+      pydantic ``input_schema`` or the dict for a JSON Schema.
+
+    Either form may add a parameter annotated :class:`Context`. A signature
+    that fits neither (a required parameter the schema does not have,
+    positional-only parameters, ``*args``) is refused at registration.
     """
     if input_schema is None:
         return tool_from_function(
@@ -345,42 +362,36 @@ def create_tool(
             meta=meta,
             output_schema=output_schema if isinstance(output_schema, dict) else None,
         )
-    sig = inspect_function(execute, model_name=f"{id}_execute")
+    problems: list[str] = []
+    sig: FunctionSignature | None = None
+    try:
+        sig = inspect_function(execute, model_name=f"{id}_execute")
+    except SignatureError as exc:
+        problems.extend(f"execute: {p}" for p in exc.problems)
     out_type: Any = None
     out_schema: dict[str, Any] | None = None
     if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
         out_type = output_schema
     elif isinstance(output_schema, dict):
         out_schema = output_schema
-    accepts_kwargs = _accepts_var_kwargs(execute)
-    validate: Callable[[dict[str, Any]], dict[str, Any]]
+    elif output_schema is not None:
+        problems.append("output_schema must be a pydantic model or a JSON-Schema dict")
+    model: type[BaseModel] | None = None
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
     if isinstance(input_schema, type) and issubclass(input_schema, BaseModel):
         model = input_schema
-        schema = model.model_json_schema()
-        fields = tuple(model.model_fields)
-
-        def validate_model(args: dict[str, Any]) -> dict[str, Any]:
-            obj = model.model_validate(args)
-            return {k: getattr(obj, k) for k in fields}
-
-        validate = validate_model
-
+        try:
+            schema = model.model_json_schema()
+        except Exception:
+            problems.append(f"input_schema {model.__name__} cannot be described as JSON Schema")
+        properties: Collection[str] = tuple(model.model_fields)
     elif isinstance(input_schema, dict):
         schema = input_schema
-        validate = _json_schema_validator(id, schema)
+        props = schema.get("properties")
+        properties = tuple(props) if isinstance(props, dict) else ()
     else:
-        raise ConfigurationError(
-            f"tool {id!r}: input_schema must be a pydantic model or a JSON-Schema dict"
-        )
-    if not accepts_kwargs:
-        allowed = set(sig.param_names)
-        inner = validate
-
-        def validate_declared(args: dict[str, Any]) -> dict[str, Any]:
-            return {k: v for k, v in inner(args).items() if k in allowed}
-
-        validate = validate_declared
-
+        problems.append("input_schema must be a pydantic model or a JSON-Schema dict")
+        properties = ()
     tool = ToolDefinition(
         name=id,
         description=description,
@@ -392,10 +403,86 @@ def create_tool(
         icons=icons,
         meta=meta,
     )
-    tool._validate = validate
+    if sig is None or problems:
+        return _finish(tool, None, problems)  # raises
+    whole = _input_parameter(execute, sig, properties, problems)
+    if problems:
+        return _finish(tool, None, problems)  # raises
+    tool._validate = _explicit_validator(id, model, schema, sig, whole, execute)
     tool._context_param = sig.context_param
     tool._is_async = sig.is_async
-    return _finish(tool, sig, out_type)
+    return _finish(tool, out_type, problems)
+
+
+def _input_parameter(
+    execute: Callable[..., Any],
+    sig: FunctionSignature,
+    properties: Collection[str],
+    problems: list[str],
+) -> str | None:
+    """The parameter of ``execute`` that takes the whole input (input form), or None.
+
+    Appends a problem for each required parameter the schema cannot fill.
+    """
+    params = inspect.signature(execute).parameters
+    strangers = [n for n in sig.param_names if n not in properties]
+    required = [n for n in strangers if params[n].default is inspect.Parameter.empty]
+    if len(sig.param_names) == 1 and len(required) == 1:
+        return required[0]
+    if required:
+        shown = ", ".join(map(repr, properties)) or "none"
+        problems.append(
+            f"execute parameter(s) {', '.join(map(repr, required))} are not properties of "
+            f"input_schema (it has: {shown}); name parameters after the properties, or take "
+            "the whole input in one parameter, as execute(context)"
+        )
+    return None
+
+
+def _explicit_validator(
+    name: str,
+    model: type[BaseModel] | None,
+    schema: dict[str, Any],
+    sig: FunctionSignature,
+    whole: str | None,
+    execute: Callable[..., Any],
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Validate against ``create_tool``'s input schema; shape the result for ``execute``."""
+    validate: Callable[[dict[str, Any]], dict[str, Any]]
+    if model is not None:
+        fields = tuple(model.model_fields)
+        checked = model
+
+        if whole is not None:
+
+            def validate_input(args: dict[str, Any]) -> dict[str, Any]:
+                return {whole: checked.model_validate(args)}
+
+            return validate_input
+
+        def validate_model(args: dict[str, Any]) -> dict[str, Any]:
+            obj = checked.model_validate(args)
+            return {k: getattr(obj, k) for k in fields}
+
+        validate = validate_model
+    else:
+        validate = _json_schema_validator(name, schema)
+        if whole is not None:
+            inner_schema = validate
+
+            def validate_dict(args: dict[str, Any]) -> dict[str, Any]:
+                return {whole: inner_schema(args)}
+
+            return validate_dict
+    if _accepts_var_kwargs(execute):
+        return validate
+    allowed = set(sig.param_names)
+    inner = validate
+
+    def validate_declared(args: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in inner(args).items() if k in allowed}
+
+    return validate_declared
 
 
 def _accepts_var_kwargs(fn: Callable[..., Any]) -> bool:

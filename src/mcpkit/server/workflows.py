@@ -1,7 +1,7 @@
 """Workflows as tools: ``MCPServer(workflows={"etl": wf})`` makes tool ``run_etl``.
 
 The tool's input schema is the workflow's ``input_schema``; calling it runs
-the workflow once (the seeds' ``workflow.createRun().start({inputData})``)
+the workflow once (Mastra's ``workflow.createRun().start({inputData})``)
 and returns the run's result as JSON text and ``structuredContent``:
 ``status``, ``result`` or ``error``, and each step's status and output. A
 failed run is an ``isError`` result, so the model sees that it failed. When

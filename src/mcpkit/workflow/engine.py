@@ -95,7 +95,7 @@ def _as_step(item: StepLike) -> Step:
 
 
 class Workflow:
-    """A typed workflow, as in the seeds' ``createWorkflow``.
+    """A typed workflow, as in Mastra's ``createWorkflow``.
 
     >>> wf = Workflow(id="double-then-add", description="...", input_schema=int)
     >>> wf.then(double).then(add_one).commit()                       # doctest: +SKIP

@@ -1,0 +1,105 @@
+"""``mcpkit call`` answering a tool's questions (elicitation) and showing its progress.
+
+The command runs as a real subprocess against a real stdio server
+(``tests/fixtures/cli_asking.py``) whose tool reports progress and asks the
+user how to make a coffee.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ASKING = str(REPO / "tests" / "fixtures" / "cli_asking.py")
+TIMEOUT = 60.0
+HANDSHAKE = ("--protocol-version", "2025-11-25")
+
+
+def server(*, handshake: bool = True) -> list[str]:
+    command = shlex.join([sys.executable, "-m", "mcpkit", "run", ASKING])
+    return ["--stdio", command, *(HANDSHAKE if handshake else ())]
+
+
+def call(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", "call", "coffee", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+PROGRESS = [
+    "mcpkit: progress 1/2 (50%): taking the order",
+    "mcpkit: progress 2/2 (100%): done",
+]
+
+
+def test_without_a_terminal_a_question_is_declined_with_a_note() -> None:
+    proc = call(*server())
+    assert (proc.returncode, proc.stdout) == (0, "no coffee (decline)\n")
+    assert proc.stderr.splitlines() == [
+        PROGRESS[0],
+        "mcpkit: the server asks: How do you take your coffee?",
+        "mcpkit: declined (stdin is not a terminal; answer with --elicit JSON)",
+        PROGRESS[1],
+    ]
+
+
+def test_elicit_json_answers_and_the_schema_defaults_fill_the_rest() -> None:
+    proc = call(*server(), "--elicit", '{"size": "large", "sugar": 2, "unasked": 1}')
+    assert (proc.returncode, proc.stdout) == (0, "a large coffee, 2 sugar, no milk\n")
+    assert proc.stderr.splitlines() == PROGRESS
+
+
+def test_elicit_json_answers_on_the_stateless_revision_too() -> None:
+    proc = call(*server(handshake=False), "-e", '{"size": "small", "sugar": 0, "milk": true}')
+    assert (proc.returncode, proc.stdout) == (0, "a small coffee, 0 sugar, with milk\n")
+    assert proc.stderr.splitlines()[0] == PROGRESS[0]
+
+
+def test_elicit_json_lacking_a_required_field_is_declined_naming_it() -> None:
+    proc = call(*server(), "--elicit", '{"size": "large"}')
+    assert (proc.returncode, proc.stdout) == (0, "no coffee (decline)\n")
+    assert "mcpkit: declined (--elicit lacks the required field(s) sugar)" in proc.stderr
+
+
+def test_elicit_that_is_not_a_json_object_is_a_usage_error() -> None:
+    proc = call(*server(), "--elicit", "[1]")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("mcpkit: error: --elicit must be a JSON object")
+
+
+def test_on_a_terminal_each_field_is_asked_with_its_type() -> None:
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpkit", "call", "coffee", *server()],
+            stdin=secondary,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        os.close(secondary)
+        # The terminal keeps the typed lines until they are read: size by its number,
+        # a sugar that is not an integer and then one that is, milk as "y".
+        os.write(primary, b"2\nlots\n1\ny\n")
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        os.close(primary)
+    assert (proc.returncode, out) == (0, "a large coffee, 1 sugar, with milk\n"), err
+    assert "The server asks: How do you take your coffee?" in err
+    assert "  size: Cup size" in err and "    1. small" in err and "    2. large" in err
+    assert "  size (choice: a number or a value): " in err
+    assert "  sugar (integer): " in err
+    assert "    an integer, please" in err
+    assert "  milk (boolean, optional, default false): " in err
+    assert err.count("mcpkit: progress") == 2

@@ -113,7 +113,7 @@ class SSEApp:
         self.max_sessions = max_sessions
         self.keepalive_interval = keepalive_interval
         self.debug = debug or server.debug
-        self._guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._connections: dict[str, _Connection] = {}
         register_stream_owner(self)
 
@@ -131,7 +131,7 @@ class SSEApp:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
-        verdict = self._guard.check(
+        verdict = self.guard.check(
             scope.get("server"), headers.get(b"host"), headers.get(b"origin")
         )
         if verdict is not None:

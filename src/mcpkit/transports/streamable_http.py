@@ -207,7 +207,7 @@ class StreamableHTTPApp:
         self.retry_interval_ms = retry_interval_ms
         self.keepalive_interval = keepalive_interval
         self.debug = debug or server.debug
-        self._guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._sessions = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
         self._versions = frozenset(name.encode() for name in REVISIONS)
         self._stateless_versions = frozenset(name.encode() for name in STATELESS_REVISIONS)
@@ -247,7 +247,7 @@ class StreamableHTTPApp:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
-        verdict = self._guard.check(
+        verdict = self.guard.check(
             scope.get("server"), headers.get(b"host"), headers.get(b"origin")
         )
         if verdict is not None:

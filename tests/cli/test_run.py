@@ -186,6 +186,14 @@ def test_errors_raised_by_user_code_keep_their_traceback() -> None:
             "--allowed-host '*' to turn the Host check off deliberately",
         ),
         (
+            ["run", str(STDIO_SERVER), "-t", "http", "--header-timeout", "0"],
+            "mcpkit: error: --header-timeout must be positive, got 0.0",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "--max-connections", "5"],
+            "mcpkit: error: --max-connections cannot be used with --transport stdio",
+        ),
+        (
             ["run", str(STDIO_SERVER), "-t", "http", "--allowed-host", "https://x.example"],
             "mcpkit: error: --allowed-host 'https://x.example' must look like 'host', "
             "'host:port', 'host:*' or '*.domain[:port]'",

@@ -82,10 +82,61 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         help=f"SSE reconnection delay sent to clients with --resumable (default {DEFAULT_RETRY_MS})",
     )
+    limits = parser.add_argument_group("limits of the embedded server (http, sse)")
+    for flag, kind, text in _LIMIT_FLAGS:
+        limits.add_argument(flag, type=kind, metavar="N", help=text)
+    limits.add_argument(
+        "--loop",
+        choices=("auto", "asyncio", "uvloop"),
+        help="event loop (default auto: uvloop if installed)",
+    )
+    limits.add_argument(
+        "--http",
+        choices=("auto", "h11", "httptools"),
+        help="HTTP parser (default auto: httptools if installed)",
+    )
+
+
+# (flag, type, help); the option is named like the flag, in serve() or the app.
+_LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
+    (
+        "--header-timeout",
+        float,
+        "seconds for a request head to arrive, else 408 and close (default 10)",
+    ),
+    ("--body-timeout", float, "seconds for a request body to arrive, else 408 (default 30)"),
+    ("--max-connections", int, "open connections at most; one more gets 503 (default 1000)"),
+    ("--timeout-keep-alive", int, "seconds an idle keep-alive connection stays open (default 5)"),
+    ("--limit-concurrency", int, "uvicorn: requests in progress at most before 503 (default none)"),
+    ("--backlog", int, "connections waiting to be accepted at most (default 2048)"),
+)
+_SERVE_FLAGS = (
+    "header_timeout",
+    "max_connections",
+    "timeout_keep_alive",
+    "limit_concurrency",
+    "backlog",
+    "loop",
+    "http",
+)
+
+
+def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
+    names = [flag[2:].replace("-", "_") for flag, _, _ in _LIMIT_FLAGS] + ["loop", "http"]
+    return {
+        name: getattr(args, name)
+        for name in names
+        if name in _SERVE_FLAGS and getattr(args, name) is not None
+    }
 
 
 def _misplaced_options(args: argparse.Namespace) -> list[str]:
+    limits = {
+        flag: getattr(args, flag[2:].replace("-", "_")) is not None for flag, _, _ in _LIMIT_FLAGS
+    }
+    limits.update({"--loop": args.loop is not None, "--http": args.http is not None})
     given = {
+        **limits,
         "--host": args.host is not None,
         "--port": args.port is not None,
         "--allowed-host": args.allowed_host is not None,
@@ -98,7 +149,7 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
     }
     applies = {
         "stdio": set(),
-        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin"},
+        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits},
         "http": set(given),
     }[args.transport]
     return [name for name, on in given.items() if on and name not in applies]
@@ -116,6 +167,10 @@ def _listen_problem(args: argparse.Namespace, host: str, port: int) -> str | Non
 
     if not 0 <= port <= 65535:
         return f"--port {port} is not a port number: use 0 to 65535 (0 picks a free port)"
+    for flag, _, _ in _LIMIT_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and value <= 0:
+            return f"{flag} must be positive, got {value}"
     try:
         RequestGuard(allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
     except ConfigurationError as exc:
@@ -155,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigurationError
 
     options: dict[str, Any] = {}
+    if args.body_timeout is not None:
+        options["body_timeout"] = args.body_timeout
+    serve_options: Any = _serve_options(args)
     if args.allowed_host is not None:
         options["allowed_hosts"] = args.allowed_host
     if args.allowed_origin is not None:
@@ -175,10 +233,11 @@ def run(args: argparse.Namespace) -> int:
                 args.path or DEFAULT_PATH,
                 stateless=args.stateless,
                 json_response=True if args.json_response else None,
+                serve_options=serve_options,
                 **options,
             )
         else:
-            server.run_sse(host, port, **options)
+            server.run_sse(host, port, serve_options=serve_options, **options)
     except ConfigurationError as exc:  # port in use, uvicorn missing, a bad option
         return _fail(str(exc), status=1)
     return 0

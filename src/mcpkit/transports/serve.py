@@ -20,16 +20,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import signal
 import socket
 import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..errors import ConfigurationError
 from .asgi import ASGIApp, end_all_streams
+from .connection_limits import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_SIZE,
+    limited_protocol,
+)
 from .security import RequestGuard, is_loopback_bind
 
 if TYPE_CHECKING:
@@ -47,6 +54,9 @@ class ServeOptions(TypedDict, total=False):
 
     log_level: str
     graceful_timeout: float
+    header_timeout: float | None
+    max_connections: int | None
+    max_header_size: int | None
     # uvicorn's own
     timeout_keep_alive: int
     limit_concurrency: int | None
@@ -60,6 +70,8 @@ class ServeOptions(TypedDict, total=False):
     loop: str
     http: str
 
+
+log = logging.getLogger("mcpkit.transports.serve")
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -151,6 +163,66 @@ def _url(sockets: list[socket.socket], host: str) -> str:
     return f"http://{_netloc(host, port)}"
 
 
+class _LimitSettings(NamedTuple):
+    header_timeout: float | None
+    max_connections: int | None
+    max_header_size: int | None
+
+    def check(self) -> _LimitSettings:
+        for name, value in self._asdict().items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and (not number or value <= 0):
+                raise ConfigurationError(f"{name} must be a positive number or None, got {value!r}")
+        if self.max_connections is None:
+            return self
+        room = _descriptor_room()
+        if room is not None and self.max_connections > room:
+            log.warning(
+                "max_connections=%d does not fit the file-descriptor limit (ulimit -n); "
+                "using %d (raise the limit to allow more)",
+                self.max_connections,
+                room,
+            )
+            return self._replace(max_connections=room)
+        return self
+
+
+def _descriptor_room() -> int | None:
+    """How many connections fit under the soft RLIMIT_NOFILE, keeping some descriptors spare."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(16, soft - 64)
+
+
+def _protocol_class(http: object, limits: _LimitSettings) -> object:
+    """uvicorn's HTTP protocol class for ``http``, with the limits when any is set."""
+    if limits == (None, None, None):
+        return http
+    if isinstance(http, str):
+        from uvicorn.config import HTTP_PROTOCOLS
+        from uvicorn.importer import import_from_string
+
+        try:
+            base = import_from_string(HTTP_PROTOCOLS.get(http, http))
+        except Exception as exc:  # uvicorn's ImportFromStringError and friends
+            raise ConfigurationError(f"http={http!r}: {exc}") from None
+    else:
+        base = http
+    if not isinstance(base, type):
+        raise ConfigurationError(f"http={http!r} is not a protocol class")
+    return limited_protocol(
+        base,
+        header_timeout=limits.header_timeout,
+        max_connections=limits.max_connections,
+        max_header_size=limits.max_header_size,
+    )
+
+
 class _Prepared:
     """A uvicorn server with its sockets bound, ready to run."""
 
@@ -162,11 +234,14 @@ class _Prepared:
         log_level: str,
         graceful_timeout: float,
         banner: str | None,
+        limits: _LimitSettings,
         options: dict[str, Any],
     ) -> None:
         port = _check_port(port)
+        limits = limits.check()
         _refuse_exposure(app, host)
         uv = _uvicorn()  # before binding: a missing extra is reported without side effects
+        options["http"] = _protocol_class(options.get("http", "auto"), limits)
         external = "uds" in options or "fd" in options
         self.sockets = [] if external else _bind(host, port, int(options.get("backlog", 2048)))
         if banner is not None:
@@ -244,14 +319,28 @@ def serve(
     log_level: str = "warning",
     graceful_timeout: float = 5.0,
     banner: str | None = None,
+    header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+    max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT/SIGTERM; extra ``options`` go to ``uvicorn.Config``.
 
     ``banner`` is printed to stderr once the server listens; ``{url}`` in it
     becomes ``http://host:port`` (the real port when ``port`` is 0).
+
+    Limits (None turns one off; see :mod:`.connection_limits`): a request head
+    must arrive within ``header_timeout`` seconds (default 10) and
+    ``max_header_size`` bytes (64 KiB); at most ``max_connections`` (1000,
+    lowered to fit the process's file-descriptor limit) are open at once, one
+    more gets 503. uvicorn's own ``timeout_keep_alive`` (default 5 s),
+    ``limit_concurrency``, ``backlog`` and ``h11_max_incomplete_event_size``
+    pass through ``options``.
     """
-    prepared = _Prepared(app, host, port, log_level, graceful_timeout, banner, dict(options))
+    limits = _LimitSettings(header_timeout, max_connections, max_header_size)
+    prepared = _Prepared(
+        app, host, port, log_level, graceful_timeout, banner, limits, dict(options)
+    )
     try:
         prepared.server.run(sockets=prepared.sockets or None)
     finally:
@@ -266,10 +355,16 @@ async def serve_async(
     log_level: str = "warning",
     graceful_timeout: float = 5.0,
     banner: str | None = None,
+    header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+    max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     **options: Any,
 ) -> None:
     """:func:`serve` inside a running event loop."""
-    prepared = _Prepared(app, host, port, log_level, graceful_timeout, banner, dict(options))
+    limits = _LimitSettings(header_timeout, max_connections, max_header_size)
+    prepared = _Prepared(
+        app, host, port, log_level, graceful_timeout, banner, limits, dict(options)
+    )
     try:
         await prepared.server.serve(sockets=prepared.sockets or None)
     finally:

@@ -158,6 +158,46 @@ def test_errors_raised_by_user_code_keep_their_traceback() -> None:
             ["run", str(STDIO_SERVER), "-t", "sse", "--stateless"],
             "mcpkit: error: --stateless cannot be used with --transport sse",
         ),
+        (
+            ["run", str(STDIO_SERVER), "--allowed-host", "x.example"],
+            "mcpkit: error: --allowed-host cannot be used with --transport stdio",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "-t", "http", "--port", "99999"],
+            "mcpkit: error: --port 99999 is not a port number: use 0 to 65535 "
+            "(0 picks a free port)",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "-t", "sse", "--port", "-1"],
+            "mcpkit: error: --port -1 is not a port number: use 0 to 65535 (0 picks a free port)",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "-t", "http", "--host", "0.0.0.0"],
+            "mcpkit: error: --host 0.0.0.0 makes the server reachable from other machines, so "
+            "DNS-rebinding protection needs the host names clients use: add --allowed-host NAME "
+            "for each (NAME:PORT or NAME:* for ports, *.example.com for subdomains), or "
+            "--allowed-host '*' to turn the Host check off deliberately",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "-t", "sse", "--host", "::", "--allowed-origin", "*"],
+            "mcpkit: error: --host :: makes the server reachable from other machines, so "
+            "DNS-rebinding protection needs the host names clients use: add --allowed-host NAME "
+            "for each (NAME:PORT or NAME:* for ports, *.example.com for subdomains), or "
+            "--allowed-host '*' to turn the Host check off deliberately",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "-t", "http", "--header-timeout", "0"],
+            "mcpkit: error: --header-timeout must be positive, got 0.0",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "--max-connections", "5"],
+            "mcpkit: error: --max-connections cannot be used with --transport stdio",
+        ),
+        (
+            ["run", str(STDIO_SERVER), "-t", "http", "--allowed-host", "https://x.example"],
+            "mcpkit: error: --allowed-host 'https://x.example' must look like 'host', "
+            "'host:port', 'host:*' or '*.domain[:port]'",
+        ),
     ],
 )
 def test_mistakes_are_one_line_with_status_2(args: list[str], message: str) -> None:
@@ -368,6 +408,75 @@ async def test_run_serves_legacy_sse() -> None:
         assert second.startswith("data: /message")
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+
+async def test_the_banner_comes_once_the_port_is_bound() -> None:
+    # --port 0: only a banner printed after the bind can name the real port.
+    async with _running(f"{TARGETS}:other", "-t", "http", "--port", "0") as proc:
+        assert proc.stderr is not None
+        line = (await asyncio.wait_for(proc.stderr.readline(), TIMEOUT)).decode()
+        prefix = "mcpkit: serving 'other' on http://127.0.0.1:"
+        assert line.startswith(prefix), line
+        port = int(line[len(prefix) :].split("/")[0])
+        assert port != 0
+        _, writer = await asyncio.open_connection("127.0.0.1", port)  # no retry: it listens
+        writer.close()
+
+
+def test_a_port_in_use_is_an_error_without_a_banner() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        for transport in ("http", "sse"):
+            proc = mcpkit("run", f"{TARGETS}:other", "-t", transport, "--port", str(port))
+            assert proc.returncode == 1
+            assert proc.stderr.splitlines() == [
+                f"mcpkit: error: cannot listen on 127.0.0.1:{port}: the address is already "
+                "in use (is another server running?)"
+            ]
+
+
+def test_a_missing_uvicorn_is_an_error_without_a_banner() -> None:
+    script = (
+        "import sys; sys.modules['uvicorn'] = None; from mcpkit.cli import main; "
+        f"sys.exit(main(['run', {str(TARGETS) + ':other'!r}, '-t', 'http', '--port', '0']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=TIMEOUT, cwd=REPO
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "mcpkit: error: serving over HTTP needs uvicorn: pip install 'mcpkit[http]' "
+        "(or 'mcpkit[fast]' for uvloop and httptools)"
+    ]
+
+
+async def test_allowed_hosts_on_all_interfaces() -> None:
+    port = _free_port()
+    args = [f"{TARGETS}:other", "-t", "http", "--host", "0.0.0.0", "--port", str(port)]
+    args += ["--allowed-host", "mcp.example.com:*", "--allowed-origin", "https://app.example.com"]
+    async with _running(*args) as proc:
+        await _until_listening(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            evil = {"Host": "evil.example", "Origin": "http://evil.example"}
+            assert (
+                await client.post(url, json=INIT, headers={**headers, **evil})
+            ).status_code == 421
+            good = {"Host": f"mcp.example.com:{port}", "Origin": "https://app.example.com"}
+            ok = await client.post(url, json=INIT, headers={**headers, **good})
+            assert ok.status_code == 200
+            foreign = {**good, "Origin": "https://evil.example"}
+            assert (
+                await client.post(url, json=INIT, headers={**headers, **foreign})
+            ).status_code == 403
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+        assert proc.stderr is not None
+        banner = (await proc.stderr.read()).decode()
+        assert f"serving 'other' on http://0.0.0.0:{port}/mcp (Streamable HTTP)" in banner
 
 
 def test_retry_ms_needs_resumable() -> None:

@@ -12,6 +12,7 @@ import httpx
 import orjson
 import pytest
 
+from mcpkit.errors import ConfigurationError
 from mcpkit.transports import http_sessions
 from mcpkit.transports.security import RequestGuard
 from mcpkit.transports.streamable_http import StreamableHTTPApp
@@ -305,11 +306,13 @@ async def test_allowed_hosts_and_origins_are_configurable(
 def test_guard_defaults_when_not_bound_to_localhost() -> None:
     guard = RequestGuard()
     public = ("10.1.2.3", 443)
-    assert guard.check(public, b"mcp.example.com", None) is None  # no Host check: names unknown
-    assert (
-        guard.check(public, b"mcp.example.com", b"https://mcp.example.com") is None
-    )  # same origin
-    verdict = guard.check(public, b"mcp.example.com", b"https://evil.example.com")
+    # Names are unknown: a host name is refused (fail closed), IP literals are served.
+    assert guard.check(public, b"mcp.example.com", None) == (
+        421,
+        "Misdirected request: host 'mcp.example.com' is not served here",
+    )
+    assert guard.check(public, b"10.1.2.3:443", b"https://10.1.2.3:443") is None  # same origin
+    verdict = guard.check(public, b"10.1.2.3", b"https://evil.example.com")
     assert verdict is not None and verdict[0] == 403
     local = ("127.0.0.1", 8000)
     assert guard.check(local, None, None) is None  # no Host: not a browser, not a rebinding
@@ -320,7 +323,7 @@ def test_guard_defaults_when_not_bound_to_localhost() -> None:
     )
     with pytest.raises(TypeError):
         RequestGuard(allowed_hosts="localhost")  # a str is a Sequence[str]: refused at run time
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         RequestGuard(allowed_origins=["localhost"])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -34,9 +34,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="stdio",
         help="stdio (default), http (Streamable HTTP) or sse (legacy HTTP+SSE, 2024-11-05)",
     )
-    parser.add_argument("--host", help=f"address to listen on (http, sse; default {DEFAULT_HOST})")
     parser.add_argument(
-        "--port", type=int, help=f"port to listen on (http, sse; default {DEFAULT_PORT})"
+        "--host",
+        help=f"address to listen on (http, sse; default {DEFAULT_HOST}); any other than "
+        "a loopback address needs --allowed-host",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        help=f"port to listen on, 0 for any free one (http, sse; default {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="a Host name clients use to reach the server (repeatable): 'name' (default port), "
+        "'name:8080', 'name:*' (any port), '*.example.com' (subdomains), or '*' to turn "
+        "DNS-rebinding protection off (http, sse; default: localhost names only)",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a browser Origin allowed to call the server (repeatable): 'https://app.example.com', "
+        "'https://app.example.com:*', or '*' for any (http, sse; default: same origin, "
+        "or localhost origins on a loopback address)",
     )
     parser.add_argument("--path", help=f"the MCP endpoint's path (http; default {DEFAULT_PATH})")
     parser.add_argument(
@@ -60,12 +82,65 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         help=f"SSE reconnection delay sent to clients with --resumable (default {DEFAULT_RETRY_MS})",
     )
+    limits = parser.add_argument_group("limits of the embedded server (http, sse)")
+    for flag, kind, text in _LIMIT_FLAGS:
+        limits.add_argument(flag, type=kind, metavar="N", help=text)
+    limits.add_argument(
+        "--loop",
+        choices=("auto", "asyncio", "uvloop"),
+        help="event loop (default auto: uvloop if installed)",
+    )
+    limits.add_argument(
+        "--http",
+        choices=("auto", "h11", "httptools"),
+        help="HTTP parser (default auto: httptools if installed)",
+    )
+
+
+# (flag, type, help); the option is named like the flag, in serve() or the app.
+_LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
+    (
+        "--header-timeout",
+        float,
+        "seconds for a request head to arrive, else 408 and close (default 10)",
+    ),
+    ("--body-timeout", float, "seconds for a request body to arrive, else 408 (default 30)"),
+    ("--max-connections", int, "open connections at most; one more gets 503 (default 1000)"),
+    ("--timeout-keep-alive", int, "seconds an idle keep-alive connection stays open (default 5)"),
+    ("--limit-concurrency", int, "uvicorn: requests in progress at most before 503 (default none)"),
+    ("--backlog", int, "connections waiting to be accepted at most (default 2048)"),
+)
+_SERVE_FLAGS = (
+    "header_timeout",
+    "max_connections",
+    "timeout_keep_alive",
+    "limit_concurrency",
+    "backlog",
+    "loop",
+    "http",
+)
+
+
+def _serve_options(args: argparse.Namespace) -> dict[str, Any]:
+    names = [flag[2:].replace("-", "_") for flag, _, _ in _LIMIT_FLAGS] + ["loop", "http"]
+    return {
+        name: getattr(args, name)
+        for name in names
+        if name in _SERVE_FLAGS and getattr(args, name) is not None
+    }
 
 
 def _misplaced_options(args: argparse.Namespace) -> list[str]:
+    limits = {
+        flag: getattr(args, flag[2:].replace("-", "_")) is not None for flag, _, _ in _LIMIT_FLAGS
+    }
+    limits.update({"--loop": args.loop is not None, "--http": args.http is not None})
     given = {
+        **limits,
         "--host": args.host is not None,
         "--port": args.port is not None,
+        "--allowed-host": args.allowed_host is not None,
+        "--allowed-origin": args.allowed_origin is not None,
         "--path": args.path is not None,
         "--stateless": args.stateless,
         "--json-response": args.json_response,
@@ -74,7 +149,7 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
     }
     applies = {
         "stdio": set(),
-        "sse": {"--host", "--port"},
+        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits},
         "http": set(given),
     }[args.transport]
     return [name for name, on in given.items() if on and name not in applies]
@@ -85,53 +160,87 @@ def _fail(message: str, status: int = 2) -> int:
     return status
 
 
+def _listen_problem(args: argparse.Namespace, host: str, port: int) -> str | None:
+    """What is wrong with where the server would listen, checked before anything starts."""
+    from ..errors import ConfigurationError
+    from ..transports.security import RequestGuard, is_loopback_bind
+
+    if not 0 <= port <= 65535:
+        return f"--port {port} is not a port number: use 0 to 65535 (0 picks a free port)"
+    for flag, _, _ in _LIMIT_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and value <= 0:
+            return f"{flag} must be positive, got {value}"
+    try:
+        RequestGuard(allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
+    except ConfigurationError as exc:
+        return (
+            str(exc)
+            .replace("allowed host ", "--allowed-host ")
+            .replace("allowed origin ", "--allowed-origin ")
+        )
+    if args.allowed_host is None and not is_loopback_bind(host):
+        return (
+            f"--host {host} makes the server reachable from other machines, so DNS-rebinding "
+            "protection needs the host names clients use: add --allowed-host NAME for each "
+            "(NAME:PORT or NAME:* for ports, *.example.com for subdomains), or "
+            "--allowed-host '*' to turn the Host check off deliberately"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     misplaced = _misplaced_options(args)
     if misplaced:
         return _fail(f"{', '.join(misplaced)} cannot be used with --transport {args.transport}")
+    if args.retry_ms is not None and not args.resumable:
+        return _fail("--retry-ms needs --resumable")
+    host = args.host or DEFAULT_HOST
+    port = DEFAULT_PORT if args.port is None else args.port
+    if args.transport != "stdio":
+        problem = _listen_problem(args, host, port)
+        if problem is not None:
+            return _fail(problem)
     server = _load(args.target, quiet_stdout=args.transport == "stdio")
     if isinstance(server, int):
         return server
-    if args.retry_ms is not None and not args.resumable:
-        return _fail("--retry-ms needs --resumable")
     if args.transport == "stdio":
         server.run_stdio()
-    elif args.transport == "http":
-        options: dict[str, object] = {}
-        if args.resumable:
-            from ..transports.event_store import InMemoryEventStore
+        return 0
+    from ..errors import ConfigurationError
 
-            options["event_store"] = InMemoryEventStore()
-            options["retry_interval_ms"] = (
-                DEFAULT_RETRY_MS if args.retry_ms is None else args.retry_ms
+    options: dict[str, Any] = {}
+    if args.body_timeout is not None:
+        options["body_timeout"] = args.body_timeout
+    serve_options: Any = _serve_options(args)
+    if args.allowed_host is not None:
+        options["allowed_hosts"] = args.allowed_host
+    if args.allowed_origin is not None:
+        options["allowed_origins"] = args.allowed_origin
+    try:
+        if args.transport == "http":
+            if args.resumable:
+                from ..transports.event_store import InMemoryEventStore
+
+                options["event_store"] = InMemoryEventStore()
+                options["retry_interval_ms"] = (
+                    DEFAULT_RETRY_MS if args.retry_ms is None else args.retry_ms
+                )
+            # run_http prints where it serves once the port is bound.
+            server.run_http(
+                host,
+                port,
+                args.path or DEFAULT_PATH,
+                stateless=args.stateless,
+                json_response=True if args.json_response else None,
+                serve_options=serve_options,
+                **options,
             )
-        host = args.host or DEFAULT_HOST
-        port = DEFAULT_PORT if args.port is None else args.port
-        path = args.path or DEFAULT_PATH
-        _announce(server, f"http://{_netloc(host, port)}{path} (Streamable HTTP)")
-        server.run_http(
-            host,
-            port,
-            path,
-            stateless=args.stateless,
-            json_response=True if args.json_response else None,
-            **options,
-        )
-    else:
-        host = args.host or DEFAULT_HOST
-        port = DEFAULT_PORT if args.port is None else args.port
-        _announce(server, f"http://{_netloc(host, port)}/sse (legacy HTTP+SSE)")
-        server.run_sse(host, port)
+        else:
+            server.run_sse(host, port, serve_options=serve_options, **options)
+    except ConfigurationError as exc:  # port in use, uvicorn missing, a bad option
+        return _fail(str(exc), status=1)
     return 0
-
-
-def _netloc(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _announce(server: MCPServer, where: str) -> None:
-    # stderr: a person starting a server wants to know where it listens.
-    print(f"mcpkit: serving {server.name!r} on {where}; Ctrl+C stops it", file=sys.stderr)
 
 
 def _load(target: str, *, quiet_stdout: bool) -> MCPServer | int:

@@ -35,6 +35,7 @@ from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 if TYPE_CHECKING:
     from ..transports.asgi import ASGIApp
+    from ..transports.serve import ServeOptions
 
 __all__ = ["MCPServer", "ToolManager", "shape_listing"]
 
@@ -645,17 +646,45 @@ class MCPServer:
         return SSEApp(self, sse_path=sse_path, message_path=message_path, **options)
 
     def run_http(
-        self, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", **options: Any
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        *,
+        serve_options: ServeOptions | None = None,
+        **options: Any,
     ) -> None:
-        """Serve Streamable HTTP on the embedded server (uvicorn)."""
+        """Serve Streamable HTTP on the embedded server (uvicorn) until SIGINT/SIGTERM.
+
+        ``options`` go to :meth:`http_app`, ``serve_options`` to
+        :func:`~mcpkit.transports.serve.serve` (limits, timeouts, uvicorn options).
+        Prints where it listens to stderr once the port is bound.
+        """
         from ..transports.serve import serve
 
-        serve(self.http_app(path, **options), host=host, port=port)
+        banner = (
+            f"mcpkit: serving {self.name!r} on {{url}}{path} (Streamable HTTP); Ctrl+C stops it"
+        )
+        app = self.http_app(path, **options)
+        serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
 
-    def run_sse(self, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+    def run_sse(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        serve_options: ServeOptions | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve legacy HTTP+SSE (2024-11-05) on the embedded server; see :meth:`run_http`."""
         from ..transports.serve import serve
 
-        serve(self.sse_app(**options), host=host, port=port)
+        app = self.sse_app(**options)
+        sse_path = getattr(app, "sse_path", "/sse")
+        banner = (
+            f"mcpkit: serving {self.name!r} on {{url}}{sse_path} (legacy HTTP+SSE); Ctrl+C stops it"
+        )
+        serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
 
 
 async def _no_send(message: dict[str, Any]) -> None:

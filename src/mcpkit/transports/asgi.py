@@ -185,8 +185,38 @@ class ClientGone(Exception):
     """The client disconnected before the request body arrived."""
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
-    """The request body, read as a stream and abandoned as soon as it passes ``limit``."""
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+
+
+def check_body_timeout(value: float | None) -> float | None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if value is not None and (not number or value <= 0):
+        from ..errors import ConfigurationError
+
+        raise ConfigurationError(f"body_timeout must be a positive number or None, got {value!r}")
+    return value
+
+
+class BodyTimeout(Exception):
+    """The request body did not arrive within the configured time."""
+
+
+async def read_body(receive: Receive, limit: int, timeout: float | None = None) -> bytes:
+    """The request body, read as a stream and abandoned as soon as it passes ``limit``.
+
+    ``timeout`` bounds the whole read (a peer trickling a body byte by byte, or
+    never finishing it, would otherwise hold the request open forever).
+    """
+    if timeout is None:
+        return await _read_body(receive, limit)
+    try:
+        async with asyncio.timeout(timeout):
+            return await _read_body(receive, limit)
+    except TimeoutError:
+        raise BodyTimeout from None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
     message = await receive()
     if message["type"] != "http.request":
         raise ClientGone
@@ -211,6 +241,17 @@ async def read_body(receive: Receive, limit: int) -> bytes:
     if size > limit:
         raise BodyTooLarge
     return b"".join(chunks)
+
+
+async def send_body_timeout(send: Send, timeout: float) -> None:
+    # Connection: close, since the rest of the body may still be on its way (RFC 9110 §15.5.9).
+    await send_error(
+        send,
+        408,
+        INVALID_REQUEST,
+        f"Request Timeout: the request body did not arrive within {timeout:g} s",
+        [(b"connection", b"close")],
+    )
 
 
 async def lifespan(

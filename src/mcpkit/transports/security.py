@@ -10,28 +10,43 @@ browser sends no ``Origin``.
 Patterns
 --------
 ``allowed_hosts`` entries are ``host`` (that host, default port only),
-``host:port`` or ``host:*`` (any port); IPv6 literals in brackets
-(``[::1]:*``). ``allowed_origins`` entries are ``scheme://host``,
+``host:port`` or ``host:*`` (any port); ``*.example.com`` stands for every
+subdomain of ``example.com`` (not ``example.com`` itself); IPv6 literals go in
+brackets (``[::1]:*``). ``allowed_origins`` entries are ``scheme://host``,
 ``scheme://host:port`` or ``scheme://host:*``. ``"*"`` in either list
 disables that check.
 
 Defaults (``None``)
 -------------------
-When the server is bound to a loopback address (``scope["server"]``), only
+When the request arrived on a loopback address (``scope["server"]``), only
 ``127.0.0.1``, ``localhost`` and ``[::1]`` on any port are accepted as
-``Host``, and only origins on those hosts (any scheme, any port). When bound
-elsewhere the ``Host`` check is off (the server cannot guess its public names:
-set ``allowed_hosts``) and an ``Origin`` must match the request's own
-``Host`` (same-origin).
+``Host``, and only origins on those hosts (any scheme, any port).
+
+When it arrived on any other address (the server listens on ``0.0.0.0`` or a
+public address) the server cannot know the names it is reached by, so it
+fails closed: a ``Host`` that is a host *name* is refused (421) unless
+``allowed_hosts`` lists it, while loopback names and IP literals
+(``10.0.0.5:8000``, ``[2001:db8::1]``) are accepted. An IP literal cannot be
+a DNS-rebinding attack: rebinding needs an attacker-controlled name in the
+browser's address bar, and a page on another origin that targets the IP
+directly sends that other ``Origin``. An ``Origin`` must match the request's
+own ``Host`` (same-origin). The embedded server refuses to start on such an
+address without ``allowed_hosts`` (:func:`exposure_problem`), so this default
+matters when the app is served by another ASGI server.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["LOCAL_HOSTS", "RequestGuard", "Verdict"]
+from ..errors import ConfigurationError
+
+__all__ = ["LOCAL_HOSTS", "RequestGuard", "Verdict", "is_loopback_bind"]
+
+log = logging.getLogger("mcpkit.transports.security")
 
 LOCAL_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 _LOCAL_NAMES: Final = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -57,16 +72,34 @@ def _split_host(value: str) -> tuple[str, str | None]:
     return host, port
 
 
-class _HostPattern:
-    __slots__ = ("host", "port")
+_HOST_FORM: Final = "'host', 'host:port', 'host:*' or '*.domain[:port]'"
 
-    def __init__(self, spec: str) -> None:
+
+class _HostPattern:
+    __slots__ = ("host", "port", "suffix")
+
+    def __init__(self, spec: str, what: str = "allowed host") -> None:
+        if not isinstance(spec, str):
+            raise ConfigurationError(f"{what} {spec!r} must be a string like {_HOST_FORM}")
         host, port = _split_host(spec.strip().lower())
+        wildcard = host.startswith("*.")
+        name = host[2:] if wildcard else host
+        bad_port = port is not None and port != "*" and not (port.isdigit() and int(port) < 65536)
+        if (
+            not name
+            or bad_port
+            or (any(c in name for c in "*/@?#: \t") and not name.startswith("["))
+        ):
+            raise ConfigurationError(f"{what} {spec!r} must look like {_HOST_FORM}")
+        self.suffix = "." + name if wildcard else None  # "*.example.com" -> ".example.com"
         self.host = host
         self.port = port  # None: default port only; "*": any port
 
     def matches(self, host: str, port: str | None) -> bool:
-        if host != self.host:
+        if self.suffix is not None:
+            if not host.endswith(self.suffix) or len(host) == len(self.suffix):
+                return False
+        elif host != self.host:
             return False
         return self.port == "*" or self.port == port
 
@@ -75,11 +108,17 @@ class _OriginPattern:
     __slots__ = ("hostport", "scheme")
 
     def __init__(self, spec: str) -> None:
+        form = "'https://host', 'https://host:port' or 'https://host:*'"
+        if not isinstance(spec, str):
+            raise ConfigurationError(f"allowed origin {spec!r} must be a string like {form}")
         scheme, sep, rest = spec.strip().lower().partition("://")
-        if not sep:
-            raise ValueError(f"allowed origin {spec!r} must look like 'https://host[:port]'")
+        if not sep or not scheme or "/" in rest.rstrip("/"):
+            raise ConfigurationError(f"allowed origin {spec!r} must look like {form}")
         self.scheme = scheme
-        self.hostport = _HostPattern(rest.rstrip("/"))
+        try:
+            self.hostport = _HostPattern(rest.rstrip("/"), "allowed origin")
+        except ConfigurationError:
+            raise ConfigurationError(f"allowed origin {spec!r} must look like {form}") from None
 
     def matches(self, scheme: str, host: str, port: str | None) -> bool:
         return scheme == self.scheme and self.hostport.matches(host, port)
@@ -96,13 +135,29 @@ def _is_loopback(host: object) -> bool:
         return False
 
 
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host[1:-1] if host.startswith("[") else host)
+    except ValueError:
+        return False
+    return True
+
+
+def is_loopback_bind(host: str) -> bool:
+    """Does listening on ``host`` keep the server reachable from this machine only?
+
+    ``0.0.0.0``, ``::``, ``""`` and every other address or name count as exposed.
+    """
+    return _is_loopback(host.strip().lower())
+
+
 class RequestGuard:
     """Decides whether a request's ``Host`` and ``Origin`` are acceptable.
 
     >>> guard = RequestGuard(allowed_hosts=["api.example.com"], allowed_origins=["https://app.example.com"])
     """
 
-    __slots__ = ("_any_host", "_any_origin", "_hosts", "_origins", "_verdicts")
+    __slots__ = ("_any_host", "_any_origin", "_hosts", "_origins", "_verdicts", "_warned")
 
     def __init__(
         self,
@@ -112,6 +167,7 @@ class RequestGuard:
     ) -> None:
         if isinstance(allowed_hosts, str) or isinstance(allowed_origins, str):
             raise TypeError("allowed_hosts and allowed_origins are lists of patterns, not strings")
+        self._warned = False
         self._any_host = allowed_hosts is not None and "*" in allowed_hosts
         self._any_origin = allowed_origins is not None and "*" in allowed_origins
         self._hosts = (
@@ -123,6 +179,11 @@ class RequestGuard:
             else [_OriginPattern(o) for o in allowed_origins if o != "*"]
         )
         self._verdicts: dict[tuple[object, bytes | None, bytes | None], object] = {}
+
+    @property
+    def hosts_configured(self) -> bool:
+        """Was ``allowed_hosts`` given (a list of names, or ``["*"]`` to switch the check off)?"""
+        return self._hosts is not None or self._any_host
 
     @staticmethod
     def _local(server: object) -> bool:
@@ -153,8 +214,12 @@ class RequestGuard:
             if self._hosts is None:
                 local = self._local(server)
                 # Browsers always send Host; a request without one is not a rebinding attack.
-                if local and host is not None and _split_host(host)[0] not in _LOCAL_NAMES:
-                    return 421, f"Misdirected request: host {host!r} is not served here"
+                if host is not None:
+                    name = _split_host(host)[0]
+                    if name not in _LOCAL_NAMES and (local or not _is_ip_literal(name)):
+                        if not local:
+                            self._warn_unconfigured(host)
+                        return 421, f"Misdirected request: host {host!r} is not served here"
             else:
                 if host is None:
                     return 421, "Misdirected request: missing Host header"
@@ -175,3 +240,15 @@ class RequestGuard:
                 local = self._local(server)
             ok = name in _LOCAL_NAMES if local else rest == host
         return None if ok else (403, f"Forbidden: origin {origin!r} is not allowed")
+
+    def _warn_unconfigured(self, host: str) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        log.warning(
+            "refused a request for host %r: the server listens on a non-loopback address "
+            "and allowed_hosts is not set, so only IP addresses and localhost are served "
+            "(DNS-rebinding protection); list the names clients use in allowed_hosts "
+            "(mcpkit run: --allowed-host NAME), or allowed_hosts=['*'] to turn the check off",
+            host,
+        )

@@ -6,25 +6,72 @@ SSE streams of every mcpkit app are closed with a ``retry`` hint (otherwise
 uvicorn would wait for them forever), in-flight requests get
 ``graceful_timeout`` seconds to finish, sessions are closed through the ASGI
 lifespan, and :func:`serve` returns normally.
+
+Before anything is printed, :func:`serve` checks the port (0 to 65535; 0 picks
+a free one), refuses to listen on a non-loopback address when the mcpkit app
+has no ``allowed_hosts`` (DNS-rebinding protection, see :mod:`.security`), and
+binds the listening sockets itself, so a port in use is one clear
+:class:`~mcpkit.errors.ConfigurationError`. The ``banner`` (``{url}`` in it
+becomes ``http://host:port``) goes to stderr once the server is up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import logging
 import signal
+import socket
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..errors import ConfigurationError
 from .asgi import ASGIApp, end_all_streams
+from .connection_limits import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_SIZE,
+    limited_protocol,
+)
+from .security import RequestGuard, is_loopback_bind
 
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["serve", "serve_async"]
+__all__ = ["ServeOptions", "exposure_problem", "serve", "serve_async"]
+
+
+class ServeOptions(TypedDict, total=False):
+    """Keyword options of :func:`serve` (``run_http(serve_options=...)``), all optional.
+
+    The first ones are mcpkit's; the rest go unchanged to ``uvicorn.Config``
+    (any other uvicorn option works too when calling :func:`serve` directly).
+    """
+
+    log_level: str
+    graceful_timeout: float
+    header_timeout: float | None
+    max_connections: int | None
+    max_header_size: int | None
+    # uvicorn's own
+    timeout_keep_alive: int
+    limit_concurrency: int | None
+    backlog: int
+    h11_max_incomplete_event_size: int | None
+    proxy_headers: bool
+    forwarded_allow_ips: list[str] | str | None
+    root_path: str
+    ssl_keyfile: str | None
+    ssl_certfile: str | None
+    loop: str
+    http: str
+
+
+log = logging.getLogger("mcpkit.transports.serve")
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -40,17 +87,184 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
+def _netloc(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _check_port(port: object) -> int:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(f"port must be an integer from 0 to 65535, got {port!r}")
+    return port
+
+
+def exposure_problem(app: object, host: str) -> bool:
+    """Would serving ``app`` on ``host`` leave an mcpkit app without a Host allow-list?
+
+    Only mcpkit's own apps can be inspected (their ``guard``); a framework app
+    that mounts one relies on the request-time default of :mod:`.security`.
+    """
+    guard = getattr(app, "guard", None)
+    return (
+        isinstance(guard, RequestGuard)
+        and not guard.hosts_configured
+        and not is_loopback_bind(host)
+    )
+
+
+def _refuse_exposure(app: object, host: str) -> None:
+    if exposure_problem(app, host):
+        raise ConfigurationError(
+            f"refusing to listen on {host!r} without allowed_hosts: the server would be "
+            "reachable from other machines, and DNS-rebinding protection needs the host names "
+            "clients use; pass allowed_hosts=['mcp.example.com'] ('name:*' for any port, "
+            "'*.example.com' for subdomains), or allowed_hosts=['*'] to turn the Host check "
+            "off deliberately (e.g. behind a proxy that checks it)"
+        )
+
+
+def _bind(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Listening sockets for ``host:port`` (every address the name resolves to)."""
+    where = _netloc(host, port)
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise ConfigurationError(f"cannot listen on {where}: {exc.strerror}") from None
+    sockets: list[socket.socket] = []
+    seen: set[tuple[int, Any]] = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            if sys.platform != "win32":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(sockets) > 1:  # the same free port on every address
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(backlog)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            reason = "the address is already in use (is another server running?)"
+        raise ConfigurationError(f"cannot listen on {where}: {reason}") from None
+    return sockets
+
+
+def _url(sockets: list[socket.socket], host: str) -> str:
+    port = sockets[0].getsockname()[1]
+    return f"http://{_netloc(host, port)}"
+
+
+class _LimitSettings(NamedTuple):
+    header_timeout: float | None
+    max_connections: int | None
+    max_header_size: int | None
+
+    def check(self) -> _LimitSettings:
+        for name, value in self._asdict().items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if value is not None and (not number or value <= 0):
+                raise ConfigurationError(f"{name} must be a positive number or None, got {value!r}")
+        if self.max_connections is None:
+            return self
+        room = _descriptor_room()
+        if room is not None and self.max_connections > room:
+            log.warning(
+                "max_connections=%d does not fit the file-descriptor limit (ulimit -n); "
+                "using %d (raise the limit to allow more)",
+                self.max_connections,
+                room,
+            )
+            return self._replace(max_connections=room)
+        return self
+
+
+def _descriptor_room() -> int | None:
+    """How many connections fit under the soft RLIMIT_NOFILE, keeping some descriptors spare."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(16, soft - 64)
+
+
+def _protocol_class(http: object, limits: _LimitSettings) -> object:
+    """uvicorn's HTTP protocol class for ``http``, with the limits when any is set."""
+    if limits == (None, None, None):
+        return http
+    if isinstance(http, str):
+        from uvicorn.config import HTTP_PROTOCOLS
+        from uvicorn.importer import import_from_string
+
+        try:
+            base = import_from_string(HTTP_PROTOCOLS.get(http, http))
+        except Exception as exc:  # uvicorn's ImportFromStringError and friends
+            raise ConfigurationError(f"http={http!r}: {exc}") from None
+    else:
+        base = http
+    if not isinstance(base, type):
+        raise ConfigurationError(f"http={http!r} is not a protocol class")
+    return limited_protocol(
+        base,
+        header_timeout=limits.header_timeout,
+        max_connections=limits.max_connections,
+        max_header_size=limits.max_header_size,
+    )
+
+
+class _Prepared:
+    """A uvicorn server with its sockets bound, ready to run."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        host: str,
+        port: object,
+        log_level: str,
+        graceful_timeout: float,
+        banner: str | None,
+        limits: _LimitSettings,
+        options: dict[str, Any],
+    ) -> None:
+        port = _check_port(port)
+        limits = limits.check()
+        _refuse_exposure(app, host)
+        uv = _uvicorn()  # before binding: a missing extra is reported without side effects
+        options["http"] = _protocol_class(options.get("http", "auto"), limits)
+        external = "uds" in options or "fd" in options
+        self.sockets = [] if external else _bind(host, port, int(options.get("backlog", 2048)))
+        if banner is not None:
+            where = (options.get("uds") or "fd") if external else _url(self.sockets, host)
+            banner = banner.replace("{url}", str(where))
+        self.server = _server(uv, app, host, port, log_level, graceful_timeout, banner, options)
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+
+
 def _server(
+    uv: Any,
     app: ASGIApp,
     host: str,
     port: int,
     log_level: str,
     graceful_timeout: float,
+    banner: str | None,
     options: dict[str, Any],
 ) -> uvicorn.Server:
-    uv = _uvicorn()
-
-    class Server(uv.Server):  # type: ignore[misc,name-defined]
+    class Server(uv.Server):  # type: ignore[misc]
         """uvicorn's server, ending mcpkit's SSE streams when asked to stop."""
 
         _mcp_loop: asyncio.AbstractEventLoop | None = None
@@ -58,6 +272,12 @@ def _server(
         async def serve(self, sockets: Any = None) -> None:
             self._mcp_loop = asyncio.get_running_loop()
             await super().serve(sockets)
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if banner is not None and not self.should_exit:
+                # After the bind and the lifespan startup: the server really is up.
+                print(banner, file=sys.stderr, flush=True)
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -78,15 +298,14 @@ def _server(
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
+    settings: dict[str, Any] = {"loop": "auto", "http": "auto", **options}
     config = uv.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        loop="auto",
-        http="auto",
         timeout_graceful_shutdown=graceful_timeout,
-        **options,
+        **settings,
     )
     server: uvicorn.Server = Server(config)
     return server
@@ -99,10 +318,33 @@ def serve(
     port: int = 8000,
     log_level: str = "warning",
     graceful_timeout: float = 5.0,
+    banner: str | None = None,
+    header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+    max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     **options: Any,
 ) -> None:
-    """Serve ``app`` until SIGINT/SIGTERM; extra ``options`` go to ``uvicorn.Config``."""
-    _server(app, host, port, log_level, graceful_timeout, options).run()
+    """Serve ``app`` until SIGINT/SIGTERM; extra ``options`` go to ``uvicorn.Config``.
+
+    ``banner`` is printed to stderr once the server listens; ``{url}`` in it
+    becomes ``http://host:port`` (the real port when ``port`` is 0).
+
+    Limits (None turns one off; see :mod:`.connection_limits`): a request head
+    must arrive within ``header_timeout`` seconds (default 10) and
+    ``max_header_size`` bytes (64 KiB); at most ``max_connections`` (1000,
+    lowered to fit the process's file-descriptor limit) are open at once, one
+    more gets 503. uvicorn's own ``timeout_keep_alive`` (default 5 s),
+    ``limit_concurrency``, ``backlog`` and ``h11_max_incomplete_event_size``
+    pass through ``options``.
+    """
+    limits = _LimitSettings(header_timeout, max_connections, max_header_size)
+    prepared = _Prepared(
+        app, host, port, log_level, graceful_timeout, banner, limits, dict(options)
+    )
+    try:
+        prepared.server.run(sockets=prepared.sockets or None)
+    finally:
+        prepared.close()
 
 
 async def serve_async(
@@ -112,7 +354,18 @@ async def serve_async(
     port: int = 8000,
     log_level: str = "warning",
     graceful_timeout: float = 5.0,
+    banner: str | None = None,
+    header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+    max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     **options: Any,
 ) -> None:
     """:func:`serve` inside a running event loop."""
-    await _server(app, host, port, log_level, graceful_timeout, options).serve()
+    limits = _LimitSettings(header_timeout, max_connections, max_header_size)
+    prepared = _Prepared(
+        app, host, port, log_level, graceful_timeout, banner, limits, dict(options)
+    )
+    try:
+        await prepared.server.serve(sockets=prepared.sockets or None)
+    finally:
+        prepared.close()

@@ -26,19 +26,23 @@ from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, Configuration
 from ..protocol.jsonrpc import Kind, classify, invalid_request
 from .asgi import (
     AUTH_SCOPE_KEY,
+    DEFAULT_BODY_TIMEOUT,
     PING,
     SSE_HEADERS,
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
     Scope,
     Send,
     accepts_event_stream,
+    check_body_timeout,
     lifespan,
     read_body,
     register_stream_owner,
     route_path,
     send_body,
+    send_body_timeout,
     send_error,
     send_internal_error,
     send_rejected,
@@ -96,6 +100,7 @@ class SSEApp:
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         keepalive_interval: float | None = 15.0,
         debug: bool = False,
@@ -110,10 +115,11 @@ class SSEApp:
         self.sse_path = sse_path
         self.message_path = message_path
         self.max_body_size = max_body_size
+        self.body_timeout = check_body_timeout(body_timeout)
         self.max_sessions = max_sessions
         self.keepalive_interval = keepalive_interval
         self.debug = debug or server.debug
-        self._guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._connections: dict[str, _Connection] = {}
         register_stream_owner(self)
 
@@ -131,7 +137,7 @@ class SSEApp:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
-        verdict = self._guard.check(
+        verdict = self.guard.check(
             scope.get("server"), headers.get(b"host"), headers.get(b"origin")
         )
         if verdict is not None:
@@ -234,9 +240,12 @@ class SSEApp:
             )
             return
         try:
-            body = await read_body(receive, self.max_body_size)
+            body = await read_body(receive, self.max_body_size, self.body_timeout)
         except BodyTooLarge:
             await send_too_large(send, self.max_body_size)
+            return
+        except BodyTimeout:
+            await send_body_timeout(send, self.body_timeout or 0)
             return
         try:
             msg = orjson.loads(body)

@@ -65,19 +65,23 @@ from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVI
 from ..server.stateless import end_subscriptions
 from .asgi import (
     AUTH_SCOPE_KEY,
+    DEFAULT_BODY_TIMEOUT,
     JSON_CT,
     SSE_HEADERS,
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
     Scope,
     Send,
     accepts_event_stream,
+    check_body_timeout,
     lifespan,
     read_body,
     register_stream_owner,
     route_path,
     send_body,
+    send_body_timeout,
     send_error,
     send_internal_error,
     send_rejected,
@@ -149,6 +153,9 @@ class StreamableHTTPApp:
         DNS-rebinding protection (see :mod:`.security`; ``["*"]`` disables).
     ``max_body_size``
         Bytes per POST body (default 4 MiB); larger bodies get 413.
+    ``body_timeout``
+        Seconds for a POST body to arrive in full (default 30; None: no limit);
+        a slower one gets 408 and the connection is closed.
     ``session_idle_timeout``, ``max_sessions``
         Idle sessions end after this many seconds (default 1800); at most this
         many live sessions (default 10 000).
@@ -175,6 +182,7 @@ class StreamableHTTPApp:
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         session_idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         retry_interval_ms: int | None = None,
@@ -202,12 +210,13 @@ class StreamableHTTPApp:
         self.on_session_initialized = on_session_initialized
         self.event_store = event_store
         self.max_body_size = max_body_size
+        self.body_timeout = check_body_timeout(body_timeout)
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
         self.retry_interval_ms = retry_interval_ms
         self.keepalive_interval = keepalive_interval
         self.debug = debug or server.debug
-        self._guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._sessions = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
         self._versions = frozenset(name.encode() for name in REVISIONS)
         self._stateless_versions = frozenset(name.encode() for name in STATELESS_REVISIONS)
@@ -247,7 +256,7 @@ class StreamableHTTPApp:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
-        verdict = self._guard.check(
+        verdict = self.guard.check(
             scope.get("server"), headers.get(b"host"), headers.get(b"origin")
         )
         if verdict is not None:
@@ -335,9 +344,12 @@ class StreamableHTTPApp:
                 await send_too_large(send, self.max_body_size)
                 return
         try:
-            body = await read_body(receive, self.max_body_size)
+            body = await read_body(receive, self.max_body_size, self.body_timeout)
         except BodyTooLarge:
             await send_too_large(send, self.max_body_size)
+            return
+        except BodyTimeout:
+            await send_body_timeout(send, self.body_timeout or 0)
             return
         try:
             msg = orjson.loads(body)

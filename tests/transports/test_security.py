@@ -34,15 +34,20 @@ INIT = {
 HEADERS = {"content-type": "application/json", "accept": "application/json"}
 
 
-def _non_loopback_address() -> str | None:
-    """An IPv4 address of this machine that is not loopback (None when there is none)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("203.0.113.1", 9))  # no packet is sent: this only picks a route
-        except OSError:
-            return None
-        address: str = probe.getsockname()[0]
-    return None if address.startswith("127.") or address == "0.0.0.0" else address
+def _as_if_reached_on(address: str, app: Any) -> Any:
+    """``app`` as it sees a connection accepted on ``address``, a non-loopback interface.
+
+    The guard judges a request by ``scope["server"]``, the local address the connection
+    came in on. The test serves on loopback only (it sends no traffic to any other
+    address), so this sets the one fact the network cannot give it here.
+    """
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket") and scope.get("server"):
+            scope = {**scope, "server": (address, scope["server"][1])}
+        await app(scope, receive, send)
+
+    return wrapped
 
 
 class _Quiet(uvicorn.Server):
@@ -73,12 +78,10 @@ async def _served_on(address: str, app: Any) -> AsyncIterator[str]:
 
 
 async def test_on_a_non_loopback_address_host_names_are_refused_until_allowed() -> None:
-    address = _non_loopback_address()
-    if address is None:
-        pytest.skip("this machine has no non-loopback IPv4 address")
     body = orjson.dumps(INIT)
+    public = "192.0.2.7"  # TEST-NET-1 (RFC 5737): stands for the machine's LAN or public address
     async with (
-        _served_on(address, StreamableHTTPApp(demo_server())) as url,
+        _served_on("127.0.0.1", _as_if_reached_on(public, StreamableHTTPApp(demo_server()))) as url,
         httpx.AsyncClient(timeout=TIMEOUT) as http,
     ):
         port = url.split(":")[2].split("/")[0]
@@ -100,8 +103,10 @@ async def test_on_a_non_loopback_address_host_names_are_refused_until_allowed() 
         cross = {**HEADERS, "origin": "http://evil.example"}
         assert (await http.post(url, content=body, headers=cross)).status_code == 403
 
-    allowed = StreamableHTTPApp(demo_server(), allowed_hosts=["*.example.com:*"])
-    async with _served_on(address, allowed) as url, httpx.AsyncClient(timeout=TIMEOUT) as http:
+    allowed = _as_if_reached_on(
+        public, StreamableHTTPApp(demo_server(), allowed_hosts=["*.example.com:*"])
+    )
+    async with _served_on("127.0.0.1", allowed) as url, httpx.AsyncClient(timeout=TIMEOUT) as http:
         for host, status in (("mcp.example.com:1", 200), ("example.com", 421), ("evil.test", 421)):
             resp = await http.post(url, content=body, headers={**HEADERS, "host": host})
             assert resp.status_code == status, host

@@ -23,6 +23,7 @@ from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .session import Handler, Request, ServerSession
 from .stateless import (
+    DEFAULT_LISTEN_QUEUE_BYTES,
     CacheHint,
     CacheScope,
     check_cache_option,
@@ -160,6 +161,7 @@ class MCPServer:
         request_state_keys: Sequence[bytes] | None = None,
         input_store: InputRoundStore | None = None,
         request_state_limit: int = DEFAULT_MAX_STATE,
+        listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
@@ -168,6 +170,10 @@ class MCPServer:
         check_cache_scope("cache_scope", cache_scope)
         if page_size is not None and page_size < 1:
             raise ConfigurationError("page_size must be a positive integer or None")
+        if listen_queue_bytes < 1:
+            raise ConfigurationError(
+                f"listen_queue_bytes must be a positive number of bytes, not {listen_queue_bytes}"
+            )
         self.name = name
         self.version = version
         self.title = title
@@ -194,6 +200,8 @@ class MCPServer:
             store=input_store,
             max_state=request_state_limit,
         )
+        # Notifications waiting for one subscriptions/listen stream before it is dropped.
+        self.listen_queue_bytes = listen_queue_bytes
         self.debug = debug
         self.tools = ToolManager(self)
         self.resources = ResourceManager(self)

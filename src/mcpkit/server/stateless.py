@@ -23,11 +23,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+import orjson
+
 from ..errors import (
+    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
     ConfigurationError,
@@ -54,7 +58,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit.server")
 
-__all__ = ["CacheHint", "CacheScope", "discover", "end_subscriptions", "listen", "serve_stateless"]
+__all__ = [
+    "DEFAULT_LISTEN_QUEUE_BYTES",
+    "CacheHint",
+    "CacheScope",
+    "discover",
+    "end_subscriptions",
+    "listen",
+    "serve_stateless",
+]
+
+#: Bytes of notifications that may wait for one subscriptions/listen stream.
+DEFAULT_LISTEN_QUEUE_BYTES: Final = 1024 * 1024
 
 CacheScope = Literal["public", "private"]
 _SCOPES: Final = ("public", "private")  # 2026-07-28 server/utilities/caching § cache scope
@@ -253,57 +268,120 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
         wanted.add("notifications/resources/updated")
     tag = {SUBSCRIPTION_ID: req.id}
     send = req.send_raw
-
-    # Changes made while the acknowledgment is being written wait for it: a client may
-    # rely on every change after the acknowledgment reaching it (subscriptions § ack).
-    held: list[dict[str, Any]] | None = []
+    task = asyncio.current_task()
+    assert task is not None
+    # Notifications wait in the listener's own bounded queue, written by this request's
+    # task: a listener that does not read never holds up the notifier, nor other
+    # listeners (a broadcast awaits every session). One that lets more than
+    # listen_queue_bytes pile up is dropped.
+    outbox = _Outbox(server.listen_queue_bytes)
 
     async def forward(message: dict[str, Any]) -> None:
-        if message.get("method") not in wanted:
+        if message.get("method") not in wanted or outbox.closed:
             return
         params = dict(message.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), **tag}
-        if held is not None:
-            held.append({**message, "params": params})
-            return
-        await send({**message, "params": params})
+        if not outbox.put({**message, "params": params}):
+            log.warning(
+                "dropped a subscriptions/listen stream: its client let more than %d bytes of "
+                "notifications pile up unread",
+                outbox.limit,
+            )
+            outbox.close(dropped=True)
+            task.cancel()  # it may be stuck writing to the client: see below
 
     session.standalone = forward
     server._remember(session)
-    ended = asyncio.get_running_loop().create_future()
     listening = _listening.setdefault(server, set())
-    listening.add(ended)
+    listening.add(outbox)
     try:
+        # Changes made while the acknowledgment is being written wait for it in the queue:
+        # a client may rely on every change after the acknowledgment reaching it
+        # (subscriptions § ack).
         await send(
             jsonrpc.notification(
                 "notifications/subscriptions/acknowledged",
                 {"notifications": granted, "_meta": tag},
             )
         )
-        while held:
-            await send(held.pop(0))
-        held = None
         # Until the client closes the stream (the transport cancels the request) or the
         # session is closed, which end the stream without a result, or until the server
         # ends it (end_subscriptions).
-        await ended
+        while (message := await outbox.get()) is not None:
+            await send(message)
+    except asyncio.CancelledError:
+        if not outbox.dropped or task.uncancel() > 0:
+            raise
+        raise MCPError(
+            "Subscription dropped: the client did not read its subscriptions/listen stream "
+            f"and more than {outbox.limit} bytes of notifications were waiting; listen again",
+            code=INTERNAL_ERROR,
+        ) from None
     finally:
-        listening.discard(ended)
+        listening.discard(outbox)
         server._forget(session)
+        outbox.close()
     # The server's own end is graceful: a result tagged with the subscription id
     # (basic/patterns/subscriptions § graceful closure).
     return {"_meta": dict(tag)}
 
 
+class _Outbox:
+    """The notifications waiting for one ``subscriptions/listen`` stream, bounded in bytes."""
+
+    __slots__ = ("_items", "_size", "_waiter", "closed", "dropped", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._items: deque[tuple[dict[str, Any], int]] = deque()
+        self._size = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self.closed = False  # no more messages: get() returns None once the queue is empty
+        self.dropped = False
+
+    def put(self, message: dict[str, Any]) -> bool:
+        """Queue ``message``; False (nothing queued) when that would pass the limit."""
+        size = len(orjson.dumps(message))
+        if self._size + size > self.limit:
+            return False
+        self._items.append((message, size))
+        self._size += size
+        self._wake()
+        return True
+
+    async def get(self) -> dict[str, Any] | None:
+        while not self._items:
+            if self.closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        message, size = self._items.popleft()
+        self._size -= size
+        return message
+
+    def close(self, *, dropped: bool = False) -> None:
+        self.closed = True
+        if dropped:
+            self.dropped = True
+            self._items.clear()
+            self._size = 0
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
 # The open subscriptions/listen requests of each server, ended by end_subscriptions.
-_listening: weakref.WeakKeyDictionary[MCPServer, set[asyncio.Future[None]]] = (
-    weakref.WeakKeyDictionary()
-)
+_listening: weakref.WeakKeyDictionary[MCPServer, set[_Outbox]] = weakref.WeakKeyDictionary()
 
 
 def end_subscriptions(server: MCPServer) -> None:
     """Answer every open ``subscriptions/listen`` of ``server``, so their streams end (a
     shutdown: long-lived streams keep an HTTP server waiting). Call on the server's loop."""
-    for ended in list(_listening.get(server, ())):
-        if not ended.done():
-            ended.set_result(None)
+    for outbox in list(_listening.get(server, ())):
+        outbox.close()

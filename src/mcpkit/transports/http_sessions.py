@@ -37,10 +37,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOSE",
+    "DEFAULT_MAX_QUEUED_BYTES",
     "FINAL",
     "HTTPSession",
     "RequestStream",
     "SessionTable",
+    "StreamQueue",
     "StreamSettings",
     "pump",
 ]
@@ -49,7 +51,7 @@ log = logging.getLogger("mcpkit.transports.http")
 
 clock = time.monotonic  # module-level so tests can drive idle expiry without sleeping
 
-MAX_QUEUED: Final = 10_000  # messages waiting for a slow standalone/resumed stream
+DEFAULT_MAX_QUEUED_BYTES: Final = 4 * 1024 * 1024  # waiting for a slow GET/resumed stream
 
 # Control items of a stream queue (the other items are `(event_id, message)` tuples).
 FINAL: Final = "final"  # the stream is complete: end the response
@@ -63,6 +65,33 @@ class StreamSettings(Protocol):
     event_store: EventStore | None
     keepalive_interval: float | None
     retry_field: bytes  # b"retry: <ms>\n\n", or b"" when no retry interval is set
+    max_queued_bytes: int  # per queue-fed stream
+
+
+class StreamQueue(asyncio.Queue[Any]):
+    """What waits for a queue-fed stream: ``(event_id, serialised message)`` tuples and
+    control items (FINAL, CLOSE, GONE). Messages are bounded in bytes (``nbytes``,
+    ``limit``); control items always fit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.nbytes = 0
+
+    def put_message(self, event_id: str | None, message: dict[str, Any], force: bool) -> bool:
+        """Queue a message; False (dropped) when over the limit, unless ``force``."""
+        # A copy: orjson's result keeps its whole growth buffer (see .event_store).
+        data = bytes(memoryview(orjson.dumps(message)))
+        if not force and self.nbytes + len(data) > self.limit:
+            log.warning(
+                "a stream's client does not read: %d bytes wait for it; dropped %s",
+                self.nbytes,
+                message.get("method", "a response"),
+            )
+            return False
+        self.nbytes += len(data)
+        self.put_nowait((event_id, data))
+        return True
 
 
 class HTTPSession:
@@ -86,7 +115,7 @@ class HTTPSession:
         self.session = session
         self.last_seen = clock()
         self.busy = 0  # in-flight POSTs and open streams: a busy session never expires
-        self.get_queue: asyncio.Queue[Any] | None = None
+        self.get_queue: StreamQueue | None = None
         self.listened = False  # opened a GET stream once: keep its messages while it is away
         self.nstreams = 0
         self.streams: dict[str, RequestStream] | None = None  # live resumable POST streams
@@ -121,12 +150,18 @@ class HTTPSession:
                     )
                 log.debug("no GET stream for the session; dropped %s", message.get("method"))
             return
-        if queue.qsize() >= MAX_QUEUED:
-            log.warning(
-                "the GET stream of a session is not read; dropped %s", message.get("method")
-            )
+        queue.put_message(event_id, message, False)
+
+    def forget_events(self) -> None:
+        """The session ended: nobody can resume its streams, so the event store may
+        forget them (when it can: ``delete_streams`` is optional)."""
+        delete = getattr(self.settings.event_store, "delete_streams", None)
+        if delete is None:
             return
-        queue.put_nowait((event_id, message))
+        ids = [f"{self.sid}/{n}" for n in range(self.nstreams + 1)]
+        task = asyncio.ensure_future(delete(ids))
+        _background.add(task)
+        task.add_done_callback(_forgotten)
 
     def end_streams(self, item: str) -> None:
         """Put ``item`` (FINAL or CLOSE) on every queue-fed stream of the session."""
@@ -232,6 +267,7 @@ class SessionTable:
         self._sessions.pop(entry.sid, None)
         entry.session.close()
         entry.end_streams(FINAL)
+        entry.forget_events()
 
     def end_streams(self) -> None:
         """Close every queue-fed stream's connection (with ``retry``) so a server can stop."""
@@ -261,7 +297,7 @@ class RequestStream:
         self.entry = entry
         self.send: Send | None = send  # the POST's connection, until it ends
         self.stream_id = stream_id  # None: not recorded, not resumable
-        self.resumer: asyncio.Queue[Any] | None = None
+        self.resumer: StreamQueue | None = None
         self.primed = False
         self.done = False
         self.timer: asyncio.TimerHandle | None = None
@@ -292,7 +328,7 @@ class RequestStream:
             event_id = await store.store_event(self.stream_id, message)
         resumer = self.resumer
         if resumer is not None:
-            resumer.put_nowait((event_id, message))
+            resumer.put_message(event_id, message, final)  # the response always fits
             if final:
                 resumer.put_nowait(FINAL)
         elif self.send is not None:
@@ -361,11 +397,17 @@ class RequestStream:
 _background: set[asyncio.Future[Any]] = set()
 
 
+def _forgotten(task: asyncio.Future[Any]) -> None:
+    _background.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("the event store could not delete a session's streams: %r", task.exception())
+
+
 async def pump(
     settings: StreamSettings,
     send: Send,
     receive: Receive,
-    queue: asyncio.Queue[Any],
+    queue: StreamQueue,
     replay: list[tuple[str, dict[str, Any]]],
     seen: set[str],
 ) -> None:
@@ -390,10 +432,11 @@ async def pump(
                 await send({"type": "http.response.body", "body": PING, "more_body": True})
                 continue
             if type(item) is tuple:
-                event_id, message = item
+                event_id, data = item
+                queue.nbytes -= len(data)
                 if event_id is not None and event_id in seen:
                     continue
-                chunk = sse_event(orjson.dumps(message), event_id)
+                chunk = sse_event(data, event_id)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
             if item == CLOSE:
@@ -423,7 +466,7 @@ async def open_stream(
     if entry.get_queue is not None:
         await _conflict(send)
         return
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue = StreamQueue(settings.max_queued_bytes)
     entry.get_queue = queue
     entry.listened = True
     try:
@@ -461,7 +504,7 @@ async def _resume(
     stream_id = await store.replay_events_after(last_event_id, collect)
     if stream_id is None or not entry.owns(stream_id):
         return False
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue = StreamQueue(settings.max_queued_bytes)
     live: RequestStream | None = None
     attached = True
     if stream_id == entry.standalone_id:

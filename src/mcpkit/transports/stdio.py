@@ -16,6 +16,14 @@ lock and no ``drain`` per message: a single event-loop thread owns the pipe,
 and only notifications sent while the transport's buffer is over its
 high-water mark wait for the client to catch up.
 
+Backpressure: a client that stops reading stdout must not make the server
+buffer answers without bound. Once more than ``max_buffered_output`` bytes
+wait in the pipe transport, the server stops reading stdin and leaves the
+lines it already read undispatched until the client has read the buffer down
+to a quarter of that mark; the client's own writes then block in the pipe.
+What can still be buffered is the answers of requests already running when
+the output backed up (at most ``MAX_IN_FLIGHT``), each written whole.
+
 To keep stdout clean, serving on the process's own stdio moves the protocol to
 private copies of fds 0 and 1, points fd 1 at stderr (stray ``print`` calls,
 C extensions and child processes then land on stderr) and fd 0 at
@@ -35,12 +43,13 @@ import asyncio
 import logging
 import sys
 import weakref
+from collections import deque
 from collections.abc import Coroutine
 from typing import IO, TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, ConnectionClosed
 from ..loops import new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
@@ -60,7 +69,14 @@ if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..server.session import ServerSession
 
-__all__ = ["MAX_MESSAGE_SIZE", "LineSplitter", "Oversized", "run_stdio", "serve_stdio"]
+__all__ = [
+    "MAX_BUFFERED_OUTPUT",
+    "MAX_MESSAGE_SIZE",
+    "LineSplitter",
+    "Oversized",
+    "run_stdio",
+    "serve_stdio",
+]
 
 log = logging.getLogger("mcpkit.transports.stdio")
 
@@ -68,6 +84,10 @@ log = logging.getLogger("mcpkit.transports.stdio")
 MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 #: Requests served at once before the reader pauses (memory bound for a flooding client).
 MAX_IN_FLIGHT: Final = 4096
+#: Bytes of output buffered for a slow client before the server stops reading input.
+MAX_BUFFERED_OUTPUT: Final = 4 * 1024 * 1024
+#: Lines of one read dispatched per event-loop iteration (see _StdioConnection._catch_up).
+_BATCH: Final = 64
 _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
 
 
@@ -164,13 +184,20 @@ class LineSplitter:
 class _StdioConnection(asyncio.Protocol):
     """Drives one :class:`ServerSession` from a byte stream in and a byte stream out."""
 
-    def __init__(self, server: MCPServer, *, max_message_size: int) -> None:
+    def __init__(
+        self, server: MCPServer, *, max_message_size: int, max_buffered_output: int
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._splitter = LineSplitter(max_message_size)
         self._max_size = max_message_size
+        self._max_output = max_buffered_output
         self._out: Output | None = None
         self._in: Reader | None = None
         self._reading_paused = False
+        self._too_many_tasks = False  # reading paused for MAX_IN_FLIGHT
+        # Lines read but not dispatched yet (from one read at most): stdout is backed up.
+        self._holding = False  # reading paused until the backlog is served
+        self._backlog: deque[bytes | bytearray | Oversized] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._streams: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()
         self._stopped: asyncio.Future[str] = self._loop.create_future()
@@ -184,11 +211,60 @@ class _StdioConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         splitter = self._splitter
-        if splitter.whole_line(data):  # the common case: one read, one message
+        if self._holding:  # a reader that cannot pause (a file) keeps delivering
+            self._backlog.extend(splitter.feed(data))
+        elif splitter.whole_line(data):  # the common case: one read, one message
             self._dispatch(data)
+            out = self._out
+            if out is not None and out.paused:
+                self._hold_input(True)
+        else:
+            self._backlog.extend(splitter.feed(data))
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Dispatch the lines read but not served yet, while stdout keeps up.
+
+        At most ``_BATCH`` per loop iteration: without eager tasks (Python
+        3.11) a request writes its answer only on the next iteration, so a
+        whole read's worth of requests (thousands) would be answered before
+        the output could be seen backing up.
+        """
+        out = self._out
+        if out is None or out.lost:
             return
-        for line in splitter.feed(data):
-            self._dispatch(line)
+        backlog = self._backlog
+        budget = _BATCH
+        while backlog and budget and not out.paused:
+            self._dispatch(backlog.popleft())
+            budget -= 1
+        if backlog or out.paused:
+            self._hold_input(True)  # until the client has read (Output.on_resume)
+            if not out.paused:
+                self._loop.call_soon(self._catch_up)  # after the batch's first steps
+        else:
+            self._hold_input(False)
+
+    def _output_resumed(self) -> None:
+        """The client read stdout down to the low-water mark (``Output.on_resume``)."""
+        if self._holding:
+            # Not from inside the transport's write callback: on the next iteration.
+            self._loop.call_soon(self._catch_up)
+
+    def _hold_input(self, hold: bool) -> None:
+        if hold is not self._holding:
+            self._holding = hold
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        paused = self._too_many_tasks or self._holding
+        if paused is self._reading_paused or self._in is None:
+            return
+        self._reading_paused = paused
+        if paused:
+            self._in.pause_reading()
+        else:
+            self._in.resume_reading()
 
     def eof_received(self) -> bool | None:
         self._end_of_input()
@@ -203,8 +279,12 @@ class _StdioConnection(asyncio.Protocol):
         if self._eof:
             return
         self._eof = True
-        for line in self._splitter.close():
-            self._dispatch(line)
+        # Lines held back for a backed-up stdout are served now: the client has sent
+        # everything, so what is left to buffer is bounded by what was read.
+        backlog = self._backlog
+        backlog.extend(self._splitter.close())
+        while backlog:
+            self._dispatch(backlog.popleft())
         self._stop("eof")
 
     def _dispatch(self, line: bytes | bytearray | Oversized) -> None:
@@ -257,9 +337,9 @@ class _StdioConnection(asyncio.Protocol):
         if task.done():  # ran to completion eagerly: answered already
             return None
         self._tasks.add(task)
-        if len(self._tasks) >= MAX_IN_FLIGHT and self._in is not None and not self._reading_paused:
-            self._reading_paused = True
-            self._in.pause_reading()
+        if len(self._tasks) >= MAX_IN_FLIGHT and not self._too_many_tasks:
+            self._too_many_tasks = True
+            self._update_reading()
         return task
 
     def _finished(self) -> None:
@@ -268,9 +348,9 @@ class _StdioConnection(asyncio.Protocol):
         task = asyncio.current_task()
         if task is not None:
             self._tasks.discard(task)
-        if self._reading_paused and len(self._tasks) <= MAX_IN_FLIGHT // 2 and self._in is not None:
-            self._reading_paused = False
-            self._in.resume_reading()
+        if self._too_many_tasks and len(self._tasks) <= MAX_IN_FLIGHT // 2:
+            self._too_many_tasks = False
+            self._update_reading()
 
     async def _serve_request(self, msg: dict[str, Any]) -> None:
         try:
@@ -344,7 +424,10 @@ class _StdioConnection(asyncio.Protocol):
         loop = self._loop
         restore = None
         try:
-            self._out = await open_output(loop, out_file, self._output_lost)
+            self._out = await open_output(
+                loop, out_file, self._output_lost, high_water=self._max_output
+            )
+            self._out.on_resume = self._output_resumed
             await open_input(loop, in_file, self)
             if handle_signals:
                 restore = install_signal_handlers(loop, self._on_signal)
@@ -407,19 +490,30 @@ async def serve_stdio(
     shutdown_grace: float = 2.0,
     handle_signals: bool = True,
     max_message_size: int = MAX_MESSAGE_SIZE,
+    max_buffered_output: int = MAX_BUFFERED_OUTPUT,
 ) -> None:
     """Serve one session over stdio until stdin closes, stdout breaks, or SIGTERM/SIGINT.
 
     ``stdin``/``stdout`` default to the process's own (claimed as described in
     the module docstring); pass binary files or fds to serve other streams.
     On stdin EOF, requests still running get ``shutdown_grace`` seconds to
-    answer before the session is closed.
+    answer before the session is closed. ``max_message_size`` bounds an
+    incoming line; ``max_buffered_output`` is how many bytes of output may wait
+    for a client that does not read before input is no longer read (see the
+    module docstring).
     """
+    if max_message_size < 1 or max_buffered_output < 1:
+        raise ConfigurationError(
+            f"max_message_size ({max_message_size}) and max_buffered_output "
+            f"({max_buffered_output}) must be positive byte counts"
+        )
     claim = (
         claim_process_stdio() if stdin is None and stdout is None else given_streams(stdin, stdout)
     )
     with claim as (in_file, out_file):
-        conn = _StdioConnection(server, max_message_size=max_message_size)
+        conn = _StdioConnection(
+            server, max_message_size=max_message_size, max_buffered_output=max_buffered_output
+        )
         await conn.run(
             in_file, out_file, shutdown_grace=shutdown_grace, handle_signals=handle_signals
         )

@@ -55,10 +55,13 @@ StreamArg = IO[Any] | int | None
 
 class Output(Protocol):
     """Where protocol bytes go: ``write`` never blocks the loop for long; ``drain``
-    waits while the client is behind."""
+    waits while the client is behind. ``paused`` is set while more than the
+    high-water mark is buffered; ``on_resume`` (when set) is called once it
+    drops back to the low-water mark."""
 
     paused: bool
     lost: bool
+    on_resume: Callable[[], None] | None
 
     def write(self, data: bytes) -> None: ...
     async def drain(self) -> None: ...
@@ -66,26 +69,54 @@ class Output(Protocol):
 
 
 class PipeOutput(asyncio.BaseProtocol):
-    """Write side on a pipe transport: asyncio writes at once and buffers the rest."""
+    """Write side on a pipe transport: asyncio writes at once and buffers the rest.
 
-    def __init__(self, on_lost: Callable[[], None]) -> None:
+    ``paused`` follows the transport's ``pause_writing``/``resume_writing``,
+    and is also set as soon as ``high_water`` bytes were written since the
+    output last settled: uvloop queues writes until the end of the loop
+    iteration and only then pauses its protocol, so one read callback could
+    otherwise buffer any number of answers. On the next iteration the output
+    settles: still paused if the transport paused it, else resumed at once.
+    """
+
+    def __init__(self, on_lost: Callable[[], None], high_water: int = 64 * 1024) -> None:
         self.paused = False
         self.lost = False
+        self.on_resume: Callable[[], None] | None = None
         self._on_lost = on_lost
+        self._high_water = high_water
+        self._written = 0  # bytes written since the output last settled
+        self._transport_paused = False
         self._transport: asyncio.WriteTransport | None = None
         self._waiters: list[asyncio.Future[None]] = []
-        self._closed = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self._closed = self._loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio's ABCs: no isinstance check.
         self._transport = cast(asyncio.WriteTransport, transport)
+        self._transport.set_write_buffer_limits(high=self._high_water)
 
     def pause_writing(self) -> None:
+        self._transport_paused = True
         self.paused = True
 
     def resume_writing(self) -> None:
+        self._transport_paused = False
+        self._resume()
+
+    def _settle(self) -> None:
+        self._written = 0
+        if self.paused and not self._transport_paused:
+            self._resume()
+
+    def _resume(self) -> None:
+        if not self.paused:
+            return
         self.paused = False
         self._wake()
+        if self.on_resume is not None and not self.lost:
+            self.on_resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -104,6 +135,10 @@ class PipeOutput(asyncio.BaseProtocol):
     def write(self, data: bytes) -> None:
         if not self.lost and self._transport is not None:
             self._transport.write(data)
+            self._written += len(data)
+            if self._written >= self._high_water and not self.paused:
+                self.paused = True
+                self._loop.call_soon(self._settle)
 
     async def drain(self) -> None:
         while self.paused and not self.lost:
@@ -124,8 +159,9 @@ class BlockingOutput:
     """For stdout that is not a pipe (a file, ``/dev/null``, a terminal; Windows): plain writes."""
 
     def __init__(self, file: IO[bytes], on_lost: Callable[[], None]) -> None:
-        self.paused = False
+        self.paused = False  # writes block instead: never paused
         self.lost = False
+        self.on_resume: Callable[[], None] | None = None
         self._file = file
         self._fd = file.fileno()
         self._on_lost = on_lost
@@ -159,14 +195,23 @@ def is_pollable(fd: int) -> bool:
 
 
 async def open_output(
-    loop: asyncio.AbstractEventLoop, file: IO[bytes], on_lost: Callable[[], None]
+    loop: asyncio.AbstractEventLoop,
+    file: IO[bytes],
+    on_lost: Callable[[], None],
+    *,
+    high_water: int | None = None,
 ) -> Output:
-    """An :class:`Output` for ``file``; ``on_lost`` is called when the client goes away."""
+    """An :class:`Output` for ``file``; ``on_lost`` is called when the client goes away.
+
+    ``high_water``: bytes buffered before the output counts as backed up
+    (``paused``); None: 64 KiB, the event loop's default.
+    """
     fd = file.fileno()
     # Not for terminals: uvloop's write transport takes "readable" for "closed", and
     # a terminal is readable whenever someone types. Blocking writes suit a person.
     if is_pollable(fd) and not os.isatty(fd):
-        _, protocol = await loop.connect_write_pipe(lambda: PipeOutput(on_lost), file)
+        size = high_water if high_water is not None else 64 * 1024
+        _, protocol = await loop.connect_write_pipe(lambda: PipeOutput(on_lost, size), file)
         return protocol
     return BlockingOutput(file, on_lost)
 

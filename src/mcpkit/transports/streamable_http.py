@@ -89,7 +89,13 @@ from .asgi import (
     sse_event,
 )
 from .event_store import EventStore
-from .http_sessions import HTTPSession, RequestStream, SessionTable, open_stream
+from .http_sessions import (
+    DEFAULT_MAX_QUEUED_BYTES,
+    HTTPSession,
+    RequestStream,
+    SessionTable,
+    open_stream,
+)
 from .security import RequestGuard
 from .stateless_http import serve_stateless_post
 
@@ -165,6 +171,9 @@ class StreamableHTTPApp:
     ``keepalive_interval``
         Seconds of silence before an SSE ``: ping`` comment (default 15;
         None disables).
+    ``max_queued_bytes``
+        Bytes of messages that may wait for one GET (or resumed) stream whose
+        client reads slowly (default 4 MiB); past that, messages are dropped.
     ``debug``
         Put exception details in 500 answers (also on when ``server.debug``).
     """
@@ -187,6 +196,7 @@ class StreamableHTTPApp:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         retry_interval_ms: int | None = None,
         keepalive_interval: float | None = DEFAULT_KEEPALIVE,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         debug: bool = False,
     ) -> None:
         if not path.startswith("/"):
@@ -199,6 +209,10 @@ class StreamableHTTPApp:
             raise ConfigurationError("retry_interval_ms must be >= 0")
         if keepalive_interval is not None and keepalive_interval <= 0:
             raise ConfigurationError("keepalive_interval must be positive or None")
+        if max_queued_bytes < 1:
+            raise ConfigurationError(
+                f"max_queued_bytes must be a positive number of bytes, not {max_queued_bytes}"
+            )
         self.server = server
         self.path = path
         stripped = path.rstrip("/")
@@ -215,6 +229,7 @@ class StreamableHTTPApp:
         self.max_sessions = max_sessions
         self.retry_interval_ms = retry_interval_ms
         self.keepalive_interval = keepalive_interval
+        self.max_queued_bytes = max_queued_bytes
         self.debug = debug or server.debug
         self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._sessions = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)

@@ -31,6 +31,7 @@ from . import stateless
 from .cache import ResultCache
 from .deadlines import timeout_problem, valid_timeout
 from .handlers import (
+    MAX_SERVER_REQUESTS,
     ElicitationHandler,
     ListChangedCallback,
     LogCallback,
@@ -38,6 +39,7 @@ from .handlers import (
     ResourceUpdatedCallback,
     RootsSpec,
     SamplingHandler,
+    check_max_server_requests,
 )
 from .session import DEFAULT_TIMEOUT, ClientSession, Trace
 from .transports.base import ClientTransport, HTTPErrorStatus, Unreachable
@@ -69,7 +71,9 @@ class Client:
     ``protocol_version="2026-07-28"`` asks for the stateless revision (a legacy
     server gets the handshake instead); ``cache`` keeps cacheable results for
     their ``ttlMs`` (a :class:`~mcpkit.client.cache.ResultCache` to share one,
-    ``False`` for none).
+    ``False`` for none). ``max_server_requests`` bounds how many of the server's
+    own requests (sampling, elicitation, roots, ping) are handled at once; the
+    excess is refused with error -32000.
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class Client:
         on_list_changed: ListChangedCallback | None = None,
         trace: Trace | None = None,
         cache: ResultCache | bool = True,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         chosen = [
             k
@@ -159,11 +164,13 @@ class Client:
             "on_list_changed": on_list_changed,
             "trace": trace,
             "cache": cache,
+            "max_server_requests": max_server_requests,
         }
         if not valid_timeout(timeout):
             raise ConfigurationError(timeout_problem("timeout", timeout))
         if connect_timeout is not None and not valid_timeout(connect_timeout):
             raise ConfigurationError(timeout_problem("connect_timeout", connect_timeout))
+        check_max_server_requests(max_server_requests)
         self._connect_timeout = connect_timeout
         self._session: ClientSession | None = None
 

@@ -217,6 +217,110 @@ async def test_a_server_restart_needs_no_new_session_in_the_stateless_era(
     assert len(traffic.sent("server/discover")) == 1
 
 
+class ForgetfulServer:
+    """A hand-written handshake-era server that answers a session id it does not know the
+    way servers on the official TypeScript SDK do: HTTP 400 "Bad Request: No valid
+    session ID provided" (instead of the specification's 404). ``restart()`` forgets
+    every session; ``refusal`` is the 400's message; ``always`` refuses every session."""
+
+    def __init__(self, *, refusal: str = "Bad Request: No valid session ID provided") -> None:
+        self.refusal = refusal
+        self.always = False
+        self.sessions: set[str] = set()
+        self.initializes = 0
+        self.refused = 0
+
+    def restart(self) -> None:
+        self.sessions.clear()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = await read_body(scope, receive, send)
+        if body is None:
+            return
+        headers = dict(scope["headers"])
+        sid = headers.get(b"mcp-session-id", b"").decode() or None
+        if scope["method"] != "POST":
+            await self._reply(send, 405 if sid in self.sessions else 400, None)
+            return
+        msg = json.loads(body)
+        if msg.get("method") == "initialize":
+            self.initializes += 1
+            sid = f"session-{self.initializes}"
+            self.sessions.add(sid)
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "forgetful", "version": "1"},
+            }
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+            await self._reply(send, 200, answer, sid)
+            return
+        if self.always or sid not in self.sessions:
+            self.refused += 1
+            error = {"code": -32000, "message": self.refusal}
+            await self._reply(send, 400, {"jsonrpc": "2.0", "error": error, "id": None})
+            return
+        if "id" not in msg or "method" not in msg:
+            await self._reply(send, 202, None)
+            return
+        text = json.dumps(msg["params"]["arguments"]["n"] + 1)
+        result = {"content": [{"type": "text", "text": text}]}
+        await self._reply(send, 200, {"jsonrpc": "2.0", "id": msg["id"], "result": result})
+
+    @staticmethod
+    async def _reply(send: Any, status: int, body: Any, sid: str | None = None) -> None:
+        headers = [(b"content-type", b"application/json")] if body is not None else []
+        if sid is not None:
+            headers.append((b"mcp-session-id", sid.encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        data = json.dumps(body).encode() if body is not None else b""
+        await send({"type": "http.response.body", "body": data})
+
+
+async def test_a_400_for_an_unknown_session_reinitializes_like_a_404(traffic: Traffic) -> None:
+    server = ForgetfulServer()
+    async with (
+        serve(server) as url,
+        Client(url=url, trace=traffic, timeout=TIMEOUT, protocol_version="2025-11-25") as client,
+    ):
+        assert text_of(await client.call_tool("inc", {"n": 1})) == "2"
+        server.restart()
+        results = await asyncio.gather(*(client.call_tool("inc", {"n": i}) for i in range(3)))
+        assert [text_of(r) for r in results] == ["1", "2", "3"]
+        assert server.refused >= 1
+        assert text_of(await client.call_tool("inc", {"n": 9})) == "10"
+    assert server.initializes == 2  # once more, however many calls saw the 400
+    assert len(traffic.sent("notifications/initialized")) == 2
+
+
+async def test_a_400_for_the_session_is_retried_once_per_request(traffic: Traffic) -> None:
+    server = ForgetfulServer()
+    async with (
+        serve(server) as url,
+        Client(url=url, trace=traffic, timeout=TIMEOUT, protocol_version="2025-11-25") as client,
+    ):
+        server.always = True  # every session is refused, the new one too: no loop
+        with pytest.raises(ConnectionClosed, match="no longer knows session session-2"):
+            await client.call_tool("inc", {"n": 1})
+        assert server.initializes == 2
+        # Once the server accepts sessions again, the next call makes one and succeeds.
+        server.always = False
+        assert text_of(await client.call_tool("inc", {"n": 1})) == "2"
+        assert server.initializes == 3
+
+
+async def test_a_400_that_is_not_about_the_session_is_an_error() -> None:
+    server = ForgetfulServer(refusal="Bad Request: invalid arguments")
+    async with (
+        serve(server) as url,
+        Client(url=url, timeout=TIMEOUT, protocol_version="2025-11-25") as client,
+    ):
+        server.restart()
+        with pytest.raises(RemoteError, match=r"invalid arguments \(HTTP 400"):
+            await client.call_tool("inc", {"n": 1})
+    assert server.initializes == 1
+
+
 @pytest.mark.parametrize(
     ("retry_ms", "own_delay", "low", "high"),
     [

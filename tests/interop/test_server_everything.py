@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
+import os
+import socket
+import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,8 +37,10 @@ from tests.interop.fixtures.peers import (
     PROTOCOL_VERSION_KEY,
     NodePackage,
     Wire,
+    free_port,
     http_peer,
     install_server_everything,
+    stop_group,
 )
 
 TIMEOUT = 20.0
@@ -400,3 +407,62 @@ async def test_roots_and_roots_list_changed(connect: Callable[[Peer], Client], w
     assert len(wire.sent("notifications/roots/list_changed")) == 1
     for asked in wire.received("roots/list")[before:]:
         assert wire.answer_to(asked)["result"] == {"roots": [{"uri": "file:///elsewhere"}]}
+
+
+# -- a restart behind an open session -----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _on_port(everything: NodePackage, port: int, log: Path) -> Iterator[None]:
+    """The Streamable HTTP server on ``port`` until the block ends (then its group is killed)."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            everything.argv("streamableHttp"),
+            env=dict(os.environ, PORT=str(port)),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            assert proc.poll() is None, f"server-everything exited; see {log}"
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+                break
+            assert time.monotonic() < deadline, f"server-everything never listened; see {log}"
+            time.sleep(0.05)
+        yield
+    finally:
+        stop_group(proc)
+
+
+async def test_a_restarted_server_gets_a_new_session_transparently(
+    everything: NodePackage, tmp_path: Path
+) -> None:
+    """The TypeScript SDK answers a session id it does not know with 400 "Bad Request: No
+    valid session ID provided", not the specification's 404: the client treats it the same.
+    """
+    wire = Wire()
+    port = free_port()
+    log = tmp_path / "streamableHttp.log"
+    client = Client(
+        url=f"http://127.0.0.1:{port}/mcp", name="everything", trace=wire, timeout=TIMEOUT
+    )
+    try:
+        with _on_port(everything, port, log):
+            await client.connect()
+            assert texts(await client.call_tool("echo", {"message": "before"})) == "Echo: before"
+        with _on_port(everything, port, log):  # a new process, same port: no sessions
+            results = await asyncio.gather(
+                *(client.call_tool("echo", {"message": f"after {i}"}) for i in range(3))
+            )
+            assert [texts(r) for r in results] == [f"Echo: after {i}" for i in range(3)]
+            assert texts(await client.call_tool("get-sum", {"a": 2, "b": 3})).endswith("is 5.")
+            await client.aclose()
+    finally:
+        await client.aclose()
+    # One new handshake, however many calls saw the 400.
+    assert [m["params"]["protocolVersion"] for m in wire.sent("initialize")] == [HANDSHAKE] * 2
+    assert len(wire.sent("notifications/initialized")) == 2
+    wire.check(received_too=True)

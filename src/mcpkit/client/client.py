@@ -31,6 +31,7 @@ from . import stateless
 from .cache import ResultCache
 from .deadlines import timeout_problem, valid_timeout
 from .handlers import (
+    MAX_SERVER_REQUESTS,
     ElicitationHandler,
     ListChangedCallback,
     LogCallback,
@@ -38,6 +39,7 @@ from .handlers import (
     ResourceUpdatedCallback,
     RootsSpec,
     SamplingHandler,
+    check_max_server_requests,
 )
 from .session import DEFAULT_TIMEOUT, ClientSession, Trace
 from .transports.base import (
@@ -79,6 +81,9 @@ class Client:
     one message read from the server: a larger one fails with
     :class:`~mcpkit.client.transports.base.MessageTooLarge` instead of being
     buffered (stdio and HTTP; a ``transport=`` object has its own setting).
+    ``max_server_requests`` bounds how many of the server's
+    own requests (sampling, elicitation, roots, ping) are handled at once; the
+    excess is refused with error -32000.
     """
 
     def __init__(
@@ -112,6 +117,7 @@ class Client:
         trace: Trace | None = None,
         cache: ResultCache | bool = True,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         chosen = [
             k
@@ -170,6 +176,7 @@ class Client:
             "on_list_changed": on_list_changed,
             "trace": trace,
             "cache": cache,
+            "max_server_requests": max_server_requests,
         }
         if not valid_timeout(timeout):
             raise ConfigurationError(timeout_problem("timeout", timeout))
@@ -178,6 +185,7 @@ class Client:
         problem = message_size_problem("max_message_size", max_message_size)
         if problem is not None:
             raise ConfigurationError(problem)
+        check_max_server_requests(max_server_requests)
         self._connect_timeout = connect_timeout
         self._session: ClientSession | None = None
 

@@ -6,6 +6,14 @@ answered here. Each runs in its own task, so a handler waiting on a user never
 blocks the reader, and ``notifications/cancelled`` from the server cancels it
 (utilities/cancellation: no response is sent for a cancelled request).
 
+A server cannot make the client work without bound: at most ``max_server_requests``
+of its requests are handled (and answered) at once. Beyond that a request is
+refused with :data:`TOO_MANY_REQUESTS` (again at most that many refusals in
+flight, since over HTTP each answer is a POST of its own), and beyond that it is
+dropped unanswered. Reading goes on all along, so the answers to the client's
+own calls, which share the server's streams, still arrive, and a flood costs a
+bounded number of tasks, POSTs and buffered answers.
+
 Notifications: progress goes to the callback of the call that asked for it,
 ``notifications/message`` to Python logging (prefixed with the server's name)
 and/or a callback, resource updates and list changes to their callbacks.
@@ -16,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, MCPError
+from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConfigurationError, MCPError
 from ..protocol import jsonrpc
 from .elicitation import normalize_elicit_result
 
@@ -30,6 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LOG_LEVEL",
+    "MAX_SERVER_REQUESTS",
+    "TOO_MANY_REQUESTS",
     "ElicitationHandler",
     "ListChangedCallback",
     "LogCallback",
@@ -38,6 +50,7 @@ __all__ = [
     "RootsSpec",
     "SamplingHandler",
     "ServerHandlers",
+    "check_max_server_requests",
 ]
 
 log = logging.getLogger("mcpkit.client")
@@ -73,6 +86,21 @@ _LEVELS: Final = {
     "emergency": logging.CRITICAL,
 }
 
+# Server requests handled at once by default; elicitations waiting on a user count too.
+MAX_SERVER_REQUESTS: Final = 32
+# The error refusing a request beyond the limit: JSON-RPC 2.0 § 5.1 leaves -32000 to
+# -32099 to implementations ("server error"; here the client is the one answering).
+TOO_MANY_REQUESTS: Final = -32000
+_WARN_EVERY: Final = 60.0  # seconds between two warnings about a flood
+
+
+def check_max_server_requests(value: Any) -> int:
+    """``value`` if it is a valid ``max_server_requests``; else ``ConfigurationError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"max_server_requests must be a positive integer, not {value!r}")
+    return value
+
+
 _LIST_CHANGED: Final = {
     "notifications/tools/list_changed": "tools",
     "notifications/resources/list_changed": "resources",
@@ -96,8 +124,10 @@ class ServerHandlers:
         log_handler: LogCallback | None,
         on_resource_updated: ResourceUpdatedCallback | None,
         on_list_changed: ListChangedCallback | None,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         self.session = session
+        self.max_server_requests = max_server_requests
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
         self.roots = roots
@@ -110,6 +140,9 @@ class ServerHandlers:
         self.notification_callbacks: dict[str, list[Callable[[dict[str, Any]], Any]]] = {}
         self.progress: dict[Any, ProgressCallback] = {}
         self._serving: dict[Any, asyncio.Task[None]] = {}
+        self._answering = 0  # server requests being handled or answered
+        self._refusing = 0  # refusals being sent
+        self._warned_at = -math.inf  # when the last flood warning was logged
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def capabilities(self, elicitation_modes: tuple[str, ...]) -> dict[str, Any]:
@@ -154,13 +187,60 @@ class ServerHandlers:
 
     # -- server requests ----------------------------------------------------------------------
     def serve(self, msg: dict[str, Any]) -> None:
+        if self._answering >= self.max_server_requests:
+            self._refuse(msg)
+            return
         rid = msg["id"]
+        self._answering += 1
         task = asyncio.get_running_loop().create_task(self._answer(msg))
+        task.add_done_callback(self._answered)
         try:
             self._serving[rid] = task
         except TypeError:  # an unhashable id: still answered, just not cancellable
             return
-        task.add_done_callback(lambda _t: self._serving.pop(rid, None))
+        task.add_done_callback(lambda t: self._forget(rid, t))
+
+    def _answered(self, _task: asyncio.Task[None]) -> None:
+        self._answering -= 1
+
+    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
+        if self._serving.get(rid) is task:  # not a later request that reused the id
+            del self._serving[rid]
+
+    def _refuse(self, msg: dict[str, Any]) -> None:
+        """Too many server requests at once: answer with an error, or drop it unanswered."""
+        limit = self.max_server_requests
+        now = time.monotonic()
+        if now - self._warned_at >= _WARN_EVERY:  # an endless flood must not flood the log
+            self._warned_at = now
+            log.warning(
+                "MCP server %r sent more than %d requests at once; refusing the excess with "
+                "error %d (and ignoring it while %d refusals are being sent)",
+                self.session.name,
+                limit,
+                TOO_MANY_REQUESTS,
+                limit,
+            )
+        if self._refusing >= limit:
+            log.debug("ignored %s from %r: too many at once", msg["method"], self.session.name)
+            return
+        self._refusing += 1
+        reply = jsonrpc.error_response(
+            msg["id"],
+            TOO_MANY_REQUESTS,
+            f"Too many concurrent requests: the client handles at most {limit} at once",
+        )
+        task = self.spawn(self._reply(reply, msg["method"]))
+        task.add_done_callback(self._refused)
+
+    def _refused(self, _task: asyncio.Task[None]) -> None:
+        self._refusing -= 1
+
+    async def _reply(self, reply: dict[str, Any], method: str) -> None:
+        try:
+            await self.session.send_message(reply)
+        except Exception as exc:
+            log.debug("could not answer %s from %r: %s", method, self.session.name, exc)
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         rid = msg["id"]
@@ -177,10 +257,7 @@ class ServerHandlers:
             # Logged here; the server only learns that it failed (errors.py: no leaks).
             log.exception("handler for %s from %r failed: %s", method, self.session.name, exc)
             reply = jsonrpc.error_response(rid, INTERNAL_ERROR, "Internal error")
-        try:
-            await self.session.send_message(reply)
-        except Exception as exc:
-            log.debug("could not answer %s from %r: %s", method, self.session.name, exc)
+        await self._reply(reply, method)
 
     async def fulfil(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Answer one server request with the registered handler (also MRTR input requests)."""

@@ -36,6 +36,7 @@ from .cache import ResultCache
 from .deadlines import Deadlines, timeout_problem, valid_timeout
 from .handlers import (
     DEFAULT_LOG_LEVEL,
+    MAX_SERVER_REQUESTS,
     ElicitationHandler,
     ListChangedCallback,
     LogCallback,
@@ -44,6 +45,7 @@ from .handlers import (
     RootsSpec,
     SamplingHandler,
     ServerHandlers,
+    check_max_server_requests,
 )
 from .session_api import SessionAPI
 from .subscriptions import Listener
@@ -57,6 +59,9 @@ DEFAULT_TIMEOUT: Final = 60.0
 # Requests never followed by notifications/cancelled: initialize MUST NOT be cancelled
 # (lifecycle), and a probe given up on is just left unanswered.
 _NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
+# How long a timed-out call waits for its notifications/cancelled to go out before raising
+# PeerTimeout (the sending goes on in the background, for at most 5 s).
+_CANCEL_GRACE: Final = 0.1
 CLIENT_INFO: Final = {"name": "mcpkit", "version": "0.1.0"}
 
 Trace = Callable[[str, Any], None]
@@ -73,6 +78,8 @@ class ClientSession(SessionAPI):
     timeout raises :class:`~mcpkit.errors.PeerTimeout` and tells the server with
     ``notifications/cancelled``. Handlers for server requests and callbacks for
     notifications are keyword options; see :class:`~mcpkit.client.handlers.ServerHandlers`.
+    At most ``max_server_requests`` of the server's own requests are handled at once;
+    the excess is refused (see :mod:`mcpkit.client.handlers`).
     """
 
     def __init__(
@@ -95,6 +102,7 @@ class ClientSession(SessionAPI):
         on_list_changed: ListChangedCallback | None = None,
         trace: Trace | None = None,
         cache: ResultCache | bool = True,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         if protocol_version not in supported_versions:
             raise ValueError(
@@ -108,6 +116,7 @@ class ClientSession(SessionAPI):
             raise ValueError(f"unknown protocol versions {unknown}; known: {sorted(REVISIONS)}")
         if not valid_timeout(timeout):
             raise ConfigurationError(timeout_problem("timeout", timeout))
+        check_max_server_requests(max_server_requests)
         self.transport = transport
         self.timeout = timeout
         self.requested_version = protocol_version
@@ -144,6 +153,7 @@ class ClientSession(SessionAPI):
             log_handler=log_handler,
             on_resource_updated=on_resource_updated,
             on_list_changed=on_list_changed,
+            max_server_requests=max_server_requests,
         )
         # Cacheable results (2026-07-28 caching): a cache of our own unless one is shared.
         if isinstance(cache, ResultCache):
@@ -417,8 +427,13 @@ class ClientSession(SessionAPI):
             return await fut
         except asyncio.CancelledError:
             if deadline.expired and deadline.task.uncancel() == 0:
-                if method not in _NOT_CANCELLED:
-                    await self._cancel_quietly(rid, f"timed out after {wait:g} s")
+                if method not in _NOT_CANCELLED and self._closed is None:
+                    # The caller learns of the timeout on time: telling the server may take
+                    # a POST of its own, behind whatever else is in flight.
+                    task = self.handlers.spawn(
+                        self._cancel_quietly(rid, f"timed out after {wait:g} s")
+                    )
+                    await asyncio.wait({task}, timeout=_CANCEL_GRACE)
                 raise PeerTimeout(
                     f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
                 ) from None

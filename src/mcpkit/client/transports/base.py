@@ -70,7 +70,8 @@ class ClientTransport(Protocol):
 
 
 class SessionExpired(ConnectionClosed):
-    """The server no longer knows our session (Streamable HTTP: 404 with a session id).
+    """The server no longer knows our session (Streamable HTTP: 404 with a session id, or
+    a 400 that says so, as servers on the TypeScript SDK answer).
 
     2025-11-25 transports § session management: the client MUST start a new
     session with a fresh ``initialize``; the session does that once, then

@@ -10,8 +10,9 @@
 * A dropped response stream is resumed with ``GET`` + ``Last-Event-ID`` after
   ``retry`` milliseconds (transports § resumability; SEP-1699 polling).
 * ``Mcp-Session-Id`` from the ``initialize`` answer and the negotiated
-  ``MCP-Protocol-Version`` go on every later request; a 404 for the session
-  raises :class:`~mcpkit.client.transports.base.SessionExpired` so the session
+  ``MCP-Protocol-Version`` go on every later request; a 404 for the session (or
+  the 400 of TypeScript-SDK servers, see ``_check_session``) raises
+  :class:`~mcpkit.client.transports.base.SessionExpired` so the session
   re-initializes (session management, item 4). Closing sends DELETE.
 * Stateless (2026-07-28) requests carry no session id; their headers come from the
   body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` from
@@ -81,6 +82,7 @@ class StreamableHTTPTransport:
         self.max_reconnects = max_reconnects
         self.terminate_on_close = terminate_on_close
         self.session_id: str | None = None
+        self._forgotten = False  # the server forgot our session; no new one yet
         self.protocol_version: str | None = None
         self._client = http_client
         self._owns_client = http_client is None
@@ -197,9 +199,7 @@ class StreamableHTTPTransport:
             )
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
-        if resp.status_code == 404 and sent_session is not None:
-            self._expire(sent_session)
-            raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+        await self._check_session(resp, sent_session)
         if resp.status_code >= 400:
             raise http_error(resp, self.label, body)
 
@@ -249,12 +249,11 @@ class StreamableHTTPTransport:
             "POST", self.url, content=orjson.dumps(message), headers=headers
         ) as resp:
             status = resp.status_code
-            if status == 404 and sent_session is not None:
-                self._expire(sent_session)
-                raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+            await self._check_session(resp, sent_session)
             if status >= 400:
                 raise http_error(resp, self.label, await error_body(resp, self.max_message_size))
             if rid == self._init_id:
+                self._forgotten = False
                 sid = resp.headers.get("mcp-session-id")
                 if sid:
                     self.session_id = sid
@@ -327,9 +326,7 @@ class StreamableHTTPTransport:
         assert decoder.last_event_id is not None
         headers = self._headers({"accept": _SSE, "last-event-id": decoder.last_event_id})
         async with client.stream("GET", self.url, headers=headers) as resp:
-            if resp.status_code == 404 and sent_session is not None:
-                self._expire(sent_session)
-                raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+            await self._check_session(resp, sent_session)
             if resp.status_code >= 400 or content_type(resp) != _SSE:
                 raise ConnectionClosed(
                     f"{self.label} refused to resume the response stream of request {rid!r} "
@@ -449,10 +446,35 @@ class StreamableHTTPTransport:
             decoder.resume()
             await asyncio.sleep(self._delay(decoder, failures))
 
+    async def _check_session(self, resp: httpx.Response, sent_session: str | None) -> None:
+        """Raise :class:`SessionExpired` when the answer says the server forgot ``sent_session``.
+
+        The specification's answer is 404 (transports § session management). Servers on
+        the official TypeScript SDK, among the most used, answer a session id they do
+        not know (after a restart, say) with 400 "Bad Request: No valid session ID
+        provided" instead: a 400 to a request that carried a session id counts too when
+        its body speaks of the session. Either way the session re-initializes once per
+        request (``ClientSession.request``), so a server that keeps refusing cannot loop.
+        A request sent after the session was lost and before a new one was made (the
+        re-initialization failed) is answered the same way, so the next call tries again.
+        """
+        status = resp.status_code
+        if status not in (400, 404) or (sent_session is None and not self._forgotten):
+            return
+        if status == 400:
+            await resp.aread()
+            if b"session" not in resp.content.lower():
+                return
+        if sent_session is None:
+            raise SessionExpired(f"{self.label} has no session for this client any more")
+        self._expire(sent_session)
+        raise SessionExpired(f"{self.label} no longer knows session {sent_session}")
+
     def _expire(self, sent_session: str) -> None:
         """The server forgot ``sent_session``: drop it (unless a new one already replaced it)."""
         if self.session_id == sent_session:
             self.session_id = None
+            self._forgotten = True
             self.protocol_version = None
             if self._listener is not None:
                 self._listener.cancel()

@@ -199,7 +199,7 @@ class StreamableHTTPTransport:
             )
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
-        await self._check_session(resp, sent_session)
+        await self._check_session(resp, sent_session, body)
         if resp.status_code >= 400:
             raise http_error(resp, self.label, body)
 
@@ -249,9 +249,10 @@ class StreamableHTTPTransport:
             "POST", self.url, content=orjson.dumps(message), headers=headers
         ) as resp:
             status = resp.status_code
-            await self._check_session(resp, sent_session)
             if status >= 400:
-                raise http_error(resp, self.label, await error_body(resp, self.max_message_size))
+                body = await error_body(resp, self.max_message_size)
+                await self._check_session(resp, sent_session, body)
+                raise http_error(resp, self.label, body)
             if rid == self._init_id:
                 self._forgotten = False
                 sid = resp.headers.get("mcp-session-id")
@@ -446,7 +447,9 @@ class StreamableHTTPTransport:
             decoder.resume()
             await asyncio.sleep(self._delay(decoder, failures))
 
-    async def _check_session(self, resp: httpx.Response, sent_session: str | None) -> None:
+    async def _check_session(
+        self, resp: httpx.Response, sent_session: str | None, body: bytes | None = None
+    ) -> None:
         """Raise :class:`SessionExpired` when the answer says the server forgot ``sent_session``.
 
         The specification's answer is 404 (transports § session management). Servers on
@@ -457,13 +460,15 @@ class StreamableHTTPTransport:
         request (``ClientSession.request``), so a server that keeps refusing cannot loop.
         A request sent after the session was lost and before a new one was made (the
         re-initialization failed) is answered the same way, so the next call tries again.
+        ``body`` is the error body when the caller has read it already (bounded).
         """
         status = resp.status_code
         if status not in (400, 404) or (sent_session is None and not self._forgotten):
             return
         if status == 400:
-            await resp.aread()
-            if b"session" not in resp.content.lower():
+            if body is None:
+                body = await error_body(resp, self.max_message_size)
+            if b"session" not in body.lower():
                 return
         if sent_session is None:
             raise SessionExpired(f"{self.label} has no session for this client any more")

@@ -22,6 +22,7 @@ __all__ = [
     "dumps",
     "error_response",
     "invalid_request",
+    "json_type",
     "notification",
     "parse_error",
     "request",
@@ -65,6 +66,23 @@ def valid_id(value: Any) -> bool:
     return (isinstance(value, str | int) and not isinstance(value, bool)) or (
         isinstance(value, float) and value.is_integer()
     )
+
+
+_JSON_TYPES: Final = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def json_type(value: Any) -> str:
+    """``value``'s JSON type, for an error message that must not echo what a peer sent
+    (a repr can be megabytes long, and raises ``RecursionError`` ~1,000 levels deep)."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def classify(msg: Any) -> Kind:

@@ -433,8 +433,11 @@ class ServerSession:
 
     async def set_level(self, req: Request) -> dict[str, Any]:
         level = req.params.get("level")
-        if level not in LOG_LEVELS:
-            raise MCPError(f"Invalid log level: {level!r}", code=INVALID_PARAMS)
+        if type(level) is not str or level not in LOG_LEVELS:
+            got = repr(level[:40]) if type(level) is str else jsonrpc.json_type(level)
+            raise InvalidParams(
+                f"Invalid log level: {got} (expected one of {', '.join(LOG_LEVELS)})"
+            )
         self.log_level = LOG_LEVELS[level]
         return {}
 

@@ -31,10 +31,12 @@ from ..errors import (
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
     ConfigurationError,
+    InvalidParams,
     MCPError,
     MethodNotFound,
 )
 from ..protocol import jsonrpc
+from ..protocol.jsonrpc import json_type
 from ..protocol.stateless import (
     CACHEABLE_METHODS,
     REMOVED_METHODS,
@@ -234,8 +236,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     """
     if session.revision.era != "stateless":
         raise MethodNotFound("Method not found: subscriptions/listen")
-    asked = req.params.get("notifications")
-    asked = asked if isinstance(asked, dict) else {}
+    asked = _subscription_filter(req.params.get("notifications"))
     server = session.server
     caps = server.capabilities(session.revision)
     offered = {
@@ -293,6 +294,34 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     # The server's own end is graceful: a result tagged with the subscription id
     # (basic/patterns/subscriptions § graceful closure).
     return {"_meta": dict(tag)}
+
+
+def _subscription_filter(asked: Any) -> dict[str, Any]:
+    """``params.notifications`` checked against ``SubscriptionFilter`` (2026-07-28 schema).
+
+    The member is required by the schema; a missing one is read as "nothing", a
+    wrong-typed one is the caller's error (-32602), never a silently empty grant.
+    """
+    if asked is None:
+        return {}
+    if type(asked) is not dict:
+        raise InvalidParams(
+            f"subscriptions/listen: 'notifications' must be an object, got {json_type(asked)}"
+        )
+    for key in _FILTERS:
+        flag = asked.get(key)
+        if flag is not None and type(flag) is not bool:
+            raise InvalidParams(
+                f"subscriptions/listen: 'notifications.{key}' must be a boolean, "
+                f"got {json_type(flag)}"
+            )
+    uris = asked.get("resourceSubscriptions")
+    if uris is not None and (type(uris) is not list or any(type(u) is not str for u in uris)):
+        raise InvalidParams(
+            "subscriptions/listen: 'notifications.resourceSubscriptions' must be an array of "
+            "URI strings"
+        )
+    return asked
 
 
 # The open subscriptions/listen requests of each server, ended by end_subscriptions.

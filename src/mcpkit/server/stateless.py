@@ -178,6 +178,10 @@ async def serve_stateless(
                 resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
             except MCPError as exc:  # a bad requestState: the handler never sees it
                 return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+            finally:
+                # A handler paused for input is still registered under this id: the
+                # answer (input_required) frees the id all the same.
+                session.answered(rid)
     else:
         resp = await run(msg, send, auth_info)
     if resp is None:
@@ -252,7 +256,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions = set(granted.get("resourceSubscriptions", ()))
     if session.subscriptions:
         wanted.add("notifications/resources/updated")
-    tag = {SUBSCRIPTION_ID: req.id}
+    tag = {SUBSCRIPTION_ID: jsonrpc.wire_id(req.id)}
     send = req.send_raw
 
     # Changes made while the acknowledgment is being written wait for it: a client may

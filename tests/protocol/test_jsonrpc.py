@@ -244,3 +244,22 @@ def test_classified_messages_have_what_their_kind_promises(value: Any) -> None:
     # Every kind except INVALID survives the wire unchanged.
     if kind is not Kind.INVALID:
         assert classify(orjson.loads(orjson.dumps(value))) is kind
+
+
+@given(st.integers(min_value=-(10**40), max_value=10**40))
+def test_any_integer_id_survives_decode_and_encode_exactly(rid: int) -> None:
+    # orjson alone reads ids beyond 64 bits as floats and cannot write them.
+    data = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % rid
+    msg = jsonrpc.decode(data)
+    assert type(msg["id"]) is int and msg["id"] == rid
+    out = jsonrpc.dumps(jsonrpc.response(msg["id"], {}))
+    assert out == b'{"jsonrpc":"2.0","id":%d,"result":{}}' % rid
+
+
+def test_a_cancellation_names_an_id_beyond_64_bits_exactly() -> None:
+    data = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}' % (
+        2**64 + 1
+    )
+    assert jsonrpc.decode(data)["params"]["requestId"] == 2**64 + 1
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":%d,"method":"ping"}]'
+    assert jsonrpc.decode(batch % 2**70)[1]["id"] == 2**70

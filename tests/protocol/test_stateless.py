@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpkit.protocol.http_headers import check_request_headers, decode_value, header_params
 from mcpkit.protocol.stateless import (
     CLIENT_CAPABILITIES,
+    CLIENT_INFO,
     LOG_LEVEL,
     PROTOCOL_VERSION,
     Envelope,
@@ -147,3 +151,46 @@ def test_changing_a_read_envelope_does_not_leak_into_the_next() -> None:
     env.capabilities["sampling"] = {}  # a handler changing what it was given
     fresh = read_envelope(meta())
     assert isinstance(fresh, Envelope) and fresh.capabilities == {}
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_members = st.sampled_from([PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL])
+
+
+@given(st.dictionaries(_members, _json), st.sampled_from([None, V]))
+def test_read_envelope_is_total_over_json_values(members: dict[str, Any], header: Any) -> None:
+    # A refusal or an envelope, never an exception: the HTTP transports read the
+    # envelope before any session exists, where an exception is a 500.
+    base: dict[str, Any] = {PROTOCOL_VERSION: V, CLIENT_CAPABILITIES: {}}
+    for params in ({"_meta": {**base, **members}}, {"_meta": members}):
+        out = read_envelope(params, header)
+        assert isinstance(out, Envelope | Refusal)
+        if isinstance(out, Refusal):
+            assert out.status == 400 and out.code in (-32602, -32020, -32022)
+
+
+def test_a_wrong_typed_log_level_is_named_not_echoed() -> None:
+    for level in ([], {}, 3, ["debug"]):
+        out = read_envelope(meta(**{LOG_LEVEL: level}), V)
+        assert isinstance(out, Refusal) and out.code == -32602
+        assert LOG_LEVEL in out.message and "is not a log level" in out.message
+
+
+def test_an_envelope_nested_near_the_decoder_limit_is_compared_without_recursion() -> None:
+    # orjson decodes up to 1,024 levels; comparing two such envelopes in Python would
+    # exhaust the stack. Both requests are still read.
+    deep = b"[" * 1000 + b"1" + b"]" * 1000
+    raw = b'{"_meta":{"%s":"%s","%s":{},"x":%s}}' % (
+        PROTOCOL_VERSION.encode(),
+        V.encode(),
+        CLIENT_CAPABILITIES.encode(),
+        deep,
+    )
+    for _ in range(2):
+        assert isinstance(read_envelope(orjson.loads(raw), V), Envelope)

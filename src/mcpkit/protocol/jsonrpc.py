@@ -21,12 +21,15 @@ __all__ = [
     "decode",
     "dumps",
     "error_response",
+    "exact_ids",
     "invalid_request",
+    "json_type",
     "notification",
     "parse_error",
     "request",
     "response",
     "valid_id",
+    "wire_id",
 ]
 
 JSONRPC: Final = "2.0"
@@ -47,9 +50,58 @@ class ParseError(ValueError):
 def decode(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse one JSON text; raises :class:`ParseError`."""
     try:
-        return orjson.loads(data)
+        msg = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ParseError(str(exc)) from None
+    return exact_ids(msg, data)
+
+
+# orjson reads and writes integers in [-2**63, 2**64 - 1] only: it reads a larger one
+# as a float (losing digits) and refuses to write one. JSON-RPC ids have no such bound.
+_MIN_INT: Final = -(2**63)
+_MAX_INT: Final = 2**64 - 1
+
+
+def exact_ids(msg: Any, data: bytes | bytearray | memoryview | str) -> Any:
+    """``msg`` (just decoded from ``data`` by orjson) with its request ids exact.
+
+    An integer id beyond 64 bits came out of orjson as a float: an answer would carry
+    a different id. Such a message (or a cancellation naming such a request) is read
+    again with the standard library, which keeps integers exact. The check costs one
+    lookup per message; the second read happens only for those ids.
+    """
+    if type(msg) is dict:
+        if not _inexact(msg):
+            return msg
+    elif type(msg) is list:
+        if not any(type(m) is dict and _inexact(m) for m in msg):
+            return msg
+    else:
+        return msg
+    import json  # only on this rare path
+
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode()
+        return json.loads(text)
+    except (ValueError, RecursionError):  # too deep or too many digits: keep orjson's
+        return msg
+
+
+def _inexact(msg: dict[str, Any]) -> bool:
+    rid = msg.get("id")
+    if type(rid) is float:
+        return True
+    if rid is None and msg.get("method") == "notifications/cancelled":
+        params = msg.get("params")
+        return type(params) is dict and type(params.get("requestId")) is float
+    return False
+
+
+def wire_id(rid: Any) -> Any:
+    """``rid`` as orjson can write it: an integer beyond 64 bits becomes its exact digits."""
+    if type(rid) is int and (rid > _MAX_INT or rid < _MIN_INT):
+        return orjson.Fragment(str(rid).encode())
+    return rid
 
 
 def dumps(message: Any) -> bytes:
@@ -65,6 +117,23 @@ def valid_id(value: Any) -> bool:
     return (isinstance(value, str | int) and not isinstance(value, bool)) or (
         isinstance(value, float) and value.is_integer()
     )
+
+
+_JSON_TYPES: Final = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def json_type(value: Any) -> str:
+    """``value``'s JSON type, for an error message that must not echo what a peer sent
+    (a repr can be megabytes long, and raises ``RecursionError`` ~1,000 levels deep)."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def classify(msg: Any) -> Kind:
@@ -124,14 +193,14 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def response(id: Any, result: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": JSONRPC, "id": id, "result": result}
+    return {"jsonrpc": JSONRPC, "id": wire_id(id), "result": result}
 
 
 def error_response(id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
-    return {"jsonrpc": JSONRPC, "id": id, "error": err}
+    return {"jsonrpc": JSONRPC, "id": wire_id(id), "error": err}
 
 
 def parse_error(detail: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import HEADER_MISMATCH, INVALID_PARAMS, UNSUPPORTED_VERSION
+from .jsonrpc import json_type
 from .versions import REVISIONS, STATELESS_REVISIONS, Revision
 
 __all__ = [
@@ -134,7 +135,11 @@ def is_stateless_request(msg: dict[str, Any]) -> bool:
 
 
 def read_envelope(params: Any, header_version: str | None = None) -> Envelope | Refusal:
-    """Check a stateless request's ``params._meta``; ``header_version`` is the HTTP header."""
+    """Check a stateless request's ``params._meta``; ``header_version`` is the HTTP header.
+
+    Total over JSON values: whatever the body holds, the answer is an envelope or a
+    refusal, never an exception (the HTTP transports call this before any session
+    exists, where an exception would be a 500)."""
     global _last
     if header_version is not None and (
         header_version not in REVISIONS or REVISIONS[header_version].era != "stateless"
@@ -144,7 +149,11 @@ def read_envelope(params: Any, header_version: str | None = None) -> Envelope | 
     if type(meta) is not dict:
         return _invalid("params._meta is required (protocol version and client capabilities)")
     last = _last
-    if last is not None and meta == last[0] and header_version in (None, last[1].revision.name):
+    if (
+        last is not None
+        and header_version in (None, last[1].revision.name)
+        and _same(meta, last[0])
+    ):
         # A client sends the same envelope with every request: reuse what the last one
         # gave. Equal (not identical) dicts, so a handler that changed the remembered
         # one in place only makes the next request take the long way.
@@ -169,8 +178,9 @@ def read_envelope(params: Any, header_version: str | None = None) -> Envelope | 
     if info is not None and type(info) is not dict:
         return _invalid(f"params._meta[{CLIENT_INFO!r}] must be an object")
     level = meta.get(LOG_LEVEL)
-    if level is not None and level not in _LOG_LEVELS:
-        return _invalid(f"params._meta[{LOG_LEVEL!r}] is not a log level: {level!r}")
+    if level is not None and (type(level) is not str or level not in _LOG_LEVELS):
+        got = repr(level[:40]) if type(level) is str else json_type(level)
+        return _invalid(f"params._meta[{LOG_LEVEL!r}] is not a log level: {got}")
     envelope = Envelope(revision, capabilities, info, level)
     _last = (meta, envelope)
     return envelope
@@ -178,6 +188,18 @@ def read_envelope(params: Any, header_version: str | None = None) -> Envelope | 
 
 # The last envelope read, with the ``_meta`` it came from (one entry: no growth).
 _last: tuple[dict[str, Any], Envelope] | None = None
+
+
+def _same(meta: dict[str, Any], last: dict[str, Any]) -> bool:
+    """``meta == last``, where a hostile nesting depth only means "not the same".
+
+    Every check of this module is total over JSON values: a refusal, never an
+    exception, since the HTTP transports read the envelope before any session exists.
+    """
+    try:
+        return meta == last
+    except RecursionError:  # ~1,000 levels deep (the JSON decoder allows 1,024)
+        return False
 
 
 def _invalid(message: str) -> Refusal:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidParams
+from ..protocol.jsonrpc import json_type
 
 __all__ = ["MAX_VALUES", "CompletionRegistry"]
 
@@ -38,10 +39,26 @@ class CompletionRegistry:
             raise InvalidParams(f"Unknown completion reference type: {kind!r}")
         if not isinstance(target, str):
             raise InvalidParams("completion reference needs a name (prompts) or uri (resources)")
-        name = str(arg["name"])
-        value = str(arg.get("value", ""))
-        context = params.get("context") or {}
-        arguments = context.get("arguments") or {} if isinstance(context, dict) else {}
+        name = arg["name"]
+        value = arg.get("value", "")
+        if type(name) is not str or type(value) is not str:
+            raise InvalidParams(
+                "completion/complete: 'argument.name' and 'argument.value' must be strings"
+            )
+        context = params.get("context")
+        if context is None:
+            context = {}
+        elif type(context) is not dict:
+            raise InvalidParams(
+                f"completion/complete: 'context' must be an object, got {json_type(context)}"
+            )
+        arguments = context.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            raise InvalidParams(
+                f"completion/complete: 'context.arguments' must be an object, got {json_type(arguments)}"
+            )
         handler = self.handlers.get((kind, target, name)) or self.handlers.get((kind, target, None))
         if handler is None:
             return {"completion": {"values": [], "total": 0, "hasMore": False}}

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
+from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .completions import CompletionRegistry
 from .content import shape_content, shape_result
@@ -806,6 +807,10 @@ def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
         if not isinstance(args, dict):
             raise InvalidParams("prompts/get: 'arguments' must be an object")
         version = params.get("version") or req.meta.get("version")
+        if version is not None and type(version) is not str:
+            raise InvalidParams(
+                f"prompts/get: 'version' must be a string, got {json_type(version)}"
+            )
         ctx = Context(session, req)
         token = _current.set(ctx)
         try:

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     CapabilityError,
@@ -42,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["Request", "Send", "ServerSession"]
 
 log = logging.getLogger("mcpkit.server")
+
+_MIN_INT = -(2**63)  # the integers orjson writes (jsonrpc.wire_id)
+_MAX_INT = 2**64 - 1
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -140,6 +142,7 @@ class ServerSession:
         "client_info",
         "inputs",
         "log_level",
+        "max_inflight",
         "revision",
         "server",
         "session_id",
@@ -171,6 +174,10 @@ class ServerSession:
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
         self._inflight: dict[Any, Request] = {}
+        # Requests served at once, at most (None: no cap). The HTTP transports set it:
+        # their clients can leave calls running by dropping connections, with no stream
+        # to slow down, unlike stdio (which stops reading instead).
+        self.max_inflight: int | None = None
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._last_id = 0
         self._handlers = server._dispatch
@@ -225,15 +232,20 @@ class ServerSession:
         """Serve one request; ``envelope``: its 2026-07-28 ``_meta``, when the transport
         has read it already."""
         if self.revision.era == "stateless":
-            return await serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
-        if self.state is State.NEW and not self.stateless and is_stateless_request(msg):
+            resp = await serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
+        elif self.state is State.NEW and not self.stateless and is_stateless_request(msg):
             # A 2026-07-28 request on a connection that has not initialized (stdio's
             # server/discover probe): the era is decided per request, so serve it alone.
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
             # Shared, so notifications/cancelled on this connection reaches the request.
             single._inflight = self._inflight
-            return await serve_stateless(single, msg, send, auth_info, single._serve_request)
-        return await self._serve_request(msg, send, auth_info)
+            resp = await serve_stateless(single, msg, send, auth_info, single._serve_request)
+        else:
+            resp = await self._serve_request(msg, send, auth_info)
+        rid = msg["id"]
+        if type(rid) is int and resp is not None and (rid > _MAX_INT or rid < _MIN_INT):
+            resp["id"] = jsonrpc.wire_id(rid)  # beyond what orjson writes: exact digits
+        return resp
 
     async def _serve_request(
         self, msg: dict[str, Any], send: Send, auth_info: Any = None
@@ -251,9 +263,27 @@ class ServerSession:
         handler = self._handlers.get(method)
         if handler is None:
             return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
+        inflight = self._inflight
+        if rid in inflight:
+            # The first request keeps its id (and stays cancellable by it): ids are unique
+            # among the sender's unanswered requests (basic § requests).
+            return jsonrpc.error_response(
+                rid,
+                INVALID_REQUEST,
+                "Invalid request: a request with this id is still in flight; request ids "
+                "must be unique among unanswered requests",
+            )
+        cap = self.max_inflight
+        if cap is not None and len(inflight) >= cap:
+            return jsonrpc.error_response(
+                rid,
+                INVALID_REQUEST,
+                f"Invalid request: too many requests in flight on this session (the limit "
+                f"is {cap}); wait for answers, or cancel requests, before sending more",
+                {"maxInflight": cap},
+            )
         req = Request(self, msg, send, auth_info)
         req.task = asyncio.current_task()
-        inflight = self._inflight
         inflight[rid] = req
         try:
             result = await handler(self, req)
@@ -315,6 +345,12 @@ class ServerSession:
             fut.set_exception(
                 RemoteError("the client answered with a result that is not an object")
             )
+
+    def answered(self, request_id: Any) -> None:
+        """The client has its answer to ``request_id`` while its handler goes on (a call
+        paused for input, MRTR): the id is free for a new request (2026-07-28 basic §
+        requests), and no longer cancels the paused handler."""
+        self._inflight.pop(request_id, None)
 
     def cancel(self, request_id: Any, reason: str | None = None) -> bool:
         """Cancel an in-flight request (``notifications/cancelled``)."""
@@ -453,8 +489,11 @@ class ServerSession:
 
     async def set_level(self, req: Request) -> dict[str, Any]:
         level = req.params.get("level")
-        if level not in LOG_LEVELS:
-            raise MCPError(f"Invalid log level: {level!r}", code=INVALID_PARAMS)
+        if type(level) is not str or level not in LOG_LEVELS:
+            got = repr(level[:40]) if type(level) is str else jsonrpc.json_type(level)
+            raise InvalidParams(
+                f"Invalid log level: {got} (expected one of {', '.join(LOG_LEVELS)})"
+            )
         self.log_level = LOG_LEVELS[level]
         return {}
 

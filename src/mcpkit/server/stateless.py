@@ -35,10 +35,12 @@ from ..errors import (
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
     ConfigurationError,
+    InvalidParams,
     MCPError,
     MethodNotFound,
 )
 from ..protocol import jsonrpc
+from ..protocol.jsonrpc import json_type
 from ..protocol.stateless import (
     CACHEABLE_METHODS,
     REMOVED_METHODS,
@@ -191,6 +193,10 @@ async def serve_stateless(
                 resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
             except MCPError as exc:  # a bad requestState: the handler never sees it
                 return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+            finally:
+                # A handler paused for input is still registered under this id: the
+                # answer (input_required) frees the id all the same.
+                session.answered(rid)
     else:
         resp = await run(msg, send, auth_info)
     if resp is None:
@@ -249,8 +255,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     """
     if session.revision.era != "stateless":
         raise MethodNotFound("Method not found: subscriptions/listen")
-    asked = req.params.get("notifications")
-    asked = asked if isinstance(asked, dict) else {}
+    asked = _subscription_filter(req.params.get("notifications"))
     server = session.server
     caps = server.capabilities(session.revision)
     offered = {
@@ -266,7 +271,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions = set(granted.get("resourceSubscriptions", ()))
     if session.subscriptions:
         wanted.add("notifications/resources/updated")
-    tag = {SUBSCRIPTION_ID: req.id}
+    tag = {SUBSCRIPTION_ID: jsonrpc.wire_id(req.id)}
     send = req.send_raw
     task = asyncio.current_task()
     assert task is not None
@@ -374,6 +379,34 @@ class _Outbox:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+def _subscription_filter(asked: Any) -> dict[str, Any]:
+    """``params.notifications`` checked against ``SubscriptionFilter`` (2026-07-28 schema).
+
+    The member is required by the schema; a missing one is read as "nothing", a
+    wrong-typed one is the caller's error (-32602), never a silently empty grant.
+    """
+    if asked is None:
+        return {}
+    if type(asked) is not dict:
+        raise InvalidParams(
+            f"subscriptions/listen: 'notifications' must be an object, got {json_type(asked)}"
+        )
+    for key in _FILTERS:
+        flag = asked.get(key)
+        if flag is not None and type(flag) is not bool:
+            raise InvalidParams(
+                f"subscriptions/listen: 'notifications.{key}' must be a boolean, "
+                f"got {json_type(flag)}"
+            )
+    uris = asked.get("resourceSubscriptions")
+    if uris is not None and (type(uris) is not list or any(type(u) is not str for u in uris)):
+        raise InvalidParams(
+            "subscriptions/listen: 'notifications.resourceSubscriptions' must be an array of "
+            "URI strings"
+        )
+    return asked
 
 
 # The open subscriptions/listen requests of each server, ended by end_subscriptions.

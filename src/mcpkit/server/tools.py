@@ -509,9 +509,14 @@ def _json_schema_validator(
             if missing:
                 raise InvalidParams("; ".join(f"{k}: Field required" for k in missing))
             return args
-        errors = sorted(
-            validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path]
-        )
+        try:
+            errors = sorted(
+                validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path]
+            )
+        except RecursionError:
+            # jsonschema recurses in Python and puts the instance's repr in its messages:
+            # arguments ~1,000 levels deep (the JSON decoder allows 1,024) exhaust the stack.
+            raise InvalidParams("(arguments): nested too deeply to validate") from None
         if errors:
             raise InvalidParams("; ".join(_describe_schema_error(e) for e in errors))
         return args
@@ -530,4 +535,10 @@ def _describe_schema_error(error: Any) -> str:
         ]
         if missing:
             return f"{'.'.join([*path, str(missing[0])])}: Field required"
-    return f"{'.'.join(path) or '(arguments)'}: {error.message}"
+    message = error.message
+    if len(message) > _MAX_MESSAGE:  # it quotes the instance, which may be huge
+        message = message[: _MAX_MESSAGE - 3] + "..."
+    return f"{'.'.join(path) or '(arguments)'}: {message}"
+
+
+_MAX_MESSAGE = 200

@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
 
 __all__ = [
     "AUTH_SCOPE_KEY",
@@ -27,6 +27,7 @@ __all__ = [
     "Scope",
     "Send",
     "StreamOwner",
+    "check_max_inflight",
     "end_all_streams",
     "route_path",
     "watch_disconnect",
@@ -291,3 +292,11 @@ async def watch_disconnect(receive: Receive, queue: asyncio.Queue[Any], item: An
         if message["type"] == "http.disconnect":
             queue.put_nowait(item)
             return
+
+
+def check_max_inflight(value: object) -> None:
+    """The HTTP apps' ``max_inflight``: requests in flight per session, an int >= 1 or None."""
+    if value is not None and (type(value) is not int or value < 1):
+        raise ConfigurationError(
+            f"max_inflight must be an integer >= 1 (requests per session) or None, got {value!r}"
+        )

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
-from ..protocol.jsonrpc import Kind, classify, invalid_request
+from ..protocol.jsonrpc import Kind, classify, exact_ids, invalid_request
 from .asgi import (
     AUTH_SCOPE_KEY,
     DEFAULT_BODY_TIMEOUT,
@@ -37,6 +37,7 @@ from .asgi import (
     Send,
     accepts_event_stream,
     check_body_timeout,
+    check_max_inflight,
     lifespan,
     read_body,
     register_stream_owner,
@@ -62,6 +63,7 @@ log = logging.getLogger("mcpkit.transports.sse")
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_MAX_SESSIONS: Final = 10_000
+DEFAULT_MAX_INFLIGHT: Final = 256
 MAX_QUEUED: Final = 10_000
 
 _END: Final = "end"
@@ -102,6 +104,7 @@ class SSEApp:
         max_body_size: int = DEFAULT_MAX_BODY,
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        max_inflight: int | None = DEFAULT_MAX_INFLIGHT,
         keepalive_interval: float | None = 15.0,
         debug: bool = False,
     ) -> None:
@@ -111,12 +114,14 @@ class SSEApp:
             raise ConfigurationError("sse_path and message_path must differ")
         if max_body_size < 1 or max_sessions < 1:
             raise ConfigurationError("max_body_size and max_sessions must be positive")
+        check_max_inflight(max_inflight)
         self.server = server
         self.sse_path = sse_path
         self.message_path = message_path
         self.max_body_size = max_body_size
         self.body_timeout = check_body_timeout(body_timeout)
         self.max_sessions = max_sessions
+        self.max_inflight = max_inflight  # per session, as on Streamable HTTP
         self.keepalive_interval = keepalive_interval
         self.debug = debug or server.debug
         self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
@@ -180,6 +185,7 @@ class SSEApp:
         sid = uuid.uuid4().hex
         conn = _Connection()
         conn.session = session = self.server.create_session(session_id=sid, standalone=conn)
+        session.max_inflight = self.max_inflight
         self._connections[sid] = conn
         endpoint = f"{scope.get('root_path', '')}{self.message_path}?sessionId={sid}"
         queue = conn.queue
@@ -248,7 +254,7 @@ class SSEApp:
             await send_body_timeout(send, self.body_timeout or 0)
             return
         try:
-            msg = orjson.loads(body)
+            msg = exact_ids(orjson.loads(body), body)
         except orjson.JSONDecodeError as exc:
             await send_error(send, 400, PARSE_ERROR, f"Parse error: {exc}")
             return

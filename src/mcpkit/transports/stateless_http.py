@@ -23,7 +23,7 @@ basic/transports/streamable-http):
   a watcher on ``receive`` cancels the handler when the client disconnects. The
   watcher is a task of its own, which costs more than a fast request (an echo
   tool) itself, so it starts only once the request has run for
-  ``_WATCH_AFTER_S``: a disconnect before then is still seen when it starts (the
+  ``WATCH_AFTER_S``: a disconnect before then is still seen when it starts (the
   ASGI server keeps answering ``receive`` with ``http.disconnect``), so the
   handler is cancelled at most that much later, and quick requests pay nothing.
 * Keep-alive: once a response is an SSE stream, an SSE comment (``: ping``)
@@ -47,7 +47,7 @@ import orjson
 
 from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from ..protocol.http_headers import check_request_headers
-from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
+from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request, wire_id
 from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
 from ..server.stateless import serve_stateless
 from .asgi import (
@@ -65,12 +65,12 @@ if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..server.session import ServerSession
 
-__all__ = ["serve_stateless_post", "status_for"]
+__all__ = ["WATCH_AFTER_S", "DisconnectWatch", "serve_stateless_post", "status_for"]
 
 log = logging.getLogger("mcpkit.transports")
 
 # How long a request runs before a task watches for its client going away (see above).
-_WATCH_AFTER_S: Final = 0.005
+WATCH_AFTER_S: Final = 0.005
 
 # JSON-RPC codes a 2026-07-28 server answers with a non-200 status.
 _STATUS: Final = {-32020: 400, -32021: 400, -32022: 400, METHOD_NOT_FOUND: 404}
@@ -191,9 +191,8 @@ async def serve_stateless_post(
         msg.get("params"), raw_version.decode("latin-1") if raw_version is not None else None
     )
     if isinstance(envelope, Refusal):
-        await _answer(
-            send, envelope.status, {"jsonrpc": "2.0", "id": rid, "error": envelope.error()}
-        )
+        refused = error_response(rid, envelope.code, envelope.message, envelope.data)
+        await _answer(send, envelope.status, refused)
         return
     if method in REMOVED_METHODS or method not in server._dispatch:
         await _answer(
@@ -227,8 +226,8 @@ async def serve_stateless_post(
         stream.stop()
         raise
     else:
-        watch = _DisconnectWatch(receive, session, rid)
-        timer = asyncio.get_running_loop().call_later(_WATCH_AFTER_S, watch.start)
+        watch = DisconnectWatch(receive, session, rid)
+        timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, watch.start)
         try:
             response = await _resume(serving, pending)
         finally:
@@ -237,6 +236,8 @@ async def serve_stateless_post(
             fired = await watch.stop()
         if fired:
             return  # the client closed the stream: nobody to answer
+    if response is not None and type(rid) is int:
+        response["id"] = wire_id(rid)  # exact digits beyond 64 bits
     try:
         await stream.finish(response)
     except ClientGone:
@@ -266,8 +267,12 @@ def _resume(coro: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, 
                 return stop.value  # type: ignore[no-any-return]
 
 
-class _DisconnectWatch:
-    """The watcher of one request, started late (``_WATCH_AFTER_S``) or never."""
+class DisconnectWatch:
+    """The watcher of one request, started late (``WATCH_AFTER_S``) or never.
+
+    ``rid`` None watches a whole sessionless POST (a batch): a disconnect closes the
+    session, which cancels everything in it.
+    """
 
     __slots__ = ("_receive", "_rid", "_session", "_task")
 
@@ -298,5 +303,8 @@ async def _watch_disconnect(receive: Receive, session: ServerSession, rid: Any) 
     while True:
         message = await receive()
         if message.get("type") == "http.disconnect":
-            session.cancel(rid, "the client closed the response stream")
+            if rid is None:
+                session.close()
+            else:
+                session.cancel(rid, "the client closed the response stream")
             return True

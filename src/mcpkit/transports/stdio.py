@@ -300,7 +300,7 @@ class _StdioConnection(asyncio.Protocol):
             )
             return
         try:
-            msg = orjson.loads(line)
+            msg = jsonrpc.exact_ids(orjson.loads(line), line)
         except orjson.JSONDecodeError as exc:
             if line.strip():  # blank lines between messages are tolerated
                 self._write(jsonrpc.parse_error(str(exc)))

@@ -44,12 +44,16 @@ Choices the spec leaves open (2025-11-25 basic/transports):
   session has listened at least once.
 * **Disconnection is not cancellation**: a client dropping a POST stream does
   not stop the handler; with an event store its messages wait for a resume.
+  So a session has at most ``max_inflight`` requests in flight. Without
+  sessions (``stateless``) nobody could ever get the answer: there a
+  disconnect does cancel the request.
 * **Keep-alive**: SSE streams get a ``: ping`` comment after
   ``keepalive_interval`` seconds (default 15) without traffic.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import secrets
@@ -59,7 +63,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
-from ..protocol.jsonrpc import Kind, classify, invalid_request
+from ..protocol.jsonrpc import Kind, classify, error_response, exact_ids, invalid_request
 from ..protocol.stateless import is_stateless_request, unsupported_version
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.stateless import end_subscriptions
@@ -76,6 +80,7 @@ from .asgi import (
     Send,
     accepts_event_stream,
     check_body_timeout,
+    check_max_inflight,
     lifespan,
     read_body,
     register_stream_owner,
@@ -97,7 +102,7 @@ from .http_sessions import (
     open_stream,
 )
 from .security import RequestGuard
-from .stateless_http import serve_stateless_post
+from .stateless_http import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -107,6 +112,7 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_KEEPALIVE",
     "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_INFLIGHT",
     "DEFAULT_MAX_SESSIONS",
     "StreamableHTTPApp",
 ]
@@ -117,6 +123,7 @@ DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_KEEPALIVE: Final = 15.0
+DEFAULT_MAX_INFLIGHT: Final = 256
 _JSON = 0
 _SSE = 1
 _NOT_ACCEPTABLE = -1
@@ -165,6 +172,13 @@ class StreamableHTTPApp:
     ``session_idle_timeout``, ``max_sessions``
         Idle sessions end after this many seconds (default 1800); at most this
         many live sessions (default 10 000).
+    ``max_inflight``
+        Requests a session may have in flight at once (default 256; None: no
+        cap). A client that drops its connections leaves its calls running (a
+        dropped stream is not a cancellation), so without a cap their memory
+        only grows; a request beyond the cap is answered at once with a
+        ``-32600`` error saying so (``data.maxInflight``). Sessionless
+        requests (``stateless``, 2026-07-28) are one per HTTP request.
     ``retry_interval_ms``
         The SSE ``retry`` sent in priming events and before a server-initiated
         close; None sends none (clients use their default).
@@ -194,6 +208,7 @@ class StreamableHTTPApp:
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         session_idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        max_inflight: int | None = DEFAULT_MAX_INFLIGHT,
         retry_interval_ms: int | None = None,
         keepalive_interval: float | None = DEFAULT_KEEPALIVE,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
@@ -205,6 +220,7 @@ class StreamableHTTPApp:
             raise ConfigurationError(
                 "max_body_size, max_sessions and session_idle_timeout must be positive"
             )
+        check_max_inflight(max_inflight)
         if retry_interval_ms is not None and retry_interval_ms < 0:
             raise ConfigurationError("retry_interval_ms must be >= 0")
         if keepalive_interval is not None and keepalive_interval <= 0:
@@ -227,6 +243,7 @@ class StreamableHTTPApp:
         self.body_timeout = check_body_timeout(body_timeout)
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
+        self.max_inflight = max_inflight
         self.retry_interval_ms = retry_interval_ms
         self.keepalive_interval = keepalive_interval
         self.max_queued_bytes = max_queued_bytes
@@ -367,7 +384,7 @@ class StreamableHTTPApp:
             await send_body_timeout(send, self.body_timeout or 0)
             return
         try:
-            msg = orjson.loads(body)
+            msg = exact_ids(orjson.loads(body), body)
         except orjson.JSONDecodeError as exc:
             await send_error(send, 400, PARSE_ERROR, f"Parse error: {exc}")
             return
@@ -376,7 +393,9 @@ class StreamableHTTPApp:
             # Read after the body so the error can echo the request id (SEP-2575).
             refusal = unsupported_version(version.decode("latin-1"), self._supported)
             rid = msg.get("id") if type(msg) is dict else None
-            await send_rejected(send, {"jsonrpc": "2.0", "id": rid, "error": refusal.error()})
+            await send_rejected(
+                send, error_response(rid, refusal.code, refusal.message, refusal.data)
+            )
             return
         # The era is decided per request (2026-07-28 versioning § backward compatibility):
         # the header names it, or, without a header, the body's _meta envelope does.
@@ -399,7 +418,7 @@ class StreamableHTTPApp:
         if self.stateless:
             revision = version.decode() if version is not None else DEFAULT_HTTP_REVISION
             session = self.server.create_session(stateless=True, revision=revision)
-            await self._dispatch(session, None, msg, mode, send, auth_info)
+            await self._dispatch_sessionless(session, msg, mode, receive, send, auth_info)
             return
         raw_sid = headers.get(b"mcp-session-id")
         if raw_sid is None:
@@ -460,6 +479,36 @@ class StreamableHTTPApp:
             await send({"type": "http.response.body", "body": body})
             return
         await self._stream_response(session, entry, msg, send, auth_info)
+
+    async def _dispatch_sessionless(
+        self,
+        session: ServerSession,
+        msg: Any,
+        mode: int,
+        receive: Receive,
+        send: Send,
+        auth_info: Any,
+    ) -> None:
+        """Serve a POST of ``stateless`` mode, where a client disconnect cancels the work.
+
+        No session outlives the POST, so once its client has gone nobody can ever
+        receive the answer: the handler is cancelled, as on 2026-07-28
+        (:mod:`.stateless_http`), instead of running on for no one. The watcher starts
+        only after ``WATCH_AFTER_S``, so quick requests pay nothing for it.
+        """
+        if type(msg) is dict:
+            if classify(msg) is not Kind.REQUEST:
+                await self._dispatch(session, None, msg, mode, send, auth_info)
+                return
+            watch = DisconnectWatch(receive, session, msg["id"])
+        else:
+            watch = DisconnectWatch(receive, session, None)  # a batch: close it all
+        timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, watch.start)
+        try:
+            await self._dispatch(session, None, msg, mode, send, auth_info)
+        finally:
+            timer.cancel()
+            await watch.stop()
 
     async def _stream_response(
         self,
@@ -547,6 +596,7 @@ class StreamableHTTPApp:
                 f"session_id_generator returned an unusable session id {sid!r}"
             )
         session = self.server.create_session(session_id=sid)
+        session.max_inflight = self.max_inflight
         entry = HTTPSession(self, sid, session)
         session.standalone = entry
         resp = await session.handle(msg, _drop, auth_info=auth_info)

@@ -24,6 +24,7 @@ __all__ = [
     "invalid_request",
     "notification",
     "parse_error",
+    "progress_token",
     "request",
     "response",
     "valid_id",
@@ -65,6 +66,18 @@ def valid_id(value: Any) -> bool:
     return (isinstance(value, str | int) and not isinstance(value, bool)) or (
         isinstance(value, float) and value.is_integer()
     )
+
+
+def progress_token(meta: Any) -> str | int | None:
+    """The ``progressToken`` of a request's ``_meta``, if it is one that can be echoed.
+
+    A ProgressToken is a string or an integer (basic/utilities/progress); anything
+    else is ignored, as if absent.
+    """
+    if not isinstance(meta, dict):
+        return None
+    token = meta.get("progressToken")
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
 def classify(msg: Any) -> Kind:

@@ -76,11 +76,7 @@ class Request:
         self.params: dict[str, Any] = params if params is not None else {}
         meta = self.params.get("_meta")
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
-        token = self.meta.get("progressToken")
-        # A ProgressToken is a string or an integer; anything else cannot be echoed validly.
-        self.progress_token: str | int | None = (
-            token if isinstance(token, str | int) and not isinstance(token, bool) else None
-        )
+        self.progress_token: str | int | None = jsonrpc.progress_token(meta)
         self.send_raw = send
         self.auth_info = auth_info
         self._signal: CancelSignal | None = None  # made when first asked for: most never are
@@ -114,9 +110,15 @@ class Request:
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        if self.progress_token is None:
+        token = self.progress_token
+        call = self.session.inputs
+        if call is not None:
+            # A call resumed by a 2026-07-28 retry reports to that retry's token: the
+            # client dropped the callback of the request that started it (mrtr).
+            token = call.progress_token(token)
+        if token is None:
             return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None and self.session.revision.progress_messages:

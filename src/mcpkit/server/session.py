@@ -140,6 +140,7 @@ class ServerSession:
         "_pending",
         "client_capabilities",
         "client_info",
+        "detached",
         "inputs",
         "log_level",
         "revision",
@@ -164,6 +165,8 @@ class ServerSession:
         self.session_id = session_id
         self.standalone: Send = standalone or _drop
         self.stateless = stateless
+        # No client at all (server.execute_tool): nothing could answer a request to it.
+        self.detached = False
         self.state = State.READY if stateless else State.NEW
         self.revision: Revision = REVISIONS[revision or negotiate(None)]
         self.client_info: dict[str, Any] | None = None
@@ -394,8 +397,15 @@ class ServerSession:
 
         On the handshake era's stateless HTTP mode every POST gets a fresh session
         that never saw ``initialize``, so the client's capabilities are unknown: say
-        that the mode is why, not that the client failed to declare them.
+        that the mode is why, not that the client failed to declare them. A detached
+        session (``server.execute_tool``) has no client to ask: say that.
         """
+        if self.detached:
+            return CapabilityError(
+                f"cannot send {method}: no client is connected (the tool runs directly, through "
+                "server.execute_tool), so nothing can answer a server-to-client request; call "
+                "the tool through a client (for tests, mcpkit.testing.connect(server)) instead"
+            )
         if not self.stateless or self.inputs is not None or self.revision.era == "stateless":
             return None
         return CapabilityError(

@@ -530,6 +530,72 @@ async def test_a_non_object_answer_to_a_dict_schema_is_the_same_typed_error() ->
     assert caught[0].content == [1]
 
 
+TABLE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 2},
+        "guests": {"type": "integer", "minimum": 1, "maximum": 10},
+        "score": {"type": "number", "default": 95.5},
+        "seating": {"type": "string", "enum": ["inside", "outside"]},
+    },
+    "required": ["name", "guests"],
+}
+
+
+async def test_an_answer_that_does_not_fit_a_dict_schema_is_the_same_typed_error() -> None:
+    server = MCPServer(name="e", version="1")
+    caught: list[ElicitationValidationError] = []
+
+    @server.tool
+    async def book(ctx: Context) -> str:
+        try:
+            await ctx.elicit("Book a table?", TABLE)
+        except ElicitationValidationError as exc:
+            caught.append(exc)
+            raise
+        return "booked"
+
+    sent = {"guests": 99, "seating": "roof", "score": "high"}
+    async with connect(
+        server,
+        capabilities=ELICIT,
+        handlers={"elicitation/create": lambda p: {"action": "accept", "content": sent}},
+    ) as client:
+        unchecked_client_traffic(client)  # the answer breaks the form on purpose
+        result = await client.call_tool("book")
+    assert result["isError"] is True
+    assert text_of(result) == (
+        "the answer to elicitation did not match the requested schema: "
+        "field name: Field required; "
+        "field guests: Input should be less than or equal to 10; "
+        "field score: Input should be a valid number; "
+        "field seating: Input should be 'inside' or 'outside'"
+    )
+    (exc,) = caught
+    assert isinstance(exc, InvalidParams) and exc.content == sent
+    assert [(e["loc"], e["type"], e["input"]) for e in exc.errors] == [
+        (("name",), "missing", sent),
+        (("guests",), "less_than_equal", 99),
+        (("score",), "float_type", "high"),
+        (("seating",), "literal_error", "roof"),
+    ]
+
+
+async def test_a_dict_schema_takes_fractions_for_numbers_and_3_0_for_integers() -> None:
+    server, seen = elicit_server(TABLE)
+    answer = {"name": "Ada", "guests": 3.0, "score": 95.5}
+    async with connect(
+        server,
+        capabilities=ELICIT,
+        handlers={"elicitation/create": lambda p: {"action": "accept", "content": answer}},
+    ) as client:
+        unchecked_client_traffic(client)  # ElicitResult content has no numbers with fractions
+        assert text_of(await client.call_tool("book")) == "accept"
+    (result,) = seen
+    assert result.content == {"name": "Ada", "guests": 3, "score": 95.5}
+    assert type(result.content["guests"]) is int
+
+
 async def test_an_invalid_answer_in_a_resource_is_a_clear_invalid_params_error() -> None:
     server = MCPServer(name="e", version="1")
 

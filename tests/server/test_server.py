@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Context, InvalidParams, MCPServer, current_context
+from mcpkit import CapabilityError, Context, InvalidParams, MCPServer, current_context
 from mcpkit.errors import ConfigurationError
 from mcpkit.protocol.lifecycle import State
 from mcpkit.testing import connect
@@ -179,6 +179,39 @@ async def test_execute_tool_runs_without_a_transport() -> None:
     assert invalid["isError"] is True and "a" in invalid["content"][0]["text"]
     with pytest.raises(InvalidParams):
         await server.execute_tool("missing", {})
+
+
+async def test_execute_tool_says_no_client_is_connected_when_a_tool_asks_one() -> None:
+    server = MCPServer(name="direct", version="1")
+    caught: list[CapabilityError] = []
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Name?", {"type": "object", "properties": {}})
+        return answer.action
+
+    @server.tool
+    async def ask_politely(ctx: Context) -> str:
+        try:
+            await ctx.sample("Hello?")
+        except CapabilityError as exc:
+            caught.append(exc)
+            return "asked nobody"
+        return "sampled"
+
+    @server.tool
+    def roots_sync(ctx: Context) -> str:
+        return str(ctx.list_roots())
+
+    for tool in ("ask", "roots_sync"):
+        result = await server.execute_tool(tool)
+        assert result["isError"] is True
+        text = result["content"][0]["text"]
+        assert "no client is connected" in text and "server.execute_tool" in text, text
+        assert "stateless" not in text
+    assert (await server.execute_tool("ask_politely"))["content"][0]["text"] == "asked nobody"
+    (exc,) = caught
+    assert str(exc).startswith("cannot send sampling/createMessage: no client is connected")
 
 
 async def test_close_ends_every_session() -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "json_type",
     "notification",
     "parse_error",
+    "progress_token",
     "request",
     "response",
     "valid_id",
@@ -134,6 +135,18 @@ def json_type(value: Any) -> str:
     """``value``'s JSON type, for an error message that must not echo what a peer sent
     (a repr can be megabytes long, and raises ``RecursionError`` ~1,000 levels deep)."""
     return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def progress_token(meta: Any) -> str | int | None:
+    """The ``progressToken`` of a request's ``_meta``, if it is one that can be echoed.
+
+    A ProgressToken is a string or an integer (basic/utilities/progress); anything
+    else is ignored, as if absent.
+    """
+    if not isinstance(meta, dict):
+        return None
+    token = meta.get("progressToken")
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
 def classify(msg: Any) -> Kind:

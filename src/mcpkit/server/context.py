@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
+from .form_validation import answer_errors
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -265,7 +266,8 @@ class Context:
         """Ask the user for structured input (client/elicitation, form mode).
 
         ``schema`` is a pydantic model (the content is parsed into it) or a
-        JSON-Schema dict of a flat object (enums and defaults allowed). ``key``
+        JSON-Schema dict of a flat object (enums and defaults allowed; the answer
+        is checked against it as :mod:`~mcpkit.server.form_validation` says). ``key``
         names the question in a 2026-07-28 input-required result (default:
         ``elicitation``, ``elicitation_2``, ...).
 
@@ -333,7 +335,10 @@ class Context:
                 "input": content,
             }
             raise ElicitationValidationError(content, [problem])
-        return ElicitResult(action="accept", content=content)
+        checked, errors = answer_errors(requested, content or {})
+        if errors:
+            raise ElicitationValidationError(content, errors)
+        return ElicitResult(action="accept", content=None if content is None else checked)
 
     def sample(
         self,

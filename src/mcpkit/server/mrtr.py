@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from ..errors import INTERNAL_ERROR, ConfigurationError, InvalidParams, MCPError, PeerTimeout
+from ..protocol import jsonrpc
 from .mrtr_store import InputRoundStore, MemoryInputRoundStore
 
 if TYPE_CHECKING:
@@ -328,6 +329,8 @@ class ParkedCall:
         self.round = 0
         self.deadline = 0.0  # loop time after which nobody is expected to resume it
         self.relay = _Relay(send)
+        # The progressToken of the round being served (set per round, like the relay).
+        self.token: str | int | None = None
         self.timeout = timeout
         self.questions: dict[str, _Question] = {}
         # Answers a first round already carries (a client may answer before it is asked).
@@ -339,6 +342,15 @@ class ParkedCall:
         # Set while outcome() waits: woken when the handler asks or ends.
         self._wake: asyncio.Future[None] | None = None
         self.task: asyncio.Future[dict[str, Any] | None] | None = None
+
+    def progress_token(self, own: str | int | None) -> str | int | None:
+        """The token progress of the handler goes to: the current round's, not ``own``.
+
+        A resumed handler still holds the request that started it, whose token the
+        client has forgotten (each retry is a new request with its own
+        ``_meta.progressToken``); without one in the current round, no progress.
+        """
+        return self.token
 
     async def ask(
         self, method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
@@ -470,6 +482,9 @@ class _NotPausable(ParkedCall):
     def __init__(self) -> None:  # no state: it is shared, and only ever raises
         pass
 
+    def progress_token(self, own: str | int | None) -> str | int | None:
+        return own  # the tool runs in its own request, the only round there is
+
     async def ask(
         self, method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
     ) -> dict[str, Any]:
@@ -597,6 +612,7 @@ class InputRounds:
                 call.round += 1
                 call.deadline = asyncio.get_running_loop().time() + self.ttl
                 call.relay.target = send
+                call.token = jsonrpc.progress_token(params.get("_meta"))
                 call.answer(responses)
             else:  # replay: the call was parked on another worker, or has gone
                 script, steps = journal
@@ -660,6 +676,10 @@ class InputRounds:
         call: ParkedCall, session: ServerSession, msg: dict[str, Any], auth_info: Any, run: Run
     ) -> None:
         session.inputs = call
+        params = msg.get("params")
+        call.token = jsonrpc.progress_token(
+            params.get("_meta") if isinstance(params, dict) else None
+        )
         call.task = asyncio.ensure_future(run(msg, call.relay, auth_info))
 
     def _park(self, call: ParkedCall) -> ParkedCall:

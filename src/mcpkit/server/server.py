@@ -593,11 +593,17 @@ class MCPServer:
     async def execute_tool(
         self, name: str, args: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Validate and run a tool without a transport; returns the ``CallToolResult`` dict."""
+        """Validate and run a tool without a transport; returns the ``CallToolResult`` dict.
+
+        No client is connected: the tool's ``ctx.elicit``, ``ctx.sample``,
+        ``ctx.list_roots`` and ``ctx.ping`` raise :class:`~mcpkit.errors.CapabilityError`
+        saying so (a tool error if uncaught); logging and progress go nowhere.
+        """
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name}")
         session = ServerSession(self, stateless=True)
+        session.detached = True
         req = Request(
             session, {"id": 0, "method": "tools/call", "params": {"name": name}}, _no_send, None
         )

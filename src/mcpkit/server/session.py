@@ -78,11 +78,7 @@ class Request:
         self.params: dict[str, Any] = params if params is not None else {}
         meta = self.params.get("_meta")
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
-        token = self.meta.get("progressToken")
-        # A ProgressToken is a string or an integer; anything else cannot be echoed validly.
-        self.progress_token: str | int | None = (
-            token if isinstance(token, str | int) and not isinstance(token, bool) else None
-        )
+        self.progress_token: str | int | None = jsonrpc.progress_token(meta)
         self.send_raw = send
         self.auth_info = auth_info
         self._signal: CancelSignal | None = None  # made when first asked for: most never are
@@ -116,9 +112,15 @@ class Request:
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        if self.progress_token is None:
+        token = self.progress_token
+        call = self.session.inputs
+        if call is not None:
+            # A call resumed by a 2026-07-28 retry reports to that retry's token: the
+            # client dropped the callback of the request that started it (mrtr).
+            token = call.progress_token(token)
+        if token is None:
             return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None and self.session.revision.progress_messages:
@@ -140,6 +142,7 @@ class ServerSession:
         "_pending",
         "client_capabilities",
         "client_info",
+        "detached",
         "inputs",
         "log_level",
         "max_inflight",
@@ -165,6 +168,8 @@ class ServerSession:
         self.session_id = session_id
         self.standalone: Send = standalone or _drop
         self.stateless = stateless
+        # No client at all (server.execute_tool): nothing could answer a request to it.
+        self.detached = False
         self.state = State.READY if stateless else State.NEW
         self.revision: Revision = REVISIONS[revision or negotiate(None)]
         self.client_info: dict[str, Any] | None = None
@@ -428,8 +433,15 @@ class ServerSession:
 
         On the handshake era's stateless HTTP mode every POST gets a fresh session
         that never saw ``initialize``, so the client's capabilities are unknown: say
-        that the mode is why, not that the client failed to declare them.
+        that the mode is why, not that the client failed to declare them. A detached
+        session (``server.execute_tool``) has no client to ask: say that.
         """
+        if self.detached:
+            return CapabilityError(
+                f"cannot send {method}: no client is connected (the tool runs directly, through "
+                "server.execute_tool), so nothing can answer a server-to-client request; call "
+                "the tool through a client (for tests, mcpkit.testing.connect(server)) instead"
+            )
         if not self.stateless or self.inputs is not None or self.revision.era == "stateless":
             return None
         return CapabilityError(

@@ -187,6 +187,34 @@ def test_a_call_cancelled_while_running_ends_quietly(run: Run) -> None:
     assert errors == []
 
 
+@pytest.mark.parametrize("max_workers", [1, 3])
+def test_many_calls_through_few_workers_all_come_back(run: Run, max_workers: int) -> None:
+    # More calls than workers, quick and slower ones mixed, some waited for in place:
+    # every call must come back with its own value (none stranded in the backlog).
+    import mcpkit.server.worker_pool as wp
+
+    def work(i: int) -> int:
+        if i % 7 == 0:
+            time.sleep(0.002)
+        return i * i
+
+    async def main() -> list[int]:
+        previous, wp._pool = wp._pool, WorkerPool(max_workers=max_workers)
+        wait = InPlaceWait()
+        try:
+            calls = [
+                call_in_thread(lambda i=i: work(i), wait=wait if i % 2 else None)
+                for i in range(300)
+            ]
+            results = list(await asyncio.gather(*calls))
+            results.append(await call_in_thread(lambda: -1, wait=wait))
+            return results
+        finally:
+            wp._pool = previous
+
+    assert run(main()) == [i * i for i in range(300)] + [-1]
+
+
 def test_max_workers_must_be_a_positive_int() -> None:
     for bad in (0, -1, 1.5, "4", True):
         with pytest.raises(ValueError, match="max_workers"):

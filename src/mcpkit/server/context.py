@@ -76,7 +76,7 @@ async def run_sync(
     if ctx is not None:
         ctx._loop = loop
     call = functools.partial(contextvars.copy_context().run, fn, **kwargs)
-    return await call_in_thread(call, wait=wait)
+    return await call_in_thread(call, wait=wait, loop=loop)
 
 
 @dataclass(frozen=True, slots=True)

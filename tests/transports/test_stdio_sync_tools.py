@@ -58,6 +58,10 @@ async def test_a_blocking_def_tool_does_not_stall_other_requests(
     spawn: PeerFactory, launcher: str
 ) -> None:
     peer = await spawn(launcher)
+    # Quick calls first: a worker is idle and the tool has never been slow, so the loop
+    # will try waiting in place for the sleeper; it must give up after a moment.
+    for _ in range(3):
+        assert text(await peer.call_tool("sleep_thread", {"seconds": 0})) == "slept"
     await peer.send(
         {
             "jsonrpc": "2.0",

@@ -25,6 +25,7 @@ from mcpkit import (
     mcp_resource,
     mcp_tool,
 )
+from mcpkit.errors import ConfigurationError
 from mcpkit.testing import connect
 
 
@@ -163,6 +164,30 @@ async def test_sync_methods_run_in_a_worker_thread() -> None:
     async with connect(server) as client:
         await client.call_tool("where")
     assert seen == [False]
+
+
+async def test_run_in_thread_false_calls_a_sync_method_on_the_loop_thread() -> None:
+    seen: list[int] = []
+
+    class Inline:
+        @mcp_tool(run_in_thread=False)
+        def where(self) -> str:
+            seen.append(threading.get_ident())
+            return "ok"
+
+    server = MCPServer(name="s", version="1", components=[Inline()])
+    async with connect(server) as client:
+        await client.call_tool("where")
+    assert seen == [threading.get_ident()]
+
+
+def test_mcp_tool_run_in_thread_must_be_a_bool() -> None:
+    with pytest.raises(ConfigurationError, match=r"where.*run_in_thread must be True or False"):
+
+        class Bad:
+            @mcp_tool(run_in_thread="no")  # type: ignore[call-overload]
+            def where(self) -> str:
+                return "never"
 
 
 async def test_tools_receive_the_context_when_they_declare_it() -> None:

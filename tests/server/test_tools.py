@@ -569,6 +569,77 @@ def test_run_in_thread_false_refuses_a_context_parameter() -> None:
         server.tool(run_in_thread=False)(needs_ctx)
 
 
+class Where(BaseModel):
+    label: str
+
+
+@pytest.mark.parametrize("schema", [None, Where, {"type": "object"}])
+@pytest.mark.parametrize("run_in_thread", [True, False])
+async def test_create_tool_runs_a_sync_execute_where_asked(
+    schema: Any, run_in_thread: bool
+) -> None:
+    loop_thread = threading.get_ident()
+    ran_in: list[int] = []
+
+    def where(label: str = "x") -> str:
+        ran_in.append(threading.get_ident())
+        return label
+
+    tool = create_tool(
+        id="where",
+        description="Where it runs.",
+        execute=where,
+        input_schema=schema,
+        run_in_thread=run_in_thread,
+    )
+    async with connect(MCPServer(name="x", version="1", tools={"where": tool})) as client:
+        assert text_of(await client.call_tool("where", {"label": "here"})) == "here"
+    assert (ran_in[0] != loop_thread) is run_in_thread
+
+
+@pytest.mark.parametrize("register", ["decorator", "create_tool"])
+def test_run_in_thread_must_be_a_bool(register: str) -> None:
+    def quick() -> str:
+        return "never"
+
+    with pytest.raises(ConfigurationError, match=r"quick.*run_in_thread must be True or False"):
+        if register == "decorator":
+            MCPServer(name="x", version="1").tool(run_in_thread="no")(quick)  # type: ignore[call-overload]
+        else:
+            create_tool(id="quick", description="q", execute=quick, run_in_thread=0)  # type: ignore[arg-type]
+
+
+def test_create_tool_run_in_thread_false_refuses_a_context_parameter() -> None:
+    def needs_ctx(ctx: Context, label: str) -> str:
+        return "never"
+
+    with pytest.raises(ConfigurationError, match=r"needs_ctx.*run_in_thread=False"):
+        create_tool(
+            id="needs_ctx",
+            description="d",
+            execute=needs_ctx,
+            input_schema={"type": "object"},
+            run_in_thread=False,
+        )
+
+
+@pytest.mark.parametrize("kind", ["tool_error", "other"])
+async def test_a_sync_tools_error_reads_the_same_in_a_thread_and_inline(kind: str) -> None:
+    def fail() -> str:
+        raise ToolError("refused") if kind == "tool_error" else KeyError("secret")
+
+    texts = []
+    for run_in_thread in (True, False):
+        server = MCPServer(name="x", version="1")
+        server.tool(name="fail", run_in_thread=run_in_thread)(fail)
+        async with connect(server) as client:
+            result = await client.call_tool("fail")
+        assert result["isError"] is True
+        texts.append(text_of(result))
+    assert texts[0] == texts[1]
+    assert "secret" not in texts[0]
+
+
 async def test_title_icons_annotations_and_meta_are_listed() -> None:
     server = MCPServer(name="x", version="1")
     icons = [{"src": "https://example.com/i.png", "mimeType": "image/png", "sizes": ["48x48"]}]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
 from .form_validation import answer_errors
+from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -59,19 +60,26 @@ def current_context() -> Context | None:
     return _current.get()
 
 
-async def run_sync(fn: Callable[..., T], kwargs: dict[str, Any], ctx: Context | None) -> T:
-    """Run a sync user function in the default thread pool, so it never stalls the loop.
+async def run_sync(
+    fn: Callable[..., T],
+    kwargs: dict[str, Any],
+    ctx: Context | None,
+    *,
+    wait: InPlaceWait | None = None,
+) -> T:
+    """Run a sync user function in a worker thread, so it never stalls the loop.
 
-    The function runs in a copy of the caller's ``contextvars`` context
-    (``run_in_executor`` does not carry it over by itself), so
+    The function runs in a copy of the caller's ``contextvars`` context, so
     :func:`current_context` works in the thread, and ``ctx`` learns the loop its
-    blocking helpers (``ctx.info(...)`` from the thread) must hop back to.
+    blocking helpers (``ctx.info(...)`` from the thread) must hop back to. ``wait``
+    lets the loop wait briefly in place for a quick function
+    (:mod:`mcpkit.server.worker_pool`).
     """
     loop = asyncio.get_running_loop()
     if ctx is not None:
         ctx._loop = loop
-    call = functools.partial(fn, **kwargs)
-    return await loop.run_in_executor(None, contextvars.copy_context().run, call)
+    call = functools.partial(contextvars.copy_context().run, fn, **kwargs)
+    return await call_in_thread(call, wait=wait, loop=loop)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ from .context import current_context
 from .resources import bare_resource_problem
 from .signature import SignatureError, resolve_hints
 from .stateless import CacheHint, check_cache_hint
-from .tools import ToolAnnotations, tool_from_function
+from .tools import ToolAnnotations, check_run_in_thread, tool_from_function
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -104,6 +104,7 @@ class _Tool:
     output_schema: dict[str, Any] | None
     structured_output: bool | None
     needs: tuple[str, ...]
+    run_in_thread: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +185,7 @@ def mcp_tool(
     output_schema: dict[str, Any] | None = None,
     structured_output: bool | None = None,
     needs: Collection[BackChannel] = (),
+    run_in_thread: bool = True,
 ) -> Callable[[F], F]: ...
 def mcp_tool(
     fn: Any = None,
@@ -198,19 +200,27 @@ def mcp_tool(
     output_schema: dict[str, Any] | None = None,
     structured_output: bool | None = None,
     needs: Collection[BackChannel] = (),
+    run_in_thread: bool = True,
 ) -> Any:
     """Mark a function or method as a tool (Spring AI's ``@McpTool``).
 
     ``name`` defaults to the function's name and ``description`` to its
     docstring; ``needs`` lists the server-to-client requests the tool makes
-    (``"elicitation"``, ``"sampling"``, ``"roots"``).
+    (``"elicitation"``, ``"sampling"``, ``"roots"``). A sync method runs in a
+    worker thread; ``run_in_thread=False`` calls it on the event loop, for one
+    that returns at once and never blocks (as ``@server.tool`` does).
     """
     declaration = _Tool(
         name, description, title, annotations, icons, meta, output_schema, structured_output,
-        tuple(needs),
+        tuple(needs), run_in_thread,
     )  # fmt: skip
     mark = _marker(declaration)
-    return mark(fn) if fn is not None else mark
+
+    def checked(f: F) -> F:
+        check_run_in_thread(f"tool {name or getattr(f, '__name__', f)!r}", run_in_thread)
+        return mark(f)
+
+    return checked(fn) if fn is not None else checked
 
 
 def mcp_resource(
@@ -429,6 +439,7 @@ def _register_tool(server: MCPServer, d: _Tool, fn: Callable[..., Any], member: 
         meta=d.meta,
         output_schema=d.output_schema,
         structured_output=d.structured_output,
+        run_in_thread=d.run_in_thread,
     )
     server.tools.add(tool)
     if d.needs:

@@ -33,6 +33,7 @@ from .signature import (
     output_adapter,
     summary,
 )
+from .worker_pool import InPlaceWait
 
 if TYPE_CHECKING:
     from .context import Context
@@ -86,6 +87,7 @@ class ToolDefinition:
     _context_param: str | None = field(default=None, repr=False)
     _is_async: bool = field(default=False, repr=False)
     _inline: bool = field(default=False, repr=False)  # a sync tool called on the loop
+    _wait: InPlaceWait = field(default_factory=InPlaceWait, repr=False)  # for a sync tool
     _dump_output: Callable[[Any], Any] | None = field(default=None, repr=False)
     _typed_output: bool = field(default=False, repr=False)  # the return type is an object type
     _listing: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -155,7 +157,10 @@ class ToolDefinition:
             elif self._inline:
                 value = self.execute(**kwargs)
             else:
-                value = await run_sync(self.execute, kwargs, ctx)
+                # A function that can call back into the loop (through its Context) is
+                # not waited for in place: the loop would be blocked under it.
+                wait = self._wait if self._context_param is None else None
+                value = await run_sync(self.execute, kwargs, ctx, wait=wait)
         except Exception as exc:
             text = tool_error_text(exc, tool=self.name, debug=debug)
             if text is None:
@@ -283,6 +288,7 @@ def tool_from_function(
     block; such a function cannot take a ``Context`` (its helpers need to
     await).
     """
+    check_run_in_thread(f"tool {name or getattr(fn, '__name__', None)!r}", run_in_thread)
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name or tool_name == "<lambda>":
         raise RegistrationError(["a tool needs a name: pass name=... for lambdas and callables"])
@@ -312,13 +318,7 @@ def tool_from_function(
     tool._validate = sig.validate
     tool._context_param = sig.context_param
     tool._is_async = sig.is_async
-    if not run_in_thread and not sig.is_async:
-        if sig.context_param is not None:
-            problems.append(
-                "run_in_thread=False cannot be combined with a Context "
-                "parameter; make the function async to use the context on the event loop"
-            )
-        tool._inline = True
+    _choose_thread(tool, run_in_thread, problems)
     output_type = sig.return_annotation if structured_output is not False else None
     return _finish(tool, output_type, problems)
 
@@ -334,6 +334,7 @@ def create_tool(
     annotations: ToolAnnotations | dict[str, Any] | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
+    run_in_thread: bool = True,
 ) -> ToolDefinition:
     """A tool defined explicitly, as Mastra's ``createTool`` does.
 
@@ -350,7 +351,10 @@ def create_tool(
     Either form may add a parameter annotated :class:`Context`. A signature
     that fits neither (a required parameter the schema does not have,
     positional-only parameters, ``*args``) is refused at registration.
+    A sync ``execute`` runs in a worker thread; ``run_in_thread=False`` calls it
+    on the event loop, for one that returns at once and never blocks.
     """
+    check_run_in_thread(f"tool {id!r}", run_in_thread)
     if input_schema is None:
         return tool_from_function(
             execute,
@@ -361,6 +365,7 @@ def create_tool(
             icons=icons,
             meta=meta,
             output_schema=output_schema if isinstance(output_schema, dict) else None,
+            run_in_thread=run_in_thread,
         )
     problems: list[str] = []
     sig: FunctionSignature | None = None
@@ -411,6 +416,7 @@ def create_tool(
     tool._validate = _explicit_validator(id, model, schema, sig, whole, execute)
     tool._context_param = sig.context_param
     tool._is_async = sig.is_async
+    _choose_thread(tool, run_in_thread, problems)
     return _finish(tool, out_type, problems)
 
 
@@ -483,6 +489,27 @@ def _explicit_validator(
         return {k: v for k, v in inner(args).items() if k in allowed}
 
     return validate_declared
+
+
+def check_run_in_thread(where: str, run_in_thread: object) -> None:
+    """``run_in_thread`` must be a bool (a truthy string would silently mean True)."""
+    if type(run_in_thread) is not bool:
+        raise RegistrationError(
+            [f"{where}: run_in_thread must be True or False, not {run_in_thread!r}"]
+        )
+
+
+def _choose_thread(tool: ToolDefinition, run_in_thread: bool, problems: list[str]) -> None:
+    """Where a sync tool runs: a worker thread (the default) or the event loop."""
+    if run_in_thread or tool._is_async:
+        return
+    if tool._context_param is not None:
+        problems.append(
+            "run_in_thread=False cannot be combined with a Context "
+            "parameter; make the function async to use the context on the event loop"
+        )
+        return
+    tool._inline = True
 
 
 def _accepts_var_kwargs(fn: Callable[..., Any]) -> bool:

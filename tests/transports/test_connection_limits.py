@@ -21,7 +21,7 @@ from tests.transports.stdio_peer import FIXTURES, REPO
 TARGET = f"{FIXTURES / 'cli_targets.py'}:other"
 WAIT = 20.0  # the longest any single wait may take; the limits under test are 1-2 s
 STACKS = [
-    pytest.param(("uvloop", "httptools"), id="uvloop-httptools"),
+    pytest.param(("uvloop", "httptools"), id="uvloop-httptools", marks=pytest.mark.uvloop),
     pytest.param(("asyncio", "h11"), id="asyncio-h11"),
 ]
 INIT = (

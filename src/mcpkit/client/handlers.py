@@ -94,10 +94,10 @@ TOO_MANY_REQUESTS: Final = -32000
 _WARN_EVERY: Final = 60.0  # seconds between two warnings about a flood
 
 
-def check_max_server_requests(value: Any) -> int:
+def check_max_server_requests(value: Any, label: str = "max_server_requests") -> int:
     """``value`` if it is a valid ``max_server_requests``; else ``ConfigurationError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"max_server_requests must be a positive integer, not {value!r}")
+        raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
     return value
 
 

@@ -38,6 +38,8 @@ import httpx
 import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from ...protocol import jsonrpc
+from ...protocol.jsonrpc import exact_ids
 from .. import stateless
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder, EventTooLarge
@@ -190,7 +192,7 @@ class StreamableHTTPTransport:
             resp, body = await self._exchange(
                 "POST",
                 client=client,
-                content=orjson.dumps(message),
+                content=jsonrpc.dumps(message),
                 headers=self._headers(
                     {
                         "accept": _POST_ACCEPT,
@@ -264,9 +266,8 @@ class StreamableHTTPTransport:
             if ctype == _SSE:
                 await self._consume(resp, rid)
             elif ctype == _JSON:
-                self._deliver(
-                    orjson.loads(await read_body(resp, self.max_message_size, self.label))
-                )
+                body = await read_body(resp, self.max_message_size, self.label)
+                self._deliver(exact_ids(orjson.loads(body), body))
             else:
                 raise RemoteError(
                     f"{self.label} answered a request with HTTP {status} and content type "
@@ -349,7 +350,7 @@ class StreamableHTTPTransport:
                     if event.type != "message" or not event.data.strip():
                         continue
                     try:
-                        message = orjson.loads(event.data)
+                        message = exact_ids(orjson.loads(event.data), event.data)
                     except orjson.JSONDecodeError:
                         log.warning(
                             "%s sent an SSE event that is not JSON: %.200r", self.label, event.data

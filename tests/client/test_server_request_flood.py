@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from mcpkit.client import Client
+from mcpkit.client import Client, MCPClient
+from mcpkit.client.config import load_config
 from mcpkit.errors import ConfigurationError, MCPError, PeerTimeout
 from mcpkit.server.context import Context
 from mcpkit.server.server import MCPServer
@@ -263,7 +264,8 @@ async def test_a_stdio_flood_keeps_timeouts_on_time_and_memory_bounded(
 # -- the limit itself ---------------------------------------------------------------------------
 
 
-async def test_requests_beyond_max_server_requests_are_refused() -> None:
+def _asker() -> MCPServer:
+    """A server whose tool ``ask_thrice`` sends three roots/list requests at once."""
     server = MCPServer(name="asker", version="1")
 
     @server.tool
@@ -277,10 +279,16 @@ async def test_requests_beyond_max_server_requests_are_refused() -> None:
 
         return json.dumps(await asyncio.gather(one(), one(), one()))
 
-    async def slow_roots() -> list[str]:
-        await asyncio.sleep(0.3)  # still busy when the third request arrives
-        return ["file:///w"]
+    return server
 
+
+async def slow_roots() -> list[str]:
+    await asyncio.sleep(0.3)  # still busy when the third request arrives
+    return ["file:///w"]
+
+
+async def test_requests_beyond_max_server_requests_are_refused() -> None:
+    server = _asker()
     async with Client(
         server=server,
         protocol_version="2025-11-25",
@@ -298,7 +306,50 @@ async def test_requests_beyond_max_server_requests_are_refused() -> None:
         assert again.count("answered") == 2
 
 
+@pytest.mark.parametrize(
+    ("everyone", "own", "answered"),
+    [
+        (2, None, 2),  # the MCPClient's limit applies to a server without its own
+        (32, 2, 2),  # a server's own limit wins over the MCPClient's
+        (2, 3, 3),
+    ],
+)
+async def test_mcp_client_passes_max_server_requests_on(
+    everyone: int, own: int | None, answered: int
+) -> None:
+    definition: dict[str, Any] = {
+        "server": _asker(),
+        "roots": slow_roots,
+        "protocol_version": "2025-11-25",  # server requests (2026-07-28 has none)
+    }
+    if own is not None:
+        definition["max_server_requests"] = own
+    async with MCPClient(
+        servers={"asker": definition}, timeout=10, max_server_requests=everyone
+    ) as mcp:
+        result = await mcp.call_tool("asker", "ask_thrice")
+        outcome = json.loads(result["content"][0]["text"])
+    assert outcome.count("answered") == answered
+    assert all(o.startswith(f"{TOO_MANY_REQUESTS}: ") for o in outcome if o != "answered")
+
+
+def test_max_server_requests_comes_from_a_config_file() -> None:
+    config = load_config({"mcpServers": {"a": {"command": "x", "max_server_requests": 4}}})
+    assert config["a"].max_server_requests == 4
+    assert load_config({"mcpServers": {"a": {"command": "x"}}})["a"].max_server_requests is None
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "8", None])
 def test_max_server_requests_must_be_a_positive_integer(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="max_server_requests must be a positive integer"):
         Client(command=sys.executable, max_server_requests=bad)
+    with pytest.raises(ConfigurationError, match="max_server_requests must be a positive integer"):
+        MCPClient(servers={}, max_server_requests=bad)
+    if bad is not None:  # None in a definition means "the MCPClient's"
+        with pytest.raises(
+            ConfigurationError,
+            match="server 'a': 'max_server_requests' must be a positive integer",
+        ):
+            MCPClient(servers={"a": {"command": "x", "max_server_requests": bad}})
+        with pytest.raises(ConfigurationError, match="'max_server_requests' must be a positive"):
+            load_config({"mcpServers": {"a": {"command": "x", "max_server_requests": bad}}})

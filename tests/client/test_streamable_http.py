@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -319,6 +320,88 @@ async def test_a_400_that_is_not_about_the_session_is_an_error() -> None:
         with pytest.raises(RemoteError, match=r"invalid arguments \(HTTP 400"):
             await client.call_tool("inc", {"n": 1})
     assert server.initializes == 1
+
+
+class ListeningForgetfulServer(ForgetfulServer):
+    """A :class:`ForgetfulServer` with a standalone GET stream. ``restart()`` also ends
+    the open GET streams; a GET for a session it does not know is refused with
+    ``status``: 404 (the specification) or 400 with the TypeScript SDK's message."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__()
+        self.status = status
+        self.open_streams = 0
+        self.refused_gets = 0
+        self.seen: list[tuple[str, str | None]] = []  # (HTTP method, session id) in order
+        self._drop = asyncio.Event()
+
+    def restart(self) -> None:
+        super().restart()
+        self._drop.set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            sid = dict(scope["headers"]).get(b"mcp-session-id", b"").decode() or None
+            self.seen.append((scope["method"], sid))
+            if scope["method"] == "GET":
+                await read_body(scope, receive, send)
+                await self._get(sid, send)
+                return
+        await super().__call__(scope, receive, send)
+
+    async def _get(self, sid: str | None, send: Any) -> None:
+        if sid not in self.sessions:
+            self.refused_gets += 1
+            message = "Session not found" if self.status == 404 else self.refusal
+            error = {"jsonrpc": "2.0", "error": {"code": -32000, "message": message}, "id": None}
+            await self._reply(send, self.status, error)
+            return
+        self._drop.clear()
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
+        self.open_streams += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drop.wait(), 30)
+        finally:
+            self.open_streams -= 1
+        await send({"type": "http.response.body", "body": b""})
+
+
+@pytest.mark.parametrize("status", [404, 400])
+async def test_a_get_stream_refused_for_the_session_expires_it_without_retrying(
+    status: int, traffic: Traffic
+) -> None:
+    server = ListeningForgetfulServer(status)
+    async with serve(server) as url:
+        # A short reconnection delay: a retry loop would GET again within 0.2, 0.6, 1.4 s.
+        transport = StreamableHTTPTransport(url, reconnect_delay=0.1)
+        async with Client(
+            transport=transport, trace=traffic, timeout=TIMEOUT, protocol_version="2025-11-25"
+        ) as client:
+            assert text_of(await client.call_tool("inc", {"n": 1})) == "2"
+            async with asyncio.timeout(TIMEOUT):
+                while server.open_streams != 1:
+                    await asyncio.sleep(0.01)
+            server.restart()  # forgets session-1 and ends its GET stream
+            async with asyncio.timeout(TIMEOUT):
+                while server.refused_gets < 1:
+                    await asyncio.sleep(0.01)
+            mark = len(server.seen)
+            await asyncio.sleep(2.0)
+            assert server.refused_gets == 1, "the refused GET was retried"
+            # The next call does not offer the forgotten session again: it makes a new one.
+            assert text_of(await client.call_tool("inc", {"n": 2})) == "3"
+            assert server.initializes == 2
+            after = server.seen[mark:]
+            assert after and all(sid != "session-1" for _, sid in after), after
+            # The new session opens its own GET stream.
+            async with asyncio.timeout(TIMEOUT):
+                while server.open_streams != 1:
+                    await asyncio.sleep(0.01)
+            assert ("GET", "session-2") in server.seen
+            server.restart()  # end the stream, so closing does not wait for it
 
 
 @pytest.mark.parametrize(

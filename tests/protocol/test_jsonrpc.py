@@ -263,3 +263,20 @@ def test_a_cancellation_names_an_id_beyond_64_bits_exactly() -> None:
     assert jsonrpc.decode(data)["params"]["requestId"] == 2**64 + 1
     batch = b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":%d,"method":"ping"}]'
     assert jsonrpc.decode(batch % 2**70)[1]["id"] == 2**70
+
+
+@given(st.integers(min_value=-(10**40), max_value=10**40))
+def test_dumps_writes_an_exact_integer_id_of_any_size(rid: int) -> None:
+    """A message may keep the exact int (the client's answers do, so traces see it)."""
+    answer = {"jsonrpc": "2.0", "id": rid, "result": {}}
+    assert jsonrpc.dumps(answer) == b'{"jsonrpc":"2.0","id":%d,"result":{}}' % rid
+    assert answer["id"] == rid  # not rewritten in place
+    line = jsonrpc.dumps([answer], orjson.OPT_APPEND_NEWLINE)
+    assert line == b'[{"jsonrpc":"2.0","id":%d,"result":{}}]\n' % rid
+    cancel = jsonrpc.notification("notifications/cancelled", {"requestId": rid})
+    assert jsonrpc.decode(jsonrpc.dumps(cancel))["params"]["requestId"] == rid
+
+
+def test_dumps_still_refuses_what_is_not_json() -> None:
+    with pytest.raises(orjson.JSONEncodeError):
+        jsonrpc.dumps({"jsonrpc": "2.0", "id": 1, "result": {"x": object()}})

@@ -13,7 +13,9 @@ starting; default ``timeout``), ``capabilities``, ``server_logs`` (Mastra's
 ``http_transport``, handlers (``sampling_handler``,
 ``elicitation_handler``, ``roots``), ``protocol_version`` (``"2026-07-28"``
 for the stateless revision, see docs/client.md), ``max_message_size`` (bytes; the
-largest message read from the server, default the ``MCPClient``'s) and ``trace``
+largest message read from the server, default the ``MCPClient``'s),
+``max_server_requests`` (how many of the server's own requests are handled at
+once, default the ``MCPClient``'s) and ``trace``
 (``trace(direction, message)`` sees every message, for debugging and tests). Unknown keys are an error, so a typo
 does not silently drop an option.
 
@@ -38,7 +40,13 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import ConfigurationError
 from .client import HTTPTransportChoice
 from .deadlines import timeout_problem, valid_timeout
-from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
+from .handlers import (
+    ElicitationHandler,
+    LogCallback,
+    RootsSpec,
+    SamplingHandler,
+    check_max_server_requests,
+)
 from .session import Trace
 from .stateless import ALL_VERSIONS
 from .transports.base import message_size_problem
@@ -74,6 +82,7 @@ _FIELDS: Final = frozenset(
         "trace",
         "protocol_version",
         "max_message_size",
+        "max_server_requests",
     }
 )
 # `type` (VS Code, Cursor, Cline) / `transport` → http_transport, or stdio.
@@ -111,6 +120,7 @@ class ServerConfig:
     trace: Trace | None = None
     protocol_version: str | None = None  # None: the Client's default
     max_message_size: int | None = None  # None: the MCPClient's
+    max_server_requests: int | None = None  # None: the MCPClient's
 
     @property
     def kind(self) -> str:
@@ -301,6 +311,10 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
         problem = message_size_problem(repr("max_message_size"), size)
         if problem is not None:
             raise ConfigurationError(f"server {name!r}: {problem}")
+    if options.get("max_server_requests") is not None:
+        check_max_server_requests(
+            options["max_server_requests"], f"server {name!r}: 'max_server_requests'"
+        )
     caps = options.get("capabilities")
     if caps is not None and not isinstance(caps, Mapping):
         raise bad("capabilities", "a dict")

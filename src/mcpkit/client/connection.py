@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 from ..errors import ConnectionClosed
 from .client import Client
 from .config import ServerConfig
-from .handlers import ElicitationHandler, RootsSpec, SamplingHandler
+from .handlers import MAX_SERVER_REQUESTS, ElicitationHandler, RootsSpec, SamplingHandler
 from .stateless import DEFAULT_VERSION, is_stateless
 
 __all__ = ["ListKind", "ServerConnection"]
@@ -49,13 +49,24 @@ class ServerConnection:
     """The connection to one configured server (created by ``MCPClient``)."""
 
     def __init__(
-        self, name: str, config: ServerConfig, *, timeout: float, max_message_size: int
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        timeout: float,
+        max_message_size: int,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         self.name = name
         self.config = config
         self.timeout = config.timeout if config.timeout is not None else timeout
         self.max_message_size = (
             config.max_message_size if config.max_message_size is not None else max_message_size
+        )
+        self.max_server_requests = (
+            config.max_server_requests
+            if config.max_server_requests is not None
+            else max_server_requests
         )
         self.error: BaseException | None = None
         self.sampling_handler: SamplingHandler | None = config.sampling_handler
@@ -116,6 +127,7 @@ class ServerConnection:
             trace=config.trace,
             protocol_version=protocol_version,
             max_message_size=self.max_message_size,
+            max_server_requests=self.max_server_requests,
         )
         self._cache.clear()
         self._closed = False

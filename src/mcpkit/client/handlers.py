@@ -94,11 +94,18 @@ TOO_MANY_REQUESTS: Final = -32000
 _WARN_EVERY: Final = 60.0  # seconds between two warnings about a flood
 
 
-def check_max_server_requests(value: Any) -> int:
+def check_max_server_requests(value: Any, label: str = "max_server_requests") -> int:
     """``value`` if it is a valid ``max_server_requests``; else ``ConfigurationError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"max_server_requests must be a positive integer, not {value!r}")
+        raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
     return value
+
+
+def _reply_to(rid: Any, **member: Any) -> dict[str, Any]:
+    """An answer to a server request. The id stays the exact value the server sent, also
+    beyond 64 bits (as traces see it); the transports write such an id as its digits
+    (``jsonrpc.dumps``)."""
+    return {"jsonrpc": jsonrpc.JSONRPC, "id": rid, **member}
 
 
 _LIST_CHANGED: Final = {
@@ -225,10 +232,13 @@ class ServerHandlers:
             log.debug("ignored %s from %r: too many at once", msg["method"], self.session.name)
             return
         self._refusing += 1
-        reply = jsonrpc.error_response(
+        reply = _reply_to(
             msg["id"],
-            TOO_MANY_REQUESTS,
-            f"Too many concurrent requests: the client handles at most {limit} at once",
+            error={
+                "code": TOO_MANY_REQUESTS,
+                "message": f"Too many concurrent requests: the client handles at most {limit} "
+                "at once",
+            },
         )
         task = self.spawn(self._reply(reply, msg["method"]))
         task.add_done_callback(self._refused)
@@ -249,14 +259,13 @@ class ServerHandlers:
         if not isinstance(params, dict):
             params = {}
         try:
-            result = await self._result(method, params)
-            reply = jsonrpc.response(rid, result)
+            reply = _reply_to(rid, result=await self._result(method, params))
         except MCPError as exc:
-            reply = {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+            reply = _reply_to(rid, error=exc.to_error())
         except Exception as exc:
             # Logged here; the server only learns that it failed (errors.py: no leaks).
             log.exception("handler for %s from %r failed: %s", method, self.session.name, exc)
-            reply = jsonrpc.error_response(rid, INTERNAL_ERROR, "Internal error")
+            reply = _reply_to(rid, error={"code": INTERNAL_ERROR, "message": "Internal error"})
         await self._reply(reply, method)
 
     async def fulfil(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from .config import ServerConfig, load_config, parse_servers
 from .connection import ServerConnection
 from .deadlines import timeout_problem, valid_timeout
 from .features import ElicitationAPI, PromptsAPI, ResourcesAPI, RootsAPI, SamplingAPI, list_all
-from .handlers import ProgressCallback
+from .handlers import MAX_SERVER_REQUESTS, ProgressCallback, check_max_server_requests
 from .session import DEFAULT_TIMEOUT
 from .tools import Tool
 from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
@@ -64,7 +64,10 @@ class MCPClient:
     :class:`~mcpkit.server.server.MCPServer`. ``timeout`` (seconds) bounds every
     wait unless the server's own ``timeout`` or a call's ``timeout`` says otherwise.
     ``max_message_size`` (bytes, 32 MiB by default) bounds one message read from
-    a server, unless the server's own ``max_message_size`` says otherwise.
+    a server, unless the server's own ``max_message_size`` says otherwise;
+    ``max_server_requests`` (32 by default) bounds how many of a server's own
+    requests (sampling, elicitation, roots, ping) are handled at once, unless
+    the server's own ``max_server_requests`` says otherwise.
     """
 
     def __init__(
@@ -74,12 +77,14 @@ class MCPClient:
         timeout: float = DEFAULT_TIMEOUT,
         id: str | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         if not valid_timeout(timeout):
             raise ConfigurationError(timeout_problem("timeout", timeout))
         problem = message_size_problem("max_message_size", max_message_size)
         if problem is not None:
             raise ConfigurationError(problem)
+        check_max_server_requests(max_server_requests)
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError("id must be a non-empty string")
         self.id = id
@@ -87,7 +92,11 @@ class MCPClient:
         configs = parse_servers(servers)
         self._connections = {
             name: ServerConnection(
-                name, config, timeout=self.timeout, max_message_size=max_message_size
+                name,
+                config,
+                timeout=self.timeout,
+                max_message_size=max_message_size,
+                max_server_requests=max_server_requests,
             )
             for name, config in configs.items()
         }
@@ -110,6 +119,7 @@ class MCPClient:
         timeout: float = DEFAULT_TIMEOUT,
         id: str | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> MCPClient:
         """A client for the servers of a config file (or its parsed JSON).
 
@@ -121,6 +131,7 @@ class MCPClient:
             timeout=timeout,
             id=id,
             max_message_size=max_message_size,
+            max_server_requests=max_server_requests,
         )
 
     # -- instance management ------------------------------------------------------------------

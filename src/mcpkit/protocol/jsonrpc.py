@@ -105,9 +105,39 @@ def wire_id(rid: Any) -> Any:
     return rid
 
 
-def dumps(message: Any) -> bytes:
-    """Serialise one message (no trailing newline)."""
-    return orjson.dumps(message)
+def dumps(message: Any, option: int | None = None) -> bytes:
+    """Serialise one message (no trailing newline unless ``option`` asks for one).
+
+    A message may keep an integer id beyond 64 bits as the exact ``int`` it was read
+    as (see :func:`exact_ids`); orjson refuses to write one, so only then are the ids
+    written as their digits (:func:`wire_id`). The common case costs nothing more.
+    """
+    try:
+        return orjson.dumps(message, option=option)
+    except orjson.JSONEncodeError:
+        wire = _wire_ids(message)
+        if wire is message:
+            raise
+        return orjson.dumps(wire, option=option)
+
+
+def _wire_ids(message: Any) -> Any:
+    """``message`` with its ids (and a cancellation's ``requestId``) as :func:`wire_id`."""
+    if type(message) is list:
+        items = [_wire_ids(m) for m in message]
+        return message if all(a is b for a, b in zip(items, message, strict=True)) else items
+    if type(message) is not dict:
+        return message
+    out = message
+    rid = message.get("id")
+    if wire_id(rid) is not rid:
+        out = {**message, "id": wire_id(rid)}
+    params = message.get("params")
+    if message.get("method") == "notifications/cancelled" and type(params) is dict:
+        target = params.get("requestId")
+        if wire_id(target) is not target:
+            out = {**out, "params": {**params, "requestId": wire_id(target)}}
+    return out
 
 
 def valid_id(value: Any) -> bool:

@@ -9,6 +9,13 @@ at once. The session lives exactly as long as its stream.
 
 Requests run in their own task, so a tool waiting for an elicitation answer
 does not stop the POST carrying that answer from being served.
+
+What waits for a client that reads its stream slowly, or not at all, is bounded
+in bytes (``max_queued_bytes``). This transport cannot resume a stream, so a
+message past the budget is never dropped (a lost response would leave the
+client waiting): the session ends instead. Its stream is ended, so the client
+sees a disconnect (once it reads what was already written), later POSTs get
+404, and its running requests are cancelled.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from .asgi import (
     sse_event,
     watch_disconnect,
 )
+from .http_sessions import DEFAULT_MAX_QUEUED_BYTES
 from .security import RequestGuard
 
 if TYPE_CHECKING:
@@ -64,8 +72,8 @@ log = logging.getLogger("mcpkit.transports.sse")
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_MAX_INFLIGHT: Final = 256
-MAX_QUEUED: Final = 10_000
 
+# Control items of a stream's queue; the other items are serialised messages (bytes).
 _END: Final = "end"
 _GONE: Final = "gone"
 
@@ -73,25 +81,67 @@ _GONE: Final = "gone"
 class _Connection:
     """One SSE client: its session, its outgoing queue, its running requests."""
 
-    __slots__ = ("queue", "session", "tasks")
+    __slots__ = ("app", "limit", "nbytes", "overflowed", "queue", "session", "sid", "tasks")
 
-    def __init__(self) -> None:
+    def __init__(self, app: SSEApp, sid: str) -> None:
+        self.app = app
+        self.sid = sid
+        self.limit = app.max_queued_bytes
+        self.nbytes = 0  # bytes of the messages in the queue
+        self.overflowed = False
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.session: ServerSession | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
 
-    async def __call__(self, message: dict[str, Any]) -> None:
+    async def __call__(self, message: Any) -> None:
         """Every server message goes on the stream (it is also ``session.standalone``)."""
-        if self.queue.qsize() >= MAX_QUEUED:
-            log.warning(
-                "SSE client is not reading; dropped %s", message.get("method", "a response")
-            )
+        if self.overflowed:
+            # The session is over. Yield, so that a request of this session that goes on
+            # sending without awaiting anything else gets its cancellation.
+            await asyncio.sleep(0)
             return
-        self.queue.put_nowait(message)
+        # A copy: orjson's result keeps its whole growth buffer (see .event_store).
+        data = bytes(memoryview(orjson.dumps(message)))
+        # A message that finds nothing waiting always fits: one large answer is no flood.
+        if self.nbytes and self.nbytes + len(data) > self.limit:
+            self._overflow(message)
+            await asyncio.sleep(0)  # as above: the sender may be a cancelled request
+            return
+        waiting = self.nbytes
+        self.nbytes += len(data)
+        self.queue.put_nowait(data)
+        if waiting:
+            # Let the stream's writer catch up with a producer that never awaits (a tool
+            # logging in a loop), so only a client that does not read fills the budget.
+            await asyncio.sleep(0)
+
+    def _overflow(self, message: Any) -> None:
+        """End the session: dropping the message instead could lose a response for good."""
+        what = message.get("method", "a response") if type(message) is dict else "a batch"
+        log.warning(
+            "legacy SSE session %s: the client does not read its stream and %d bytes wait "
+            "for it (max_queued_bytes=%d), so %s does not fit; ending the session",
+            self.sid,
+            self.nbytes,
+            self.limit,
+            what,
+        )
+        self.overflowed = True
+        queue = self.queue
+        while not queue.empty():  # free what waits; the client will not get it
+            queue.get_nowait()
+        self.nbytes = 0
+        queue.put_nowait(_END)
+        self.app.end_session(self)
 
 
 class SSEApp:
-    """An ASGI app serving ``server`` over the 2024-11-05 HTTP+SSE transport."""
+    """An ASGI app serving ``server`` over the 2024-11-05 HTTP+SSE transport.
+
+    ``max_queued_bytes`` (default 4 MiB) bounds the messages waiting for one
+    session's stream; a client that lets more pile up loses its session (see
+    the module docstring).
+    """
 
     def __init__(
         self,
@@ -106,6 +156,7 @@ class SSEApp:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_inflight: int | None = DEFAULT_MAX_INFLIGHT,
         keepalive_interval: float | None = 15.0,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         debug: bool = False,
     ) -> None:
         if not sse_path.startswith("/") or not message_path.startswith("/"):
@@ -115,6 +166,14 @@ class SSEApp:
         if max_body_size < 1 or max_sessions < 1:
             raise ConfigurationError("max_body_size and max_sessions must be positive")
         check_max_inflight(max_inflight)
+        if isinstance(max_queued_bytes, bool) or not isinstance(max_queued_bytes, int):
+            raise ConfigurationError(
+                f"max_queued_bytes must be a whole number of bytes, not {max_queued_bytes!r}"
+            )
+        if max_queued_bytes < 1:
+            raise ConfigurationError(
+                f"max_queued_bytes must be a positive number of bytes, not {max_queued_bytes}"
+            )
         self.server = server
         self.sse_path = sse_path
         self.message_path = message_path
@@ -123,6 +182,7 @@ class SSEApp:
         self.max_sessions = max_sessions
         self.max_inflight = max_inflight  # per session, as on Streamable HTTP
         self.keepalive_interval = keepalive_interval
+        self.max_queued_bytes = max_queued_bytes  # per session's stream
         self.debug = debug or server.debug
         self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._connections: dict[str, _Connection] = {}
@@ -183,7 +243,7 @@ class SSEApp:
             )
             return
         sid = uuid.uuid4().hex
-        conn = _Connection()
+        conn = _Connection(self, sid)
         conn.session = session = self.server.create_session(session_id=sid, standalone=conn)
         session.max_inflight = self.max_inflight
         self._connections[sid] = conn
@@ -207,18 +267,16 @@ class SSEApp:
                 except TimeoutError:
                     await send({"type": "http.response.body", "body": PING, "more_body": True})
                     continue
-                if type(item) is not dict and type(item) is not list:
+                if type(item) is not bytes:
                     break
-                chunk = sse_event(orjson.dumps(item))
+                conn.nbytes -= len(item)
+                chunk = sse_event(item)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except OSError:
             pass
         finally:
             watcher.cancel()
-            self._connections.pop(sid, None)
-            session.close()
-            for task in list(conn.tasks):
-                task.cancel()
+            self.end_session(conn)
         try:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except Exception:
@@ -272,6 +330,15 @@ class SSEApp:
             else:  # notifications and responses are handled in order, right away
                 await session.handle(msg, conn, auth_info=auth_info)
         await send_body(send, 202, b"Accepted", content_type=(b"content-type", b"text/plain"))
+
+    def end_session(self, conn: _Connection) -> None:
+        """Forget ``conn``'s session (its POSTs get 404), close it, cancel its requests."""
+        if self._connections.get(conn.sid) is conn:
+            del self._connections[conn.sid]
+        if conn.session is not None:
+            conn.session.close()
+        for task in list(conn.tasks):
+            task.cancel()
 
     def _spawn(self, conn: _Connection, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -31,6 +31,8 @@ import httpx
 import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from ...protocol import jsonrpc
+from ...protocol.jsonrpc import exact_ids
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired
 from .eventstream import EventStreamDecoder, EventTooLarge
 from .http_responses import content_type, error_body, http_error, unreachable
@@ -186,7 +188,7 @@ class SSETransport:
         if not data.strip():
             return
         try:
-            message = orjson.loads(data)
+            message = exact_ids(orjson.loads(data), data)
         except orjson.JSONDecodeError:
             log.warning("%s sent an SSE event that is not JSON: %.200r", self.label, data)
             return
@@ -227,7 +229,7 @@ class SSETransport:
             async with client.stream(
                 "POST",
                 endpoint,
-                content=orjson.dumps(message),
+                content=jsonrpc.dumps(message),
                 headers={**self.headers, "content-type": _JSON},
             ) as resp:
                 # The answer comes on the stream; the POST's own body is an acknowledgement.

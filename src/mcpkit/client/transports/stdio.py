@@ -49,6 +49,8 @@ from typing import Any, Final
 import orjson
 
 from ...errors import ConnectionClosed
+from ...protocol import jsonrpc
+from ...protocol.jsonrpc import exact_ids
 from ...transports.stdio_process import Reader, open_input
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge
 
@@ -191,7 +193,7 @@ class StdioTransport:
         stdin = self._stdin
         if stdin is None or stdin.is_closing():
             raise await self._why_stdin_closed()
-        stdin.write(orjson.dumps(message, option=_NEWLINE))
+        stdin.write(jsonrpc.dumps(message, _NEWLINE))
         if self._paused:
             await self._drain()
 
@@ -321,7 +323,8 @@ class StdioTransport:
 
     def _line(self, line: bytes) -> None:
         try:
-            message = orjson.loads(line)  # JSON allows the trailing newline as whitespace
+            # JSON allows the trailing newline as whitespace; ids beyond 64 bits stay exact.
+            message = exact_ids(orjson.loads(line), line)
         except orjson.JSONDecodeError:
             if line.strip():
                 self._garbage(line)

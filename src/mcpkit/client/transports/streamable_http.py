@@ -13,7 +13,9 @@
   ``MCP-Protocol-Version`` go on every later request; a 404 for the session (or
   the 400 of TypeScript-SDK servers, see ``_check_session``) raises
   :class:`~mcpkit.client.transports.base.SessionExpired` so the session
-  re-initializes (session management, item 4). Closing sends DELETE.
+  re-initializes (session management, item 4); on the standalone GET stream
+  such an answer ends the stream and the next call re-initializes. Closing
+  sends DELETE.
 * Stateless (2026-07-28) requests carry no session id; their headers come from the
   body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` from
   the tools' ``x-mcp-header`` annotations, see :mod:`mcpkit.client.stateless`), and
@@ -36,6 +38,8 @@ import httpx
 import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from ...protocol import jsonrpc
+from ...protocol.jsonrpc import exact_ids
 from .. import stateless
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder, EventTooLarge
@@ -188,7 +192,7 @@ class StreamableHTTPTransport:
             resp, body = await self._exchange(
                 "POST",
                 client=client,
-                content=orjson.dumps(message),
+                content=jsonrpc.dumps(message),
                 headers=self._headers(
                     {
                         "accept": _POST_ACCEPT,
@@ -262,9 +266,8 @@ class StreamableHTTPTransport:
             if ctype == _SSE:
                 await self._consume(resp, rid)
             elif ctype == _JSON:
-                self._deliver(
-                    orjson.loads(await read_body(resp, self.max_message_size, self.label))
-                )
+                body = await read_body(resp, self.max_message_size, self.label)
+                self._deliver(exact_ids(orjson.loads(body), body))
             else:
                 raise RemoteError(
                     f"{self.label} answered a request with HTTP {status} and content type "
@@ -347,7 +350,7 @@ class StreamableHTTPTransport:
                     if event.type != "message" or not event.data.strip():
                         continue
                     try:
-                        message = orjson.loads(event.data)
+                        message = exact_ids(orjson.loads(event.data), event.data)
                     except orjson.JSONDecodeError:
                         log.warning(
                             "%s sent an SSE event that is not JSON: %.200r", self.label, event.data
@@ -411,11 +414,17 @@ class StreamableHTTPTransport:
         with an id, transports § sending messages, item 6). A stream that closes with
         neither, an HTTP error and a dropped connection are failures: the wait grows (see
         :meth:`_delay`), and after ``max_reconnects`` of them in a row the stream is given up.
+
+        An answer saying the server forgot the session (a 404, or the TypeScript SDK's
+        400, see :meth:`_check_session`) ends the stream at once, no retry: the session
+        is marked expired as for a POST, so the next call re-initializes (and the new
+        session opens its own stream). A 405 means the server has no standalone stream.
         """
         decoder = EventStreamDecoder(max_event_size=self.max_message_size)
         failures = 0
         while not self._closed:
             client = self._http()
+            sent_session = self.session_id
             headers = self._headers({"accept": _SSE})
             before = decoder.last_event_id
             if before:
@@ -423,9 +432,12 @@ class StreamableHTTPTransport:
             progress = False
             try:
                 async with client.stream("GET", self.url, headers=headers) as resp:
+                    try:
+                        await self._check_session(resp, sent_session)
+                    except SessionExpired as exc:
+                        log.info("GET stream: %s; the next call starts a new session", exc)
+                        return
                     if resp.status_code in (404, 405):
-                        # 405: no standalone stream here; 404: the session is gone (the
-                        # next call finds out and re-initializes).
                         return
                     if resp.status_code >= 400 or content_type(resp) != _SSE:
                         log.debug("GET stream of %s: HTTP %s", self.label, resp.status_code)
@@ -481,9 +493,9 @@ class StreamableHTTPTransport:
             self.session_id = None
             self._forgotten = True
             self.protocol_version = None
-            if self._listener is not None:
-                self._listener.cancel()
-                self._listener = None
+            listener, self._listener = self._listener, None
+            if listener is not None and listener is not asyncio.current_task():
+                listener.cancel()
 
     def _unreachable(self, exc: httpx.HTTPError) -> Unreachable:
         return unreachable(exc, self.url)

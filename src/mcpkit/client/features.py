@@ -22,6 +22,7 @@ __all__ = ["ElicitationAPI", "PromptsAPI", "ResourcesAPI", "RootsAPI", "Sampling
 
 log = logging.getLogger("mcpkit.client")
 
+
 class Owner(Protocol):
     """What the namespaces use of the :class:`~.mcp_client.MCPClient` that owns them.
 

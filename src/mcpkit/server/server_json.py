@@ -263,4 +263,3 @@ def _check_package(problems: list[str], where: str, package: Any) -> None:
     ):
         if key in package:
             _check_inputs(problems, f"{where}.{key}", package[key], kind=kind)
-

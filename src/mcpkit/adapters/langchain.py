@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..server.agents import AgentResponse, agent_reply, jsonable
+from ..server.agents import AgentResponse, agent_reply, jsonable, register_agent_adapter
 from ..server.content import dump_text
 from ..server.context import Context, current_context, run_sync
 
@@ -141,3 +141,7 @@ def reply_from_langchain(result: Any) -> dict[str, Any]:
             usage=dict(usage) if isinstance(usage, Mapping) and usage else None,
         ).to_dict()
     return agent_reply(result)
+
+
+# ``as_agent`` (and so ``MCPServer(agents=...)``) finds this adapter through the registry.
+register_agent_adapter(__name__, RunnableAgent)

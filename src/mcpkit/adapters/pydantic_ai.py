@@ -43,7 +43,7 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.settings import ModelSettings
 
 from ..errors import CapabilityError
-from ..server.agents import AgentResponse, jsonable
+from ..server.agents import AgentResponse, jsonable, register_agent_adapter
 from ..server.content import dump_text
 from ..server.context import Context, current_context
 
@@ -385,3 +385,7 @@ def from_sampling_result(result: dict[str, Any]) -> ModelResponse:
         provider_name="mcp-sampling",
         finish_reason=_STOP_REASONS.get(stop) if isinstance(stop, str) else None,
     )
+
+
+# ``as_agent`` (and so ``MCPServer(agents=...)``) finds this adapter through the registry.
+register_agent_adapter(__name__, PydanticAIAgent)

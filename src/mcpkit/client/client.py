@@ -53,7 +53,7 @@ from .transports.base import (
 if TYPE_CHECKING:
     import httpx
 
-    from ..server.server import MCPServer
+    from .transports.memory import InProcessServer
 
 __all__ = ["Client", "HTTPTransportChoice"]
 
@@ -97,7 +97,7 @@ class Client:
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         http_transport: HTTPTransportChoice = "auto",
-        server: MCPServer | None = None,
+        server: InProcessServer | None = None,
         transport: ClientTransport | None = None,
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -363,7 +363,7 @@ def _transport(
     headers: Mapping[str, str] | None,
     http_client: httpx.AsyncClient | None,
     http_transport: HTTPTransportChoice,
-    server: MCPServer | None,
+    server: InProcessServer | None,
     transport: ClientTransport | None,
     name: str | None,
     max_message_size: int,

@@ -54,7 +54,7 @@ from .transports.base import message_size_problem
 if TYPE_CHECKING:
     import httpx
 
-    from ..server.server import MCPServer
+    from .transports.memory import InProcessServer
 
 __all__ = ["ServerConfig", "load_config", "parse_servers"]
 
@@ -108,7 +108,7 @@ class ServerConfig:
     headers: Mapping[str, str] | None = None
     http_client: httpx.AsyncClient | None = None
     http_transport: HTTPTransportChoice = "auto"
-    server: MCPServer | None = None
+    server: InProcessServer | None = None
     timeout: float | None = None
     connect_timeout: float | None = None
     capabilities: Mapping[str, Any] | None = None

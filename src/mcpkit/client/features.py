@@ -11,25 +11,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import orjson
 
 from .connection import ListKind, ServerConnection
 from .handlers import ElicitationHandler, RootsSpec, SamplingHandler
 
-if TYPE_CHECKING:
-    from .mcp_client import MCPClient
-
 __all__ = ["ElicitationAPI", "PromptsAPI", "ResourcesAPI", "RootsAPI", "SamplingAPI"]
 
 log = logging.getLogger("mcpkit.client")
+
+
+class Owner(Protocol):
+    """What the namespaces use of the :class:`~.mcp_client.MCPClient` that owns them.
+
+    A protocol rather than the class: ``MCPClient`` builds the namespaces, so
+    naming it here would make the two modules import each other.
+    """
+
+    def _connection(self, server_name: str) -> ServerConnection: ...
+
+    async def _ready(self, server_name: str) -> ServerConnection: ...
+
+    async def _usable(self) -> list[ServerConnection]: ...
+
 
 Listing: TypeAlias = dict[str, list[dict[str, Any]]]
 """``{server: [item, ...]}``."""
 
 
-async def list_all(owner: MCPClient, kind: ListKind) -> Listing:
+async def list_all(owner: Owner, kind: ListKind) -> Listing:
     """``{server: items}`` for every usable server, listed concurrently."""
     connections = await owner._usable()
     results = await asyncio.gather(
@@ -49,7 +61,7 @@ async def list_all(owner: MCPClient, kind: ListKind) -> Listing:
 class ResourcesAPI:
     """``mcp.resources``: resources and templates of every server."""
 
-    def __init__(self, owner: MCPClient) -> None:
+    def __init__(self, owner: Owner) -> None:
         self._owner = owner
 
     async def list(self) -> Listing:
@@ -88,7 +100,7 @@ class ResourcesAPI:
 class PromptsAPI:
     """``mcp.prompts``: prompts of every server."""
 
-    def __init__(self, owner: MCPClient) -> None:
+    def __init__(self, owner: Owner) -> None:
         self._owner = owner
 
     async def list(self) -> Listing:
@@ -132,7 +144,7 @@ class ElicitationAPI:
     returns ``{"action": "accept" | "decline" | "cancel", "content": {...}}``.
     """
 
-    def __init__(self, owner: MCPClient) -> None:
+    def __init__(self, owner: Owner) -> None:
         self._owner = owner
 
     def on_request(self, server_name: str, handler: ElicitationHandler) -> None:
@@ -142,7 +154,7 @@ class ElicitationAPI:
 class SamplingAPI:
     """``mcp.sampling.on_request(server, handler)``: ``handler(params)`` returns a CreateMessageResult."""
 
-    def __init__(self, owner: MCPClient) -> None:
+    def __init__(self, owner: Owner) -> None:
         self._owner = owner
 
     def on_request(self, server_name: str, handler: SamplingHandler) -> None:
@@ -152,7 +164,7 @@ class SamplingAPI:
 class RootsAPI:
     """``mcp.roots``: the roots (``file://`` URIs) each server may work in."""
 
-    def __init__(self, owner: MCPClient) -> None:
+    def __init__(self, owner: Owner) -> None:
         self._owner = owner
 
     def on_request(self, server_name: str, handler: Callable[[], Awaitable[Any] | Any]) -> None:

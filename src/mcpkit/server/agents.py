@@ -8,6 +8,13 @@ a ``pydantic_ai.Agent`` (:mod:`mcpkit.adapters.pydantic_ai`) and objects with
 (:mod:`mcpkit.adapters.langchain`). The adapters import their framework only
 when such an object is registered; the frameworks are optional extras.
 
+Dependencies point one way (``docs/architecture.md``): the adapters build on
+this module, so this module never imports them. Each adapter module calls
+:func:`register_agent_adapter` when it is imported; :func:`as_agent` knows only
+how to *recognise* a framework's objects (cheaply, without importing the
+framework) and the adapter module's name, which it imports the first time such
+an object is registered.
+
 The tool's input is ``{"message": string}``; its result is the agent's reply
 as one JSON object (``text`` is the answer, other fields are whatever the
 agent reports, such as ``usage``), sent both as JSON text and as
@@ -24,8 +31,9 @@ import dataclasses
 import functools
 import inspect
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Annotated, Any, Protocol, runtime_checkable
 
 import orjson
@@ -37,11 +45,13 @@ from .context import Context, run_sync
 from .tools import ToolDefinition, tool_from_function
 
 __all__ = [
+    "AgentAdapter",
     "AgentLike",
     "AgentResponse",
     "agent_reply",
     "agent_tool",
     "as_agent",
+    "register_agent_adapter",
     "tool_name_for_agent",
 ]
 
@@ -148,11 +158,48 @@ def _usage_of(value: Any) -> dict[str, Any] | None:
 # -- adapting -------------------------------------------------------------------------------------
 
 
+class AgentAdapter(Protocol):
+    """Wraps one agent framework's object as an :class:`AgentLike` (a class fits)."""
+
+    def __call__(
+        self, agent: Any, /, *, name: str | None = None, description: str | None = None
+    ) -> AgentLike: ...
+
+
 def _is_pydantic_ai_agent(obj: Any) -> bool:
     # Only an object built by pydantic-ai can be one, so pydantic-ai is imported already.
     module = sys.modules.get("pydantic_ai.agent")
     abstract = getattr(module, "AbstractAgent", None) if module is not None else None
     return isinstance(abstract, type) and isinstance(obj, abstract)
+
+
+def _is_runnable(obj: Any) -> bool:
+    return callable(getattr(obj, "ainvoke", None)) or callable(getattr(obj, "run", None))
+
+
+#: The framework adapters mcpkit ships, in the order they are tried: how to recognise the
+#: framework's objects, and the module whose import registers the adapter. (A pydantic-ai
+#: agent also has ``run``, so it must be recognised before the LangChain-style runnables.)
+_FRAMEWORKS: tuple[tuple[Callable[[Any], bool], str], ...] = (
+    (_is_pydantic_ai_agent, "mcpkit.adapters.pydantic_ai"),
+    (_is_runnable, "mcpkit.adapters.langchain"),
+)
+
+#: Registered adapters, by the name of the module that registered them.
+_adapters: dict[str, AgentAdapter] = {}
+
+
+def register_agent_adapter(module: str, adapter: AgentAdapter) -> None:
+    """Register the adapter that module ``module`` provides (it calls this when imported)."""
+    _adapters[module] = adapter
+
+
+def _adapter(module: str) -> AgentAdapter:
+    adapter = _adapters.get(module)
+    if adapter is None:
+        import_module(module)  # registers its adapter
+        adapter = _adapters[module]
+    return adapter
 
 
 def as_agent(obj: Any, *, name: str | None = None, description: str | None = None) -> AgentLike:
@@ -166,19 +213,14 @@ def as_agent(obj: Any, *, name: str | None = None, description: str | None = Non
         if name is None and description is None:
             return obj  # type: ignore[no-any-return]
         adapted = _Renamed(obj, name=name, description=description)
-    elif _is_pydantic_ai_agent(obj):
-        from ..adapters.pydantic_ai import PydanticAIAgent
-
-        adapted = PydanticAIAgent(obj, name=name, description=description)
-    elif callable(getattr(obj, "ainvoke", None)) or callable(getattr(obj, "run", None)):
-        from ..adapters.langchain import RunnableAgent
-
-        adapted = RunnableAgent(obj, name=name, description=description)
     else:
-        raise ConfigurationError(
-            f"{type(obj).__name__} is not an agent: it needs generate(message, *, context), "
-            "or to be a pydantic_ai.Agent, or to have an ainvoke/run method"
-        )
+        module = next((module for is_kind, module in _FRAMEWORKS if is_kind(obj)), None)
+        if module is None:
+            raise ConfigurationError(
+                f"{type(obj).__name__} is not an agent: it needs generate(message, *, context), "
+                "or to be a pydantic_ai.Agent, or to have an ainvoke/run method"
+            )
+        adapted = _adapter(module)(obj, name=name, description=description)
     return adapted
 
 

@@ -8,8 +8,9 @@ and final), a ``description``, a source ``repository``, a ``release_date``
 report them in Mastra's shapes (snake_case, ``version_detail``).
 
 :func:`registry_document` writes the same facts as a ``server.json`` for the
-official MCP registry and :func:`validate_server_json` checks one (both in
-:mod:`.server_json`).
+official MCP registry; :func:`validate_server_json` checks one. The format's
+rules (names, fields, validation) live in :mod:`.server_json`, which knows
+nothing of these classes; this module builds the document from them.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..errors import ConfigurationError
 from .server_json import (
     SERVER_SCHEMA_URL,
     ServerJsonError,
-    registry_document,
+    is_registry_name,
     validate_server_json,
 )
 
@@ -40,6 +41,7 @@ __all__ = [
     "ServerJsonError",
     "ServerMetadata",
     "registry_document",
+    "registry_name_from_repository",
     "slugify",
     "validate_server_json",
 ]
@@ -326,3 +328,67 @@ class ServerMetadata:
             remotes=tuple(parsed_remotes),
             problems=problems,
         )
+
+
+# -- the server.json document, built from the metadata ---------------------------------------
+
+_GITHUB_RE = re.compile(
+    r"^https?://(?:www\.)?github\.com/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?/?$"
+)
+
+
+def registry_name_from_repository(repository: Repository | None) -> str | None:
+    """``io.github.<owner>/<repo>`` for a GitHub repository (the registry's GitHub namespace)."""
+    if repository is None:
+        return None
+    match = _GITHUB_RE.match(repository.url)
+    return f"io.github.{match.group(1)}/{match.group(2)}" if match else None
+
+
+def registry_document(
+    *,
+    name: str | None,
+    fallback_names: Sequence[str | None],
+    description: str | None,
+    version: str,
+    website_url: str | None,
+    metadata: ServerMetadata,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A validated ``server.json``; raises :class:`ServerJsonError` listing every problem.
+
+    ``name`` wins; otherwise the first of ``fallback_names`` that is a valid
+    registry name (the server id, the GitHub repository's ``io.github.*`` name).
+    """
+    chosen = name
+    if chosen is None:
+        chosen = next((n for n in fallback_names if n and is_registry_name(n)), None)
+    doc: dict[str, Any] = {"$schema": SERVER_SCHEMA_URL}
+    problems: list[str] = []
+    if chosen is None:
+        problems.append(
+            "name: no registry name: the server id is not a reverse-DNS name and there is no "
+            "GitHub repository to derive one from; pass name='io.github.<user>/<server>' "
+            "(or id='com.example/<server>')"
+        )
+    else:
+        doc["name"] = chosen
+    if description is not None:
+        doc["description"] = description
+    doc["version"] = version
+    if website_url:
+        doc["websiteUrl"] = website_url
+    if metadata.repository is not None:
+        doc["repository"] = metadata.repository.to_dict()
+    if metadata.packages:
+        doc["packages"] = [p.to_registry() for p in metadata.packages]
+    if metadata.remotes:
+        doc["remotes"] = [r.to_registry() for r in metadata.remotes]
+    if meta:
+        doc["_meta"] = dict(meta)
+    problems.extend(
+        p for p in validate_server_json(doc) if not (chosen is None and p.startswith("name:"))
+    )
+    if problems:
+        raise ServerJsonError(problems)
+    return doc

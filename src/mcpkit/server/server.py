@@ -571,7 +571,7 @@ class MCPServer:
         GitHub ``repository``. Raises :class:`~.metadata.ServerJsonError`
         naming every field the registry would reject.
         """
-        from .server_json import registry_document, registry_name_from_repository
+        from .metadata import registry_document, registry_name_from_repository
 
         return registry_document(
             name=name,

@@ -1,8 +1,8 @@
-"""The MCP registry's ``server.json``: writing one, and checking one as the registry would.
+"""The MCP registry's ``server.json`` format, and checking a document as the registry would.
 
-:func:`registry_document` builds a ``server.json`` (format 2025-09-29) from a
-server's metadata and :func:`validate_server_json` checks any document
-against the rules the official registry enforces: a reverse-DNS ``name``
+:func:`~.metadata.registry_document` (in :mod:`.metadata`, next to the classes
+it reads) builds a ``server.json`` (format 2025-09-29) from a server's metadata;
+:func:`validate_server_json` checks any document against the rules the official registry enforces: a reverse-DNS ``name``
 with one ``/``, a ``description`` of at most 100 characters, one exact
 ``version``, a ``repository`` with ``url`` and ``source``, ``packages`` with
 ``registryType``/``identifier``/``version``/``transport`` and ``remotes``
@@ -14,20 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from .metadata import Repository, ServerMetadata
 
 __all__ = [
     "SERVER_SCHEMA_URL",
     "ServerJsonError",
     "is_registry_name",
-    "registry_document",
-    "registry_name_from_repository",
     "validate_server_json",
 ]
 
@@ -55,9 +50,6 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _NAMESPACE_RE = re.compile(rf"^{_LABEL}(?:\.{_LABEL})+$")
 _SERVER_PART_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _SHA256_RE = re.compile(r"^[a-f0-9]{64}$")
-_GITHUB_RE = re.compile(
-    r"^https?://(?:www\.)?github\.com/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?/?$"
-)
 _TOP_FIELDS = frozenset(
     {"$schema", "name", "description", "version", "repository", "websiteUrl", "packages",
      "remotes", "_meta"}
@@ -73,14 +65,6 @@ def is_registry_name(name: str) -> bool:
         return False
     namespace, server = name.split("/")
     return bool(_NAMESPACE_RE.match(namespace) and _SERVER_PART_RE.match(server))
-
-
-def registry_name_from_repository(repository: Repository | None) -> str | None:
-    """``io.github.<owner>/<repo>`` for a GitHub repository (the registry's GitHub namespace)."""
-    if repository is None:
-        return None
-    match = _GITHUB_RE.match(repository.url)
-    return f"io.github.{match.group(1)}/{match.group(2)}" if match else None
 
 
 def _is_url(value: Any, *, http_only: bool = True) -> bool:
@@ -279,52 +263,3 @@ def _check_package(problems: list[str], where: str, package: Any) -> None:
     ):
         if key in package:
             _check_inputs(problems, f"{where}.{key}", package[key], kind=kind)
-
-
-def registry_document(
-    *,
-    name: str | None,
-    fallback_names: Sequence[str | None],
-    description: str | None,
-    version: str,
-    website_url: str | None,
-    metadata: ServerMetadata,
-    meta: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A validated ``server.json``; raises :class:`ServerJsonError` listing every problem.
-
-    ``name`` wins; otherwise the first of ``fallback_names`` that is a valid
-    registry name (the server id, the GitHub repository's ``io.github.*`` name).
-    """
-    chosen = name
-    if chosen is None:
-        chosen = next((n for n in fallback_names if n and is_registry_name(n)), None)
-    doc: dict[str, Any] = {"$schema": SERVER_SCHEMA_URL}
-    problems: list[str] = []
-    if chosen is None:
-        problems.append(
-            "name: no registry name: the server id is not a reverse-DNS name and there is no "
-            "GitHub repository to derive one from; pass name='io.github.<user>/<server>' "
-            "(or id='com.example/<server>')"
-        )
-    else:
-        doc["name"] = chosen
-    if description is not None:
-        doc["description"] = description
-    doc["version"] = version
-    if website_url:
-        doc["websiteUrl"] = website_url
-    if metadata.repository is not None:
-        doc["repository"] = metadata.repository.to_dict()
-    if metadata.packages:
-        doc["packages"] = [p.to_registry() for p in metadata.packages]
-    if metadata.remotes:
-        doc["remotes"] = [r.to_registry() for r in metadata.remotes]
-    if meta:
-        doc["_meta"] = dict(meta)
-    problems.extend(
-        p for p in validate_server_json(doc) if not (chosen is None and p.startswith("name:"))
-    )
-    if problems:
-        raise ServerJsonError(problems)
-    return doc

@@ -13,6 +13,10 @@ Besides :class:`mcpkit.workflow.Workflow`, any object with a ``description``,
 an ``input_schema`` (a pydantic model or a JSON-Schema dict) and an async
 ``run(input)`` works; it gets the validated input (a model instance, or a
 dict) and its return value is reported as the ``result``.
+
+The workflow engine (:mod:`mcpkit.workflow`) builds on the server, so this
+module does not import it: a native workflow is recognised by its shape
+(:class:`SteppedWorkflow`), which is what lets its runs report progress per step.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -30,7 +34,7 @@ from .content import ToolResult
 from .context import Context, run_sync
 from .tools import ToolDefinition, create_tool
 
-__all__ = ["RUN_SCHEMA", "tool_name_for_workflow", "workflow_tool"]
+__all__ = ["RUN_SCHEMA", "SteppedWorkflow", "tool_name_for_workflow", "workflow_tool"]
 
 RUN_PREFIX = "run_"
 
@@ -51,18 +55,33 @@ RUN_SCHEMA: dict[str, Any] = {
 }
 
 
+@runtime_checkable
+class SteppedWorkflow(Protocol):
+    """A workflow made of steps, such as :class:`mcpkit.workflow.Workflow`.
+
+    Its runs (``create_run().start(input_data=..., on_step=...)``) report each
+    finished step, so the ``run_*`` tool can send progress; its outcome has
+    ``to_dict(error_text)``.
+    """
+
+    @property
+    def step_ids(self) -> list[str]: ...
+
+    def input_json_schema(self) -> dict[str, Any]: ...
+
+    def create_run(self) -> Any: ...
+
+
 def tool_name_for_workflow(key: str) -> str:
     return f"{RUN_PREFIX}{key}"
 
 
 def _input_schema(key: str, workflow: Any) -> type[BaseModel] | dict[str, Any]:
     """What the tool validates arguments with: a model class, or a JSON-Schema object."""
-    from ..workflow import Workflow
-
     schema = getattr(workflow, "input_schema", None)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema
-    if isinstance(workflow, Workflow):
+    if isinstance(workflow, SteppedWorkflow):
         json_schema = workflow.input_json_schema()
     elif isinstance(schema, dict):
         json_schema = schema
@@ -87,15 +106,13 @@ def _input_schema(key: str, workflow: Any) -> type[BaseModel] | dict[str, Any]:
 
 def workflow_tool(key: str, workflow: Any) -> ToolDefinition:
     """The ``run_<key>`` tool for ``workflow``; raises ``ConfigurationError`` naming ``key``."""
-    from ..workflow import Workflow
-
     description = getattr(workflow, "description", None)
     if not isinstance(description, str) or not description.strip():
         raise ConfigurationError(
             f"workflow {key!r}: its description is missing or empty; MCP clients choose tools "
             "by their description, so give the workflow one"
         )
-    native = isinstance(workflow, Workflow)
+    native = isinstance(workflow, SteppedWorkflow)
     run: Any = getattr(workflow, "run", None)
     if not native and not callable(run):
         raise ConfigurationError(
@@ -117,7 +134,7 @@ def workflow_tool(key: str, workflow: Any) -> ToolDefinition:
             return str(exc) or type(exc).__name__
 
         if native:
-            assert isinstance(workflow, Workflow)
+            assert isinstance(workflow, SteppedWorkflow)
             total = len(workflow.step_ids)
             done = 0
 

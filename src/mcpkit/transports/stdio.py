@@ -29,7 +29,7 @@ private copies of fds 0 and 1, points fd 1 at stderr (stray ``print`` calls,
 C extensions and child processes then land on stderr) and fd 0 at
 ``/dev/null`` (a child process can no longer swallow protocol bytes), and sets
 ``sys.stdout`` to ``sys.stderr``. Everything is put back when serving ends.
-That plumbing lives in :mod:`mcpkit.transports.stdio_process`.
+That plumbing lives in :mod:`mcpkit.stdio_process`.
 
 No keep-alive is written, for either era (a 2026-07-28 ``subscriptions/listen``
 included): the pipe has no proxy or load balancer to time out an idle
@@ -53,7 +53,7 @@ from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, Connec
 from ..loops import new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
-from .stdio_process import (
+from ..stdio_process import (
     DaemonExecutor,
     Output,
     Reader,
@@ -522,7 +522,7 @@ async def serve_stdio(
 def run_stdio(server: MCPServer, **options: Any) -> None:
     """Run :func:`serve_stdio` on a new event loop (uvloop when installed); blocks.
 
-    Sync tools run on a :class:`~mcpkit.transports.stdio_process.DaemonExecutor`,
+    Sync tools run on a :class:`~mcpkit.stdio_process.DaemonExecutor`,
     so a tool still running in a thread does not hold the process once serving
     has ended.
     """

@@ -9,26 +9,43 @@ tool waiting for an elicitation answer must not block reading that answer.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import orjson
 
 from ...errors import ConnectionClosed
 from .base import Inbound
 
-if TYPE_CHECKING:
-    from ...server.server import MCPServer
-    from ...server.session import ServerSession
+__all__ = ["InProcessServer", "InProcessSession", "MemoryTransport"]
 
-__all__ = ["MemoryTransport"]
+Deliver = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class InProcessSession(Protocol):
+    """One server-side session, as :meth:`InProcessServer.create_session` makes it."""
+
+    async def handle(self, msg: Any, send: Deliver) -> dict[str, Any] | None: ...
+
+    def close(self) -> None: ...
+
+
+class InProcessServer(Protocol):
+    """What the in-memory transport needs of a server; :class:`mcpkit.MCPServer` has it.
+
+    A protocol rather than ``MCPServer`` itself: the client and the server are
+    siblings that do not import each other (``docs/architecture.md``).
+    """
+
+    def create_session(self, *, standalone: Deliver) -> InProcessSession: ...
 
 
 class MemoryTransport:
     """Connects a client session to ``server`` in the same event loop."""
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: InProcessServer) -> None:
         self.server = server
-        self.session: ServerSession | None = None
+        self.session: InProcessSession | None = None
         self._inbound: Inbound | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -51,7 +68,7 @@ class MemoryTransport:
             if out is not None:
                 await self._deliver(out)
 
-    async def _serve(self, session: ServerSession, msg: dict[str, Any]) -> None:
+    async def _serve(self, session: InProcessSession, msg: dict[str, Any]) -> None:
         out = await session.handle(msg, self._deliver)
         if out is not None:
             await self._deliver(out)

@@ -16,7 +16,7 @@ Beyond the spec, for production use:
   session: no reader task, no queue, and not the extra ``call_soon`` hop per
   chunk that ``loop.subprocess_exec`` adds. On asyncio's own loop the pipe is
   read into one buffer kept for the connection (the server's
-  :class:`~mcpkit.transports.stdio_process.SelectorReader`): asyncio's pipe
+  :class:`~mcpkit.stdio_process.SelectorReader`): asyncio's pipe
   transport allocates a fresh 256 KiB ``bytes`` per read, which glibc maps and
   unmaps every time (three system calls and a page fault, measured at ~17 us
   per read: a third of a whole round trip's client CPU). uvloop's pipe
@@ -51,7 +51,7 @@ import orjson
 from ...errors import ConnectionClosed
 from ...protocol import jsonrpc
 from ...protocol.jsonrpc import exact_ids
-from ...transports.stdio_process import Reader, open_input
+from ...stdio_process import Reader, open_input
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge
 
 __all__ = ["ServerExited", "StdioTransport"]

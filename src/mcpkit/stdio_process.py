@@ -1,4 +1,8 @@
-"""The process side of the stdio transport: which fds carry the protocol, and how.
+"""The process side of stdio: which fds carry the protocol, and how to read and write them.
+
+Both the server's stdio transport (:mod:`mcpkit.transports.stdio`) and the
+client's (:mod:`mcpkit.client.transports.stdio`) use it, so it is a leaf module
+below both: it imports nothing of mcpkit.
 
 * :func:`claim_process_stdio` takes fds 0 and 1 for the protocol (see
   :mod:`mcpkit.transports.stdio`) and puts everything back afterwards.

@@ -62,7 +62,6 @@ _NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
 # How long a timed-out call waits for its notifications/cancelled to go out before raising
 # PeerTimeout (the sending goes on in the background, for at most 5 s).
 _CANCEL_GRACE: Final = 0.1
-CLIENT_INFO: Final = {"name": "mcpkit", "version": "0.1.0"}
 
 Trace = Callable[[str, Any], None]
 """``trace(direction, message)``: sees every message, ``"sent"`` or ``"received"``."""
@@ -121,7 +120,7 @@ class ClientSession(SessionAPI):
         self.timeout = timeout
         self.requested_version = protocol_version
         self.supported_versions = supported_versions
-        self.client_info = dict(client_info) if client_info is not None else dict(CLIENT_INFO)
+        self.client_info = dict(client_info) if client_info is not None else default_client_info()
         self.initialize_result: dict[str, Any] | None = None
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
@@ -575,6 +574,13 @@ class ClientSession(SessionAPI):
             log.debug("connection to %r lost: %s", self.name, exc)
         self._fail_all(exc)
         self.handlers.close()
+
+
+def default_client_info() -> dict[str, Any]:
+    """The ``clientInfo`` sent unless ``client_info=`` says otherwise (a fresh dict)."""
+    from .._version import version
+
+    return {"name": "mcpkit", "version": version()}
 
 
 def _copy(exc: BaseException) -> BaseException:

@@ -42,7 +42,6 @@ from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 if TYPE_CHECKING:
     from .handlers import ProgressCallback
     from .session import ClientSession
-    from .session_api import SessionAPI
 
 __all__ = [
     "ALL_VERSIONS",
@@ -360,7 +359,7 @@ _MRTR_PARAMS: Final = ("inputResponses", "requestState")
 
 
 async def with_input(
-    session: SessionAPI,
+    session: ClientSession,
     method: str,
     params: dict[str, Any],
     *,
@@ -402,7 +401,7 @@ async def with_input(
     )
 
 
-async def _fulfil(session: SessionAPI, origin: str, request: Any) -> dict[str, Any]:
+async def _fulfil(session: ClientSession, origin: str, request: Any) -> dict[str, Any]:
     method = request.get("method") if isinstance(request, dict) else None
     params = request.get("params") if isinstance(request, dict) else None
     if not isinstance(method, str):

@@ -64,18 +64,20 @@ def _validate_client_sessions(
     :class:`tests.client.conftest.Traffic` of its own, checked when the test ends: every
     message mcpkit's client emits in the tests (in this process) is validated against the
     schema, not only in the tests that ask."""
+    from mcpkit.client.options import ClientOptions
     from mcpkit.client.session import ClientSession
     from tests.client.conftest import Traffic
 
     recorders: list[Traffic] = []
     original = ClientSession.__init__
 
-    def traced(self: ClientSession, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("trace") is None:
+    def traced(self: ClientSession, transport: Any, options: ClientOptions | None = None) -> None:
+        options = options or ClientOptions()
+        if options.trace is None:
             recorder = Traffic()
             recorders.append(recorder)
-            kwargs["trace"] = recorder
-        original(self, *args, **kwargs)
+            options = options.replace(trace=recorder)
+        original(self, transport, options)
 
     monkeypatch.setattr(ClientSession, "__init__", traced)
     yield

@@ -92,3 +92,80 @@ def test_tool_error_text_hides_other_exceptions_unless_debug() -> None:
 def test_deliberate_protocol_errors_are_not_tool_results() -> None:
     assert tool_error_text(InvalidParams("x"), tool="t") is None
     assert tool_error_text(ResourceNotFound("a://b"), tool="t") is None
+
+
+# -- one home for every exception -------------------------------------------------------------
+
+# Defined outside errors.py on purpose (errors.py's docstring says why).
+_ELSEWHERE = {"mcpkit.server.mrtr.Restart"}
+
+
+def _exception_classes_defined_in_src() -> dict[str, str]:
+    """``module.Class`` → its base list, for every class in src/mcpkit whose bases name an
+    exception (read from the source, so optional dependencies need not be installed)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(errors.__file__).parent
+    found: dict[str, str] = {}
+    for path in root.rglob("*.py"):
+        if path.parts[len(root.parts)] == "cli":
+            continue  # the command's errors end as an exit status (see errors.py)
+        module = ".".join(("mcpkit", *path.relative_to(root).with_suffix("").parts))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = ", ".join(ast.unparse(b) for b in node.bases)
+                if any(word in bases for word in ("Error", "Exception", "ConnectionClosed")):
+                    found[f"{module}.{node.name}"] = bases
+    return found
+
+
+def test_every_exception_is_defined_in_errors() -> None:
+    outside = {
+        name
+        for name in _exception_classes_defined_in_src()
+        if not name.startswith("mcpkit.errors.") and name not in _ELSEWHERE
+    }
+    assert outside == set()
+
+
+def test_every_exception_in_errors_is_an_mcpkit_error() -> None:
+    for name in errors.__all__:
+        value = getattr(errors, name)
+        if isinstance(value, type):
+            assert issubclass(value, errors.MCPKitError), name
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("mcpkit.server.signature", "SignatureError"),
+        ("mcpkit.server.server_json", "ServerJsonError"),
+        ("mcpkit.server.metadata", "ServerJsonError"),
+        ("mcpkit.server.uri_template", "UriTemplateError"),
+        ("mcpkit.server.mrtr", "InputReplayMismatch"),
+        ("mcpkit.client.transports.base", "SessionExpired"),
+        ("mcpkit.client.transports.base", "Unreachable"),
+        ("mcpkit.client.transports.base", "HTTPErrorStatus"),
+        ("mcpkit.client.transports.base", "MessageTooLarge"),
+        ("mcpkit.client.transports", "SessionExpired"),
+        ("mcpkit.client.transports.stdio", "ServerExited"),
+        ("mcpkit.client.transports.eventstream", "EventTooLarge"),
+    ],
+)
+def test_moved_exceptions_keep_their_import_paths(module: str, name: str) -> None:
+    import importlib
+
+    assert getattr(importlib.import_module(module), name) is getattr(errors, name)
+
+
+def test_moved_exceptions_keep_their_builtin_kinds() -> None:
+    assert issubclass(errors.UriTemplateError, ValueError)
+    assert issubclass(errors.EventTooLarge, ValueError)
+    assert issubclass(errors.ServerExited, ConnectionError)
+    assert issubclass(errors.HTTPErrorStatus, errors.RemoteError)
+    too_large = errors.MessageTooLarge("'s'", 1 << 20, "as a line")
+    assert "1 MiB" in str(too_large)
+    import copy
+
+    assert str(copy.copy(too_large)) == str(too_large)

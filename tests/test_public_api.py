@@ -78,6 +78,12 @@ def test_every_export_resolves() -> None:
     assert dir(mcpkit) == mcpkit.__all__
 
 
+def test_version_is_the_installed_distributions() -> None:
+    import importlib.metadata
+
+    assert mcpkit.__version__ == importlib.metadata.version("mcpkit")
+
+
 def test_unknown_attribute_raises_attribute_error() -> None:
     try:
         mcpkit.DoesNotExist  # type: ignore[attr-defined]  # noqa: B018

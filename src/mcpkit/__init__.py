@@ -8,8 +8,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _EXPORTS: dict[str, str] = {
     "MCPServer": "mcpkit.server.server",
     "MCPServerResources": "mcpkit.server.resources",
@@ -127,6 +125,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # from the package metadata, read on first use
+        from ._version import version
+
+        globals()[name] = version()
+        return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
@@ -140,6 +143,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    __version__: str
     from .client.client import Client
     from .client.mcp_client import MCPClient
     from .client.session import ClientSession

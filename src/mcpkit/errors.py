@@ -3,26 +3,53 @@
 Hierarchy, split by who must act::
 
     MCPKitError
-    ├── ConfigurationError        the developer: bad registration, bad options
-    │   └── RegistrationError     several registration problems, collected
-    ├── MCPError                  carries a JSON-RPC error (code, message, data)
-    │   ├── InvalidRequest        -32600, the message breaks the protocol rules
-    │   ├── InvalidParams         -32602, the caller sent bad arguments
+    │
+    │   the developer: a registration or an option mcpkit cannot use
+    ├── ConfigurationError            bad options, bad configuration files
+    │   ├── RegistrationError         several registration problems, collected
+    │   ├── SignatureError            a function's parameters cannot be called by name
+    │   ├── ServerJsonError           a server.json the MCP registry would reject
+    │   └── UriTemplateError          a malformed RFC 6570 template (also a ValueError)
+    │
+    │   the caller or the model: a request mcpkit refuses (a JSON-RPC error answer)
+    ├── MCPError                      carries a JSON-RPC error (code, message, data)
+    │   ├── InvalidRequest            -32600, the message breaks the protocol rules
+    │   ├── InvalidParams             -32602, the caller sent bad arguments
     │   │   └── ElicitationValidationError  an accepted elicitation answer does not
-    │   │                         fit the requested schema (a tool error if uncaught)
-    │   ├── MethodNotFound        -32601
-    │   ├── ResourceNotFound      -32002 (-32602 from 2026-07-28 on)
-    │   ├── CapabilityError       the peer did not declare what a call needs
-    │   └── RemoteError           the peer answered one of our requests with an error
-    ├── ToolError                 raised inside a tool: becomes ``isError: true``
-    │   └── ToolCallError         a client called a tool that answered ``isError: true``
-    ├── PeerTimeout               the peer did not answer in time
-    └── ConnectionClosed          the transport went away
+    │   │                             fit the requested schema (a tool error if uncaught)
+    │   ├── MethodNotFound            -32601
+    │   ├── ResourceNotFound          -32002 (-32602 from 2026-07-28 on)
+    │   ├── CapabilityError           the peer did not declare what a call needs
+    │   ├── InputReplayMismatch       a tool replayed for input asked another question
+    │   └── RemoteError               the peer answered one of our requests with an error
+    │       └── HTTPErrorStatus       ... with an HTTP error status (``status``)
+    ├── ToolError                     raised inside a tool: becomes ``isError: true``
+    │   └── ToolCallError             a client called a tool that answered ``isError: true``
+    │
+    │   the remote peer: it went away, went silent or sent too much
+    ├── PeerTimeout                   the peer did not answer in time (also a TimeoutError)
+    ├── ConnectionClosed              the transport went away (also a ConnectionError)
+    │   ├── ServerExited              a stdio server process exited (``returncode``)
+    │   ├── SessionExpired            an HTTP server forgot our session (404)
+    │   ├── Unreachable               an HTTP request could not be made or completed
+    │   └── MessageTooLarge           a server message went past ``max_message_size``
+    ├── EventTooLarge                 an SSE event went past its bound (also a ValueError)
+    └── BodyTooLarge, BodyTimeout, ClientGone
+                                      an HTTP request body too large, too slow or never sent;
+                                      the server's HTTP intake answers 413 / 408 / nothing
 
-The two boundaries to the wire are here too: :func:`to_jsonrpc_error` turns
-an exception into a JSON-RPC error object, and :func:`tool_error_text` decides
-what a tool's exception shows the model in an ``isError`` result. Nothing
-else builds error objects or messages from exceptions by hand.
+``RemoteError`` is the peer's answer, so it sits under ``MCPError`` (it has a code)
+although the peer, not the caller, acted. Two exceptions live elsewhere on
+purpose: ``Restart`` (beside the input-round driver in ``server/``) is a ``BaseException``
+used as control flow (a tool run inline asked for input and is run again as a pausable
+call), not an error; and the ``mcpkit`` command's own errors (``cli/``) end as an
+exit status and a message on stderr, never reach library callers or the wire.
+
+The boundaries to the wire are here too: :func:`to_jsonrpc_error` turns an
+exception into a JSON-RPC error object (an :class:`MCPError` through its
+:meth:`~MCPError.to_error`), and :func:`tool_error_text` decides what a tool's
+exception shows the model in an ``isError`` result. Nothing else builds error
+objects or messages from exceptions by hand.
 """
 
 from __future__ import annotations
@@ -41,21 +68,34 @@ __all__ = [
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
+    "BodyTimeout",
+    "BodyTooLarge",
     "CapabilityError",
+    "ClientGone",
     "ConfigurationError",
     "ConnectionClosed",
     "ElicitationValidationError",
+    "EventTooLarge",
+    "HTTPErrorStatus",
+    "InputReplayMismatch",
     "InvalidParams",
     "InvalidRequest",
     "MCPError",
     "MCPKitError",
+    "MessageTooLarge",
     "MethodNotFound",
     "PeerTimeout",
     "RegistrationError",
     "RemoteError",
     "ResourceNotFound",
+    "ServerExited",
+    "ServerJsonError",
+    "SessionExpired",
+    "SignatureError",
     "ToolCallError",
     "ToolError",
+    "Unreachable",
+    "UriTemplateError",
     "to_jsonrpc_error",
     "tool_error_text",
 ]
@@ -96,6 +136,43 @@ class RegistrationError(ConfigurationError):
             return
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{len(self.problems)} registration errors:\n{lines}")
+
+
+class SignatureError(ConfigurationError):
+    """Everything wrong with a function's parameters, one problem each (``problems``).
+
+    MCP passes arguments by name, as one JSON object: a parameter must be
+    callable by keyword and have a type pydantic can validate (and, for a tool,
+    describe as JSON Schema). Callers prefix each problem with what they register.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class ServerJsonError(ConfigurationError):
+    """A server.json the registry would reject; ``problems`` names each bad field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"server.json would be rejected by the MCP registry ({len(self.problems)} "
+            f"problem(s)):\n{lines}"
+        )
+
+
+class UriTemplateError(ConfigurationError, ValueError):
+    """A malformed URI template; names the template and the 0-based position.
+
+    Also a ``ValueError``, as it was before it joined this hierarchy.
+    """
+
+    def __init__(self, message: str, template: str, position: int) -> None:
+        super().__init__(f"{message} at position {position} in URI template {template!r}")
+        self.template = template
+        self.position = position
 
 
 class MCPError(MCPKitError):
@@ -160,8 +237,31 @@ class ResourceNotFound(MCPError):
         self.uri = uri
 
 
+class InputReplayMismatch(MCPError):
+    """A replayed handler asked another question than the one its journal recorded.
+
+    A tool asking the client for input may be run again with the answers so far
+    (2026-07-28 input rounds); it must ask the same questions in the same order.
+    """
+
+    code = INTERNAL_ERROR
+
+
 class RemoteError(MCPError):
     """The peer answered one of our requests with a JSON-RPC error."""
+
+
+class HTTPErrorStatus(RemoteError):
+    """The server answered with an HTTP error status; ``status`` is that status.
+
+    The choice between Streamable HTTP and the legacy HTTP+SSE transport reads
+    it (2025-03-26 transports § backwards compatibility: a 4xx to the first
+    POST means an older server).
+    """
+
+    def __init__(self, message: str, *, status: int, code: int, data: Any = None) -> None:
+        super().__init__(message, code=code, data=data)
+        self.status = status
 
 
 class ToolError(MCPKitError):
@@ -202,6 +302,81 @@ class PeerTimeout(MCPKitError, TimeoutError):
 
 class ConnectionClosed(MCPKitError, ConnectionError):
     """The connection to the peer is gone."""
+
+
+class ServerExited(ConnectionClosed):
+    """The server process exited (or stopped being usable); ``returncode`` may be None."""
+
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+class SessionExpired(ConnectionClosed):
+    """The server no longer knows our session (Streamable HTTP: 404 with a session id, or
+    a 400 that says so, as servers on the TypeScript SDK answer).
+
+    2025-11-25 transports § session management: the client MUST start a new
+    session with a fresh ``initialize``; the session does that once, then
+    retries the call.
+    """
+
+
+class Unreachable(ConnectionClosed):
+    """An HTTP request could not be made or completed (refused, DNS, TLS, reset)."""
+
+
+class MessageTooLarge(ConnectionClosed):
+    """A server sent a message larger than ``max_message_size``; ``limit`` is that size.
+
+    The message is not read further (its connection or stream is dropped), so
+    the request it answered fails with this error.
+    """
+
+    def __init__(self, server: str, limit: int, where: str) -> None:
+        super().__init__(
+            f"MCP server {server} sent a message larger than max_message_size ({_size(limit)}) "
+            f"{where}; "
+            "it was not read further. If the server's messages are legitimately this large, "
+            "raise max_message_size (an option of Client and MCPClient, and of each server's "
+            "configuration)"
+        )
+        self.server = server
+        self.limit = limit
+        self.where = where
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickling rebuild it whole
+        return (type(self), (self.server, self.limit, self.where))
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor} {unit}"
+    return f"{n} bytes"
+
+
+class EventTooLarge(MCPKitError, ValueError):
+    """An SSE event (or a line) went past ``max_event_size`` bytes; the stream is unusable.
+
+    The client's transports turn it into :class:`MessageTooLarge`.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an SSE event is larger than {limit} bytes")
+        self.limit = limit
+
+
+class BodyTooLarge(MCPKitError):
+    """An HTTP request body exceeds the configured limit (the server answers 413)."""
+
+
+class BodyTimeout(MCPKitError):
+    """An HTTP request body did not arrive within the configured time (the server answers 408)."""
+
+
+class ClientGone(MCPKitError):
+    """The HTTP client disconnected before its request body arrived (nobody to answer)."""
 
 
 def to_jsonrpc_error(exc: BaseException, *, debug: bool = False) -> dict[str, Any]:

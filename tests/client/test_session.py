@@ -89,6 +89,33 @@ async def test_handshake_reports_server_and_negotiated_version(
     ]
 
 
+@pytest.fixture
+def released_as_9_9_9(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The installed mcpkit distribution says it is version 9.9.9."""
+    import importlib.metadata
+
+    from mcpkit import _version
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "9.9.9" if name == "mcpkit" else real(name)
+    )
+    _version.version.cache_clear()
+    yield
+    _version.version.cache_clear()
+
+
+async def test_client_info_names_the_installed_version(
+    server: MCPServer, traffic: Traffic, era: str, released_as_9_9_9: None
+) -> None:
+    async with Client(server=server, trace=traffic, protocol_version=era) as client:
+        await client.list_tools()
+    sent = traffic.sent("initialize") or traffic.sent("tools/list")
+    params = sent[0]["params"]
+    info = params.get("clientInfo") or params["_meta"]["io.modelcontextprotocol/clientInfo"]
+    assert info == {"name": "mcpkit", "version": "9.9.9"}
+
+
 async def test_by_default_discover_finds_the_stateless_era(
     server: MCPServer, traffic: Traffic
 ) -> None:

@@ -19,7 +19,7 @@ from mcpkit.client.stateless import (
     MAX_INPUT_ROUNDS,
     encode_header_value,
     envelope,
-    header_params,
+    param_headers_of_tool,
 )
 from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS
@@ -251,8 +251,8 @@ def test_header_values_follow_the_encoding_table(value: str, expected: str) -> N
     assert encode_header_value(value) == expected
 
 
-def test_header_params_follow_properties_chains() -> None:
-    assert header_params(TOOLS[0]) == [
+def test_param_headers_follow_properties_chains() -> None:
+    assert param_headers_of_tool(TOOLS[0]) == [
         (("region",), "Region"),
         (("limit",), "Limit"),
         (("opts", "deep"), "Deep"),
@@ -284,7 +284,7 @@ def test_header_params_follow_properties_chains() -> None:
     ],
 )
 def test_malformed_annotations_are_reported(schema: dict[str, Any], reason: str) -> None:
-    found = header_params({"name": "t", "inputSchema": {"type": "object", **schema}})
+    found = param_headers_of_tool({"name": "t", "inputSchema": {"type": "object", **schema}})
     assert isinstance(found, str) and reason in found
 
 

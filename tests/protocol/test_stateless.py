@@ -9,7 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpkit.protocol.http_headers import check_request_headers, decode_value, header_params
+from mcpkit.protocol.http_headers import (
+    check_request_headers,
+    decode_value,
+    param_headers_of_schema,
+)
 from mcpkit.protocol.stateless import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -88,21 +92,21 @@ def test_header_values_decode(raw: bytes, value: str | None) -> None:
     assert decode_value(raw) == value
 
 
-def test_header_params_come_from_x_mcp_header() -> None:
+def test_param_headers_come_from_x_mcp_header() -> None:
     schema = {
         "properties": {
             "region": {"type": "string", "x-mcp-header": "Region"},
             "other": {"type": "string"},
         }
     }
-    assert header_params(schema) == {("region",): "Region"}
+    assert param_headers_of_schema(schema) == {("region",): "Region"}
     nested = {
         "properties": {"opts": {"type": "object", "properties": {"zone": {"x-mcp-header": "Zone"}}}}
     }
-    assert header_params(nested) == {("opts", "zone"): "Zone"}
+    assert param_headers_of_schema(nested) == {("opts", "zone"): "Zone"}
     under_array = {"properties": {"xs": {"type": "array", "items": {"x-mcp-header": "X"}}}}
-    assert header_params(under_array) == {}
-    assert header_params(None) == {}
+    assert param_headers_of_schema(under_array) == {}
+    assert param_headers_of_schema(None) == {}
 
 
 def test_headers_against_the_body() -> None:
@@ -123,7 +127,7 @@ def test_headers_against_the_body() -> None:
     assert check_request_headers(listing, {b"mcp-method": b"tools/list"}, {}) is None
 
 
-def test_nested_header_params_are_read_at_their_path() -> None:
+def test_nested_param_headers_are_read_at_their_path() -> None:
     msg = {"method": "tools/call", "params": {"name": "t", "arguments": {"o": {"z": 7}}}}
     base = {b"mcp-method": b"tools/call", b"mcp-name": b"t"}
     params = {("o", "z"): "Zone"}

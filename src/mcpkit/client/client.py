@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 from ..errors import ConfigurationError, ConnectionClosed
 from . import stateless
 from .cache import ResultCache
-from .deadlines import timeout_problem, valid_timeout
 from .handlers import (
     MAX_SERVER_REQUESTS,
     ElicitationHandler,
@@ -39,15 +38,15 @@ from .handlers import (
     ResourceUpdatedCallback,
     RootsSpec,
     SamplingHandler,
-    check_max_server_requests,
 )
-from .session import DEFAULT_TIMEOUT, ClientSession, Trace
+from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
+from .session import ClientSession
+from .session_api import SessionAPI
 from .transports.base import (
     DEFAULT_MAX_MESSAGE_SIZE,
     ClientTransport,
     HTTPErrorStatus,
     Unreachable,
-    message_size_problem,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ HTTPTransportChoice: TypeAlias = Literal["auto", "streamable-http", "sse"]
 _FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
 
 
-class Client:
+class Client(SessionAPI):
     """An MCP client for one server; use it as an async context manager.
 
     Exactly one of ``command`` (stdio), ``url`` (HTTP), ``server`` (in memory)
@@ -159,34 +158,28 @@ class Client:
             "name": name,
             "max_message_size": max_message_size,
         }
-        self._session_options: dict[str, Any] = {
-            "name": name,
-            "timeout": timeout,
-            "protocol_version": protocol_version,
-            "supported_versions": supported_versions,
-            "client_info": client_info,
-            "capabilities": capabilities,
-            "sampling_handler": sampling_handler,
-            "elicitation_handler": elicitation_handler,
-            "elicitation_modes": elicitation_modes,
-            "roots": roots,
-            "server_logs": server_logs,
-            "log_handler": log_handler,
-            "on_resource_updated": on_resource_updated,
-            "on_list_changed": on_list_changed,
-            "trace": trace,
-            "cache": cache,
-            "max_server_requests": max_server_requests,
-        }
-        if not valid_timeout(timeout):
-            raise ConfigurationError(timeout_problem("timeout", timeout))
-        if connect_timeout is not None and not valid_timeout(connect_timeout):
-            raise ConfigurationError(timeout_problem("connect_timeout", connect_timeout))
-        problem = message_size_problem("max_message_size", max_message_size)
-        if problem is not None:
-            raise ConfigurationError(problem)
-        check_max_server_requests(max_server_requests)
-        self._connect_timeout = connect_timeout
+        # Every other option is a session option, checked where it is defined.
+        self.options = ClientOptions(
+            name=name,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            protocol_version=protocol_version,
+            supported_versions=supported_versions,
+            client_info=client_info,
+            capabilities=capabilities,
+            sampling_handler=sampling_handler,
+            elicitation_handler=elicitation_handler,
+            elicitation_modes=elicitation_modes,
+            roots=roots,
+            server_logs=server_logs,
+            log_handler=log_handler,
+            on_resource_updated=on_resource_updated,
+            on_list_changed=on_list_changed,
+            trace=trace,
+            cache=cache,
+            max_message_size=max_message_size,
+            max_server_requests=max_server_requests,
+        )
         self._session: ClientSession | None = None
 
     # -- connection ---------------------------------------------------------------------------
@@ -211,11 +204,11 @@ class Client:
         return self
 
     async def _open(self, transport: ClientTransport) -> None:
-        session = ClientSession(transport, **self._session_options)
+        session = ClientSession(transport, self.options)
         self._session = session
         try:
             await session.start()
-            await session.initialize(timeout=self._connect_timeout)
+            await session.initialize(timeout=self.options.connect_timeout)
         except BaseException:
             self._session = None
             await session.aclose()
@@ -281,76 +274,10 @@ class Client:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.session.notify(method, params)
 
-    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return await self.session.list_tools(timeout=timeout)
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        return await self.session.call_tool(
-            name, arguments, timeout=timeout, progress=progress, meta=meta
-        )
-
-    async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return await self.session.list_resources(timeout=timeout)
-
-    async def list_resource_templates(
-        self, *, timeout: float | None = None
-    ) -> list[dict[str, Any]]:
-        return await self.session.list_resource_templates(timeout=timeout)
-
-    async def read_resource(
-        self, uri: str, *, timeout: float | None = None, progress: ProgressCallback | None = None
-    ) -> dict[str, Any]:
-        return await self.session.read_resource(uri, timeout=timeout, progress=progress)
-
-    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        await self.session.subscribe_resource(uri, timeout=timeout)
-
-    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        await self.session.unsubscribe_resource(uri, timeout=timeout)
-
-    async def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return await self.session.list_prompts(timeout=timeout)
-
-    async def get_prompt(
-        self,
-        name: str,
-        arguments: Mapping[str, str] | None = None,
-        *,
-        version: str | None = None,
-        timeout: float | None = None,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        return await self.session.get_prompt(
-            name, arguments, version=version, timeout=timeout, progress=progress
-        )
-
-    async def complete(
-        self,
-        ref: Mapping[str, Any],
-        argument: str,
-        value: str,
-        *,
-        context: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, Any]:
-        return await self.session.complete(ref, argument, value, context=context, timeout=timeout)
-
-    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
-        await self.session.set_logging_level(level, timeout=timeout)
-
-    async def ping(self, *, timeout: float | None = None) -> None:
-        await self.session.ping(timeout=timeout)
-
-    async def set_roots(self, roots: RootsSpec) -> None:
-        await self.session.set_roots(roots)
+    # list_tools, call_tool and the rest of the MCP methods come from SessionAPI.
+    @property
+    def _target(self) -> ClientSession:
+        return self.session
 
 
 def _transport(

@@ -29,6 +29,7 @@ ignores keys meant for other applications.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -39,17 +40,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError
 from .client import HTTPTransportChoice
-from .deadlines import timeout_problem, valid_timeout
-from .handlers import (
-    ElicitationHandler,
-    LogCallback,
-    RootsSpec,
-    SamplingHandler,
-    check_max_server_requests,
-)
-from .session import Trace
-from .stateless import ALL_VERSIONS
-from .transports.base import message_size_problem
+from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
+from .options import Trace, option_problems
 
 if TYPE_CHECKING:
     import httpx
@@ -60,31 +52,6 @@ __all__ = ["ServerConfig", "load_config", "parse_servers"]
 
 log = logging.getLogger("mcpkit.client")
 
-_FIELDS: Final = frozenset(
-    {
-        "command",
-        "args",
-        "env",
-        "cwd",
-        "url",
-        "headers",
-        "http_client",
-        "http_transport",
-        "server",
-        "timeout",
-        "connect_timeout",
-        "capabilities",
-        "server_logs",
-        "log_handler",
-        "sampling_handler",
-        "elicitation_handler",
-        "roots",
-        "trace",
-        "protocol_version",
-        "max_message_size",
-        "max_server_requests",
-    }
-)
 # `type` (VS Code, Cursor, Cline) / `transport` → http_transport, or stdio.
 _TYPES: Final[dict[str, HTTPTransportChoice | None]] = {
     "stdio": None,
@@ -128,6 +95,15 @@ class ServerConfig:
         if self.command is not None:
             return "stdio"
         return "http" if self.url is not None else "memory"
+
+
+_TRANSPORT: Final = frozenset(
+    {"command", "args", "env", "cwd", "url", "headers", "http_client", "http_transport", "server"}
+)
+_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(ServerConfig))
+# The session options a definition sets (the rest says how to reach the server): each
+# one a ClientOptions field, with its meaning and its check (tests/client/test_options.py).
+_OPTIONS: Final = _FIELDS - _TRANSPORT
 
 
 def parse_servers(servers: Mapping[str, Any]) -> dict[str, ServerConfig]:
@@ -286,10 +262,6 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
         ):
             raise bad(key, "a dict of strings")
-    for key in ("timeout", "connect_timeout"):
-        timeout = options.get(key)
-        if timeout is not None and not valid_timeout(timeout):
-            raise ConfigurationError(f"server {name!r}: " + timeout_problem(repr(key), timeout))
     if options.get("http_transport", "auto") not in ("auto", "streamable-http", "sse"):
         raise ConfigurationError(
             f"server {name!r}: 'http_transport' must be 'auto', 'streamable-http' or 'sse'"
@@ -298,23 +270,6 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
         raise ConfigurationError(f"server {name!r}: 'args', 'env' and 'cwd' need 'command'")
     if options.get("url") is None and (options.get("headers") or options.get("http_client")):
         raise ConfigurationError(f"server {name!r}: 'headers' and 'http_client' need 'url'")
-    if not isinstance(options.get("server_logs", True), bool):
-        raise bad("server_logs", "true or false")
-    version = options.get("protocol_version")
-    if version is not None and version not in ALL_VERSIONS:
-        raise ConfigurationError(
-            f"server {name!r}: 'protocol_version' must be one of {', '.join(ALL_VERSIONS)}, "
-            f"not {version!r}"
-        )
-    size = options.get("max_message_size")
-    if size is not None:
-        problem = message_size_problem(repr("max_message_size"), size)
-        if problem is not None:
-            raise ConfigurationError(f"server {name!r}: {problem}")
-    if options.get("max_server_requests") is not None:
-        check_max_server_requests(
-            options["max_server_requests"], f"server {name!r}: 'max_server_requests'"
-        )
-    caps = options.get("capabilities")
-    if caps is not None and not isinstance(caps, Mapping):
-        raise bad("capabilities", "a dict")
+    given = {k: v for k, v in options.items() if k in _OPTIONS and v is not None}
+    for problem in option_problems(given, repr):
+        raise ConfigurationError(f"server {name!r}: {problem}")

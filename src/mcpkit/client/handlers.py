@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ConfigurationError, MCPError
+from ..errors import (
+    METHOD_NOT_FOUND,
+    ConfigurationError,
+    MCPError,
+    to_jsonrpc_error,
+)
 from ..protocol import jsonrpc
 from .elicitation import normalize_elicit_result
 
@@ -260,12 +265,11 @@ class ServerHandlers:
             params = {}
         try:
             reply = _reply_to(rid, result=await self._result(method, params))
-        except MCPError as exc:
-            reply = _reply_to(rid, error=exc.to_error())
         except Exception as exc:
-            # Logged here; the server only learns that it failed (errors.py: no leaks).
-            log.exception("handler for %s from %r failed: %s", method, self.session.name, exc)
-            reply = _reply_to(rid, error={"code": INTERNAL_ERROR, "message": "Internal error"})
+            if not isinstance(exc, MCPError):
+                # Logged here; the server only learns that it failed (errors.py: no leaks).
+                log.exception("handler for %s from %r failed: %s", method, self.session.name, exc)
+            reply = _reply_to(rid, error=to_jsonrpc_error(exc))
         await self._reply(reply, method)
 
     async def fulfil(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

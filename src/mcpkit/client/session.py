@@ -23,7 +23,6 @@ from typing import Any, Final
 
 from ..errors import (
     INTERNAL_ERROR,
-    ConfigurationError,
     ConnectionClosed,
     MCPError,
     PeerTimeout,
@@ -36,36 +35,24 @@ from .cache import ResultCache
 from .deadlines import Deadlines, timeout_problem, valid_timeout
 from .handlers import (
     DEFAULT_LOG_LEVEL,
-    MAX_SERVER_REQUESTS,
-    ElicitationHandler,
-    ListChangedCallback,
-    LogCallback,
     ProgressCallback,
-    ResourceUpdatedCallback,
-    RootsSpec,
-    SamplingHandler,
     ServerHandlers,
-    check_max_server_requests,
 )
+from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
 from .session_api import SessionAPI
 from .subscriptions import Listener
 from .transports.base import ClientTransport, SessionExpired
 
-__all__ = ["DEFAULT_TIMEOUT", "ClientSession", "Trace"]
+__all__ = ["DEFAULT_TIMEOUT", "ClientOptions", "ClientSession", "Trace"]
 
 log = logging.getLogger("mcpkit.client")
 
-DEFAULT_TIMEOUT: Final = 60.0
 # Requests never followed by notifications/cancelled: initialize MUST NOT be cancelled
 # (lifecycle), and a probe given up on is just left unanswered.
 _NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
 # How long a timed-out call waits for its notifications/cancelled to go out before raising
 # PeerTimeout (the sending goes on in the background, for at most 5 s).
 _CANCEL_GRACE: Final = 0.1
-CLIENT_INFO: Final = {"name": "mcpkit", "version": "0.1.0"}
-
-Trace = Callable[[str, Any], None]
-"""``trace(direction, message)``: sees every message, ``"sent"`` or ``"received"``."""
 
 
 class ClientSession(SessionAPI):
@@ -74,6 +61,8 @@ class ClientSession(SessionAPI):
     >>> async with ClientSession(transport) as session:   # doctest: +SKIP
     ...     tools = await session.list_tools()
 
+    ``options`` (a :class:`~mcpkit.client.options.ClientOptions`, the defaults when
+    omitted) says how; ``Client`` builds it from its keyword arguments.
     Every request waits at most ``timeout`` seconds (overridable per call); a
     timeout raises :class:`~mcpkit.errors.PeerTimeout` and tells the server with
     ``notifications/cancelled``. Handlers for server requests and callbacks for
@@ -82,46 +71,16 @@ class ClientSession(SessionAPI):
     the excess is refused (see :mod:`mcpkit.client.handlers`).
     """
 
-    def __init__(
-        self,
-        transport: ClientTransport,
-        *,
-        name: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        protocol_version: str = stateless.DEFAULT_VERSION,
-        supported_versions: tuple[str, ...] = stateless.ALL_VERSIONS,
-        client_info: Mapping[str, Any] | None = None,
-        capabilities: Mapping[str, Any] | None = None,
-        sampling_handler: SamplingHandler | None = None,
-        elicitation_handler: ElicitationHandler | None = None,
-        elicitation_modes: tuple[str, ...] = ("form",),
-        roots: RootsSpec | None = None,
-        server_logs: bool = True,
-        log_handler: LogCallback | None = None,
-        on_resource_updated: ResourceUpdatedCallback | None = None,
-        on_list_changed: ListChangedCallback | None = None,
-        trace: Trace | None = None,
-        cache: ResultCache | bool = True,
-        max_server_requests: int = MAX_SERVER_REQUESTS,
-    ) -> None:
-        if protocol_version not in supported_versions:
-            raise ValueError(
-                f"protocol_version {protocol_version!r} is not among the supported versions "
-                f"{supported_versions}"
-            )
-        unknown = [
-            v for v in supported_versions if v not in REVISIONS and not stateless.is_stateless(v)
-        ]
-        if unknown:
-            raise ValueError(f"unknown protocol versions {unknown}; known: {sorted(REVISIONS)}")
-        if not valid_timeout(timeout):
-            raise ConfigurationError(timeout_problem("timeout", timeout))
-        check_max_server_requests(max_server_requests)
+    def __init__(self, transport: ClientTransport, options: ClientOptions | None = None) -> None:
+        if options is None:
+            options = ClientOptions()
+        self.options = options
         self.transport = transport
-        self.timeout = timeout
-        self.requested_version = protocol_version
-        self.supported_versions = supported_versions
-        self.client_info = dict(client_info) if client_info is not None else dict(CLIENT_INFO)
+        self.timeout = options.timeout
+        self.requested_version = options.protocol_version
+        self.supported_versions = options.supported_versions
+        info = options.client_info
+        self.client_info = dict(info) if info is not None else default_client_info()
         self.initialize_result: dict[str, Any] | None = None
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
@@ -133,10 +92,10 @@ class ClientSession(SessionAPI):
         # asks (2026-07-28 server/utilities/logging), so a client that shows them asks for
         # what a handshake-era server sends by default.
         self.log_level: str | None = (
-            DEFAULT_LOG_LEVEL if server_logs or log_handler is not None else None
+            DEFAULT_LOG_LEVEL if options.server_logs or options.log_handler is not None else None
         )
-        self._label = name
-        self._trace = trace
+        self._label = options.name
+        self._trace = options.trace
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._closed: BaseException | None = None
@@ -146,16 +105,17 @@ class ClientSession(SessionAPI):
         self._deadlines = Deadlines()
         self.handlers = ServerHandlers(
             self,
-            sampling_handler=sampling_handler,
-            elicitation_handler=elicitation_handler,
-            roots=roots,
-            server_logs=server_logs,
-            log_handler=log_handler,
-            on_resource_updated=on_resource_updated,
-            on_list_changed=on_list_changed,
-            max_server_requests=max_server_requests,
+            sampling_handler=options.sampling_handler,
+            elicitation_handler=options.elicitation_handler,
+            roots=options.roots,
+            server_logs=options.server_logs,
+            log_handler=options.log_handler,
+            on_resource_updated=options.on_resource_updated,
+            on_list_changed=options.on_list_changed,
+            max_server_requests=options.max_server_requests,
         )
         # Cacheable results (2026-07-28 caching): a cache of our own unless one is shared.
+        cache = options.cache
         if isinstance(cache, ResultCache):
             self.cache: ResultCache | None = cache
         else:
@@ -169,10 +129,14 @@ class ClientSession(SessionAPI):
                 lambda uri: results.resource_updated(self._origin, uri)
             )
         self.listener = Listener(self)  # the stateless era's subscriptions/listen
-        self._elicitation_modes = elicitation_modes
-        self._declared = dict(capabilities) if capabilities else {}
-        self._capabilities = self.handlers.capabilities(elicitation_modes)
+        self._elicitation_modes = options.elicitation_modes
+        self._declared = dict(options.capabilities) if options.capabilities else {}
+        self._capabilities = self.handlers.capabilities(options.elicitation_modes)
         self._capabilities.update(self._declared)
+
+    @property
+    def _target(self) -> ClientSession:  # SessionAPI's methods work on the session itself
+        return self
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -575,6 +539,13 @@ class ClientSession(SessionAPI):
             log.debug("connection to %r lost: %s", self.name, exc)
         self._fail_all(exc)
         self.handlers.close()
+
+
+def default_client_info() -> dict[str, Any]:
+    """The ``clientInfo`` sent unless ``client_info=`` says otherwise (a fresh dict)."""
+    from .._version import version
+
+    return {"name": "mcpkit", "version": version()}
 
 
 def _copy(exc: BaseException) -> BaseException:

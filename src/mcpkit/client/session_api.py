@@ -18,10 +18,7 @@ from .cache import credential_of
 from .handlers import ProgressCallback, RootsSpec
 
 if TYPE_CHECKING:
-    from .cache import ResultCache
-    from .handlers import ServerHandlers
-    from .subscriptions import Listener
-    from .transports.base import ClientTransport
+    from .session import ClientSession
 
 __all__ = ["MAX_PAGES", "SessionAPI"]
 
@@ -30,41 +27,27 @@ MAX_PAGES: Final = 1000
 
 
 class SessionAPI:
-    """Tools, resources, prompts and utilities (the base of ``ClientSession``)."""
+    """Tools, resources, prompts and utilities, written once for ``ClientSession``
+    and ``Client``.
 
-    if TYPE_CHECKING:  # what these methods use of ClientSession
-        transport: ClientTransport
-        timeout: float
-        stateless_version: str | None
-        log_level: str | None
-        initialize_result: dict[str, Any] | None
-        handlers: ServerHandlers
-        listener: Listener
-        cache: ResultCache | None
-        _origin: str
-        _closed: BaseException | None
+    Each method works on :attr:`_target`, the live session: the session itself for
+    ``ClientSession``, the connected session for ``Client``. So ``Client`` needs no
+    copy of these methods, and both keep their full signatures for type checkers
+    and editors.
+    """
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
 
         @property
-        def name(self) -> str: ...
-
-        async def request(
-            self,
-            method: str,
-            params: dict[str, Any] | None = None,
-            *,
-            timeout: float | None = None,
-            progress: ProgressCallback | None = None,
-            _retry: bool = True,
-        ) -> dict[str, Any]: ...
-
-        async def notify(
-            self, method: str, params: dict[str, Any] | None = None, *, _retry: bool = True
-        ) -> None: ...
+        def _target(self) -> ClientSession: ...
 
     # -- high-level API: tools ----------------------------------------------------------------
     async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` across pages."""
-        return await self._list_all("tools/list", "tools", timeout)
+        s = self._target
+        return await s._list_all("tools/list", "tools", timeout)
 
     async def call_tool(
         self,
@@ -76,6 +59,7 @@ class SessionAPI:
         meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Call a tool; returns the ``CallToolResult`` dict (``isError`` is not raised)."""
+        s = self._target
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -83,28 +67,30 @@ class SessionAPI:
             params["_meta"] = dict(meta)
         try:
             return await stateless.with_input(
-                self, "tools/call", params, timeout=timeout, progress=progress
+                s, "tools/call", params, timeout=timeout, progress=progress
             )
         except RemoteError as exc:
-            if exc.code != HEADER_MISMATCH or self.stateless_version is None:
+            if exc.code != HEADER_MISMATCH or s.stateless_version is None:
                 raise
         # Streamable HTTP § custom headers: the Mcp-Param-* headers did not match the
         # tool's x-mcp-header annotations (not listed yet, or changed): list, then retry once.
-        if self.cache is not None:
-            self.cache.invalidate(self._origin, ("tools/list",))
-        await self.list_tools(timeout=timeout)
+        if s.cache is not None:
+            s.cache.invalidate(s._origin, ("tools/list",))
+        await s.list_tools(timeout=timeout)
         return await stateless.with_input(
-            self, "tools/call", params, timeout=timeout, progress=progress
+            s, "tools/call", params, timeout=timeout, progress=progress
         )
 
     # -- resources ----------------------------------------------------------------------------
     async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return await self._list_all("resources/list", "resources", timeout)
+        s = self._target
+        return await s._list_all("resources/list", "resources", timeout)
 
     async def list_resource_templates(
         self, *, timeout: float | None = None
     ) -> list[dict[str, Any]]:
-        return await self._list_all("resources/templates/list", "resourceTemplates", timeout)
+        s = self._target
+        return await s._list_all("resources/templates/list", "resourceTemplates", timeout)
 
     async def read_resource(
         self,
@@ -114,12 +100,13 @@ class SessionAPI:
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
         """``resources/read``; returns the result dict (its ``contents`` list)."""
+        s = self._target
         params = {"uri": uri}
-        first = await self._fetch("resources/read", params, timeout, progress)
+        first = await s._fetch("resources/read", params, timeout, progress)
         if first.get("resultType") != "input_required":
             return first
         return await stateless.with_input(
-            self,
+            s,
             "resources/read",
             params,
             timeout=timeout,
@@ -130,22 +117,25 @@ class SessionAPI:
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """``resources/subscribe``; in the stateless era, a new ``subscriptions/listen`` filter
         (acknowledged before this returns, so the subscription holds in both eras)."""
-        if self.stateless_version is not None:
-            self.listener.uris.add(uri)
-            await self.listener.update(self.timeout if timeout is None else timeout)
+        s = self._target
+        if s.stateless_version is not None:
+            s.listener.uris.add(uri)
+            await s.listener.update(s.timeout if timeout is None else timeout)
             return
-        await self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+        await s.request("resources/subscribe", {"uri": uri}, timeout=timeout)
 
     async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        if self.stateless_version is not None:
-            self.listener.uris.discard(uri)
-            await self.listener.update(self.timeout if timeout is None else timeout)
+        s = self._target
+        if s.stateless_version is not None:
+            s.listener.uris.discard(uri)
+            await s.listener.update(s.timeout if timeout is None else timeout)
             return
-        await self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
+        await s.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # -- prompts ------------------------------------------------------------------------------
     async def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return await self._list_all("prompts/list", "prompts", timeout)
+        s = self._target
+        return await s._list_all("prompts/list", "prompts", timeout)
 
     async def get_prompt(
         self,
@@ -161,13 +151,14 @@ class SessionAPI:
         ``version`` selects one of a prompt's versions on servers that have them
         (mcpkit and Mastra servers: Mastra's prompt versions); others ignore it.
         """
+        s = self._target
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
         if version is not None:
             params["version"] = version
         return await stateless.with_input(
-            self, "prompts/get", params, timeout=timeout, progress=progress
+            s, "prompts/get", params, timeout=timeout, progress=progress
         )
 
     # -- utilities ----------------------------------------------------------------------------
@@ -185,10 +176,11 @@ class SessionAPI:
         ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
         ``{"type": "ref/resource", "uri": ...}``.
         """
+        s = self._target
         params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
         if context is not None:
             params["context"] = {"arguments": dict(context)}
-        result = await self.request("completion/complete", params, timeout=timeout)
+        result = await s.request("completion/complete", params, timeout=timeout)
         completion = result.get("completion")
         return completion if isinstance(completion, dict) else {"values": []}
 
@@ -198,26 +190,25 @@ class SessionAPI:
         Handshake era: ``logging/setLevel``. Stateless era: the level rides in every
         later request's ``_meta`` (``logging/setLevel`` is gone in 2026-07-28).
         """
-        if self.stateless_version is not None:
-            self.log_level = level
+        s = self._target
+        if s.stateless_version is not None:
+            s.log_level = level
             return
-        await self.request("logging/setLevel", {"level": level}, timeout=timeout)
+        await s.request("logging/setLevel", {"level": level}, timeout=timeout)
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """``ping``; in the stateless era (no ``ping``) a ``server/discover`` round trip."""
-        method = "server/discover" if self.stateless_version is not None else "ping"
-        await self.request(method, timeout=timeout)
+        s = self._target
+        method = "server/discover" if s.stateless_version is not None else "ping"
+        await s.request(method, timeout=timeout)
 
     async def set_roots(self, roots: RootsSpec) -> None:
         """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
-        self.handlers.roots = roots
+        s = self._target
+        s.handlers.roots = roots
         # 2026-07-28 removed the notification: roots are asked for per request (MRTR).
-        if (
-            self.initialize_result is not None
-            and self._closed is None
-            and self.stateless_version is None
-        ):
-            await self.notify("notifications/roots/list_changed")
+        if s.initialize_result is not None and s._closed is None and s.stateless_version is None:
+            await s.notify("notifications/roots/list_changed")
 
     async def _fetch(
         self,
@@ -227,23 +218,25 @@ class SessionAPI:
         progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
         """``request``, served from the cache while a cacheable answer is fresh."""
-        cache = self.cache
+        s = self._target
+        cache = s.cache
         if cache is None:
-            return await self.request(method, params, timeout=timeout, progress=progress)
-        credential = credential_of(self.transport)
-        hit = cache.get(self._origin, method, params, credential)
+            return await s.request(method, params, timeout=timeout, progress=progress)
+        credential = credential_of(s.transport)
+        hit = cache.get(s._origin, method, params, credential)
         if hit is not None:
             return dict(hit)
-        result = await self.request(method, params, timeout=timeout, progress=progress)
-        cache.put(self._origin, method, params, credential, result)
+        result = await s.request(method, params, timeout=timeout, progress=progress)
+        cache.put(s._origin, method, params, credential, result)
         return result
 
     async def _list_all(self, method: str, key: str, timeout: float | None) -> list[dict[str, Any]]:
+        s = self._target
         items: list[dict[str, Any]] = []
         params: dict[str, Any] | None = None
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
-            result = await self._fetch(method, params, timeout)
+            result = await s._fetch(method, params, timeout)
             page = result.get(key)
             if isinstance(page, list):
                 items.extend(page)
@@ -254,6 +247,6 @@ class SessionAPI:
             seen.add(cursor)
             params = {"cursor": cursor}
         raise RemoteError(
-            f"MCP server {self.name!r} kept paginating {method} beyond {MAX_PAGES} pages",
+            f"MCP server {s.name!r} kept paginating {method} beyond {MAX_PAGES} pages",
             code=INTERNAL_ERROR,
         )

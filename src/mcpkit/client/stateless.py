@@ -11,7 +11,7 @@ Nothing here awaits or touches a socket except :func:`discover`, which drives a
   basic/versioning § backward compatibility): a ``DiscoverResult`` or a
   recognized modern error means a modern server; any other error, or silence,
   means a legacy one, and the session falls back to ``initialize``.
-* :func:`http_headers`, :func:`encode_header_value`, :func:`header_params`:
+* :func:`http_headers`, :func:`encode_header_value`, :func:`param_headers_of_tool`:
   the Streamable HTTP request metadata headers (2026-07-28
   transports/streamable-http § request metadata): ``MCP-Protocol-Version``,
   ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-{Name}`` from ``x-mcp-header``.
@@ -42,7 +42,6 @@ from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 if TYPE_CHECKING:
     from .handlers import ProgressCallback
     from .session import ClientSession
-    from .session_api import SessionAPI
 
 __all__ = [
     "ALL_VERSIONS",
@@ -56,9 +55,9 @@ __all__ = [
     "discover",
     "encode_header_value",
     "envelope",
-    "header_params",
     "http_headers",
     "is_stateless",
+    "param_headers_of_tool",
     "probe_won",
     "with_input",
 ]
@@ -281,7 +280,7 @@ def encode_header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
 
 
-def header_params(tool: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]] | str:
+def param_headers_of_tool(tool: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]] | str:
     """A tool's ``x-mcp-header`` annotations as ``(property path, name)`` pairs.
 
     Returns the reason as a string when an annotation breaks the schema extension's
@@ -360,7 +359,7 @@ _MRTR_PARAMS: Final = ("inputResponses", "requestState")
 
 
 async def with_input(
-    session: SessionAPI,
+    session: ClientSession,
     method: str,
     params: dict[str, Any],
     *,
@@ -402,7 +401,7 @@ async def with_input(
     )
 
 
-async def _fulfil(session: SessionAPI, origin: str, request: Any) -> dict[str, Any]:
+async def _fulfil(session: ClientSession, origin: str, request: Any) -> dict[str, Any]:
     method = request.get("method") if isinstance(request, dict) else None
     params = request.get("params") if isinstance(request, dict) else None
     if not isinstance(method, str):

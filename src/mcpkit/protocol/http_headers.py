@@ -25,7 +25,7 @@ import binascii
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["NAME_FIELDS", "check_request_headers", "decode_value", "header_params"]
+__all__ = ["NAME_FIELDS", "check_request_headers", "decode_value", "param_headers_of_schema"]
 
 # The body field Mcp-Name mirrors, per method.
 NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -103,7 +103,7 @@ def _walk(
             _walk(value, None, f"{where}/{key}", found, misplaced)
 
 
-def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
+def param_headers_of_schema(input_schema: Any) -> dict[tuple[str, ...], str]:
     """Argument path → the ``Mcp-Param-{Name}`` it is mirrored into (well-placed, named
     annotations only; registration refuses the rest)."""
     found, _ = header_annotations(input_schema)
@@ -137,7 +137,7 @@ def check_request_headers(
 ) -> str | None:
     """Why the headers disagree with request ``msg`` (None when they agree).
 
-    ``params_for_tool`` is :func:`header_params` of the called tool's input
+    ``params_for_tool`` is :func:`param_headers_of_schema` of the called tool's input
     schema (empty for other methods).
     """
     method = msg["method"]

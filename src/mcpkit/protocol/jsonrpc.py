@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 framing: decode once, classify, encode once.
+"""JSON-RPC 2.0 framing: classify, build, keep ids exact.
 
 Messages stay plain ``dict`` objects on the hot path (ARCHITECTURE.md,
 principle 3): no envelope model is built per message. This module never does
@@ -16,10 +16,7 @@ from ..errors import INVALID_REQUEST, PARSE_ERROR
 
 __all__ = [
     "Kind",
-    "ParseError",
     "classify",
-    "decode",
-    "dumps",
     "error_response",
     "exact_ids",
     "invalid_request",
@@ -42,19 +39,6 @@ class Kind(Enum):
     RESPONSE = "response"
     ERROR = "error"  # a response carrying an error
     INVALID = "invalid"
-
-
-class ParseError(ValueError):
-    """The bytes are not JSON."""
-
-
-def decode(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse one JSON text; raises :class:`ParseError`."""
-    try:
-        msg = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ParseError(str(exc)) from None
-    return exact_ids(msg, data)
 
 
 # orjson reads and writes integers in [-2**63, 2**64 - 1] only: it reads a larger one

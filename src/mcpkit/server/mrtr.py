@@ -75,7 +75,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, ConfigurationError, InvalidParams, MCPError, PeerTimeout
+from ..errors import (
+    INTERNAL_ERROR,
+    ConfigurationError,
+    InputReplayMismatch,
+    InvalidParams,
+    MCPError,
+    PeerTimeout,
+)
 from ..protocol import jsonrpc
 from .mrtr_store import InputRoundStore, MemoryInputRoundStore
 
@@ -117,12 +124,6 @@ Run = Callable[[dict[str, Any], "Send", Any], Awaitable[dict[str, Any] | None]]
 # client's result (dict), None (asked in the round the state answers) or the text
 # of the timeout the handler got.
 Entry = list[Any]
-
-
-class InputReplayMismatch(MCPError):
-    """A replayed handler asked another question than the one its journal recorded."""
-
-    code = INTERNAL_ERROR
 
 
 def _b64(data: bytes) -> str:

@@ -181,7 +181,7 @@ class MCPServer:
         self.description = description
         self.website_url = website_url
         self.icons = icons
-        self._server_info: dict[str | None, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self._implementation_info: dict[str | None, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.instructions = instructions
         self.page_size = page_size
         self.request_timeout = request_timeout
@@ -452,7 +452,7 @@ class MCPServer:
             caps["completions"] = {}
         return caps
 
-    def server_info(self, revision: Revision | None = None) -> dict[str, Any]:
+    def implementation_info(self, revision: Revision | None = None) -> dict[str, Any]:
         """``serverInfo`` (an ``Implementation``): ``title`` is 2025-06-18, the rest 2025-11-25.
 
         Every 2026-07-28 result carries it: built once per revision, and again only
@@ -461,7 +461,7 @@ class MCPServer:
         """
         key = (self.name, self.version, self.title, self.description, self.website_url, self.icons)
         name = revision.name if revision is not None else None
-        cached = self._server_info.get(name)
+        cached = self._implementation_info.get(name)
         if cached is not None and cached[0] == key:
             return cached[1]
         info: dict[str, Any] = {"name": self.name, "version": self.version}
@@ -475,14 +475,14 @@ class MCPServer:
             ):
                 if value:
                     info[field] = value
-        self._server_info[name] = (key, info)
+        self._implementation_info[name] = (key, info)
         return info
 
     def _initialize_result(self, revision: Revision) -> dict[str, Any]:
         result: dict[str, Any] = {
             "protocolVersion": revision.name,
             "capabilities": self.capabilities(revision),
-            "serverInfo": self.server_info(revision),
+            "serverInfo": self.implementation_info(revision),
         }
         if self.instructions:
             result["instructions"] = self.instructions

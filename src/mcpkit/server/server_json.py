@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConfigurationError
+from ..errors import ServerJsonError
 
 __all__ = [
     "SERVER_SCHEMA_URL",
@@ -32,18 +32,6 @@ SERVER_SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-09-29/s
 REGISTRY_TYPES = ("npm", "pypi", "oci", "nuget", "mcpb")
 PACKAGE_TRANSPORTS = ("stdio", "streamable-http", "sse")
 REMOTE_TRANSPORTS = ("streamable-http", "sse")
-
-
-class ServerJsonError(ConfigurationError):
-    """A server.json the registry would reject; ``problems`` names each bad field."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(
-            f"server.json would be rejected by the MCP registry ({len(self.problems)} "
-            f"problem(s)):\n{lines}"
-        )
 
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"

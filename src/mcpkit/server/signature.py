@@ -19,7 +19,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from ..errors import ConfigurationError
+from ..errors import SignatureError
 
 __all__ = [
     "FunctionSignature",
@@ -29,19 +29,6 @@ __all__ = [
     "parameter_names",
     "resolve_hints",
 ]
-
-
-class SignatureError(ConfigurationError):
-    """Everything wrong with a function's parameters, one problem each (``problems``).
-
-    MCP passes arguments by name, as one JSON object: a parameter must be
-    callable by keyword and have a type pydantic can validate (and, for a tool,
-    describe as JSON Schema). Callers prefix each problem with what they register.
-    """
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(self.problems))
 
 
 def _is_context(annotation: Any) -> bool:

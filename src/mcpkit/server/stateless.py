@@ -217,7 +217,7 @@ def complete_result(session: ServerSession, method: str, result: dict[str, Any])
     if "resultType" not in out:
         out["resultType"] = "complete"
     meta = out.get("_meta")
-    info = server.server_info(session.revision)
+    info = server.implementation_info(session.revision)
     out["_meta"] = {**meta, SERVER_INFO: info} if isinstance(meta, dict) else {SERVER_INFO: info}
     if method in CACHEABLE_METHODS and out["resultType"] == "complete":
         # A handler may have set the hint of the resource it read; fill what it left.

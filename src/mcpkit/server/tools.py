@@ -20,7 +20,7 @@ import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import InvalidParams, MCPKitError, RegistrationError, tool_error_text
-from ..protocol.http_headers import header_params
+from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .mcp_header import header_problems
@@ -99,11 +99,11 @@ class ToolDefinition:
         through :func:`current_context`)."""
         return self._context_param is None
 
-    def header_params(self) -> dict[tuple[str, ...], str]:
+    def param_headers(self) -> dict[tuple[str, ...], str]:
         """Argument path → ``Mcp-Param-{Name}`` header (2026-07-28 ``x-mcp-header``), cached:
         every stateless-era ``tools/call`` checks its headers against it."""
         if self._headers is None:
-            self._headers = header_params(self.describe().get("inputSchema"))
+            self._headers = param_headers_of_schema(self.describe().get("inputSchema"))
         return self._headers
 
     def describe(self) -> dict[str, Any]:

@@ -69,6 +69,8 @@ from string import ascii_letters, digits
 from typing import Final
 from urllib.parse import quote, unquote
 
+from ..errors import UriTemplateError
+
 __all__ = ["UriTemplate", "UriTemplateError"]
 
 # RFC 3986 gen-delims and sub-delims, the "reserved" set of RFC 6570 section 1.5.
@@ -97,15 +99,6 @@ _CONT: Final = f"%[89ABab]{_H}"
 _UTF8_CHAR: Final = (
     f"%[0-7]{_H}|%[CDcd]{_H}{_CONT}|%[Ee]{_H}{_CONT}{_CONT}|%[Ff][0-7]{_CONT}{_CONT}{_CONT}"
 )
-
-
-class UriTemplateError(ValueError):
-    """A malformed URI template; names the template and the 0-based position."""
-
-    def __init__(self, message: str, template: str, position: int) -> None:
-        super().__init__(f"{message} at position {position} in URI template {template!r}")
-        self.template = template
-        self.position = position
 
 
 @dataclass(frozen=True, slots=True)

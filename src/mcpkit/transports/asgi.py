@@ -17,11 +17,21 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    BodyTimeout,
+    BodyTooLarge,
+    ClientGone,
+    ConfigurationError,
+)
 
 __all__ = [
     "AUTH_SCOPE_KEY",
     "ASGIApp",
+    "BodyTimeout",
+    "BodyTooLarge",
+    "ClientGone",
     "Message",
     "Receive",
     "Scope",
@@ -178,14 +188,6 @@ def accepts_event_stream(accept: bytes | None) -> bool:
     return b"text/event-stream" in a or b"text/*" in a or b"*/*" in a
 
 
-class BodyTooLarge(Exception):
-    """The request body exceeds the configured limit."""
-
-
-class ClientGone(Exception):
-    """The client disconnected before the request body arrived."""
-
-
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 
 
@@ -196,10 +198,6 @@ def check_body_timeout(value: float | None) -> float | None:
 
         raise ConfigurationError(f"body_timeout must be a positive number or None, got {value!r}")
     return value
-
-
-class BodyTimeout(Exception):
-    """The request body did not arrive within the configured time."""
 
 
 async def read_body(receive: Receive, limit: int, timeout: float | None = None) -> bytes:

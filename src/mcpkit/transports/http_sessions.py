@@ -461,7 +461,7 @@ async def open_stream(
 ) -> None:
     """Serve a GET: resume the stream ``last_event_id`` belongs to, else the standalone one."""
     if last_event_id is not None and settings.event_store is not None:
-        if await _resume(settings, entry, last_event_id, receive, send):
+        if await _replay_stream(settings, entry, last_event_id, receive, send):
             return
     if entry.get_queue is not None:
         await _conflict(send)
@@ -484,7 +484,7 @@ async def _conflict(send: Send) -> None:
     )
 
 
-async def _resume(
+async def _replay_stream(
     settings: StreamSettings, entry: HTTPSession, last_event_id: str, receive: Receive, send: Send
 ) -> bool:
     """GET + Last-Event-ID: replay the stream after that id, then continue it live.

@@ -205,7 +205,7 @@ async def serve_stateless_post(
         name = params.get("name") if isinstance(params, dict) else None
         tool = server.tools.get(name) if isinstance(name, str) else None
         if tool is not None:
-            params_for_tool = tool.header_params()
+            params_for_tool = tool.param_headers()
     problem = check_request_headers(msg, headers, params_for_tool)
     if problem is not None:
         await _answer(
@@ -229,7 +229,7 @@ async def serve_stateless_post(
         watch = DisconnectWatch(receive, session, rid)
         timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, watch.start)
         try:
-            response = await _resume(serving, pending)
+            response = await _continue_in_task(serving, pending)
         finally:
             timer.cancel()
             stream.stop()
@@ -248,7 +248,7 @@ _T = TypeVar("_T")
 
 
 @types.coroutine
-def _resume(coro: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, _T]:
+def _continue_in_task(coro: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, _T]:
     """Await the rest of ``coro``, whose first step already ran in this task and yielded
     ``pending``: what ``await coro`` would have done from there (same task, so context
     variables and anyio cancel scopes stay where they were)."""

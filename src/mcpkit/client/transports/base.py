@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol, runtime_checkable
 
-from ...errors import ConnectionClosed, RemoteError
+from ...errors import HTTPErrorStatus, MessageTooLarge, SessionExpired, Unreachable
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -69,56 +69,6 @@ class ClientTransport(Protocol):
     async def aclose(self) -> None: ...
 
 
-class SessionExpired(ConnectionClosed):
-    """The server no longer knows our session (Streamable HTTP: 404 with a session id, or
-    a 400 that says so, as servers on the TypeScript SDK answer).
-
-    2025-11-25 transports § session management: the client MUST start a new
-    session with a fresh ``initialize``; the session does that once, then
-    retries the call.
-    """
-
-
-class Unreachable(ConnectionClosed):
-    """An HTTP request could not be made or completed (refused, DNS, TLS, reset)."""
-
-
-class HTTPErrorStatus(RemoteError):
-    """The server answered with an HTTP error status; ``status`` is that status.
-
-    The choice between Streamable HTTP and the legacy HTTP+SSE transport reads
-    it (2025-03-26 transports § backwards compatibility: a 4xx to the first
-    POST means an older server).
-    """
-
-    def __init__(self, message: str, *, status: int, code: int, data: Any = None) -> None:
-        super().__init__(message, code=code, data=data)
-        self.status = status
-
-
-class MessageTooLarge(ConnectionClosed):
-    """A server sent a message larger than ``max_message_size``; ``limit`` is that size.
-
-    The message is not read further (its connection or stream is dropped), so
-    the request it answered fails with this error.
-    """
-
-    def __init__(self, server: str, limit: int, where: str) -> None:
-        super().__init__(
-            f"MCP server {server} sent a message larger than max_message_size ({_size(limit)}) "
-            f"{where}; "
-            "it was not read further. If the server's messages are legitimately this large, "
-            "raise max_message_size (an option of Client and MCPClient, and of each server's "
-            "configuration)"
-        )
-        self.server = server
-        self.limit = limit
-        self.where = where
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickling rebuild it whole
-        return (type(self), (self.server, self.limit, self.where))
-
-
 def message_size_problem(name: str, value: object) -> str | None:
     """Why ``value`` is not a usable ``max_message_size`` (None when it is)."""
     if type(value) is int and value >= 1024:
@@ -127,10 +77,3 @@ def message_size_problem(name: str, value: object) -> str | None:
         f"{name} must be a whole number of bytes, at least 1024 "
         f"(the default is {DEFAULT_MAX_MESSAGE_SIZE}, 32 MiB), not {value!r}"
     )
-
-
-def _size(n: int) -> str:
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= factor and n % factor == 0:
-            return f"{n // factor} {unit}"
-    return f"{n} bytes"

@@ -21,17 +21,11 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from ...errors import EventTooLarge
+
 __all__ = ["Event", "EventStreamDecoder", "EventTooLarge"]
 
 _LINE_END: Final = re.compile(rb"\r\n|\r|\n")
-
-
-class EventTooLarge(ValueError):
-    """An event (or a line) went past ``max_event_size`` bytes; the stream is unusable."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"an SSE event is larger than {limit} bytes")
-        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)

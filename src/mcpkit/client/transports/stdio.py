@@ -48,7 +48,7 @@ from typing import Any, Final
 
 import orjson
 
-from ...errors import ConnectionClosed
+from ...errors import ConnectionClosed, ServerExited
 from ...protocol import jsonrpc
 from ...protocol.jsonrpc import exact_ids
 from ...stdio_process import Reader, open_input
@@ -63,14 +63,6 @@ _NEWLINE: Final = orjson.OPT_APPEND_NEWLINE
 # How long after the process exits we still wait for its last stdout bytes.
 _EXIT_GRACE: Final = 0.25
 _STDERR_TAIL: Final = 10
-
-
-class ServerExited(ConnectionClosed):
-    """The server process exited (or stopped being usable); ``returncode`` may be None."""
-
-    def __init__(self, message: str, returncode: int | None = None) -> None:
-        super().__init__(message)
-        self.returncode = returncode
 
 
 class StdioTransport:

@@ -317,13 +317,13 @@ class StreamableHTTPTransport:
             before = decoder.last_event_id
             decoder.resume()
             try:
-                if await self._resume(decoder, rid):
+                if await self._replay_after_last_event(decoder, rid):
                     return
             except httpx.TransportError as exc:
                 log.debug("resuming request %r on %s failed: %s", rid, self.label, exc)
             failures = 0 if decoder.last_event_id != before else failures + 1
 
-    async def _resume(self, decoder: EventStreamDecoder, rid: Any) -> bool:
+    async def _replay_after_last_event(self, decoder: EventStreamDecoder, rid: Any) -> bool:
         """One ``GET`` with ``Last-Event-ID``; True once the answer to ``rid`` arrived."""
         client = self._http()
         sent_session = self.session_id
@@ -391,7 +391,7 @@ class StreamableHTTPTransport:
         for tool in tools:
             if type(tool) is not dict:
                 continue
-            found = stateless.header_params(tool)
+            found = stateless.param_headers_of_tool(tool)
             name = tool.get("name")
             if isinstance(found, str):
                 log.warning("%s: ignoring tool %r: %s", self.label, name, found)

@@ -42,6 +42,11 @@ _EXPORTS: dict[str, str] = {
     "RegistrationError": "mcpkit.errors",
     "InvalidParams": "mcpkit.errors",
     "ResourceNotFound": "mcpkit.errors",
+    "Forbidden": "mcpkit.errors",
+    "MiddlewareContext": "mcpkit.server.middleware",
+    "Middleware": "mcpkit.server.middleware",
+    "CallNext": "mcpkit.server.middleware",
+    "LifespanError": "mcpkit.server.lifespan",
     "CapabilityError": "mcpkit.errors",
     "PeerTimeout": "mcpkit.errors",
     "ConnectionClosed": "mcpkit.errors",
@@ -71,6 +76,7 @@ __all__ = [
     "AgentResponse",
     "Audio",
     "CacheHint",
+    "CallNext",
     "CapabilityError",
     "Client",
     "ClientSession",
@@ -80,9 +86,11 @@ __all__ = [
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
+    "Forbidden",
     "Image",
     "InputRoundStore",
     "InvalidParams",
+    "LifespanError",
     "MCPClient",
     "MCPError",
     "MCPKitError",
@@ -91,6 +99,8 @@ __all__ = [
     "MCPServerResources",
     "McpHeader",
     "MemoryInputRoundStore",
+    "Middleware",
+    "MiddlewareContext",
     "Package",
     "PeerTimeout",
     "PromptArg",
@@ -148,6 +158,7 @@ if TYPE_CHECKING:
         ConfigurationError,
         ConnectionClosed,
         ElicitationValidationError,
+        Forbidden,
         InvalidParams,
         MCPError,
         MCPKitError,
@@ -169,8 +180,10 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.lifespan import LifespanError
     from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError
+    from .server.middleware import CallNext, Middleware, MiddlewareContext
     from .server.mrtr_store import InputRoundStore, MemoryInputRoundStore
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources

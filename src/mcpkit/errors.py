@@ -12,6 +12,7 @@ Hierarchy, split by who must act::
     │   │                         fit the requested schema (a tool error if uncaught)
     │   ├── MethodNotFound        -32601
     │   ├── ResourceNotFound      -32002 (-32602 from 2026-07-28 on)
+    │   ├── Forbidden             -32003, the caller may not make this request
     │   ├── CapabilityError       the peer did not declare what a call needs
     │   └── RemoteError           the peer answered one of our requests with an error
     ├── ToolError                 raised inside a tool: becomes ``isError: true``
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
 __all__ = [
+    "FORBIDDEN",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -45,6 +47,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionClosed",
     "ElicitationValidationError",
+    "Forbidden",
     "InvalidParams",
     "InvalidRequest",
     "MCPError",
@@ -68,6 +71,9 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 URL_ELICITATION_REQUIRED = -32042
+# mcpkit's own, in the range JSON-RPC 2.0 § 5.1 leaves to the implementation
+# (-32000 .. -32099); MCP defines no code for a refused request.
+FORBIDDEN = -32003
 # 2026-07-28 transport errors.
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
@@ -158,6 +164,17 @@ class ResourceNotFound(MCPError):
     def __init__(self, uri: str) -> None:
         super().__init__(f"Resource not found: {uri}", data={"uri": uri})
         self.uri = uri
+
+
+class Forbidden(MCPError):
+    """The caller may not make this request (raised by a middleware or a handler).
+
+    The client gets a JSON-RPC error with code -32003 and this message; no
+    tool runs. Raise it for a policy decision (a missing scope, a rate limit,
+    a tool the caller may not see), not for bad arguments (``InvalidParams``).
+    """
+
+    code = FORBIDDEN
 
 
 class RemoteError(MCPError):

@@ -161,3 +161,24 @@ async def test_middleware_and_lifespan(transport: str, revision: str, tmp_path: 
         assert requests_of(events, "initialize") == [
             ["log> initialize", "guard> initialize", "log< initialize ok"]
         ]
+
+
+async def test_a_host_app_runs_the_lifespan_when_it_mounts_the_asgi_app() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    events: list[str] = []
+    server = build(events.append)
+
+    @contextlib.asynccontextmanager
+    async def host_lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with server.lifespan_context():  # Starlette does not pass lifespan to mounts
+            yield
+
+    host = Starlette(routes=[Mount("/tools", app=server.http_app("/mcp"))], lifespan=host_lifespan)
+    async with run_app(host) as base:
+        async with Client(url=f"{base}/tools/mcp", timeout=TIMEOUT) as client:
+            result = await client.call_tool("query", {"sql": "select 2"})
+        assert result["content"][0]["text"] == "rows for 'select 2' (query 1)"
+        assert events.count("lifespan enter") == 1 and "lifespan exit" not in events
+    assert events[-1] == "lifespan exit" and events.count("lifespan exit") == 1

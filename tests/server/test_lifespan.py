@@ -47,7 +47,7 @@ async def test_one_entry_shared_by_concurrent_connections() -> None:
 
 async def test_state_outside_the_lifespan_is_a_clear_error() -> None:
     server, _ = counted_server()
-    with pytest.raises(LifespanError, match="is not running.*lifespan_context"):
+    with pytest.raises(LifespanError, match=r"is not running.*lifespan_context"):
         server.lifespan_state  # noqa: B018
     # execute_tool runs without a transport: enter the lifespan by hand.
     async with server.lifespan_context() as state:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -207,7 +207,7 @@ async def run_chain(chain: CallNext, ctx: MiddlewareContext) -> dict[str, Any]:
 # -- the handshake era: the chain wraps each handler of the table -------------------------------
 
 
-def wrap_methods(methods: dict[str, Handler] | Any, chain: CallNext | None) -> dict[str, Handler]:
+def wrap_methods(methods: Mapping[str, Handler], chain: CallNext | None) -> dict[str, Handler]:
     """The table a handshake-era session dispatches with: each handler inside ``chain``.
 
     The session has already registered the request (so a client's cancel reaches

@@ -40,6 +40,11 @@ _EXPORTS: dict[str, str] = {
     "RegistrationError": "mcpkit.errors",
     "InvalidParams": "mcpkit.errors",
     "ResourceNotFound": "mcpkit.errors",
+    "Forbidden": "mcpkit.errors",
+    "MiddlewareContext": "mcpkit.server.middleware",
+    "Middleware": "mcpkit.server.middleware",
+    "CallNext": "mcpkit.server.middleware",
+    "LifespanError": "mcpkit.server.lifespan",
     "CapabilityError": "mcpkit.errors",
     "PeerTimeout": "mcpkit.errors",
     "ConnectionClosed": "mcpkit.errors",
@@ -69,6 +74,7 @@ __all__ = [
     "AgentResponse",
     "Audio",
     "CacheHint",
+    "CallNext",
     "CapabilityError",
     "Client",
     "ClientSession",
@@ -78,9 +84,11 @@ __all__ = [
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
+    "Forbidden",
     "Image",
     "InputRoundStore",
     "InvalidParams",
+    "LifespanError",
     "MCPClient",
     "MCPError",
     "MCPKitError",
@@ -89,6 +97,8 @@ __all__ = [
     "MCPServerResources",
     "McpHeader",
     "MemoryInputRoundStore",
+    "Middleware",
+    "MiddlewareContext",
     "Package",
     "PeerTimeout",
     "PromptArg",
@@ -152,6 +162,7 @@ if TYPE_CHECKING:
         ConfigurationError,
         ConnectionClosed,
         ElicitationValidationError,
+        Forbidden,
         InvalidParams,
         MCPError,
         MCPKitError,
@@ -173,8 +184,10 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.lifespan import LifespanError
     from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError
+    from .server.middleware import CallNext, Middleware, MiddlewareContext
     from .server.mrtr_store import InputRoundStore, MemoryInputRoundStore
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources

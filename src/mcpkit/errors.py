@@ -19,6 +19,7 @@ Hierarchy, split by who must act::
     │   │                             fit the requested schema (a tool error if uncaught)
     │   ├── MethodNotFound            -32601
     │   ├── ResourceNotFound          -32002 (-32602 from 2026-07-28 on)
+    │   ├── Forbidden                 the caller may not make this request (a middleware refused)
     │   ├── CapabilityError           the peer did not declare what a call needs
     │   ├── InputReplayMismatch       a tool replayed for input asked another question
     │   └── RemoteError               the peer answered one of our requests with an error
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
 __all__ = [
+    "FORBIDDEN",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -76,6 +78,7 @@ __all__ = [
     "ConnectionClosed",
     "ElicitationValidationError",
     "EventTooLarge",
+    "Forbidden",
     "HTTPErrorStatus",
     "InputReplayMismatch",
     "InvalidParams",
@@ -108,6 +111,11 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 URL_ELICITATION_REQUIRED = -32042
+# mcpkit's own codes lie outside JSON-RPC's reserved -32768 .. -32000: from 2026-07-28
+# on, -32020 .. -32099 belong to the MCP specification alone and -32000 .. -32019 to
+# legacy use (2026-07-28 basic § error codes: new codes SHOULD be allocated outside the
+# reserved range). MCP defines no code for a refused request; 403 is HTTP's.
+FORBIDDEN = -31403
 # 2026-07-28 transport errors.
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
@@ -245,6 +253,17 @@ class InputReplayMismatch(MCPError):
     """
 
     code = INTERNAL_ERROR
+
+
+class Forbidden(MCPError):
+    """The caller may not make this request (raised by a middleware or a handler).
+
+    The client gets a JSON-RPC error with code -31403 and this message; no
+    tool runs. Raise it for a policy decision (a missing scope, a rate limit,
+    a tool the caller may not see), not for bad arguments (``InvalidParams``).
+    """
+
+    code = FORBIDDEN
 
 
 class RemoteError(MCPError):

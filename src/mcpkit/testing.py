@@ -73,21 +73,30 @@ class InMemoryClient:
         self._do_initialize = initialize
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._in_lifespan = False
         self.session: ServerSession = server.create_session(
             standalone=self._deliver, stateless=stateless
         )
 
     async def __aenter__(self) -> InMemoryClient:
+        # The server's lifespan runs while the client is connected (shared with any
+        # other connection to the same server: entered once).
+        await self.server._lifespan.enter()
+        self._in_lifespan = True
         if self._do_initialize:
-            self.initialize_result = await self.request(
-                "initialize",
-                {
-                    "protocolVersion": self.protocol_version,
-                    "capabilities": self.capabilities,
-                    "clientInfo": self.client_info,
-                },
-            )
-            await self.notify("notifications/initialized")
+            try:
+                self.initialize_result = await self.request(
+                    "initialize",
+                    {
+                        "protocolVersion": self.protocol_version,
+                        "capabilities": self.capabilities,
+                        "clientInfo": self.client_info,
+                    },
+                )
+                await self.notify("notifications/initialized")
+            except BaseException:
+                await self.aclose()
+                raise
         return self
 
     async def __aexit__(
@@ -99,6 +108,9 @@ class InMemoryClient:
         for task in list(self._tasks):
             task.cancel()
         self.session.close()
+        if self._in_lifespan:
+            self._in_lifespan = False
+            await self.server._lifespan.exit()
 
     # -- the wire ----------------------------------------------------------------------------
     async def _deliver(self, message: dict[str, Any]) -> None:

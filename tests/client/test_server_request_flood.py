@@ -1,7 +1,7 @@
 """A server that floods the client with requests of its own cannot freeze it.
 
 At most ``max_server_requests`` server requests are handled at once, the excess is
-refused with error -32000 (a bounded number of refusals at once) or dropped, and the
+refused with error -31429 (a bounded number of refusals at once) or dropped, and the
 client's own calls keep their deadlines: the flooding servers here are hand-written
 and hostile, over real HTTP (uvicorn on 127.0.0.1) and over stdio (a real subprocess).
 """
@@ -27,7 +27,7 @@ from mcpkit.server.server import MCPServer
 from tests.client.conftest import FIXTURES, PYTHON, Traffic
 from tests.client.http_servers import read_body, serve
 
-TOO_MANY_REQUESTS = -32000  # the error refusing a server request beyond the limit
+TOO_MANY_REQUESTS = -31429  # the error refusing a server request beyond the limit
 FLOOD = str(Path(FIXTURES) / "flood_server.py")
 CALL_TIMEOUT = 2.0
 # The deadline plus generous slack for a noisy machine; without the bound a flood of

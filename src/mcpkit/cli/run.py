@@ -205,7 +205,12 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(server, int):
         return server
     if args.transport == "stdio":
-        server.run_stdio()
+        from ..server.lifespan import LifespanError
+
+        try:
+            server.run_stdio()
+        except LifespanError as exc:  # names the server and the cause: no traceback
+            return _fail(str(exc))
         return 0
     from ..errors import ConfigurationError
 

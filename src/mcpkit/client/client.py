@@ -82,7 +82,7 @@ class Client(SessionAPI):
     buffered (stdio and HTTP; a ``transport=`` object has its own setting).
     ``max_server_requests`` bounds how many of the server's
     own requests (sampling, elicitation, roots, ping) are handled at once; the
-    excess is refused with error -32000.
+    excess is refused with error -31429.
     """
 
     def __init__(

@@ -93,9 +93,9 @@ _LEVELS: Final = {
 
 # Server requests handled at once by default; elicitations waiting on a user count too.
 MAX_SERVER_REQUESTS: Final = 32
-# The error refusing a request beyond the limit: JSON-RPC 2.0 § 5.1 leaves -32000 to
-# -32099 to implementations ("server error"; here the client is the one answering).
-TOO_MANY_REQUESTS: Final = -32000
+# The error refusing a request beyond the limit: mcpkit's own code, outside JSON-RPC's
+# reserved -32768 .. -32000 (2026-07-28 basic § error codes); 429 is HTTP's.
+TOO_MANY_REQUESTS: Final = -31429
 _WARN_EVERY: Final = 60.0  # seconds between two warnings about a flood
 
 

@@ -175,6 +175,12 @@ class Context:
         return self.request.cancelled
 
     @property
+    def lifespan_state(self) -> Any:
+        """What the server's lifespan yielded (``MCPServer(lifespan=...)``): shared
+        resources such as a database pool; None when the server has no lifespan."""
+        return self.session.server.lifespan_state
+
+    @property
     def extra(self) -> RequestExtra:
         if self._extra is None:
             req = self.request

@@ -1,8 +1,13 @@
-"""``MCPServer``: the object a developer builds, and the method dispatch table."""
+"""``MCPServer``: the object a developer builds.
+
+The handlers of the MCP methods live in :mod:`.methods`, the middleware chain
+around them in :mod:`.middleware`, the application lifespan in :mod:`.lifespan`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import weakref
@@ -11,18 +16,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
-from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .completions import CompletionRegistry
-from .content import shape_content, shape_result
 from .context import LOG_LEVELS, Context, _current
+from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
 from .metadata import Package, Remote, Repository, ServerMetadata
+from .methods import METHODS, Handler, shape_listing
+from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
 from .mrtr import DEFAULT_MAX_STATE, InputRounds
 from .mrtr_store import InputRoundStore
-from .pagination import paginate
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
-from .session import Handler, Request, ServerSession
+from .session import Request, ServerSession
 from .stateless import (
     DEFAULT_LISTEN_QUEUE_BYTES,
     CacheHint,
@@ -30,8 +35,6 @@ from .stateless import (
     check_cache_option,
     check_cache_scope,
     check_ttl_ms,
-    discover,
-    listen,
 )
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
@@ -89,36 +92,6 @@ class ToolManager:
         await self._server._broadcast("notifications/tools/list_changed")
 
 
-def shape_listing(item: dict[str, Any], revision: Revision) -> dict[str, Any]:
-    """A tool, resource, template or prompt entry without the fields ``revision`` lacks.
-
-    Entries are described in the newest shape; a client on an older revision
-    gets them without ``title``/``_meta``/``outputSchema`` (2025-06-18),
-    ``icons`` (2025-11-25) or tool ``annotations`` (2025-03-26).
-    """
-    drop = set()
-    if not revision.titles:
-        drop.add("title")
-    if not revision.icons:
-        drop.add("icons")
-    if not revision.meta_fields:
-        drop.add("_meta")
-    if not revision.structured_output:
-        drop.add("outputSchema")
-    if not revision.tool_annotations and "inputSchema" in item:
-        drop.add("annotations")
-    if not drop:
-        return item
-    out = {k: v for k, v in item.items() if k not in drop}
-    arguments = out.get("arguments")
-    if "title" in drop and isinstance(arguments, list):  # PromptArgument.title is 2025-06-18 too
-        out["arguments"] = [
-            {k: v for k, v in a.items() if k != "title"} if isinstance(a, dict) else a
-            for a in arguments
-        ]
-    return out
-
-
 class MCPServer:
     """An MCP server: tools, resources, prompts and completions.
 
@@ -163,6 +136,8 @@ class MCPServer:
         input_store: InputRoundStore | None = None,
         request_state_limit: int = DEFAULT_MAX_STATE,
         listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
+        middleware: Sequence[Middleware] | None = None,
+        lifespan: LifespanFactory | None = None,
         debug: bool = False,
     ) -> None:
         if default_log_level not in LOG_LEVELS:
@@ -210,7 +185,15 @@ class MCPServer:
         self.completions = CompletionRegistry()
         self._roots_changed: list[Callable[[ServerSession], Any]] = []
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
-        self._dispatch: dict[str, Handler] = _build_dispatch(self)
+        # The method table (methods.METHODS) and the middleware around it, built once:
+        # handshake-era sessions dispatch with _dispatch (each handler inside the chain),
+        # 2026-07-28 requests run the chain around each round (stateless.serve_stateless)
+        # and dispatch with the bare _methods inside it.
+        self._methods: dict[str, Handler] = dict(METHODS)
+        self._middleware: list[Middleware] = check_middleware(middleware)
+        self._chain: CallNext | None = build_chain(self._middleware)
+        self._dispatch: dict[str, Handler] = wrap_methods(self._methods, self._chain)
+        self._lifespan = Lifespan(self, lifespan)
         # Tool name -> the server-to-client requests it makes (declared with needs=).
         self.back_channel_needs: dict[str, tuple[str, ...]] = {}
         # Mastra's registry metadata (see .metadata); the id is final once made.
@@ -436,6 +419,55 @@ class MCPServer:
         """Call ``fn(session)`` when a client says its roots changed."""
         self._roots_changed.append(fn)
         return fn
+
+    # -- middleware and lifespan (see .middleware, .lifespan) ----------------------------------
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        """The middleware chain, outermost first (``MCPServer(middleware=...)``)."""
+        return tuple(self._middleware)
+
+    def add_middleware(self, middleware: Middleware) -> Middleware:
+        """Add ``middleware`` innermost (after those given so far); usable as a decorator.
+
+        The chain is built again here, once; sessions opened from now on use it
+        (add middleware before serving: an open handshake-era session keeps the
+        chain it started with).
+        """
+        chain = check_middleware([*self._middleware, middleware])
+        self._middleware = chain
+        self._chain = build_chain(chain)
+        self._dispatch = wrap_methods(self._methods, self._chain)
+        return middleware
+
+    def lifespan_context(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Enter the server's lifespan for as long as the ``async with`` block runs.
+
+        The transports do this themselves; call it to run tools another way
+        (``server.execute_tool``) or to run the lifespan from a host application
+        that mounts the ASGI app (see docs/server.md). Nested and concurrent
+        entries share one: the first enters the lifespan, the last exits it. The
+        ``as`` value is the lifespan state. Raises :class:`LifespanError` when
+        the lifespan fails to start.
+        """
+        return self._lifespan()
+
+    @property
+    def lifespan_state(self) -> Any:
+        """What the lifespan yielded; None without a lifespan.
+
+        Raises :class:`LifespanError` when the server has a lifespan that is not
+        running (nothing is serving, or a host application mounting the ASGI
+        app does not run ASGI lifespan events for it).
+        """
+        state = self._lifespan.state
+        if state is NOT_RUNNING:
+            raise LifespanError(
+                f"the lifespan of server {self.name!r} is not running: it starts when serving "
+                "starts (stdio, the ASGI lifespan startup of http_app/sse_app, an in-memory "
+                "client); a host app that mounts the ASGI app must run it in its own lifespan "
+                "with `async with server.lifespan_context():`"
+            )
+        return state
 
     # -- capabilities and sessions ---------------------------------------------------------
     def capabilities(self, revision: Revision | None = None) -> dict[str, Any]:
@@ -704,150 +736,3 @@ class MCPServer:
 
 async def _no_send(message: dict[str, Any]) -> None:
     return None
-
-
-# -- method handlers ---------------------------------------------------------------------------
-
-
-def _build_dispatch(server: MCPServer) -> dict[str, Handler]:
-    """The method → handler table; one dict lookup per request."""
-
-    def page_size() -> int | None:
-        return server.page_size  # read at call time: settable after construction
-
-    async def initialize(session: ServerSession, req: Request) -> dict[str, Any]:
-        return await session.initialize(req)
-
-    async def ping(session: ServerSession, req: Request) -> dict[str, Any]:
-        return {}
-
-    async def set_level(session: ServerSession, req: Request) -> dict[str, Any]:
-        return await session.set_level(req)
-
-    async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        items, nxt = paginate(
-            server.tools.listing(session.revision), req.params.get("cursor"), page_size()
-        )
-        return {"tools": items, "nextCursor": nxt} if nxt else {"tools": items}
-
-    async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
-        params = req.params
-        name = params.get("name")
-        tool = server.tools._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            raise InvalidParams(f"Unknown tool: {name}")
-        arguments = params.get("arguments")
-        if arguments is not None and type(arguments) is not dict:
-            raise InvalidParams("tools/call: 'arguments' must be an object")
-        ctx = Context(session, req)
-        token = _current.set(ctx)
-        try:
-            result = await tool.run(arguments, ctx, debug=server.debug)
-        finally:
-            _current.reset(token)
-        revision = session.revision
-        if revision.meta_fields and revision.structured_output:
-            return result
-        return shape_result(result, revision)
-
-    def shaped(items: list[dict[str, Any]], revision: Revision) -> list[dict[str, Any]]:
-        return [shape_listing(i, revision) for i in items]
-
-    async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        cursor = req.params.get("cursor")
-        items, nxt = paginate(
-            shaped(await server.resources.list(), session.revision), cursor, page_size()
-        )
-        return {"resources": items, "nextCursor": nxt} if nxt else {"resources": items}
-
-    async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        templates = shaped(await server.resources.list_templates(), session.revision)
-        items, nxt = paginate(templates, req.params.get("cursor"), page_size())
-        out: dict[str, Any] = {"resourceTemplates": items}
-        if nxt:
-            out["nextCursor"] = nxt
-        return out
-
-    async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]:
-        uri = req.params.get("uri")
-        if not isinstance(uri, str):
-            raise InvalidParams("resources/read needs a 'uri' string")
-        ctx = Context(session, req)
-        token = _current.set(ctx)
-        try:
-            contents, hint = await server.resources.read_with_hint(uri, ctx)
-        finally:
-            _current.reset(token)
-        if not session.revision.meta_fields:
-            contents = [{k: v for k, v in c.items() if k != "_meta"} for c in contents]
-        if hint is not None and session.revision.era == "stateless":
-            # The resource's own hint; serve_stateless fills the rest (2026-07-28 only).
-            return {"contents": contents, **hint.fields()}
-        return {"contents": contents}
-
-    async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
-        uri = req.params.get("uri")
-        if not isinstance(uri, str):
-            raise InvalidParams("resources/subscribe needs a 'uri' string")
-        session.subscriptions.add(uri)
-        return {}
-
-    async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
-        uri = req.params.get("uri")
-        if not isinstance(uri, str):
-            raise InvalidParams("resources/unsubscribe needs a 'uri' string")
-        session.subscriptions.discard(uri)
-        return {}
-
-    async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
-        prompts = shaped(await server.prompts.list(), session.revision)
-        items, nxt = paginate(prompts, req.params.get("cursor"), page_size())
-        return {"prompts": items, "nextCursor": nxt} if nxt else {"prompts": items}
-
-    async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
-        params = req.params
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise InvalidParams("prompts/get needs a 'name' string")
-        args = params.get("arguments") or {}
-        if not isinstance(args, dict):
-            raise InvalidParams("prompts/get: 'arguments' must be an object")
-        version = params.get("version") or req.meta.get("version")
-        if version is not None and type(version) is not str:
-            raise InvalidParams(
-                f"prompts/get: 'version' must be a string, got {json_type(version)}"
-            )
-        ctx = Context(session, req)
-        token = _current.set(ctx)
-        try:
-            result = await server.prompts.get(name, args, version, ctx)
-        finally:
-            _current.reset(token)
-        revision = session.revision
-        if not (revision.meta_fields and revision.audio):
-            result["messages"] = [
-                {**m, "content": shape_content(m["content"], revision)} for m in result["messages"]
-            ]
-        return result
-
-    async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
-        return await server.completions.complete(req.params)
-
-    return {
-        "initialize": initialize,
-        "ping": ping,
-        "logging/setLevel": set_level,
-        "tools/list": tools_list,
-        "tools/call": tools_call,
-        "resources/list": resources_list,
-        "resources/templates/list": templates_list,
-        "resources/read": resources_read,
-        "resources/subscribe": subscribe,
-        "resources/unsubscribe": unsubscribe,
-        "prompts/list": prompts_list,
-        "prompts/get": prompts_get,
-        "completion/complete": complete,
-        # 2026-07-28 only (the handlers refuse other revisions).
-        "server/discover": discover,
-        "subscriptions/listen": listen,
-    }

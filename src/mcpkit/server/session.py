@@ -128,9 +128,6 @@ class Request:
         await self.send("notifications/progress", params)
 
 
-Handler = Callable[["ServerSession", Request], Awaitable[dict[str, Any]]]
-
-
 class ServerSession:
     """State of one client connection (or one request, in stateless mode)."""
 
@@ -185,7 +182,10 @@ class ServerSession:
         self.max_inflight: int | None = None
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._last_id = 0
-        self._handlers = server._dispatch
+        # Handshake-era requests reach the middleware through the wrapped table; on
+        # 2026-07-28 serve_stateless runs the chain around each round, which then
+        # dispatches with the bare table (each request passes the chain once).
+        self._handlers = server._dispatch if self.revision.era == "handshake" else server._methods
 
     # -- inbound -----------------------------------------------------------------------------
     async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:

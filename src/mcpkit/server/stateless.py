@@ -21,6 +21,7 @@ Handshake-era results never carry them (the fields do not exist there).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections import deque
@@ -52,6 +53,7 @@ from ..protocol.stateless import (
 )
 from ..protocol.versions import REVISIONS
 from .context import LOG_LEVELS
+from .middleware import serve_round
 from .mrtr import INPUT_METHODS, NOT_PAUSABLE, Restart, runs_inline
 
 if TYPE_CHECKING:
@@ -177,30 +179,24 @@ async def serve_stateless(
     session.client_capabilities = envelope.capabilities
     session.client_info = envelope.client_info
     session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
-    if method in INPUT_METHODS:
-        inline = runs_inline(session, msg)
-        if inline:  # in this task (see runs_inline), unless the tool asks for input
-            session.inputs = NOT_PAUSABLE
-            try:
-                resp = await run(msg, send, auth_info)
-            except Restart:
-                log.debug("the tool asked for input: run again as a pausable call")
-                inline = False
-            finally:
-                session.inputs = None
-        if not inline:
-            try:
-                resp = await session.server.input_rounds.serve(session, msg, send, auth_info, run)
-            except MCPError as exc:  # a bad requestState: the handler never sees it
-                return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
-            finally:
-                # A handler paused for input is still registered under this id: the
-                # answer (input_required) frees the id all the same.
-                session.answered(rid)
+    chain = session.server._chain
+    if chain is not None and method in session.server._methods:
+        # Middleware wraps the whole round: a retry with inputResponses passes through
+        # it again, and sees the input_required result of a round that asks for more.
+        resp = await serve_round(
+            chain,
+            session,
+            msg,
+            auth_info,
+            functools.partial(_serve_round, session, msg, send, auth_info, run),
+            functools.partial(complete_result, session, method),
+        )
+        if resp is None or "error" not in resp:
+            return resp
     else:
-        resp = await run(msg, send, auth_info)
-    if resp is None:
-        return None
+        resp = await _serve_round(session, msg, send, auth_info, run)
+        if resp is None:
+            return None
     error = resp.get("error")
     if error is not None:
         if error.get("code") == RESOURCE_NOT_FOUND:  # SEP-2164: -32602 from 2026-07-28 on
@@ -208,6 +204,32 @@ async def serve_stateless(
         return resp
     resp["result"] = complete_result(session, method, resp["result"])
     return resp
+
+
+async def _serve_round(
+    session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
+) -> dict[str, Any] | None:
+    """``run`` the request, in an input round when its method may ask for input (MRTR)."""
+    rid = msg["id"]
+    if msg["method"] not in INPUT_METHODS:
+        return await run(msg, send, auth_info)
+    inline = runs_inline(session, msg)
+    if inline:  # in this task (see runs_inline), unless the tool asks for input
+        session.inputs = NOT_PAUSABLE
+        try:
+            return await run(msg, send, auth_info)
+        except Restart:
+            log.debug("the tool asked for input: run again as a pausable call")
+        finally:
+            session.inputs = None
+    try:
+        return await session.server.input_rounds.serve(session, msg, send, auth_info, run)
+    except MCPError as exc:  # a bad requestState: the handler never sees it
+        return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+    finally:
+        # A handler paused for input is still registered under this id: the
+        # answer (input_required) frees the id all the same.
+        session.answered(rid)
 
 
 def complete_result(session: ServerSession, method: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
@@ -25,6 +25,9 @@ from ..errors import (
     ClientGone,
     ConfigurationError,
 )
+
+if TYPE_CHECKING:
+    from ..server.server import MCPServer
 
 __all__ = [
     "AUTH_SCOPE_KEY",
@@ -254,23 +257,42 @@ async def send_body_timeout(send: Send, timeout: float) -> None:
 
 
 async def lifespan(
-    receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]
+    receive: Receive,
+    send: Send,
+    on_shutdown: Callable[[], Awaitable[None]],
+    server: MCPServer | None = None,
 ) -> None:
-    """Answer the ASGI lifespan protocol; nothing to start, sessions to end on shutdown."""
-    while True:
-        message = await receive()
-        kind = message["type"]
-        if kind == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif kind == "lifespan.shutdown":
-            try:
-                await on_shutdown()
-            except Exception as exc:
-                log.exception("error while shutting down")
-                await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
+    """Answer the ASGI lifespan protocol: enter the server's lifespan on startup
+    (``MCPServer(lifespan=...)``); on shutdown end the sessions, then exit it."""
+    entered = False
+    try:
+        while True:
+            message = await receive()
+            kind = message["type"]
+            if kind == "lifespan.startup":
+                if server is not None:
+                    try:
+                        await server._lifespan.enter()
+                    except Exception as exc:  # LifespanError: names the server and the cause
+                        await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                        return
+                    entered = True
+                await send({"type": "lifespan.startup.complete"})
+            elif kind == "lifespan.shutdown":
+                try:
+                    await on_shutdown()
+                    if server is not None and entered:
+                        entered = False
+                        await server._lifespan.exit()
+                except Exception as exc:
+                    log.exception("error while shutting down")
+                    await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.shutdown.complete"})
                 return
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+    finally:
+        if server is not None and entered:  # the host cancelled the lifespan task
+            await server._lifespan.exit()
 
 
 def sse_event(data: bytes, event_id: str | None = None, event: bytes = b"message") -> bytes:

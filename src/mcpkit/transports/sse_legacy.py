@@ -195,7 +195,7 @@ class SSEApp:
         kind = scope["type"]
         if kind != "http":
             if kind == "lifespan":
-                await lifespan(receive, send, self.aclose)
+                await lifespan(receive, send, self.aclose, self.server)
             return
         path = route_path(scope)
         if path != self.sse_path and path != self.message_path:

@@ -511,12 +511,15 @@ async def serve_stdio(
         claim_process_stdio() if stdin is None and stdout is None else given_streams(stdin, stdout)
     )
     with claim as (in_file, out_file):
-        conn = _StdioConnection(
-            server, max_message_size=max_message_size, max_buffered_output=max_buffered_output
-        )
-        await conn.run(
-            in_file, out_file, shutdown_grace=shutdown_grace, handle_signals=handle_signals
-        )
+        # The application lifespan (MCPServer(lifespan=...)) is open before the first
+        # message is read and closed after the session ends; a failure to start stops here.
+        async with server.lifespan_context():
+            conn = _StdioConnection(
+                server, max_message_size=max_message_size, max_buffered_output=max_buffered_output
+            )
+            await conn.run(
+                in_file, out_file, shutdown_grace=shutdown_grace, handle_signals=handle_signals
+            )
 
 
 def run_stdio(server: MCPServer, **options: Any) -> None:

@@ -282,7 +282,7 @@ class StreamableHTTPApp:
         kind = scope["type"]
         if kind != "http":
             if kind == "lifespan":
-                await lifespan(receive, send, self.aclose)
+                await lifespan(receive, send, self.aclose, self.server)
             return
         if route_path(scope) not in self._paths:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))

@@ -49,8 +49,13 @@ class MemoryTransport:
         self._inbound: Inbound | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._in_lifespan = False
 
     async def start(self, inbound: Inbound) -> None:
+        # The server's lifespan runs while this connection is open (entered once, however
+        # many connections share the server).
+        await self.server._lifespan.enter()
+        self._in_lifespan = True
         self._inbound = inbound
         self.session = self.server.create_session(standalone=self._deliver)
 
@@ -86,3 +91,6 @@ class MemoryTransport:
             task.cancel()
         if self.session is not None:
             self.session.close()
+        if self._in_lifespan:
+            self._in_lifespan = False
+            await self.server._lifespan.exit()

@@ -1,0 +1,242 @@
+"""The method table: each MCP request method's handler, in one public mapping.
+
+:data:`METHODS` maps a JSON-RPC method name to an async handler
+``handler(session, request) -> result dict``. It is built once, at import; a
+session looks a request's method up in it with one dict lookup (no handler is
+a closure over a server: each reads what it needs from ``session.server``,
+so one table serves every server in the process).
+
+A handler returns the ``result`` member of the response, or raises an
+:class:`~mcpkit.errors.MCPError` for a JSON-RPC error. It does not check the
+lifecycle, the request id or the era's envelope: the session did that before
+(see :mod:`.session`). Middleware (:mod:`.middleware`) wraps these handlers;
+it is the place to add behaviour around a method, not this table.
+
+The results are shaped for the session's revision: a client on an older
+revision gets the entries without the fields its revision lacks
+(:func:`shape_listing`), and 2026-07-28 results are completed afterwards by
+:func:`~mcpkit.server.stateless.complete_result` (``resultType``, caching hints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import InvalidParams
+from ..protocol.jsonrpc import json_type
+from ..protocol.versions import Revision
+from .content import shape_content, shape_result
+from .context import Context, _current
+from .pagination import paginate
+from .stateless import discover, listen
+
+if TYPE_CHECKING:
+    from .session import Request, ServerSession
+
+__all__ = ["METHODS", "Handler", "shape_listing"]
+
+#: ``handler(session, request)``: the result of one request, or an MCPError raised.
+Handler = Callable[["ServerSession", "Request"], Awaitable[dict[str, Any]]]
+
+
+def shape_listing(item: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    """A tool, resource, template or prompt entry without the fields ``revision`` lacks.
+
+    Entries are described in the newest shape; a client on an older revision
+    gets them without ``title``/``_meta``/``outputSchema`` (2025-06-18),
+    ``icons`` (2025-11-25) or tool ``annotations`` (2025-03-26).
+    """
+    drop = set()
+    if not revision.titles:
+        drop.add("title")
+    if not revision.icons:
+        drop.add("icons")
+    if not revision.meta_fields:
+        drop.add("_meta")
+    if not revision.structured_output:
+        drop.add("outputSchema")
+    if not revision.tool_annotations and "inputSchema" in item:
+        drop.add("annotations")
+    if not drop:
+        return item
+    out = {k: v for k, v in item.items() if k not in drop}
+    arguments = out.get("arguments")
+    if "title" in drop and isinstance(arguments, list):  # PromptArgument.title is 2025-06-18 too
+        out["arguments"] = [
+            {k: v for k, v in a.items() if k != "title"} if isinstance(a, dict) else a
+            for a in arguments
+        ]
+    return out
+
+
+def _shaped(items: list[dict[str, Any]], revision: Revision) -> list[dict[str, Any]]:
+    return [shape_listing(i, revision) for i in items]
+
+
+# -- lifecycle and utilities ---------------------------------------------------------------------
+
+
+async def initialize(session: ServerSession, req: Request) -> dict[str, Any]:
+    return await session.initialize(req)
+
+
+async def ping(session: ServerSession, req: Request) -> dict[str, Any]:
+    return {}
+
+
+async def set_level(session: ServerSession, req: Request) -> dict[str, Any]:
+    return await session.set_level(req)
+
+
+async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
+    return await session.server.completions.complete(req.params)
+
+
+# -- tools ---------------------------------------------------------------------------------------
+
+
+async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
+    server = session.server
+    items, nxt = paginate(
+        server.tools.listing(session.revision), req.params.get("cursor"), server.page_size
+    )
+    return {"tools": items, "nextCursor": nxt} if nxt else {"tools": items}
+
+
+async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
+    server = session.server
+    params = req.params
+    name = params.get("name")
+    tool = server.tools._tools.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name}")
+    arguments = params.get("arguments")
+    if arguments is not None and type(arguments) is not dict:
+        raise InvalidParams("tools/call: 'arguments' must be an object")
+    ctx = Context(session, req)
+    token = _current.set(ctx)
+    try:
+        result = await tool.run(arguments, ctx, debug=server.debug)
+    finally:
+        _current.reset(token)
+    revision = session.revision
+    if revision.meta_fields and revision.structured_output:
+        return result
+    return shape_result(result, revision)
+
+
+# -- resources -----------------------------------------------------------------------------------
+
+
+async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
+    server = session.server
+    items, nxt = paginate(
+        _shaped(await server.resources.list(), session.revision),
+        req.params.get("cursor"),
+        server.page_size,
+    )
+    return {"resources": items, "nextCursor": nxt} if nxt else {"resources": items}
+
+
+async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
+    server = session.server
+    templates = _shaped(await server.resources.list_templates(), session.revision)
+    items, nxt = paginate(templates, req.params.get("cursor"), server.page_size)
+    out: dict[str, Any] = {"resourceTemplates": items}
+    if nxt:
+        out["nextCursor"] = nxt
+    return out
+
+
+async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]:
+    uri = req.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("resources/read needs a 'uri' string")
+    ctx = Context(session, req)
+    token = _current.set(ctx)
+    try:
+        contents, hint = await session.server.resources.read_with_hint(uri, ctx)
+    finally:
+        _current.reset(token)
+    if not session.revision.meta_fields:
+        contents = [{k: v for k, v in c.items() if k != "_meta"} for c in contents]
+    if hint is not None and session.revision.era == "stateless":
+        # The resource's own hint; serve_stateless fills the rest (2026-07-28 only).
+        return {"contents": contents, **hint.fields()}
+    return {"contents": contents}
+
+
+async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
+    uri = req.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("resources/subscribe needs a 'uri' string")
+    session.subscriptions.add(uri)
+    return {}
+
+
+async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
+    uri = req.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("resources/unsubscribe needs a 'uri' string")
+    session.subscriptions.discard(uri)
+    return {}
+
+
+# -- prompts -------------------------------------------------------------------------------------
+
+
+async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
+    server = session.server
+    prompts = _shaped(await server.prompts.list(), session.revision)
+    items, nxt = paginate(prompts, req.params.get("cursor"), server.page_size)
+    return {"prompts": items, "nextCursor": nxt} if nxt else {"prompts": items}
+
+
+async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
+    params = req.params
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("prompts/get needs a 'name' string")
+    args = params.get("arguments") or {}
+    if not isinstance(args, dict):
+        raise InvalidParams("prompts/get: 'arguments' must be an object")
+    version = params.get("version") or req.meta.get("version")
+    if version is not None and type(version) is not str:
+        raise InvalidParams(f"prompts/get: 'version' must be a string, got {json_type(version)}")
+    ctx = Context(session, req)
+    token = _current.set(ctx)
+    try:
+        result = await session.server.prompts.get(name, args, version, ctx)
+    finally:
+        _current.reset(token)
+    revision = session.revision
+    if not (revision.meta_fields and revision.audio):
+        result["messages"] = [
+            {**m, "content": shape_content(m["content"], revision)} for m in result["messages"]
+        ]
+    return result
+
+
+#: Every request method the server answers, name -> handler; read-only.
+METHODS: Final[Mapping[str, Handler]] = MappingProxyType(
+    {
+        "initialize": initialize,
+        "ping": ping,
+        "logging/setLevel": set_level,
+        "tools/list": tools_list,
+        "tools/call": tools_call,
+        "resources/list": resources_list,
+        "resources/templates/list": templates_list,
+        "resources/read": resources_read,
+        "resources/subscribe": subscribe,
+        "resources/unsubscribe": unsubscribe,
+        "prompts/list": prompts_list,
+        "prompts/get": prompts_get,
+        "completion/complete": complete,
+        # 2026-07-28 only (the handlers refuse other revisions).
+        "server/discover": discover,
+        "subscriptions/listen": listen,
+    }
+)

@@ -355,6 +355,15 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.client.handlers", "mcpkit.client.session"): "ServerHandlers' session",
     ("mcpkit.client.subscriptions", "mcpkit.client.session"): "Listener's session",
     ("mcpkit.client.stateless", "mcpkit.client.session"): "the era probe runs on a session",
+    ("mcpkit.server.middleware", "mcpkit.server.server"): (
+        "MiddlewareContext.server: the server a request reached"
+    ),
+    ("mcpkit.server.middleware", "mcpkit.server.session"): (
+        "MiddlewareContext.session and method handlers take the ServerSession"
+    ),
+    ("mcpkit.server.lifespan", "mcpkit.server.server"): (
+        "the lifespan factory is called with the server it belongs to"
+    ),
     ("mcpkit.client.session_api", "mcpkit.client.session"): (
         "SessionAPI's methods are typed for the ClientSession (or Client) they run on"
     ),

@@ -20,7 +20,7 @@ revision gets the entries without the fields its revision lacks
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +29,7 @@ from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .content import shape_content, shape_result
 from .context import Context, _current
+from .middleware import Handler as MethodHandler
 from .pagination import paginate
 from .stateless import discover, listen
 
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["METHODS", "Handler", "shape_listing"]
 
 #: ``handler(session, request)``: the result of one request, or an MCPError raised.
-Handler = Callable[["ServerSession", "Request"], Awaitable[dict[str, Any]]]
+# ``async handler(session, request) -> result``; defined beside the middleware that wraps it.
+Handler = MethodHandler
 
 
 def shape_listing(item: dict[str, Any], revision: Revision) -> dict[str, Any]:

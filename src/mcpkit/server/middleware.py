@@ -68,13 +68,15 @@ from ..errors import (
 )
 
 if TYPE_CHECKING:
-    from .methods import Handler
     from .server import MCPServer
     from .session import Request, ServerSession
 
 __all__ = ["CallNext", "Middleware", "MiddlewareContext", "build_chain", "wrap_methods"]
 
 log = logging.getLogger("mcpkit.server")
+
+#: ``async handler(session, request) -> result``: one MCP method (``methods.METHODS``).
+Handler = Callable[["ServerSession", "Request"], Awaitable[dict[str, Any]]]
 
 #: ``await call_next(ctx)``: the rest of the chain, then the handler; returns the result.
 CallNext = Callable[["MiddlewareContext"], Awaitable[dict[str, Any]]]

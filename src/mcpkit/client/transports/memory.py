@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import orjson
@@ -39,6 +40,8 @@ class InProcessServer(Protocol):
 
     def create_session(self, *, standalone: Deliver) -> InProcessSession: ...
 
+    def lifespan_context(self) -> AbstractAsyncContextManager[Any]: ...
+
 
 class MemoryTransport:
     """Connects a client session to ``server`` in the same event loop."""
@@ -49,13 +52,14 @@ class MemoryTransport:
         self._inbound: Inbound | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._in_lifespan = False
+        self._lifespan: AbstractAsyncContextManager[Any] | None = None
 
     async def start(self, inbound: Inbound) -> None:
         # The server's lifespan runs while this connection is open (entered once, however
         # many connections share the server).
-        await self.server._lifespan.enter()
-        self._in_lifespan = True
+        lifespan = self.server.lifespan_context()
+        await lifespan.__aenter__()
+        self._lifespan = lifespan
         self._inbound = inbound
         self.session = self.server.create_session(standalone=self._deliver)
 
@@ -91,6 +95,6 @@ class MemoryTransport:
             task.cancel()
         if self.session is not None:
             self.session.close()
-        if self._in_lifespan:
-            self._in_lifespan = False
-            await self.server._lifespan.exit()
+        lifespan, self._lifespan = self._lifespan, None
+        if lifespan is not None:
+            await lifespan.__aexit__(None, None, None)

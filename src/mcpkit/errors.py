@@ -10,6 +10,7 @@ Hierarchy, split by who must act::
     │   ├── SignatureError            a function's parameters cannot be called by name
     │   ├── ServerJsonError           a server.json the MCP registry would reject
     │   └── UriTemplateError          a malformed RFC 6570 template (also a ValueError)
+    ├── LifespanError                 the server's lifespan failed to start, or is not running
     │
     │   the caller or the model: a request mcpkit refuses (a JSON-RPC error answer)
     ├── MCPError                      carries a JSON-RPC error (code, message, data)
@@ -83,6 +84,7 @@ __all__ = [
     "InputReplayMismatch",
     "InvalidParams",
     "InvalidRequest",
+    "LifespanError",
     "MCPError",
     "MCPKitError",
     "MessageTooLarge",
@@ -253,6 +255,10 @@ class InputReplayMismatch(MCPError):
     """
 
     code = INTERNAL_ERROR
+
+
+class LifespanError(MCPKitError):
+    """The server's lifespan failed to start (the cause is ``__cause__``), or is not running."""
 
 
 class Forbidden(MCPError):

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, MCPKitError
+from ..errors import ConfigurationError, LifespanError
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -38,10 +38,6 @@ log = logging.getLogger("mcpkit.server")
 
 #: ``lifespan(server)`` -> an async context manager; what it yields is the lifespan state.
 LifespanFactory = Callable[["MCPServer"], AbstractAsyncContextManager[Any]]
-
-
-class LifespanError(MCPKitError):
-    """The server's lifespan failed to start (the cause is ``__cause__``), or is not running."""
 
 
 class _NotRunning:

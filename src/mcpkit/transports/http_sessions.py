@@ -5,7 +5,12 @@
   ``standalone`` sender, so no closure is allocated per session).
 * :class:`SessionTable` holds them in least-recently-used order: idle expiry
   by a sweep that stops at the first live session, and a cap that evicts the
-  least recently used *idle* session.
+  least recently used *idle* session. It keeps the durable half of each
+  session, a :class:`~mcpkit.stores.SessionRecord`, in a
+  :class:`~mcpkit.stores.SessionStore`: written at ``initialize``, refreshed at
+  most every ``idle_timeout / 4`` (never per request) or when the log level
+  changes, deleted when the session ends. The live objects (streams, the
+  :class:`ServerSession` and its tasks) never leave the process.
 * :class:`RequestStream` is the SSE stream answering one POST, written inline
   on the hot path; with an event store a later GET may take it over.
 * :func:`pump` writes a queue-fed stream (the standalone GET stream, or a
@@ -23,14 +28,15 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
 from ..errors import INVALID_REQUEST, ConnectionClosed
+from ..server.context import LOG_LEVELS
+from ..stores import EventStore, SessionRecord, SessionStore
 from .asgi import PING, SSE_HEADERS, Receive, Send, send_error, sse_event, watch_disconnect
-from .event_store import EventStore
 
 if TYPE_CHECKING:
     from ..server.session import ServerSession
@@ -45,6 +51,7 @@ __all__ = [
     "StreamQueue",
     "StreamSettings",
     "pump",
+    "session_record",
 ]
 
 log = logging.getLogger("mcpkit.transports.http")
@@ -99,21 +106,35 @@ class HTTPSession:
 
     __slots__ = (
         "busy",
+        "created_at",
         "get_queue",
         "last_seen",
         "listened",
         "nstreams",
+        "principal",
         "session",
         "settings",
         "sid",
+        "stored_at",
+        "stored_level",
         "streams",
     )
 
-    def __init__(self, settings: StreamSettings, sid: str, session: ServerSession) -> None:
+    def __init__(
+        self,
+        settings: StreamSettings,
+        sid: str,
+        session: ServerSession,
+        principal: str | None = None,
+    ) -> None:
         self.settings = settings
         self.sid = sid
         self.session = session
+        self.principal = principal  # who initialised it, as its session record says
+        self.created_at = time.time()
         self.last_seen = clock()
+        self.stored_at = self.last_seen  # when its record was last written to the store
+        self.stored_level = session.log_level  # the log level that record holds
         self.busy = 0  # in-flight POSTs and open streams: a busy session never expires
         self.get_queue: StreamQueue | None = None
         self.listened = False  # opened a GET stream once: keep its messages while it is away
@@ -154,14 +175,12 @@ class HTTPSession:
 
     def forget_events(self) -> None:
         """The session ended: nobody can resume its streams, so the event store may
-        forget them (when it can: ``delete_streams`` is optional)."""
+        forget them (stores written before ``delete_streams`` joined the protocol lack it)."""
         delete = getattr(self.settings.event_store, "delete_streams", None)
         if delete is None:
             return
         ids = [f"{self.sid}/{n}" for n in range(self.nstreams + 1)]
-        task = asyncio.ensure_future(delete(ids))
-        _background.add(task)
-        task.add_done_callback(_forgotten)
+        _in_background(delete(ids), "the event store could not delete a session's streams")
 
     def end_streams(self, item: str) -> None:
         """Put ``item`` (FINAL or CLOSE) on every queue-fed stream of the session."""
@@ -175,19 +194,53 @@ class HTTPSession:
                     stream.resumer = None
 
 
+def session_record(entry: HTTPSession) -> SessionRecord:
+    """The durable half of a live session, as a session store keeps it."""
+    session = entry.session
+    return SessionRecord(
+        session_id=entry.sid,
+        protocol_version=session.revision.name,
+        client_info=session.client_info,
+        client_capabilities=session.client_capabilities,
+        log_level=_LEVEL_NAMES.get(session.log_level),
+        principal=entry.principal,
+        created_at=entry.created_at,
+    )
+
+
+_LEVEL_NAMES: Final = {rank: name for name, rank in LOG_LEVELS.items()}
+
+
 class SessionTable:
-    """The live sessions of one app, least recently used first."""
+    """The live sessions of one app, least recently used first, and their records in
+    ``store`` (None: records are not kept, as in tests that build a table alone)."""
 
-    __slots__ = ("_next_sweep", "_sessions", "_sweep_every", "idle_timeout", "max_sessions")
+    __slots__ = (
+        "_next_sweep",
+        "_sessions",
+        "_store_every",
+        "_sweep_every",
+        "idle_timeout",
+        "max_sessions",
+        "record_ttl",
+        "store",
+    )
 
-    def __init__(self, *, idle_timeout: float, max_sessions: int) -> None:
+    def __init__(
+        self, *, idle_timeout: float, max_sessions: int, store: SessionStore | None = None
+    ) -> None:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
+        self.store = store
         self._sessions: OrderedDict[str, HTTPSession] = OrderedDict()
         # Sweeping from the request path (no timer per session, no background task):
         # at most every half timeout, and each sweep stops at the first live session.
         self._sweep_every = min(30.0, idle_timeout / 2)
         self._next_sweep = clock() + self._sweep_every
+        # A record is refreshed at most this often, so it lives a little longer than the
+        # idle timeout: it never expires in the store before its session here.
+        self._store_every = min(60.0, idle_timeout / 4)
+        self.record_ttl = idle_timeout + self._store_every
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -207,11 +260,34 @@ class SessionTable:
     def add(self, entry: HTTPSession) -> None:
         self._sessions[entry.sid] = entry
 
+    async def create(self, entry: HTTPSession) -> bool:
+        """Record a new session in the store; False when the store knows its id already."""
+        if self.store is None:
+            return True
+        return await self.store.create(session_record(entry), self.record_ttl)
+
     def touch(self, entry: HTTPSession) -> None:
         """Mark a session as just used (after a request or a stream ends), keeping LRU order."""
-        entry.last_seen = clock()
+        now = entry.last_seen = clock()
         if entry.sid in self._sessions:
             self._sessions.move_to_end(entry.sid)
+            if self.store is not None and (
+                now - entry.stored_at >= self._store_every
+                or entry.session.log_level != entry.stored_level
+            ):
+                self._refresh(entry, now)
+
+    def _refresh(self, entry: HTTPSession, now: float) -> None:
+        """Write the session's record again (its log level changed) or restart its ttl."""
+        store = self.store
+        assert store is not None
+        entry.stored_at = now
+        if entry.session.log_level != entry.stored_level:
+            entry.stored_level = entry.session.log_level
+            write = store.save(session_record(entry), self.record_ttl)
+        else:
+            write = store.touch(entry.sid, self.record_ttl)
+        _in_background(write, "the session store could not update a session")
 
     def lookup(self, sid: str) -> HTTPSession | None:
         """The live session ``sid``, marked as just used (None when unknown or expired)."""
@@ -241,6 +317,8 @@ class SessionTable:
         for entry in busy:  # still in use: counts as recently used
             entry.last_seen = now
             self._sessions.move_to_end(entry.sid)
+            if self.store is not None and now - entry.stored_at >= self._store_every:
+                self._refresh(entry, now)
         for entry in expired:
             log.debug("session expired after %.0f s idle", self.idle_timeout)
             self.end(entry)
@@ -262,12 +340,21 @@ class SessionTable:
                 return True
         return False
 
-    def end(self, entry: HTTPSession) -> None:
-        """End a session: it answers 404 from now on; its streams end."""
+    def end(self, entry: HTTPSession, *, forget: bool = True) -> None:
+        """End a session: it answers 404 from now on; its streams end.
+
+        ``forget``: also delete its record and its streams' events from the stores.
+        Not when the server stops: with shared stores, other workers serve on.
+        """
         self._sessions.pop(entry.sid, None)
         entry.session.close()
         entry.end_streams(FINAL)
-        entry.forget_events()
+        if forget:
+            entry.forget_events()
+            if self.store is not None:
+                _in_background(
+                    self.store.delete(entry.sid), "the session store could not delete a session"
+                )
 
     def end_streams(self) -> None:
         """Close every queue-fed stream's connection (with ``retry``) so a server can stop."""
@@ -275,8 +362,10 @@ class SessionTable:
             entry.end_streams(CLOSE)
 
     def close_all(self) -> None:
+        """End every live session of this process (the server stops); their records and
+        events stay in the stores, which expire them."""
         for entry in list(self._sessions.values()):
-            self.end(entry)
+            self.end(entry, forget=False)
 
 
 class RequestStream:
@@ -397,10 +486,17 @@ class RequestStream:
 _background: set[asyncio.Future[Any]] = set()
 
 
-def _forgotten(task: asyncio.Future[Any]) -> None:
-    _background.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("the event store could not delete a session's streams: %r", task.exception())
+def _in_background(write: Coroutine[Any, Any, Any], failure: str) -> None:
+    """Run a store write without holding up the request; log it if it fails."""
+
+    def done(task: asyncio.Future[Any]) -> None:
+        _background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("%s: %r", failure, task.exception())
+
+    task = asyncio.ensure_future(write)
+    _background.add(task)
+    task.add_done_callback(done)
 
 
 async def pump(

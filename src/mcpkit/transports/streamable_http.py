@@ -105,8 +105,8 @@ from .http_sessions import (
     HTTPSession,
     RequestStream,
     SessionTable,
-    open_stream,
 )
+from .http_streams import open_stream
 from .security import RequestGuard
 from .stateless_http import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 

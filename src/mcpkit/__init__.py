@@ -19,8 +19,8 @@ _EXPORTS: dict[str, str] = {
     "current_context": "mcpkit.server.context",
     "ToolAnnotations": "mcpkit.server.tools",
     "McpHeader": "mcpkit.server.mcp_header",
-    "InputRoundStore": "mcpkit.server.mrtr_store",
-    "MemoryInputRoundStore": "mcpkit.server.mrtr_store",
+    "InputRoundStore": "mcpkit.stores.input_rounds",
+    "MemoryInputRoundStore": "mcpkit.stores.input_rounds",
     "CacheHint": "mcpkit.server.stateless",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
@@ -188,12 +188,12 @@ if TYPE_CHECKING:
     from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError
     from .server.middleware import CallNext, Middleware, MiddlewareContext
-    from .server.mrtr_store import InputRoundStore, MemoryInputRoundStore
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
     from .server.stateless import CacheHint
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate
+    from .stores.input_rounds import InputRoundStore, MemoryInputRoundStore
     from .workflow.engine import Workflow
     from .workflow.steps import Step, StepContext, step

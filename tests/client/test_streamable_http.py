@@ -18,7 +18,7 @@ from mcpkit.client.transports.streamable_http import StreamableHTTPTransport
 from mcpkit.errors import ConnectionClosed, PeerTimeout, RemoteError
 from mcpkit.server.context import Context
 from mcpkit.server.server import MCPServer
-from mcpkit.transports.event_store import InMemoryEventStore
+from mcpkit.stores import MemoryEventStore
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.client.conftest import Traffic
 from tests.client.fixtures.demo_server import build_server
@@ -426,7 +426,7 @@ async def test_a_closed_stream_is_resumed_after_retry(
 
     recorder = Recorder()
     logs: list[Any] = []
-    app = server.http_app(event_store=InMemoryEventStore(), retry_interval_ms=retry_ms)
+    app = server.http_app(event_store=MemoryEventStore(), retry_interval_ms=retry_ms)
     async with httpx.AsyncClient(event_hooks={"request": [recorder]}) as http, serve(app) as url:
         transport = StreamableHTTPTransport(url, http_client=http, reconnect_delay=own_delay)
         # Resuming with Last-Event-ID on a GET is the handshake era's (2026-07-28 has no GET;

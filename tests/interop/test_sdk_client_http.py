@@ -14,7 +14,7 @@ from mcp import ClientSession, types
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcpkit.transports.event_store import InMemoryEventStore
+from mcpkit.stores import MemoryEventStore
 from tests.transports.conftest import TIMEOUT, demo_server, run_app
 
 pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
@@ -92,7 +92,7 @@ async def test_sdk_streamable_http_client(options: dict[str, Any]) -> None:
 async def test_sdk_client_resumes_a_stream_the_server_closed() -> None:
     """SEP-1699: the SDK reconnects with Last-Event-ID and gets the result by replay."""
     server = demo_server()
-    app = server.http_app(event_store=InMemoryEventStore(), retry_interval_ms=20)
+    app = server.http_app(event_store=MemoryEventStore(), retry_interval_ms=20)
     recorder = Recorder()
     async with run_app(app) as base:
         async with asyncio.timeout(TIMEOUT * 3):

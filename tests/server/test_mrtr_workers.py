@@ -21,7 +21,7 @@ import pytest
 from mcpkit import Context, MCPServer
 from mcpkit.client import Client
 from mcpkit.server.mrtr import RequestStateCodec
-from mcpkit.server.mrtr_store import InputRoundStore, MemoryInputRoundStore
+from mcpkit.stores import MemoryInputRoundStore
 from mcpkit.testing import connect
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests import schema
@@ -407,21 +407,6 @@ async def test_rotated_keys_let_a_new_worker_replay_an_old_state() -> None:
 
 
 # -- the store --------------------------------------------------------------------------------------
-
-
-async def test_the_memory_store_claims_once_forgets_expired_claims_and_stays_bounded() -> None:
-    import time
-
-    store = MemoryInputRoundStore(max_entries=3)
-    assert isinstance(store, InputRoundStore)
-    later = time.time() + 60
-    assert await store.claim("a", later) is True
-    assert await store.claim("a", later) is False
-    assert await store.claim("gone", time.time() - 1) is True
-    assert await store.claim("gone", later) is True  # its first claim had expired
-    for token in ("b", "c", "d"):
-        assert await store.claim(token, later) is True
-    assert len(store) == 3  # the oldest claims gave way
 
 
 async def test_a_custom_store_is_consulted_for_every_retry() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.errors import ConfigurationError
-from mcpkit.transports.event_store import InMemoryEventStore
+from mcpkit.stores import MemoryEventStore
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.transports.conftest import TIMEOUT, HTTPClient, sse_events
 from tests.transports.test_streamable_http_sessions import FakeClock, clock  # noqa: F401
@@ -37,7 +37,7 @@ def chatty_server() -> MCPServer:
 
 
 async def test_deleting_the_session_frees_its_events(serve_app: Any, make_client: Any) -> None:
-    store = InMemoryEventStore()
+    store = MemoryEventStore()
     app = StreamableHTTPApp(chatty_server(), event_store=store)
     url = await serve_app(app) + "/mcp"
     keep: HTTPClient = make_client(url)
@@ -62,7 +62,7 @@ async def test_an_expired_session_frees_its_events(
     make_client: Any,
     clock: FakeClock,  # noqa: F811
 ) -> None:
-    store = InMemoryEventStore()
+    store = MemoryEventStore()
     app = StreamableHTTPApp(chatty_server(), event_store=store, session_idle_timeout=60)
     url = await serve_app(app) + "/mcp"
     c: HTTPClient = make_client(url)
@@ -116,7 +116,7 @@ async def test_the_event_store_keeps_at_most_its_byte_budget() -> None:
     import tracemalloc
 
     budget = 8 * 1024 * 1024
-    store = InMemoryEventStore(max_bytes=budget)
+    store = MemoryEventStore(max_bytes=budget)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -141,7 +141,7 @@ async def test_the_event_store_keeps_at_most_its_byte_budget() -> None:
 
 
 async def test_one_stream_over_the_budget_keeps_its_newest_events() -> None:
-    store = InMemoryEventStore(max_bytes=5 * BIG)
+    store = MemoryEventStore(max_bytes=5 * BIG)
     for i in range(50):
         await store.store_event("only", {"data": f"{i:03d}" + "x" * BIG})
     got: list[Any] = []
@@ -156,7 +156,7 @@ async def test_one_stream_over_the_budget_keeps_its_newest_events() -> None:
 
 def test_byte_budgets_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_bytes"):
-        InMemoryEventStore(max_bytes=0)
+        MemoryEventStore(max_bytes=0)
     with pytest.raises(ConfigurationError, match="max_queued_bytes"):
         StreamableHTTPApp(chatty_server(), max_queued_bytes=0)
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit.transports.event_store import InMemoryEventStore
+from mcpkit.stores import MemoryEventStore
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.transports.conftest import (
     TIMEOUT,
@@ -200,7 +200,7 @@ async def test_disconnecting_from_a_post_stream_does_not_cancel_the_tool(
 async def test_every_event_has_an_id_and_a_cut_stream_is_replayed_and_continued(
     setup: Any, make_client: Any
 ) -> None:
-    server, _, url = await setup(event_store=InMemoryEventStore())
+    server, _, url = await setup(event_store=MemoryEventStore())
     c: HTTPClient = make_client(url)
     await c.initialize()
     async with c.stream(call(3, "steps", {"count": 4, "delay": 0.1}, token="t")) as resp:
@@ -224,7 +224,7 @@ async def test_every_event_has_an_id_and_a_cut_stream_is_replayed_and_continued(
 async def test_resume_after_the_request_finished_replays_the_response(
     setup: Any, make_client: Any
 ) -> None:
-    server, _, url = await setup(event_store=InMemoryEventStore())
+    server, _, url = await setup(event_store=MemoryEventStore())
     c: HTTPClient = make_client(url)
     await c.initialize()
     async with c.stream(call(4, "steps", {"count": 2, "delay": 0.05}, token="t")) as resp:
@@ -240,7 +240,7 @@ async def test_resume_after_the_request_finished_replays_the_response(
 async def test_sep_1699_priming_retry_server_close_and_replay_of_the_result(
     setup: Any, make_client: Any
 ) -> None:
-    _, _, url = await setup(event_store=InMemoryEventStore(), retry_interval_ms=50)
+    _, _, url = await setup(event_store=MemoryEventStore(), retry_interval_ms=50)
     c: HTTPClient = make_client(url)
     await c.initialize()
     async with c.stream(call(9, "reconnect")) as resp:
@@ -264,7 +264,7 @@ async def test_sep_1699_priming_retry_server_close_and_replay_of_the_result(
 
 
 async def test_no_priming_and_no_close_before_2025_11_25(setup: Any, make_client: Any) -> None:
-    _, _, url = await setup(event_store=InMemoryEventStore(), retry_interval_ms=50)
+    _, _, url = await setup(event_store=MemoryEventStore(), retry_interval_ms=50)
     c: HTTPClient = make_client(url, protocol_version="2025-06-18")
     await c.initialize()
     ex = await c.post(call(9, "reconnect"))
@@ -288,7 +288,7 @@ async def test_close_sse_stream_is_a_no_op_without_an_event_store(
 async def test_get_stream_missed_messages_are_replayed_with_last_event_id(
     setup: Any, make_client: Any
 ) -> None:
-    server, app, url = await setup(event_store=InMemoryEventStore())
+    server, app, url = await setup(event_store=MemoryEventStore())
     c: HTTPClient = make_client(url)
     await c.initialize()
     entry = next(iter(app._sessions.values()))
@@ -310,7 +310,7 @@ async def test_get_stream_missed_messages_are_replayed_with_last_event_id(
 async def test_last_event_id_of_another_session_is_not_replayed(
     setup: Any, make_client: Any
 ) -> None:
-    server, app, url = await setup(event_store=InMemoryEventStore())
+    server, app, url = await setup(event_store=MemoryEventStore())
     a: HTTPClient = make_client(url)
     b: HTTPClient = make_client(url)
     await a.initialize()
@@ -396,7 +396,7 @@ async def test_delete_during_a_request_ends_its_stream(setup: Any, make_client: 
 async def test_resuming_the_get_stream_takes_over_a_stale_connection(
     setup: Any, make_client: Any
 ) -> None:
-    server, app, url = await setup(event_store=InMemoryEventStore())
+    server, app, url = await setup(event_store=MemoryEventStore())
     c: HTTPClient = make_client(url)
     await c.initialize()
     entry = next(iter(app._sessions.values()))

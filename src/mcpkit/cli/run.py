@@ -225,9 +225,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.transport == "http":
             if args.resumable:
-                from ..transports.event_store import InMemoryEventStore
+                from ..stores import MemoryEventStore
 
-                options["event_store"] = InMemoryEventStore()
+                options["event_store"] = MemoryEventStore()
                 options["retry_interval_ms"] = (
                     DEFAULT_RETRY_MS if args.retry_ms is None else args.retry_ms
                 )

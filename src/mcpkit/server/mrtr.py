@@ -32,7 +32,7 @@ it, *all* of the handler's code runs exactly once. When a round reaches
 another worker, the code outside ``ctx.once`` before the last answered
 question runs again; the questions and the ``ctx.once`` steps still happen
 once. So for several workers: give them the same ``request_state_keys`` and
-a shared ``input_store`` (see :mod:`.mrtr_store`), and wrap each side effect
+a shared ``input_store`` (see :mod:`mcpkit.stores.input_rounds`), and wrap each side effect
 (a payment, a counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
 A tool declaring no ``Context`` parameter runs in the request's own task, not
 as a pausable call (most never ask, and a task per call costs more than a
@@ -84,7 +84,7 @@ from ..errors import (
     PeerTimeout,
 )
 from ..protocol import jsonrpc
-from .mrtr_store import InputRoundStore, MemoryInputRoundStore
+from ..stores.input_rounds import InputRoundStore, MemoryInputRoundStore
 
 if TYPE_CHECKING:
     from .session import Send, ServerSession

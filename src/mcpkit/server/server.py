@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
 from ..protocol.versions import Revision
+from ..stores import InputRoundStore, Store
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS, Context, _current
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
@@ -24,7 +25,6 @@ from .metadata import Package, Remote, Repository, ServerMetadata
 from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
 from .mrtr import DEFAULT_MAX_STATE, InputRounds
-from .mrtr_store import InputRoundStore
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .session import Request, ServerSession
@@ -134,12 +134,25 @@ class MCPServer:
         cache: Mapping[str, CacheHint] | None = None,
         request_state_keys: Sequence[bytes] | None = None,
         input_store: InputRoundStore | None = None,
+        store: Store | None = None,
         request_state_limit: int = DEFAULT_MAX_STATE,
         listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
         debug: bool = False,
     ) -> None:
+        if store is not None:
+            if not isinstance(store, Store):
+                raise ConfigurationError(
+                    "store must have sessions, events and input_rounds stores "
+                    f"(a mcpkit.stores.Store such as MemoryStore()), not {type(store).__name__}"
+                )
+            if input_store is not None:
+                raise ConfigurationError(
+                    "give either store= or input_store=, not both (store.input_rounds is the "
+                    "input store)"
+                )
+            input_store = store.input_rounds
         if default_log_level not in LOG_LEVELS:
             raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
         check_ttl_ms("cache_ttl_ms", cache_ttl_ms)
@@ -170,6 +183,8 @@ class MCPServer:
         # Input-required rounds (MRTR) of the stateless era; requestState is signed with
         # the first key and checked against all (rotation). Default: a random per-process key.
         # Several workers share the keys and an input_store (used states); see .mrtr.
+        # `store` groups it with the session and event stores the HTTP transport uses.
+        self.store = store
         self.input_rounds = InputRounds(
             keys=request_state_keys,
             ttl=max(request_timeout, 1.0),

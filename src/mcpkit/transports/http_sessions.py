@@ -5,11 +5,16 @@
   ``standalone`` sender, so no closure is allocated per session).
 * :class:`SessionTable` holds them in least-recently-used order: idle expiry
   by a sweep that stops at the first live session, and a cap that evicts the
-  least recently used *idle* session.
+  least recently used *idle* session. It keeps the durable half of each
+  session, a :class:`~mcpkit.stores.SessionRecord`, in a
+  :class:`~mcpkit.stores.SessionStore`: written at ``initialize``, refreshed at
+  most every ``idle_timeout / 4`` (never per request) or when the log level
+  changes, deleted when the session ends. The live objects (streams, the
+  :class:`ServerSession` and its tasks) never leave the process.
 * :class:`RequestStream` is the SSE stream answering one POST, written inline
   on the hot path; with an event store a later GET may take it over.
-* :func:`pump` writes a queue-fed stream (the standalone GET stream, or a
-  resumed one) with keep-alive pings until it ends or the client leaves.
+* Queue-fed streams (the standalone GET stream, a resumed one) are written by
+  :mod:`.http_streams`.
 
 Stream ids are ``"<session id>/<n>"``: ``/0`` is the standalone stream, POST
 streams count from 1. An event store only ever sees stream ids, and the
@@ -23,14 +28,15 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
-from ..errors import INVALID_REQUEST, ConnectionClosed
-from .asgi import PING, SSE_HEADERS, Receive, Send, send_error, sse_event, watch_disconnect
-from .event_store import EventStore
+from ..errors import ConnectionClosed
+from ..server.context import LOG_LEVELS
+from ..stores import EventStore, SessionRecord, SessionStore
+from .asgi import PING, Send, sse_event
 
 if TYPE_CHECKING:
     from ..server.session import ServerSession
@@ -44,7 +50,7 @@ __all__ = [
     "SessionTable",
     "StreamQueue",
     "StreamSettings",
-    "pump",
+    "session_record",
 ]
 
 log = logging.getLogger("mcpkit.transports.http")
@@ -99,21 +105,35 @@ class HTTPSession:
 
     __slots__ = (
         "busy",
+        "created_at",
         "get_queue",
         "last_seen",
         "listened",
         "nstreams",
+        "principal",
         "session",
         "settings",
         "sid",
+        "stored_at",
+        "stored_level",
         "streams",
     )
 
-    def __init__(self, settings: StreamSettings, sid: str, session: ServerSession) -> None:
+    def __init__(
+        self,
+        settings: StreamSettings,
+        sid: str,
+        session: ServerSession,
+        principal: str | None = None,
+    ) -> None:
         self.settings = settings
         self.sid = sid
         self.session = session
+        self.principal = principal  # who initialised it, as its session record says
+        self.created_at = time.time()
         self.last_seen = clock()
+        self.stored_at = self.last_seen  # when its record was last written to the store
+        self.stored_level = session.log_level  # the log level that record holds
         self.busy = 0  # in-flight POSTs and open streams: a busy session never expires
         self.get_queue: StreamQueue | None = None
         self.listened = False  # opened a GET stream once: keep its messages while it is away
@@ -154,14 +174,12 @@ class HTTPSession:
 
     def forget_events(self) -> None:
         """The session ended: nobody can resume its streams, so the event store may
-        forget them (when it can: ``delete_streams`` is optional)."""
+        forget them (stores written before ``delete_streams`` joined the protocol lack it)."""
         delete = getattr(self.settings.event_store, "delete_streams", None)
         if delete is None:
             return
         ids = [f"{self.sid}/{n}" for n in range(self.nstreams + 1)]
-        task = asyncio.ensure_future(delete(ids))
-        _background.add(task)
-        task.add_done_callback(_forgotten)
+        _in_background(delete(ids), "the event store could not delete a session's streams")
 
     def end_streams(self, item: str) -> None:
         """Put ``item`` (FINAL or CLOSE) on every queue-fed stream of the session."""
@@ -175,19 +193,53 @@ class HTTPSession:
                     stream.resumer = None
 
 
+def session_record(entry: HTTPSession) -> SessionRecord:
+    """The durable half of a live session, as a session store keeps it."""
+    session = entry.session
+    return SessionRecord(
+        session_id=entry.sid,
+        protocol_version=session.revision.name,
+        client_info=session.client_info,
+        client_capabilities=session.client_capabilities,
+        log_level=_LEVEL_NAMES.get(session.log_level),
+        principal=entry.principal,
+        created_at=entry.created_at,
+    )
+
+
+_LEVEL_NAMES: Final = {rank: name for name, rank in LOG_LEVELS.items()}
+
+
 class SessionTable:
-    """The live sessions of one app, least recently used first."""
+    """The live sessions of one app, least recently used first, and their records in
+    ``store`` (None: records are not kept, as in tests that build a table alone)."""
 
-    __slots__ = ("_next_sweep", "_sessions", "_sweep_every", "idle_timeout", "max_sessions")
+    __slots__ = (
+        "_next_sweep",
+        "_sessions",
+        "_store_every",
+        "_sweep_every",
+        "idle_timeout",
+        "max_sessions",
+        "record_ttl",
+        "store",
+    )
 
-    def __init__(self, *, idle_timeout: float, max_sessions: int) -> None:
+    def __init__(
+        self, *, idle_timeout: float, max_sessions: int, store: SessionStore | None = None
+    ) -> None:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
+        self.store = store
         self._sessions: OrderedDict[str, HTTPSession] = OrderedDict()
         # Sweeping from the request path (no timer per session, no background task):
         # at most every half timeout, and each sweep stops at the first live session.
         self._sweep_every = min(30.0, idle_timeout / 2)
         self._next_sweep = clock() + self._sweep_every
+        # A record is refreshed at most this often, so it lives a little longer than the
+        # idle timeout: it never expires in the store before its session here.
+        self._store_every = min(60.0, idle_timeout / 4)
+        self.record_ttl = idle_timeout + self._store_every
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -207,11 +259,34 @@ class SessionTable:
     def add(self, entry: HTTPSession) -> None:
         self._sessions[entry.sid] = entry
 
+    async def create(self, entry: HTTPSession) -> bool:
+        """Record a new session in the store; False when the store knows its id already."""
+        if self.store is None:
+            return True
+        return await self.store.create(session_record(entry), self.record_ttl)
+
     def touch(self, entry: HTTPSession) -> None:
         """Mark a session as just used (after a request or a stream ends), keeping LRU order."""
-        entry.last_seen = clock()
+        now = entry.last_seen = clock()
         if entry.sid in self._sessions:
             self._sessions.move_to_end(entry.sid)
+            if self.store is not None and (
+                now - entry.stored_at >= self._store_every
+                or entry.session.log_level != entry.stored_level
+            ):
+                self._refresh(entry, now)
+
+    def _refresh(self, entry: HTTPSession, now: float) -> None:
+        """Write the session's record again (its log level changed) or restart its ttl."""
+        store = self.store
+        assert store is not None
+        entry.stored_at = now
+        if entry.session.log_level != entry.stored_level:
+            entry.stored_level = entry.session.log_level
+            write = store.save(session_record(entry), self.record_ttl)
+        else:
+            write = store.touch(entry.sid, self.record_ttl)
+        _in_background(write, "the session store could not update a session")
 
     def lookup(self, sid: str) -> HTTPSession | None:
         """The live session ``sid``, marked as just used (None when unknown or expired)."""
@@ -241,6 +316,8 @@ class SessionTable:
         for entry in busy:  # still in use: counts as recently used
             entry.last_seen = now
             self._sessions.move_to_end(entry.sid)
+            if self.store is not None and now - entry.stored_at >= self._store_every:
+                self._refresh(entry, now)
         for entry in expired:
             log.debug("session expired after %.0f s idle", self.idle_timeout)
             self.end(entry)
@@ -262,12 +339,21 @@ class SessionTable:
                 return True
         return False
 
-    def end(self, entry: HTTPSession) -> None:
-        """End a session: it answers 404 from now on; its streams end."""
+    def end(self, entry: HTTPSession, *, forget: bool = True) -> None:
+        """End a session: it answers 404 from now on; its streams end.
+
+        ``forget``: also delete its record and its streams' events from the stores.
+        Not when the server stops: with shared stores, other workers serve on.
+        """
         self._sessions.pop(entry.sid, None)
         entry.session.close()
         entry.end_streams(FINAL)
-        entry.forget_events()
+        if forget:
+            entry.forget_events()
+            if self.store is not None:
+                _in_background(
+                    self.store.delete(entry.sid), "the session store could not delete a session"
+                )
 
     def end_streams(self) -> None:
         """Close every queue-fed stream's connection (with ``retry``) so a server can stop."""
@@ -275,8 +361,10 @@ class SessionTable:
             entry.end_streams(CLOSE)
 
     def close_all(self) -> None:
+        """End every live session of this process (the server stops); their records and
+        events stay in the stores, which expire them."""
         for entry in list(self._sessions.values()):
-            self.end(entry)
+            self.end(entry, forget=False)
 
 
 class RequestStream:
@@ -397,145 +485,14 @@ class RequestStream:
 _background: set[asyncio.Future[Any]] = set()
 
 
-def _forgotten(task: asyncio.Future[Any]) -> None:
-    _background.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("the event store could not delete a session's streams: %r", task.exception())
+def _in_background(write: Coroutine[Any, Any, Any], failure: str) -> None:
+    """Run a store write without holding up the request; log it if it fails."""
 
+    def done(task: asyncio.Future[Any]) -> None:
+        _background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("%s: %r", failure, task.exception())
 
-async def pump(
-    settings: StreamSettings,
-    send: Send,
-    receive: Receive,
-    queue: StreamQueue,
-    replay: list[tuple[str, dict[str, Any]]],
-    seen: set[str],
-) -> None:
-    """Write a queue-fed SSE stream until it ends, the client leaves or the server stops.
-
-    ``replay`` is written first; queued events whose id is in ``seen`` were
-    part of it and are skipped.
-    """
-    await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-    watcher = asyncio.ensure_future(watch_disconnect(receive, queue, GONE))
-    tail = b""
-    try:
-        for event_id, message in replay:
-            chunk = sse_event(orjson.dumps(message), event_id)
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        interval = settings.keepalive_interval
-        while True:
-            try:
-                async with asyncio.timeout(interval):
-                    item = await queue.get()
-            except TimeoutError:
-                await send({"type": "http.response.body", "body": PING, "more_body": True})
-                continue
-            if type(item) is tuple:
-                event_id, data = item
-                queue.nbytes -= len(data)
-                if event_id is not None and event_id in seen:
-                    continue
-                chunk = sse_event(data, event_id)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                continue
-            if item == CLOSE:
-                tail = settings.retry_field
-            break
-    except OSError:  # the client went away mid-write
-        pass
-    finally:
-        watcher.cancel()
-    try:
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
-    except Exception:
-        pass
-
-
-async def open_stream(
-    settings: StreamSettings,
-    entry: HTTPSession,
-    last_event_id: str | None,
-    receive: Receive,
-    send: Send,
-) -> None:
-    """Serve a GET: resume the stream ``last_event_id`` belongs to, else the standalone one."""
-    if last_event_id is not None and settings.event_store is not None:
-        if await _replay_stream(settings, entry, last_event_id, receive, send):
-            return
-    if entry.get_queue is not None:
-        await _conflict(send)
-        return
-    queue = StreamQueue(settings.max_queued_bytes)
-    entry.get_queue = queue
-    entry.listened = True
-    try:
-        await pump(settings, send, receive, queue, [], set())
-    finally:
-        if entry.get_queue is queue:
-            entry.get_queue = None
-
-
-async def _conflict(send: Send) -> None:
-    # One standalone stream per session: messages are sent on one stream only (transports §
-    # multiple connections), so a second listener would silently get nothing.
-    await send_error(
-        send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open"
-    )
-
-
-async def _replay_stream(
-    settings: StreamSettings, entry: HTTPSession, last_event_id: str, receive: Receive, send: Send
-) -> bool:
-    """GET + Last-Event-ID: replay the stream after that id, then continue it live.
-
-    Returns False when the id names no stream of this session (the caller
-    then opens a plain standalone stream).
-    """
-    store = settings.event_store
-    assert store is not None
-    replay: list[tuple[str, dict[str, Any]]] = []
-
-    async def collect(event_id: str, message: dict[str, Any]) -> None:
-        replay.append((event_id, message))
-
-    # Replay into a buffer first: only once the store names the stream can we check that
-    # it belongs to this session (transports § resumability: never replay another stream).
-    stream_id = await store.replay_events_after(last_event_id, collect)
-    if stream_id is None or not entry.owns(stream_id):
-        return False
-    queue = StreamQueue(settings.max_queued_bytes)
-    live: RequestStream | None = None
-    attached = True
-    if stream_id == entry.standalone_id:
-        # A resume proves the client lost its stream, even if the server has not noticed
-        # yet (a half-open connection): the new connection takes over, no 409.
-        if entry.get_queue is not None:
-            entry.get_queue.put_nowait(CLOSE)
-        entry.get_queue = queue
-    else:
-        live = entry.streams.get(stream_id) if entry.streams else None
-        if live is None or live.done:
-            live = None
-            attached = False
-            queue.put_nowait(FINAL)
-        else:
-            previous = live.resumer
-            live.resumer = queue  # from now on the request's messages come here
-            if previous is not None:
-                previous.put_nowait(CLOSE)
-            # One connection per stream: if the POST's own connection is somehow still
-            # open, end it.
-            await live.write(settings.retry_field, False)
-    if attached:
-        # Events stored between the replay and the takeover: replay again, deduplicated.
-        await store.replay_events_after(replay[-1][0] if replay else last_event_id, collect)
-    seen = {event_id for event_id, _ in replay}
-    try:
-        await pump(settings, send, receive, queue, replay, seen)
-    finally:
-        if live is not None and live.resumer is queue:
-            live.resumer = None
-        if entry.get_queue is queue:
-            entry.get_queue = None
-    return True
+    task = asyncio.ensure_future(write)
+    _background.add(task)
+    task.add_done_callback(done)

@@ -31,6 +31,11 @@ Choices the spec leaves open (2025-11-25 basic/transports):
   10 000) live at once: a new session evicts the least recently used *idle*
   one (its client gets 404 and re-initializes, as the spec prescribes); only
   when every session is busy does ``initialize`` get 503.
+* **Stores.** A session's record (protocol version, client capabilities, log
+  level, principal) goes to the ``session_store`` (default: in memory); its
+  live streams and tasks stay in this process. ``MCPServer(store=...)``
+  supplies both the session store and the event store unless the app is given
+  its own (see :mod:`mcpkit.stores`).
 * **Resumability** (only with an ``event_store``): every SSE event carries an
   id; POST streams of 2025-11-25 sessions start with a priming event (id,
   empty data, optional ``retry``); a handler may close its request's stream
@@ -66,7 +71,9 @@ from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, Configuration
 from ..protocol.jsonrpc import Kind, classify, error_response, exact_ids, invalid_request
 from ..protocol.stateless import is_stateless_request, unsupported_version
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
+from ..server.mrtr import principal_of
 from ..server.stateless import end_subscriptions
+from ..stores import EventStore, MemorySessionStore, SessionStore
 from .asgi import (
     AUTH_SCOPE_KEY,
     DEFAULT_BODY_TIMEOUT,
@@ -93,14 +100,13 @@ from .asgi import (
     send_too_large,
     sse_event,
 )
-from .event_store import EventStore
 from .http_sessions import (
     DEFAULT_MAX_QUEUED_BYTES,
     HTTPSession,
     RequestStream,
     SessionTable,
-    open_stream,
 )
+from .http_streams import open_stream
 from .security import RequestGuard
 from .stateless_http import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 
@@ -161,7 +167,12 @@ class StreamableHTTPApp:
         Called (sync or async) with the id of each new session before the
         ``initialize`` response is sent.
     ``event_store``
-        Makes SSE streams resumable (see :mod:`.event_store`).
+        Makes SSE streams resumable (see :mod:`mcpkit.stores.events`). Default:
+        ``server.store.events`` when the server was given a ``store``, else none.
+    ``session_store``
+        Where session records live (see :mod:`mcpkit.stores.sessions`). Default:
+        ``server.store.sessions`` when the server was given a ``store``, else a
+        :class:`~mcpkit.stores.MemorySessionStore`.
     ``allowed_origins``, ``allowed_hosts``
         DNS-rebinding protection (see :mod:`.security`; ``["*"]`` disables).
     ``max_body_size``
@@ -202,6 +213,7 @@ class StreamableHTTPApp:
         session_id_generator: Callable[[], str] | None = None,
         on_session_initialized: Callable[[str], Any] | None = None,
         event_store: EventStore | None = None,
+        session_store: SessionStore | None = None,
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
@@ -238,7 +250,13 @@ class StreamableHTTPApp:
         self._json_response = stateless if json_response is None else json_response
         self.session_id_generator = session_id_generator or _new_session_id
         self.on_session_initialized = on_session_initialized
+        shared = server.store
+        if event_store is None and shared is not None:
+            event_store = shared.events
+        if session_store is None:
+            session_store = shared.sessions if shared is not None else MemorySessionStore()
         self.event_store = event_store
+        self.session_store = session_store
         self.max_body_size = max_body_size
         self.body_timeout = check_body_timeout(body_timeout)
         self.session_idle_timeout = session_idle_timeout
@@ -249,7 +267,9 @@ class StreamableHTTPApp:
         self.max_queued_bytes = max_queued_bytes
         self.debug = debug or server.debug
         self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
-        self._sessions = SessionTable(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
+        self._sessions = SessionTable(
+            idle_timeout=session_idle_timeout, max_sessions=max_sessions, store=session_store
+        )
         self._versions = frozenset(name.encode() for name in REVISIONS)
         self._stateless_versions = frozenset(name.encode() for name in STATELESS_REVISIONS)
         self._supported = tuple(reversed(REVISIONS))
@@ -597,7 +617,7 @@ class StreamableHTTPApp:
             )
         session = self.server.create_session(session_id=sid)
         session.max_inflight = self.max_inflight
-        entry = HTTPSession(self, sid, session)
+        entry = HTTPSession(self, sid, session, principal_of(auth_info))
         session.standalone = entry
         resp = await session.handle(msg, _drop, auth_info=auth_info)
         if resp is None:  # cannot happen for initialize, but never answer "null"
@@ -606,6 +626,11 @@ class StreamableHTTPApp:
             return
         extra: list[tuple[bytes, bytes]] = []
         if "result" in resp:
+            if not await self._sessions.create(entry):
+                session.close()
+                raise ConfigurationError(
+                    f"session_id_generator returned the id of an existing session {sid!r}"
+                )
             self._sessions.add(entry)
             extra.append((b"mcp-session-id", sid.encode()))
             if self.on_session_initialized is not None:

@@ -1,10 +1,13 @@
-"""What the workers of one server share about input-required rounds: which states were used.
+"""The input-round store: what the workers of one server share about input-required rounds.
 
 A ``requestState`` is good for one retry (2026-07-28 basic/patterns/mrtr,
 server requirements: "servers for which a given ``requestState`` must be
 consumed at most once ... **MUST** enforce that invariant server-side"). The
 HMAC and the expiry travel in the state itself; *used* cannot, so it lives in
 an :class:`InputRoundStore` every worker consults before it honours a state.
+(The answers and the ``ctx.once`` journal travel in the state too: the store
+only makes each state single-use, which is what makes the ``ctx.once`` steps
+run exactly once across workers.)
 
 The interface is one set-if-absent call, so a shared store is a few lines.
 With Redis (``redis.asyncio``)::
@@ -21,7 +24,8 @@ With Redis (``redis.asyncio``)::
             return bool(done)
 
 :class:`MemoryInputRoundStore` is the default: enough for one process (or for
-tests that stand several servers in one process).
+tests that stand several servers in one process). ``tests/stores/conformance.py``
+is the behaviour every implementation must pass.
 """
 
 from __future__ import annotations

@@ -1,0 +1,87 @@
+"""State that may outlive a request, behind small protocols: sessions, events, input rounds.
+
+Three stores, each a :class:`typing.Protocol` with an in-memory
+implementation (bounded, process-local) and room for a shared one (Redis) so
+that any number of workers can serve the same clients:
+
+==============================  ==========================  =================================
+protocol                        in memory                   holds
+==============================  ==========================  =================================
+:class:`SessionStore`           :class:`MemorySessionStore`  handshake-era session records
+:class:`EventStore`             :class:`MemoryEventStore`    SSE events, for resumable streams
+:class:`InputRoundStore`        :class:`MemoryInputRoundStore`  used 2026-07-28 ``requestState``
+==============================  ==========================  =================================
+
+:class:`Store` groups one of each, so a deployment names its state once::
+
+    server = MCPServer(name="Shop", version="1.0.0", store=MemoryStore())
+
+Layering: this package imports only :mod:`mcpkit.errors`, :mod:`mcpkit.protocol`,
+the standard library and orjson; the server and the transports use it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .events import (
+    DEFAULT_MAX_BYTES,
+    EventCallback,
+    EventStore,
+    InMemoryEventStore,
+    MemoryEventStore,
+)
+from .input_rounds import InputRoundStore, MemoryInputRoundStore
+from .sessions import MemorySessionStore, SessionRecord, SessionStore
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "EventCallback",
+    "EventStore",
+    "InMemoryEventStore",
+    "InputRoundStore",
+    "MemoryEventStore",
+    "MemoryInputRoundStore",
+    "MemorySessionStore",
+    "MemoryStore",
+    "SessionRecord",
+    "SessionStore",
+    "Store",
+]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """One of each store, for ``MCPServer(store=...)``."""
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def events(self) -> EventStore: ...
+
+    @property
+    def input_rounds(self) -> InputRoundStore: ...
+
+
+class MemoryStore:
+    """The in-memory :class:`Store`: one process's sessions, events and input rounds.
+
+    Each part may be given (for example a ``MemoryEventStore(max_bytes=...)``
+    with other bounds); the others get their defaults.
+    """
+
+    __slots__ = ("events", "input_rounds", "sessions")
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore | None = None,
+        events: EventStore | None = None,
+        input_rounds: InputRoundStore | None = None,
+    ) -> None:
+        self.sessions: SessionStore = sessions if sessions is not None else MemorySessionStore()
+        self.events: EventStore = events if events is not None else MemoryEventStore()
+        self.input_rounds: InputRoundStore = (
+            input_rounds if input_rounds is not None else MemoryInputRoundStore()
+        )

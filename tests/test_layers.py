@@ -234,7 +234,7 @@ def _rank(group: str) -> int:
             return rank
     raise AssertionError(
         f"mcpkit.{group} is in no layer: add it to LAYERS in tests/test_layers.py "
-        "(and to the layer table of docs/architecture.md, once issue 11 adds it)"
+        "(and to the layer table of docs/architecture.md)"
     )
 
 

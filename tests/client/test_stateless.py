@@ -15,13 +15,13 @@ import orjson
 import pytest
 
 from mcpkit.client import Client
-from mcpkit.client.stateless import (
-    MAX_INPUT_ROUNDS,
+from mcpkit.client.era_probe import envelope
+from mcpkit.client.input_rounds import MAX_INPUT_ROUNDS
+from mcpkit.errors import MCPError, PeerTimeout
+from mcpkit.protocol.http_headers import (
     encode_header_value,
-    envelope,
     param_headers_of_tool,
 )
-from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS
 from tests.client.http_servers import read_body, serve
 from tests.schema import validate_message

@@ -1,4 +1,4 @@
-"""The client's stateless (2026-07-28) era: probe, envelope, headers and input-required rounds.
+"""The client in the 2026-07-28 era: probe, envelope, headers and input-required rounds.
 
 The peers are small ASGI servers on uvicorn (127.0.0.1, free ports) that speak exactly
 what the spec pages describe, so each test pins one client obligation on the wire.

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcpkit.client import Client
-from mcpkit.client.stateless import STATELESS_VERSIONS
+from mcpkit.client.era_probe import STATELESS_VERSIONS
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
 
 log = logging.getLogger("conformance-client")

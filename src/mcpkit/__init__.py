@@ -21,7 +21,7 @@ _EXPORTS: dict[str, str] = {
     "McpHeader": "mcpkit.server.mcp_header",
     "InputRoundStore": "mcpkit.stores.input_rounds",
     "MemoryInputRoundStore": "mcpkit.stores.input_rounds",
-    "CacheHint": "mcpkit.server.stateless",
+    "CacheHint": "mcpkit.server.cache_hints",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
     "Text": "mcpkit.server.content",
@@ -174,6 +174,7 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .server.agents import AgentResponse, as_agent
+    from .server.cache_hints import CacheHint
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
     from .server.declarative import (
@@ -191,7 +192,6 @@ if TYPE_CHECKING:
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
-    from .server.stateless import CacheHint
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate
     from .stores.input_rounds import InputRoundStore, MemoryInputRoundStore

@@ -126,7 +126,7 @@ def select_servers(args: argparse.Namespace) -> Selection:
         raise UsageError(timeout_problem("--timeout", args.timeout))
     version = args.protocol_version
     if version is not None:
-        from ..client.stateless import ALL_VERSIONS
+        from ..client.era_probe import ALL_VERSIONS
 
         if args.config:
             raise UsageError("--protocol-version only applies with --url or --stdio")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, ConnectionClosed
-from . import stateless
+from . import era_probe
 from .cache import ResultCache
 from .handlers import (
     MAX_SERVER_REQUESTS,
@@ -101,8 +101,8 @@ class Client(SessionAPI):
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float | None = None,
-        protocol_version: str = stateless.DEFAULT_VERSION,
-        supported_versions: tuple[str, ...] = stateless.ALL_VERSIONS,
+        protocol_version: str = era_probe.DEFAULT_VERSION,
+        supported_versions: tuple[str, ...] = era_probe.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         sampling_handler: SamplingHandler | None = None,

@@ -23,6 +23,7 @@ from ..errors import ConfigurationError
 from ..protocol.versions import REVISIONS
 from .cache import ResultCache
 from .deadlines import timeout_problem, valid_timeout
+from .era_probe import ALL_VERSIONS, DEFAULT_VERSION, is_stateless
 from .handlers import (
     MAX_SERVER_REQUESTS,
     ElicitationHandler,
@@ -32,7 +33,6 @@ from .handlers import (
     RootsSpec,
     SamplingHandler,
 )
-from .stateless import ALL_VERSIONS, DEFAULT_VERSION, is_stateless
 from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
 
 __all__ = [

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..protocol import jsonrpc
 from ..protocol.versions import REVISIONS, Revision
-from . import stateless
+from . import era_probe as stateless
 from .cache import ResultCache
 from .deadlines import Deadlines, timeout_problem, valid_timeout
 from .handlers import (

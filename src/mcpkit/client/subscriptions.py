@@ -30,7 +30,7 @@ import math
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import METHOD_NOT_FOUND, PeerTimeout, RemoteError
-from ..protocol.stateless import SUBSCRIPTION_ID
+from ..protocol.envelope import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
     from .session import ClientSession

@@ -16,16 +16,32 @@ Values: optional whitespace around a value is not part of it (RFC 9110 §5.5).
 anything else is the literal value, which must be visible ASCII plus inner
 spaces. Header *names* arrive lower-cased (ASGI), so their case never matters;
 values are compared case-sensitively.
+
+Both sides live here: the server checks the headers (:func:`check_request_headers`),
+the client writes them (:func:`http_headers`, :func:`encode_header_value`, and
+:func:`param_headers_of_tool`, which also refuses a tool whose annotations break
+the schema extension's rules).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["NAME_FIELDS", "check_request_headers", "decode_value", "param_headers_of_schema"]
+from .envelope import PROTOCOL_VERSION
+
+__all__ = [
+    "NAME_FIELDS",
+    "check_request_headers",
+    "decode_value",
+    "encode_header_value",
+    "http_headers",
+    "param_headers_of_schema",
+    "param_headers_of_tool",
+]
 
 # The body field Mcp-Name mirrors, per method.
 NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -174,3 +190,96 @@ def check_request_headers(
             if not _same(value, body):
                 return f"Mcp-Param-{name} header {value!r} does not match argument {arg!r}"
     return None
+
+
+# -- the client side: writing the headers of a request ------------------------------------
+_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 § 5.6.2 tchar
+_HEADER_TYPES: Final = frozenset({"string", "integer", "boolean"})
+_SAFE_INT: Final = 2**53 - 1
+
+
+def encode_header_value(value: str) -> str:
+    """A header-safe value: as is when plain visible ASCII, else ``=?base64?…?=``.
+
+    Value encoding: non-ASCII, control characters (tab included), leading or trailing
+    whitespace, and values that look like the sentinel itself are Base64-encoded.
+    """
+    plain = (
+        all(" " <= ch <= "~" for ch in value)
+        and value == value.strip(" ")
+        and not (value.startswith("=?base64?") and value.endswith("?="))
+    )
+    if plain:
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
+
+
+def param_headers_of_tool(tool: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]] | str:
+    """A tool's ``x-mcp-header`` annotations as ``(property path, name)`` pairs.
+
+    Returns the reason as a string when an annotation breaks the schema extension's
+    constraints; the client must then drop the tool from ``tools/list``.
+    """
+    found, misplaced = header_annotations(tool.get("inputSchema"))
+    if misplaced:
+        return f"x-mcp-header outside a chain of 'properties' ({misplaced[0]})"
+    seen: set[str] = set()
+    out: list[tuple[tuple[str, ...], str]] = []
+    for path, name, node in found:
+        where = ".".join(path)
+        if not isinstance(name, str) or not name:
+            return f"empty x-mcp-header on {where!r}"
+        if not _TOKEN.match(name):
+            return f"x-mcp-header {name!r} on {where!r} is not an HTTP field-name token"
+        if name.lower() in seen:
+            return f"x-mcp-header {name!r} is used twice"
+        seen.add(name.lower())
+        kind = node.get("type")
+        if kind not in _HEADER_TYPES:
+            return f"x-mcp-header {name!r} on {where!r} has type {kind!r}, not a primitive"
+        out.append((path, name))
+    return out
+
+
+def _param_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if -_SAFE_INT <= value <= _SAFE_INT else None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def http_headers(
+    message: Mapping[str, Any],
+    tool_headers: Mapping[str, list[tuple[tuple[str, ...], str]]],
+) -> dict[str, str]:
+    """The request metadata headers of one modern message (empty for a legacy one)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    if not isinstance(version, str) or not isinstance(params, dict):
+        return {}
+    method = message.get("method")
+    headers = {"mcp-protocol-version": version}
+    if isinstance(method, str):
+        headers["mcp-method"] = method
+        field = NAME_FIELDS.get(method)
+        name = params.get(field) if field else None
+        if isinstance(name, str):
+            headers["mcp-name"] = encode_header_value(name)
+        if method == "tools/call" and isinstance(name, str):
+            arguments = params.get("arguments")
+            for path, header in tool_headers.get(name, ()):
+                value: Any = arguments
+                for step in path:
+                    value = value.get(step) if isinstance(value, dict) else None
+                text = _param_value(value)
+                if text is not None:
+                    headers[f"Mcp-Param-{header}"] = encode_header_value(text)
+    return headers

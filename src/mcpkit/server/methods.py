@@ -15,7 +15,7 @@ it is the place to add behaviour around a method, not this table.
 The results are shaped for the session's revision: a client on an older
 revision gets the entries without the fields its revision lacks
 (:func:`shape_listing`), and 2026-07-28 results are completed afterwards by
-:func:`~mcpkit.server.stateless.complete_result` (``resultType``, caching hints).
+:func:`~mcpkit.server.serve_2026.complete_result` (``resultType``, caching hints).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .content import shape_content, shape_result
 from .context import Context, _current
+from .listen import listen
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
-from .stateless import discover, listen
+from .serve_2026 import discover
 
 if TYPE_CHECKING:
     from .session import Request, ServerSession

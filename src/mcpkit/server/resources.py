@@ -29,9 +29,9 @@ from .signature import (
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:
+    from .cache_hints import CacheHint
     from .context import Context
     from .server import MCPServer
-    from .stateless import CacheHint
 
 __all__ = [
     "MCPServerResources",
@@ -198,7 +198,7 @@ class ResourceManager:
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
-        from .stateless import check_cache_hint
+        from .cache_hints import check_cache_hint
 
         check_cache_hint(f"resource {uri!r}", cache)
         if not isinstance(uri, str):

@@ -18,24 +18,18 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from ..errors import ConfigurationError, InvalidParams, RegistrationError
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
+from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS, Context, _current
+from .input_rounds import DEFAULT_MAX_STATE, InputRounds
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
+from .listen import DEFAULT_LISTEN_QUEUE_BYTES
 from .metadata import Package, Remote, Repository, ServerMetadata
 from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
-from .mrtr import DEFAULT_MAX_STATE, InputRounds
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .session import Request, ServerSession
-from .stateless import (
-    DEFAULT_LISTEN_QUEUE_BYTES,
-    CacheHint,
-    CacheScope,
-    check_cache_option,
-    check_cache_scope,
-    check_ttl_ms,
-)
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 if TYPE_CHECKING:
@@ -182,7 +176,7 @@ class MCPServer:
         self.cache_hints: dict[str, CacheHint] = check_cache_option(cache)
         # Input-required rounds (MRTR) of the stateless era; requestState is signed with
         # the first key and checked against all (rotation). Default: a random per-process key.
-        # Several workers share the keys and an input_store (used states); see .mrtr.
+        # Several workers share the keys and an input_store (used states); see .input_rounds.
         # `store` groups it with the session and event stores the HTTP transport uses.
         self.store = store
         self.input_rounds = InputRounds(

@@ -27,15 +27,15 @@ from ..errors import (
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
+from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
-from ..protocol.stateless import Envelope, is_stateless_request
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS, CancelSignal
-from .stateless import serve_stateless
+from .serve_2026 import serve_stateless
 
 if TYPE_CHECKING:
-    from .mrtr import ParkedCall
+    from .input_rounds import ParkedCall
     from .server import MCPServer
 
 __all__ = ["Request", "Send", "ServerSession"]

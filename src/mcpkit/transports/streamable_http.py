@@ -2,7 +2,7 @@
 
 A POST of the stateless 2026-07-28 revision (named by its ``MCP-Protocol-Version``
 header or, without one, by its ``_meta`` envelope) is served by
-:mod:`.stateless_http`; everything below describes the handshake era, whose
+:mod:`.streamable_http_2026`; everything below describes the handshake era, whose
 clients share the endpoint.
 
 One endpoint (``path``) answers POST (client messages), GET (the session's
@@ -68,11 +68,11 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
+from ..protocol.envelope import is_stateless_request, unsupported_version
 from ..protocol.jsonrpc import Kind, classify, error_response, exact_ids, invalid_request
-from ..protocol.stateless import is_stateless_request, unsupported_version
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
-from ..server.mrtr import principal_of
-from ..server.stateless import end_subscriptions
+from ..server.input_rounds import principal_of
+from ..server.listen import end_subscriptions
 from ..stores import EventStore, MemorySessionStore, SessionStore
 from .asgi import (
     AUTH_SCOPE_KEY,
@@ -108,7 +108,7 @@ from .http_sessions import (
 )
 from .http_streams import open_stream
 from .security import RequestGuard
-from .stateless_http import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
+from .streamable_http_2026 import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -513,7 +513,7 @@ class StreamableHTTPApp:
 
         No session outlives the POST, so once its client has gone nobody can ever
         receive the answer: the handler is cancelled, as on 2026-07-28
-        (:mod:`.stateless_http`), instead of running on for no one. The watcher starts
+        (:mod:`.streamable_http_2026`), instead of running on for no one. The watcher starts
         only after ``WATCH_AFTER_S``, so quick requests pay nothing for it.
         """
         if type(msg) is dict:

@@ -18,7 +18,7 @@
   sends DELETE.
 * Stateless (2026-07-28) requests carry no session id; their headers come from the
   body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` from
-  the tools' ``x-mcp-header`` annotations, see :mod:`mcpkit.client.stateless`), and
+  the tools' ``x-mcp-header`` annotations, see :mod:`mcpkit.protocol.http_headers`), and
   tools whose annotations are malformed are dropped from ``tools/list`` answers
   (transports/streamable-http § custom headers: the client MUST exclude them).
 
@@ -39,8 +39,8 @@ import orjson
 
 from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
 from ...protocol import jsonrpc
+from ...protocol.http_headers import http_headers, param_headers_of_tool
 from ...protocol.jsonrpc import exact_ids
-from .. import stateless
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder, EventTooLarge
 from .http_responses import content_type, error_body, http_error, read_body, unreachable
@@ -157,7 +157,7 @@ class StreamableHTTPTransport:
             if method == "initialize":
                 self._init_id = rid
                 self.protocol_version = None  # the header is for requests after initialize
-            elif stateless.http_headers(message, {}):
+            elif http_headers(message, {}):
                 self._stateless.add(rid)
                 if method == "tools/list":
                     self._tool_lists.add(rid)
@@ -197,7 +197,7 @@ class StreamableHTTPTransport:
                     {
                         "accept": _POST_ACCEPT,
                         "content-type": _JSON,
-                        **stateless.http_headers(message, self.tool_headers),
+                        **http_headers(message, self.tool_headers),
                     }
                 ),
             )
@@ -246,7 +246,7 @@ class StreamableHTTPTransport:
             {
                 "accept": _POST_ACCEPT,
                 "content-type": _JSON,
-                **stateless.http_headers(message, self.tool_headers),
+                **http_headers(message, self.tool_headers),
             }
         )
         async with client.stream(
@@ -391,7 +391,7 @@ class StreamableHTTPTransport:
         for tool in tools:
             if type(tool) is not dict:
                 continue
-            found = stateless.param_headers_of_tool(tool)
+            found = param_headers_of_tool(tool)
             name = tool.get("name")
             if isinstance(found, str):
                 log.warning("%s: ignoring tool %r: %s", self.label, name, found)

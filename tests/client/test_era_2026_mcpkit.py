@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from mcpkit.client import Client
-from mcpkit.protocol.stateless import SUBSCRIPTION_ID
+from mcpkit.protocol.envelope import SUBSCRIPTION_ID
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.client.fixtures.demo_server import build_server
 from tests.client.http_servers import serve

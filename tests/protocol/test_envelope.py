@@ -9,12 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpkit.protocol.http_headers import (
-    check_request_headers,
-    decode_value,
-    param_headers_of_schema,
-)
-from mcpkit.protocol.stateless import (
+from mcpkit.protocol.envelope import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
     LOG_LEVEL,
@@ -23,6 +18,11 @@ from mcpkit.protocol.stateless import (
     Refusal,
     is_stateless_request,
     read_envelope,
+)
+from mcpkit.protocol.http_headers import (
+    check_request_headers,
+    decode_value,
+    param_headers_of_schema,
 )
 from mcpkit.protocol.versions import REVISIONS, STATELESS_REVISIONS
 

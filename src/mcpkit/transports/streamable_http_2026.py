@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import orjson
 
 from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
+from ..protocol.envelope import REMOVED_METHODS, Refusal, read_envelope
 from ..protocol.http_headers import check_request_headers
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request, wire_id
-from ..protocol.stateless import REMOVED_METHODS, Refusal, read_envelope
-from ..server.stateless import serve_stateless
+from ..server.serve_2026 import serve_stateless
 from .asgi import (
     PING,
     SSE_HEADERS,

@@ -9,7 +9,7 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.errors import ConfigurationError
-from mcpkit.server.mrtr import RequestStateCodec
+from mcpkit.server.input_rounds import RequestStateCodec
 from mcpkit.testing import connect
 from tests import schema
 

@@ -1,46 +1,42 @@
-"""The stateless 2026-07-28 revision, client side: envelope, probe and header rules.
+"""Which era a server speaks, and the envelope a 2026-07-28 request carries: the client side.
 
 Nothing here awaits or touches a socket except :func:`discover`, which drives a
 :class:`~mcpkit.client.session.ClientSession` through the era probe. The pieces:
 
-* :func:`envelope`: the per-request ``_meta`` every modern request carries
-  (2026-07-28 basic § ``_meta``: protocol version and client capabilities are
-  required, client info SHOULD be sent, the log level opts in to
-  ``notifications/message`` for that request only).
 * :func:`discover`: ``server/discover`` as the era probe (2026-07-28
   basic/versioning § backward compatibility): a ``DiscoverResult`` or a
   recognized modern error means a modern server; any other error, or silence,
   means a legacy one, and the session falls back to ``initialize``.
-* :func:`http_headers`, :func:`encode_header_value`, :func:`param_headers_of_tool`:
-  the Streamable HTTP request metadata headers (2026-07-28
-  transports/streamable-http § request metadata): ``MCP-Protocol-Version``,
-  ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-{Name}`` from ``x-mcp-header``.
+* :func:`envelope`: the per-request ``_meta`` every modern request carries
+  (2026-07-28 basic § ``_meta``: protocol version and client capabilities are
+  required, client info SHOULD be sent, the log level opts in to
+  ``notifications/message`` for that request only).
+* the versions the client speaks (:data:`ALL_VERSIONS`, :data:`DEFAULT_VERSION`).
+
+The request metadata headers of Streamable HTTP are written by
+:func:`mcpkit.protocol.http_headers.http_headers`, beside the server's check of
+them; input rounds (``input_required`` results) are :mod:`mcpkit.client.input_rounds`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
     MISSING_CAPABILITY,
     UNSUPPORTED_VERSION,
     MCPError,
     PeerTimeout,
     RemoteError,
 )
-from ..protocol.http_headers import header_annotations
 from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
-    from .handlers import ProgressCallback
     from .session import ClientSession
 
 __all__ = [
@@ -53,13 +49,9 @@ __all__ = [
     "STATELESS_VERSIONS",
     "capabilities",
     "discover",
-    "encode_header_value",
     "envelope",
-    "http_headers",
     "is_stateless",
-    "param_headers_of_tool",
     "probe_won",
-    "with_input",
 ]
 
 log = logging.getLogger("mcpkit.client")
@@ -255,168 +247,3 @@ def _no_common(session: ClientSession, offered: list[str]) -> MCPError:
         code=INTERNAL_ERROR,
         data={"supported": offered},
     )
-
-
-# -- HTTP request metadata headers ------------------------------------------------------------
-_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 § 5.6.2 tchar
-_HEADER_TYPES: Final = frozenset({"string", "integer", "boolean"})
-_SAFE_INT: Final = 2**53 - 1
-_NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def encode_header_value(value: str) -> str:
-    """A header-safe value: as is when plain visible ASCII, else ``=?base64?…?=``.
-
-    Value encoding: non-ASCII, control characters (tab included), leading or trailing
-    whitespace, and values that look like the sentinel itself are Base64-encoded.
-    """
-    plain = (
-        all(" " <= ch <= "~" for ch in value)
-        and value == value.strip(" ")
-        and not (value.startswith("=?base64?") and value.endswith("?="))
-    )
-    if plain:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
-
-
-def param_headers_of_tool(tool: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]] | str:
-    """A tool's ``x-mcp-header`` annotations as ``(property path, name)`` pairs.
-
-    Returns the reason as a string when an annotation breaks the schema extension's
-    constraints; the client must then drop the tool from ``tools/list``.
-    """
-    found, misplaced = header_annotations(tool.get("inputSchema"))
-    if misplaced:
-        return f"x-mcp-header outside a chain of 'properties' ({misplaced[0]})"
-    seen: set[str] = set()
-    out: list[tuple[tuple[str, ...], str]] = []
-    for path, name, node in found:
-        where = ".".join(path)
-        if not isinstance(name, str) or not name:
-            return f"empty x-mcp-header on {where!r}"
-        if not _TOKEN.match(name):
-            return f"x-mcp-header {name!r} on {where!r} is not an HTTP field-name token"
-        if name.lower() in seen:
-            return f"x-mcp-header {name!r} is used twice"
-        seen.add(name.lower())
-        kind = node.get("type")
-        if kind not in _HEADER_TYPES:
-            return f"x-mcp-header {name!r} on {where!r} has type {kind!r}, not a primitive"
-        out.append((path, name))
-    return out
-
-
-def _param_value(value: Any) -> str | None:
-    if value is None:
-        return None
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value) if -_SAFE_INT <= value <= _SAFE_INT else None
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, str):
-        return value
-    return None
-
-
-def http_headers(
-    message: Mapping[str, Any],
-    tool_headers: Mapping[str, list[tuple[tuple[str, ...], str]]],
-) -> dict[str, str]:
-    """The request metadata headers of one modern message (empty for a legacy one)."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-    if not isinstance(version, str) or not isinstance(params, dict):
-        return {}
-    method = message.get("method")
-    headers = {"mcp-protocol-version": version}
-    if isinstance(method, str):
-        headers["mcp-method"] = method
-        field = _NAMED.get(method)
-        name = params.get(field) if field else None
-        if isinstance(name, str):
-            headers["mcp-name"] = encode_header_value(name)
-        if method == "tools/call" and isinstance(name, str):
-            arguments = params.get("arguments")
-            for path, header in tool_headers.get(name, ()):
-                value: Any = arguments
-                for step in path:
-                    value = value.get(step) if isinstance(value, dict) else None
-                text = _param_value(value)
-                if text is not None:
-                    headers[f"Mcp-Param-{header}"] = encode_header_value(text)
-    return headers
-
-
-# -- multi round-trip requests ----------------------------------------------------------------
-# A server that keeps asking must not make a call loop forever (mrtr § server requirements:
-# the server MAY ask again; the client bounds how often it answers).
-MAX_INPUT_ROUNDS: Final = 10
-_MRTR_PARAMS: Final = ("inputResponses", "requestState")
-
-
-async def with_input(
-    session: ClientSession,
-    method: str,
-    params: dict[str, Any],
-    *,
-    timeout: float | None,
-    progress: ProgressCallback | None,
-    first: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """``method`` until it completes, answering each ``input_required`` result.
-
-    2026-07-28 basic/patterns/mrtr § client requirements: every input request is
-    answered by the session's sampling, elicitation or roots handler; the retry is a
-    new request (new id) with the original params, the ``inputResponses`` and the
-    ``requestState`` echoed byte for byte (omitted when the server gave none). A
-    result without ``resultType`` is complete (changelog, major change 8).
-    """
-    current = params
-    for _ in range(MAX_INPUT_ROUNDS):
-        if first is not None:
-            result, first = first, None
-        else:
-            result = await session.request(method, current, timeout=timeout, progress=progress)
-        if result.get("resultType") != "input_required":
-            return result
-        current = {k: v for k, v in params.items() if k not in _MRTR_PARAMS}
-        requests = result.get("inputRequests")
-        if isinstance(requests, dict) and requests:
-            keys = list(requests)
-            answers = await asyncio.gather(
-                *(_fulfil(session, method, requests[key]) for key in keys)
-            )
-            current["inputResponses"] = dict(zip(keys, answers, strict=True))
-        state = result.get("requestState")
-        if isinstance(state, str):
-            current["requestState"] = state
-    raise MCPError(
-        f"MCP server {session.name!r} still asked for input after {MAX_INPUT_ROUNDS} rounds "
-        f"of {method}",
-        code=INTERNAL_ERROR,
-    )
-
-
-async def _fulfil(session: ClientSession, origin: str, request: Any) -> dict[str, Any]:
-    method = request.get("method") if isinstance(request, dict) else None
-    params = request.get("params") if isinstance(request, dict) else None
-    if not isinstance(method, str):
-        raise MCPError(
-            f"MCP server {session.name!r} sent a malformed input request for {origin}: "
-            f"{request!r:.200}",
-            code=INTERNAL_ERROR,
-        )
-    try:
-        return await session.handlers.fulfil(method, params if isinstance(params, dict) else {})
-    except MCPError as exc:
-        if exc.code != METHOD_NOT_FOUND:
-            raise
-        raise MCPError(
-            f"MCP server {session.name!r} needs {method} to complete {origin}, and this client "
-            "has no handler for it",
-            code=INTERNAL_ERROR,
-        ) from exc

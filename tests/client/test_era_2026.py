@@ -1,4 +1,4 @@
-"""The client's stateless (2026-07-28) era: probe, envelope, headers and input-required rounds.
+"""The client in the 2026-07-28 era: probe, envelope, headers and input-required rounds.
 
 The peers are small ASGI servers on uvicorn (127.0.0.1, free ports) that speak exactly
 what the spec pages describe, so each test pins one client obligation on the wire.
@@ -15,13 +15,13 @@ import orjson
 import pytest
 
 from mcpkit.client import Client
-from mcpkit.client.stateless import (
-    MAX_INPUT_ROUNDS,
+from mcpkit.client.era_probe import envelope
+from mcpkit.client.input_rounds import MAX_INPUT_ROUNDS
+from mcpkit.errors import MCPError, PeerTimeout
+from mcpkit.protocol.http_headers import (
     encode_header_value,
-    envelope,
     param_headers_of_tool,
 )
-from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS
 from tests.client.http_servers import read_body, serve
 from tests.schema import validate_message

@@ -1,0 +1,219 @@
+"""``subscriptions/listen``: the 2026-07-28 era's one long-lived request.
+
+2026-07-28 has no sessions to push notifications on; a client that wants to hear
+about changes opens ``subscriptions/listen`` with a filter, and the server
+acknowledges, then forwards the list-changed and resource-updated notifications
+the filter asked for on that request's stream, each tagged with the subscription
+id, until the client goes away or the server ends it (2026-07-28
+basic/patterns/subscriptions). Each listener has its own bounded queue, so a
+client that does not read never holds up the others; one that lets too much pile
+up is dropped with an error that says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from ..errors import INTERNAL_ERROR, InvalidParams, MCPError, MethodNotFound
+from ..protocol import jsonrpc
+from ..protocol.envelope import SUBSCRIPTION_ID
+from ..protocol.jsonrpc import json_type
+
+if TYPE_CHECKING:
+    from .server import MCPServer
+    from .session import Request, ServerSession
+
+log = logging.getLogger("mcpkit.server")
+
+__all__ = ["DEFAULT_LISTEN_QUEUE_BYTES", "end_subscriptions", "listen"]
+
+#: Bytes of notifications that may wait for one subscriptions/listen stream.
+DEFAULT_LISTEN_QUEUE_BYTES: Final = 1024 * 1024
+
+# subscriptions/listen filter key -> the notification it lets through (SubscriptionFilter).
+_FILTERS: Final = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
+
+async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
+    """``subscriptions/listen``: acknowledge, then forward the opted-in notifications.
+
+    The request stays open until the client goes away (the transport cancels
+    it) or the server closes the session. Every notification on the
+    stream carries the subscription id in ``_meta`` (2026-07-28
+    basic/patterns/subscriptions).
+    """
+    if session.revision.era != "stateless":
+        raise MethodNotFound("Method not found: subscriptions/listen")
+    asked = _subscription_filter(req.params.get("notifications"))
+    server = session.server
+    caps = server.capabilities(session.revision)
+    offered = {
+        "toolsListChanged": "tools" in caps,
+        "promptsListChanged": "prompts" in caps,
+        "resourcesListChanged": "resources" in caps,
+    }
+    granted: dict[str, Any] = {k: True for k, ok in offered.items() if ok and asked.get(k) is True}
+    uris = asked.get("resourceSubscriptions")
+    if "resources" in caps and isinstance(uris, list):
+        granted["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+    wanted = {_FILTERS[k] for k in granted if k in _FILTERS}
+    session.subscriptions = set(granted.get("resourceSubscriptions", ()))
+    if session.subscriptions:
+        wanted.add("notifications/resources/updated")
+    tag = {SUBSCRIPTION_ID: jsonrpc.wire_id(req.id)}
+    send = req.send_raw
+    task = asyncio.current_task()
+    assert task is not None
+    # Notifications wait in the listener's own bounded queue, written by this request's
+    # task: a listener that does not read never holds up the notifier, nor other
+    # listeners (a broadcast awaits every session). One that lets more than
+    # listen_queue_bytes pile up is dropped.
+    outbox = _Outbox(server.listen_queue_bytes)
+
+    async def forward(message: dict[str, Any]) -> None:
+        if message.get("method") not in wanted or outbox.closed:
+            return
+        params = dict(message.get("params") or {})
+        params["_meta"] = {**(params.get("_meta") or {}), **tag}
+        if not outbox.put({**message, "params": params}):
+            log.warning(
+                "dropped a subscriptions/listen stream: its client let more than %d bytes of "
+                "notifications pile up unread",
+                outbox.limit,
+            )
+            outbox.close(dropped=True)
+            task.cancel()  # it may be stuck writing to the client: see below
+
+    session.standalone = forward
+    server._remember(session)
+    listening = _listening.setdefault(server, set())
+    listening.add(outbox)
+    try:
+        # Changes made while the acknowledgment is being written wait for it in the queue:
+        # a client may rely on every change after the acknowledgment reaching it
+        # (subscriptions § ack).
+        await send(
+            jsonrpc.notification(
+                "notifications/subscriptions/acknowledged",
+                {"notifications": granted, "_meta": tag},
+            )
+        )
+        # Until the client closes the stream (the transport cancels the request) or the
+        # session is closed, which end the stream without a result, or until the server
+        # ends it (end_subscriptions).
+        while (message := await outbox.get()) is not None:
+            await send(message)
+    except asyncio.CancelledError:
+        if not outbox.dropped or task.uncancel() > 0:
+            raise
+        raise MCPError(
+            "Subscription dropped: the client did not read its subscriptions/listen stream "
+            f"and more than {outbox.limit} bytes of notifications were waiting; listen again",
+            code=INTERNAL_ERROR,
+        ) from None
+    finally:
+        listening.discard(outbox)
+        server._forget(session)
+        outbox.close()
+    # The server's own end is graceful: a result tagged with the subscription id
+    # (basic/patterns/subscriptions § graceful closure).
+    return {"_meta": dict(tag)}
+
+
+class _Outbox:
+    """The notifications waiting for one ``subscriptions/listen`` stream, bounded in bytes."""
+
+    __slots__ = ("_items", "_size", "_waiter", "closed", "dropped", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._items: deque[tuple[dict[str, Any], int]] = deque()
+        self._size = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self.closed = False  # no more messages: get() returns None once the queue is empty
+        self.dropped = False
+
+    def put(self, message: dict[str, Any]) -> bool:
+        """Queue ``message``; False (nothing queued) when that would pass the limit."""
+        size = len(orjson.dumps(message))
+        if self._size + size > self.limit:
+            return False
+        self._items.append((message, size))
+        self._size += size
+        self._wake()
+        return True
+
+    async def get(self) -> dict[str, Any] | None:
+        while not self._items:
+            if self.closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        message, size = self._items.popleft()
+        self._size -= size
+        return message
+
+    def close(self, *, dropped: bool = False) -> None:
+        self.closed = True
+        if dropped:
+            self.dropped = True
+            self._items.clear()
+            self._size = 0
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+def _subscription_filter(asked: Any) -> dict[str, Any]:
+    """``params.notifications`` checked against ``SubscriptionFilter`` (2026-07-28 schema).
+
+    The member is required by the schema; a missing one is read as "nothing", a
+    wrong-typed one is the caller's error (-32602), never a silently empty grant.
+    """
+    if asked is None:
+        return {}
+    if type(asked) is not dict:
+        raise InvalidParams(
+            f"subscriptions/listen: 'notifications' must be an object, got {json_type(asked)}"
+        )
+    for key in _FILTERS:
+        flag = asked.get(key)
+        if flag is not None and type(flag) is not bool:
+            raise InvalidParams(
+                f"subscriptions/listen: 'notifications.{key}' must be a boolean, "
+                f"got {json_type(flag)}"
+            )
+    uris = asked.get("resourceSubscriptions")
+    if uris is not None and (type(uris) is not list or any(type(u) is not str for u in uris)):
+        raise InvalidParams(
+            "subscriptions/listen: 'notifications.resourceSubscriptions' must be an array of "
+            "URI strings"
+        )
+    return asked
+
+
+# The open subscriptions/listen requests of each server, ended by end_subscriptions.
+_listening: weakref.WeakKeyDictionary[MCPServer, set[_Outbox]] = weakref.WeakKeyDictionary()
+
+
+def end_subscriptions(server: MCPServer) -> None:
+    """Answer every open ``subscriptions/listen`` of ``server``, so their streams end (a
+    shutdown: long-lived streams keep an HTTP server waiting). Call on the server's loop."""
+    for outbox in list(_listening.get(server, ())):
+        outbox.close()

@@ -8,6 +8,7 @@ holds at most ``max_queued_bytes`` of messages for it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import httpx
@@ -110,6 +111,39 @@ async def test_an_unread_get_stream_holds_a_bounded_number_of_bytes(
                     break
                 got += 1
     assert 0 < got < 100, f"{got} of {sent} messages of {BIG} bytes were kept for the stream"
+
+
+async def test_an_unread_get_stream_does_not_flood_the_log(
+    serve_app: Any, make_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A client that never reads its GET stream decides how many messages are dropped;
+    # the server says so, but not once per dropped message (6,000 notifications made
+    # ~5,000 warning lines), so a hostile client cannot fill the server's log.
+    server = chatty_server()
+    app = StreamableHTTPApp(server, max_queued_bytes=64 * 1024, keepalive_interval=None)
+    url = await serve_app(app) + "/mcp"
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    sent = 3000
+    caplog.set_level(logging.WARNING, logger="mcpkit.transports.http")
+    async with c.http.stream("GET", url, headers=c.headers("text/event-stream")) as resp:
+        assert resp.status_code == 200
+        assert c.session_id is not None
+        session = app.session(c.session_id)
+        assert session is not None
+        async with asyncio.timeout(TIMEOUT):
+            while not server.sessions():
+                await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # the GET stream is attached
+        for _ in range(sent):  # not read meanwhile
+            await asyncio.wait_for(
+                session.notify("notifications/message", {"level": "info", "data": "x" * 10_000}),
+                5.0,
+            )
+    dropped = [r for r in caplog.records if "does not read" in r.getMessage()]
+    assert dropped, "dropping messages is reported"
+    assert len(dropped) <= 5, f"{len(dropped)} warnings for one stream that is not read"
+    assert "dropped" in dropped[0].getMessage()
 
 
 async def test_the_event_store_keeps_at_most_its_byte_budget() -> None:

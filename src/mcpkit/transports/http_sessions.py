@@ -74,6 +74,9 @@ class StreamSettings(Protocol):
     max_queued_bytes: int  # per queue-fed stream
 
 
+DROP_WARNING_EVERY = 1000  # a stream that drops messages is logged on its 1st, 1000th, ... drop
+
+
 class StreamQueue(asyncio.Queue[Any]):
     """What waits for a queue-fed stream: ``(event_id, serialised message)`` tuples and
     control items (FINAL, CLOSE, GONE). Messages are bounded in bytes (``nbytes``,
@@ -83,17 +86,24 @@ class StreamQueue(asyncio.Queue[Any]):
         super().__init__()
         self.limit = limit
         self.nbytes = 0
+        self.dropped = 0  # messages dropped so far
 
     def put_message(self, event_id: str | None, message: dict[str, Any], force: bool) -> bool:
         """Queue a message; False (dropped) when over the limit, unless ``force``."""
         # A copy: orjson's result keeps its whole growth buffer (see .event_store).
         data = bytes(memoryview(orjson.dumps(message)))
         if not force and self.nbytes + len(data) > self.limit:
-            log.warning(
-                "a stream's client does not read: %d bytes wait for it; dropped %s",
-                self.nbytes,
-                message.get("method", "a response"),
-            )
+            self.dropped += 1
+            # The client decides how many are dropped: warn on the first and then on
+            # every thousandth, so that one who never reads cannot flood the log.
+            if self.dropped == 1 or self.dropped % DROP_WARNING_EVERY == 0:
+                log.warning(
+                    "a stream's client does not read: %d bytes wait for it; dropped %s "
+                    "(%d messages dropped for this stream so far)",
+                    self.nbytes,
+                    message.get("method", "a response"),
+                    self.dropped,
+                )
             return False
         self.nbytes += len(data)
         self.put_nowait((event_id, data))

@@ -39,7 +39,7 @@ PACKAGE = "mcpkit"
 # issue 11 (session table, event store, input-round store behind small protocols); it is
 # listed now so the rule holds as soon as it exists.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "loops", "stdio_process", "_version"),
+    ("errors", "loops", "stdio_process", "framing", "_version"),
     ("protocol",),
     ("stores",),
     ("server", "client"),
@@ -54,6 +54,7 @@ SAME_GROUP = {
     "errors": "leaf",
     "loops": "leaf",
     "stdio_process": "leaf",
+    "framing": "leaf",
     "_version": "leaf",
     "__main__": "cli",
 }

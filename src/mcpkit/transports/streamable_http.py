@@ -67,8 +67,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
-from ..protocol.jsonrpc import Kind, classify, error_response, exact_ids, invalid_request
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
+from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.stateless import is_stateless_request, unsupported_version
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.mrtr import principal_of
@@ -76,29 +76,29 @@ from ..server.stateless import end_subscriptions
 from ..stores import EventStore, MemorySessionStore, SessionStore
 from .asgi import (
     AUTH_SCOPE_KEY,
-    DEFAULT_BODY_TIMEOUT,
     JSON_CT,
     SSE_HEADERS,
-    BodyTimeout,
-    BodyTooLarge,
     ClientGone,
     Receive,
     Scope,
     Send,
     accepts_event_stream,
-    check_body_timeout,
     check_max_inflight,
     lifespan,
-    read_body,
     register_stream_owner,
     route_path,
     send_body,
-    send_body_timeout,
     send_error,
     send_internal_error,
     send_rejected,
-    send_too_large,
     sse_event,
+)
+from .http_intake import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    REFUSED,
+    check_body_timeout,
+    read_json_post,
 )
 from .http_sessions import (
     DEFAULT_MAX_QUEUED_BYTES,
@@ -125,7 +125,6 @@ __all__ = [
 
 log = logging.getLogger("mcpkit.transports.http")
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_KEEPALIVE: Final = 15.0
@@ -376,37 +375,15 @@ class StreamableHTTPApp:
                 "Not Acceptable: accept application/json and text/event-stream",
             )
             return
-        ctype = headers.get(b"content-type")
-        if ctype != b"application/json" and (
-            ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json"
-        ):
-            await send_error(
-                send, 415, INVALID_REQUEST, "Unsupported Media Type: use application/json"
-            )
-            return
         version = headers.get(b"mcp-protocol-version")
-        length = headers.get(b"content-length")
-        if length is not None:
-            try:
-                too_big = int(length) > self.max_body_size
-            except ValueError:
-                await send_error(send, 400, INVALID_REQUEST, "Bad Request: invalid Content-Length")
-                return
-            if too_big:
-                await send_too_large(send, self.max_body_size)
-                return
-        try:
-            body = await read_body(receive, self.max_body_size, self.body_timeout)
-        except BodyTooLarge:
-            await send_too_large(send, self.max_body_size)
-            return
-        except BodyTimeout:
-            await send_body_timeout(send, self.body_timeout or 0)
-            return
-        try:
-            msg = exact_ids(orjson.loads(body), body)
-        except orjson.JSONDecodeError as exc:
-            await send_error(send, 400, PARSE_ERROR, f"Parse error: {exc}")
+        msg = await read_json_post(
+            receive,
+            send,
+            headers,
+            max_body_size=self.max_body_size,
+            body_timeout=self.body_timeout,
+        )
+        if msg is REFUSED:
             return
         auth_info = scope.get(AUTH_SCOPE_KEY)
         if version is not None and version not in self._versions:

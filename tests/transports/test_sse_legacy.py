@@ -186,6 +186,27 @@ async def test_progress_logs_and_elicitation_flow_over_the_one_stream(
         assert final["id"] == 6 and final["result"]["content"][0]["text"] == "hello Lin"
 
 
+async def test_a_declared_oversized_body_is_refused_before_it_is_read(
+    serve_app: Any, http: httpx.AsyncClient
+) -> None:
+    # The Content-Length alone earns the 413, as on Streamable HTTP (one shared intake):
+    # the server neither waits for nor reads a body it would refuse anyway.
+    base = await serve_app(SSEApp(demo_server(), max_body_size=1000, body_timeout=60.0))
+    host, port = base.removeprefix("http://").split("/")[0].split(":")
+    async with connect(http, base) as c:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(
+                f"POST {c.endpoint} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                "content-type: application/json\r\ncontent-length: 5000\r\n\r\n".encode()
+            )
+            async with asyncio.timeout(TIMEOUT):  # the body never comes
+                status = await reader.readline()
+        finally:
+            writer.close()
+        assert status.startswith(b"HTTP/1.1 413 "), status
+
+
 async def test_message_endpoint_errors(serve_app: Any, http: httpx.AsyncClient) -> None:
     base = await serve_app(SSEApp(demo_server(), max_body_size=1000))
     ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'

@@ -214,7 +214,7 @@ class ClientSession(SessionAPI):
 
         When the requested version is a stateless one (2026-07-28) the server is probed
         with ``server/discover`` and a legacy server gets the handshake instead
-        (:func:`mcpkit.client.stateless.discover`). ``timeout`` (default: the session's)
+        (:func:`mcpkit.client.era_probe.discover`). ``timeout`` (default: the session's)
         includes a stdio server's start-up.
         """
         if stateless.is_stateless(self.requested_version):

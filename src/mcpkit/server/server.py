@@ -2,6 +2,9 @@
 
 The handlers of the MCP methods live in :mod:`.methods`, the middleware chain
 around them in :mod:`.middleware`, the application lifespan in :mod:`.lifespan`.
+Two mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
+conveniences over the transports) and :mod:`.introspection` (Mastra's
+introspection API, ``execute_tool``).
 """
 
 from __future__ import annotations
@@ -13,15 +16,16 @@ import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from ..errors import ConfigurationError, InvalidParams, RegistrationError
+from ..errors import ConfigurationError, RegistrationError
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
 from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
 from .completions import CompletionRegistry
-from .context import LOG_LEVELS, Context, _current
+from .context import LOG_LEVELS
 from .input_rounds import DEFAULT_MAX_STATE, InputRounds
+from .introspection import ServerIntrospection
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
 from .listen import DEFAULT_LISTEN_QUEUE_BYTES
 from .metadata import Package, Remote, Repository, ServerMetadata
@@ -29,12 +33,9 @@ from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
-from .session import Request, ServerSession
+from .running import ServerRunning
+from .session import ServerSession
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
-
-if TYPE_CHECKING:
-    from ..transports.asgi import ASGIApp
-    from ..transports.serve import ServeOptions
 
 __all__ = ["MCPServer", "ToolManager", "shape_listing"]
 
@@ -86,7 +87,7 @@ class ToolManager:
         await self._server._broadcast("notifications/tools/list_changed")
 
 
-class MCPServer:
+class MCPServer(ServerIntrospection, ServerRunning):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer(name="Demo", version="1.0.0")
@@ -188,7 +189,7 @@ class MCPServer:
         # Notifications waiting for one subscriptions/listen stream before it is dropped.
         self.listen_queue_bytes = listen_queue_bytes
         self.debug = debug
-        self.tools = ToolManager(self)
+        self.tools: ToolManager = ToolManager(self)
         self.resources = ResourceManager(self)
         self.prompts = PromptManager(self)
         self.completions = CompletionRegistry()
@@ -561,187 +562,7 @@ class MCPServer:
         if sessions:
             await asyncio.gather(*(s.notify(method, params) for s in sessions))
 
-    # -- introspection (Mastra's API) ----------------------------------------------------
-    @property
-    def id(self) -> str:
-        """The server's id: the ``id`` option slugified, or a UUID; it never changes."""
-        return self._metadata.id
-
-    @property
-    def metadata(self) -> ServerMetadata:
-        """Repository, release date, packages and remotes (see :mod:`.metadata`)."""
-        return self._metadata
-
-    def get_server_info(self) -> dict[str, Any]:
-        """Mastra's ``ServerInfo``: id, name, description, repository, version_detail.
-
-        ``version`` and ``capabilities`` are there too, for a quick look.
-        """
-        meta = self._metadata
-        info: dict[str, Any] = {"id": meta.id, "name": self.name}
-        if self.description is not None:
-            info["description"] = self.description
-        if meta.repository is not None:
-            info["repository"] = meta.repository.to_dict()
-        info["version_detail"] = {
-            "version": self.version,
-            "release_date": meta.release_date,
-            "is_latest": meta.is_latest,
-        }
-        info["version"] = self.version
-        info["capabilities"] = self.capabilities()
-        return info
-
-    def get_server_detail(self) -> dict[str, Any]:
-        """Mastra's ``ServerDetail``: the info plus package_canonical, packages, remotes."""
-        meta = self._metadata
-        detail = self.get_server_info()
-        if meta.package_canonical is not None:
-            detail["package_canonical"] = meta.package_canonical
-        detail["packages"] = [p.to_detail() for p in meta.packages]
-        detail["remotes"] = [r.to_detail() for r in meta.remotes]
-        return detail
-
-    def registry_json(
-        self, *, name: str | None = None, meta: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """A ``server.json`` for the official MCP registry, validated first.
-
-        ``name`` is the registry name (reverse DNS, one ``/``); by default the
-        server ``id`` when it is one, else ``io.github.<owner>/<repo>`` from a
-        GitHub ``repository``. Raises :class:`~.metadata.ServerJsonError`
-        naming every field the registry would reject.
-        """
-        from .metadata import registry_document, registry_name_from_repository
-
-        return registry_document(
-            name=name,
-            fallback_names=[self.id, registry_name_from_repository(self._metadata.repository)],
-            description=self.description,
-            version=self.version,
-            website_url=self.website_url,
-            metadata=self._metadata,
-            meta=meta,
-        )
-
-    def get_tool_list_info(self) -> dict[str, Any]:
-        return {"tools": [dict(t.describe()) for t in self.tools]}
-
-    def get_tool_info(self, name: str) -> dict[str, Any] | None:
-        tool = self.tools.get(name)
-        return dict(tool.describe()) if tool is not None else None
-
-    async def execute_tool(
-        self, name: str, args: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """Validate and run a tool without a transport; returns the ``CallToolResult`` dict.
-
-        No client is connected: the tool's ``ctx.elicit``, ``ctx.sample``,
-        ``ctx.list_roots`` and ``ctx.ping`` raise :class:`~mcpkit.errors.CapabilityError`
-        saying so (a tool error if uncaught); logging and progress go nowhere.
-        """
-        tool = self.tools.get(name)
-        if tool is None:
-            raise InvalidParams(f"Unknown tool: {name}")
-        session = ServerSession(self, stateless=True)
-        session.detached = True
-        req = Request(
-            session, {"id": 0, "method": "tools/call", "params": {"name": name}}, _no_send, None
-        )
-        req.task = asyncio.current_task()
-        ctx = Context(session, req)
-        token = _current.set(ctx)
-        try:
-            return await tool.run(args, ctx, debug=self.debug)
-        finally:
-            _current.reset(token)
-
     async def close(self) -> None:
         """Close every live session."""
         for session in self.sessions():
             session.close()
-
-    # -- transports (imported lazily: `import mcpkit` stays light) ----------------------------
-    def run_stdio(self) -> None:
-        """Serve on stdin/stdout until stdin closes or SIGTERM."""
-        from ..transports.stdio import run_stdio
-
-        run_stdio(self)
-
-    async def serve_stdio(self) -> None:
-        from ..transports.stdio import serve_stdio
-
-        await serve_stdio(self)
-
-    def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
-        """A Streamable HTTP ASGI app (see :mod:`mcpkit.transports.streamable_http`)."""
-        from ..transports.streamable_http import StreamableHTTPApp
-
-        if options.get("stateless"):
-            self._warn_back_channels("stateless HTTP")
-        return StreamableHTTPApp(self, path=path, **options)
-
-    def _warn_back_channels(self, transport: str) -> None:
-        """Name, at start-up, each tool that needs a channel back to the client it cannot get."""
-        for name, needs in self.back_channel_needs.items():
-            if name in self.tools:
-                log.warning(
-                    "tool %r needs %s, which %s cannot offer (no channel for server-to-client "
-                    "requests): calls to it will fail",
-                    name,
-                    " and ".join(needs),
-                    transport,
-                )
-
-    def sse_app(
-        self, sse_path: str = "/sse", message_path: str = "/message", **options: Any
-    ) -> ASGIApp:
-        """A legacy HTTP+SSE (2024-11-05) ASGI app."""
-        from ..transports.sse_legacy import SSEApp
-
-        return SSEApp(self, sse_path=sse_path, message_path=message_path, **options)
-
-    def run_http(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        path: str = "/mcp",
-        *,
-        serve_options: ServeOptions | None = None,
-        **options: Any,
-    ) -> None:
-        """Serve Streamable HTTP on the embedded server (uvicorn) until SIGINT/SIGTERM.
-
-        ``options`` go to :meth:`http_app`, ``serve_options`` to
-        :func:`~mcpkit.transports.serve.serve` (limits, timeouts, uvicorn options).
-        Prints where it listens to stderr once the port is bound.
-        """
-        from ..transports.serve import serve
-
-        banner = (
-            f"mcpkit: serving {self.name!r} on {{url}}{path} (Streamable HTTP); Ctrl+C stops it"
-        )
-        app = self.http_app(path, **options)
-        serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
-
-    def run_sse(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        *,
-        serve_options: ServeOptions | None = None,
-        **options: Any,
-    ) -> None:
-        """Serve legacy HTTP+SSE (2024-11-05) on the embedded server; see :meth:`run_http`."""
-        from ..transports.serve import serve
-
-        app = self.sse_app(**options)
-        sse_path = getattr(app, "sse_path", "/sse")
-        banner = (
-            f"mcpkit: serving {self.name!r} on {{url}}{sse_path} (legacy HTTP+SSE); Ctrl+C stops it"
-        )
-        serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
-
-
-async def _no_send(message: dict[str, Any]) -> None:
-    return None

@@ -383,7 +383,7 @@ class ServerSession:
 
         On the stateless era the request becomes an input request of an
         input-required result (MRTR) named ``key``, and the answer arrives with
-        the client's retry (see :mod:`.mrtr`).
+        the client's retry (see :mod:`.input_rounds`).
 
         Raises :class:`CapabilityError` when ``capability`` was not declared by the
         client, :class:`PeerTimeout` when it does not answer within ``timeout``

@@ -19,7 +19,6 @@ import orjson
 
 from ..errors import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
@@ -169,10 +168,6 @@ async def send_internal_error(send: Send, exc: Exception, debug: bool) -> None:
             pass
 
 
-async def send_too_large(send: Send, limit: int) -> None:
-    await send_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-
-
 async def send_rejected(send: Send, error: dict[str, Any]) -> None:
     """Answer 400 with a JSON-RPC error for a message (or batch) refused as a whole.
 
@@ -189,71 +184,6 @@ def accepts_event_stream(accept: bytes | None) -> bool:
         return True
     a = accept.lower()
     return b"text/event-stream" in a or b"text/*" in a or b"*/*" in a
-
-
-DEFAULT_BODY_TIMEOUT: Final = 30.0
-
-
-def check_body_timeout(value: float | None) -> float | None:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if value is not None and (not number or value <= 0):
-        from ..errors import ConfigurationError
-
-        raise ConfigurationError(f"body_timeout must be a positive number or None, got {value!r}")
-    return value
-
-
-async def read_body(receive: Receive, limit: int, timeout: float | None = None) -> bytes:
-    """The request body, read as a stream and abandoned as soon as it passes ``limit``.
-
-    ``timeout`` bounds the whole read (a peer trickling a body byte by byte, or
-    never finishing it, would otherwise hold the request open forever).
-    """
-    if timeout is None:
-        return await _read_body(receive, limit)
-    try:
-        async with asyncio.timeout(timeout):
-            return await _read_body(receive, limit)
-    except TimeoutError:
-        raise BodyTimeout from None
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    message = await receive()
-    if message["type"] != "http.request":
-        raise ClientGone
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):  # the common case: one chunk
-        if len(body) > limit:
-            raise BodyTooLarge
-        return body
-    chunks = [body]
-    size = len(body)
-    while True:
-        if size > limit:
-            raise BodyTooLarge
-        message = await receive()
-        if message["type"] != "http.request":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    if size > limit:
-        raise BodyTooLarge
-    return b"".join(chunks)
-
-
-async def send_body_timeout(send: Send, timeout: float) -> None:
-    # Connection: close, since the rest of the body may still be on its way (RFC 9110 §15.5.9).
-    await send_error(
-        send,
-        408,
-        INVALID_REQUEST,
-        f"Request Timeout: the request body did not arrive within {timeout:g} s",
-        [(b"connection", b"close")],
-    )
 
 
 async def lifespan(

@@ -29,34 +29,34 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
-from ..protocol.jsonrpc import Kind, classify, exact_ids, invalid_request
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
+from ..protocol.jsonrpc import Kind, classify, invalid_request
 from .asgi import (
     AUTH_SCOPE_KEY,
-    DEFAULT_BODY_TIMEOUT,
     PING,
     SSE_HEADERS,
-    BodyTimeout,
-    BodyTooLarge,
     ClientGone,
     Receive,
     Scope,
     Send,
     accepts_event_stream,
-    check_body_timeout,
     check_max_inflight,
     lifespan,
-    read_body,
     register_stream_owner,
     route_path,
     send_body,
-    send_body_timeout,
     send_error,
     send_internal_error,
     send_rejected,
-    send_too_large,
     sse_event,
     watch_disconnect,
+)
+from .http_intake import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    REFUSED,
+    check_body_timeout,
+    read_json_post,
 )
 from .http_sessions import DEFAULT_MAX_QUEUED_BYTES
 from .security import RequestGuard
@@ -69,7 +69,6 @@ __all__ = ["SSEApp"]
 
 log = logging.getLogger("mcpkit.transports.sse")
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_MAX_INFLIGHT: Final = 256
 
@@ -297,24 +296,14 @@ class SSEApp:
         if conn is None or conn.session is None:
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
-        ctype = headers.get(b"content-type")
-        if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
-            await send_error(
-                send, 415, INVALID_REQUEST, "Unsupported Media Type: use application/json"
-            )
-            return
-        try:
-            body = await read_body(receive, self.max_body_size, self.body_timeout)
-        except BodyTooLarge:
-            await send_too_large(send, self.max_body_size)
-            return
-        except BodyTimeout:
-            await send_body_timeout(send, self.body_timeout or 0)
-            return
-        try:
-            msg = exact_ids(orjson.loads(body), body)
-        except orjson.JSONDecodeError as exc:
-            await send_error(send, 400, PARSE_ERROR, f"Parse error: {exc}")
+        msg = await read_json_post(
+            receive,
+            send,
+            headers,
+            max_body_size=self.max_body_size,
+            body_timeout=self.body_timeout,
+        )
+        if msg is REFUSED:
             return
         session = conn.session
         auth_info = scope.get(AUTH_SCOPE_KEY)

@@ -50,6 +50,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, cast
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, ConnectionClosed
+from ..framing import MAX_LINE_SIZE, LineSplitter, Oversized
 from ..loops import new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify
@@ -80,8 +81,9 @@ __all__ = [
 
 log = logging.getLogger("mcpkit.transports.stdio")
 
-#: Longest line accepted (bytes). Longer lines are discarded and answered with an error.
-MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
+#: Longest line accepted (bytes). Longer lines are discarded and answered with an error
+#: (the bounded splitting is :mod:`mcpkit.framing`, shared with the client).
+MAX_MESSAGE_SIZE: Final = MAX_LINE_SIZE
 #: Requests served at once before the reader pauses (memory bound for a flooding client).
 MAX_IN_FLIGHT: Final = 4096
 #: Bytes of output buffered for a slow client before the server stops reading input.
@@ -89,93 +91,6 @@ MAX_BUFFERED_OUTPUT: Final = 4 * 1024 * 1024
 #: Lines of one read dispatched per event-loop iteration (see _StdioConnection._catch_up).
 _BATCH: Final = 64
 _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
-
-
-# -- framing (no I/O) -----------------------------------------------------------------------------
-
-
-class Oversized:
-    """Marks a line that was dropped for exceeding the size limit."""
-
-    __slots__ = ("size",)
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-
-class LineSplitter:
-    """Splits a byte stream into lines, bounding each line's size.
-
-    Each chunk is scanned once, so a 10 MB line arriving in 64 KiB pieces
-    costs linear time. A line over ``max_size`` is not buffered: its bytes
-    are counted and dropped, and it comes out as an :class:`Oversized`.
-    """
-
-    __slots__ = ("_buf", "_dropping", "_max")
-
-    def __init__(self, max_size: int = MAX_MESSAGE_SIZE) -> None:
-        self._buf = bytearray()
-        self._dropping = 0  # > 0 while discarding an oversized line
-        self._max = max_size
-
-    def whole_line(self, data: bytes) -> bool:
-        """Whether ``data`` is exactly one complete line, nothing buffered before it and
-        within the size limit: then it is the line (JSON ignores the ``\\n``), and
-        :meth:`feed` need not run."""
-        last = len(data) - 1
-        return (
-            last >= 0
-            and data.find(b"\n") == last
-            and not self._buf
-            and not self._dropping
-            and last <= self._max
-        )
-
-    def feed(self, data: bytes) -> list[bytes | bytearray | Oversized]:
-        out: list[bytes | bytearray | Oversized] = []
-        start = 0
-        end = len(data)
-        while True:
-            nl = data.find(b"\n", start)
-            if nl < 0:
-                break
-            if self._dropping:
-                out.append(Oversized(self._dropping + nl - start))
-                self._dropping = 0
-            elif self._buf:
-                self._buf += memoryview(data)[start:nl]
-                if len(self._buf) > self._max:
-                    out.append(Oversized(len(self._buf)))
-                    self._buf.clear()
-                else:
-                    out.append(self._buf)
-                    self._buf = bytearray()
-            elif nl - start > self._max:
-                out.append(Oversized(nl - start))
-            elif start == 0 and nl == end - 1:
-                out.append(data)  # the common case: exactly one whole line (JSON ignores the \n)
-            else:
-                out.append(data[start:nl])
-            start = nl + 1
-        if start < end:
-            if self._dropping:
-                self._dropping += end - start
-            elif len(self._buf) + end - start > self._max:
-                self._dropping = len(self._buf) + end - start
-                self._buf.clear()
-            else:
-                self._buf += memoryview(data)[start:]
-        return out
-
-    def close(self) -> list[bytes | bytearray | Oversized]:
-        """At end of input: the last line, when it had no newline."""
-        if self._dropping:
-            size, self._dropping = self._dropping, 0
-            return [Oversized(size)]
-        if self._buf:
-            line, self._buf = self._buf, bytearray()
-            return [line]
-        return []
 
 
 # -- the connection -------------------------------------------------------------------------------

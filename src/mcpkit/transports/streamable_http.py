@@ -10,7 +10,9 @@ standalone SSE stream, or a resumed stream with ``Last-Event-ID``) and DELETE
 (end the session). The hot path is: check headers from one ``dict`` of the
 raw header list → read the body → ``orjson.loads`` once → ``session.handle`` →
 ``orjson.dumps`` once → two ``send`` calls. No framework, no queue, no extra
-task per request.
+task per request. The POST path is here; creating, finding, streaming (GET) and
+ending (DELETE) sessions is :mod:`.streamable_sessions`, and reading the POST
+body is :mod:`.http_intake`.
 
 Choices the spec leaves open (2025-11-25 basic/transports):
 
@@ -59,46 +61,43 @@ Choices the spec leaves open (2025-11-25 basic/transports):
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ConfigurationError
+from ..errors import INVALID_REQUEST, ConfigurationError
 from ..protocol.envelope import is_stateless_request, unsupported_version
-from ..protocol.jsonrpc import Kind, classify, error_response, exact_ids, invalid_request
+from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.input_rounds import principal_of
 from ..server.listen import end_subscriptions
 from ..stores import EventStore, MemorySessionStore, SessionStore
 from .asgi import (
     AUTH_SCOPE_KEY,
-    DEFAULT_BODY_TIMEOUT,
     JSON_CT,
     SSE_HEADERS,
-    BodyTimeout,
-    BodyTooLarge,
     ClientGone,
     Receive,
     Scope,
     Send,
-    accepts_event_stream,
-    check_body_timeout,
     check_max_inflight,
     lifespan,
-    read_body,
     register_stream_owner,
     route_path,
     send_body,
-    send_body_timeout,
     send_error,
     send_internal_error,
     send_rejected,
-    send_too_large,
     sse_event,
+)
+from .http_intake import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    REFUSED,
+    check_body_timeout,
+    read_json_post,
 )
 from .http_sessions import (
     DEFAULT_MAX_QUEUED_BYTES,
@@ -106,9 +105,9 @@ from .http_sessions import (
     RequestStream,
     SessionTable,
 )
-from .http_streams import open_stream
 from .security import RequestGuard
 from .streamable_http_2026 import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
+from .streamable_sessions import JSON_MODE, SessionEndpoints, drop, new_session_id
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -125,12 +124,11 @@ __all__ = [
 
 log = logging.getLogger("mcpkit.transports.http")
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_KEEPALIVE: Final = 15.0
 DEFAULT_MAX_INFLIGHT: Final = 256
-_JSON = 0
+_JSON = JSON_MODE
 _SSE = 1
 _NOT_ACCEPTABLE = -1
 
@@ -138,15 +136,11 @@ _ALLOW_STATEFUL: Final = (b"allow", b"GET, POST, DELETE")
 _ALLOW_STATELESS: Final = (b"allow", b"POST")
 
 
-async def _drop(message: dict[str, Any]) -> None:
-    log.debug("no stream for %s", message.get("method"))
-
-
 def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
     return [JSON_CT, (b"content-length", str(len(body)).encode())]
 
 
-class StreamableHTTPApp:
+class StreamableHTTPApp(SessionEndpoints):
     """An ASGI app serving ``server`` over Streamable HTTP at ``path``.
 
     >>> app = server.http_app()                              # uvicorn module:app
@@ -248,7 +242,7 @@ class StreamableHTTPApp:
         self.stateless = stateless
         self._modes: dict[bytes | None, int] = {}
         self._json_response = stateless if json_response is None else json_response
-        self.session_id_generator = session_id_generator or _new_session_id
+        self.session_id_generator = session_id_generator or new_session_id
         self.on_session_initialized = on_session_initialized
         shared = server.store
         if event_store is None and shared is not None:
@@ -287,15 +281,6 @@ class StreamableHTTPApp:
     def json_response(self, value: bool) -> None:
         self._json_response = value
         self._modes.clear()  # the remembered response modes depend on it
-
-    # -- introspection ---------------------------------------------------------------------------
-    def __len__(self) -> int:
-        """The number of live sessions."""
-        return len(self._sessions)
-
-    def session(self, session_id: str) -> ServerSession | None:
-        entry = self._sessions.get(session_id)
-        return entry.session if entry is not None else None
 
     # -- ASGI ------------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -376,37 +361,15 @@ class StreamableHTTPApp:
                 "Not Acceptable: accept application/json and text/event-stream",
             )
             return
-        ctype = headers.get(b"content-type")
-        if ctype != b"application/json" and (
-            ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json"
-        ):
-            await send_error(
-                send, 415, INVALID_REQUEST, "Unsupported Media Type: use application/json"
-            )
-            return
         version = headers.get(b"mcp-protocol-version")
-        length = headers.get(b"content-length")
-        if length is not None:
-            try:
-                too_big = int(length) > self.max_body_size
-            except ValueError:
-                await send_error(send, 400, INVALID_REQUEST, "Bad Request: invalid Content-Length")
-                return
-            if too_big:
-                await send_too_large(send, self.max_body_size)
-                return
-        try:
-            body = await read_body(receive, self.max_body_size, self.body_timeout)
-        except BodyTooLarge:
-            await send_too_large(send, self.max_body_size)
-            return
-        except BodyTimeout:
-            await send_body_timeout(send, self.body_timeout or 0)
-            return
-        try:
-            msg = exact_ids(orjson.loads(body), body)
-        except orjson.JSONDecodeError as exc:
-            await send_error(send, 400, PARSE_ERROR, f"Parse error: {exc}")
+        msg = await read_json_post(
+            receive,
+            send,
+            headers,
+            max_body_size=self.max_body_size,
+            body_timeout=self.body_timeout,
+        )
+        if msg is REFUSED:
             return
         auth_info = scope.get(AUTH_SCOPE_KEY)
         if version is not None and version not in self._versions:
@@ -443,7 +406,7 @@ class StreamableHTTPApp:
         raw_sid = headers.get(b"mcp-session-id")
         if raw_sid is None:
             if type(msg) is dict and msg.get("method") == "initialize" and "id" in msg:
-                await self._initialize(msg, mode, send, auth_info)
+                await self._initialize(msg, mode, send, auth_info, principal_of(auth_info))
             else:
                 await send_error(
                     send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
@@ -459,11 +422,6 @@ class StreamableHTTPApp:
         finally:
             entry.busy -= 1
             self._sessions.touch(entry)
-
-    async def _bad_version(self, send: Send, version: bytes) -> None:
-        supported = ", ".join(REVISIONS)
-        text = f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r} (supported: {supported})"
-        await send_error(send, 400, INVALID_REQUEST, text)
 
     async def _dispatch(
         self,
@@ -482,12 +440,12 @@ class StreamableHTTPApp:
             if kind is Kind.INVALID:
                 await send_rejected(send, invalid_request(msg))
                 return
-            await session.handle(msg, _drop, auth_info=auth_info)
+            await session.handle(msg, drop, auth_info=auth_info)
             await send_body(send, 202)
             return
         if mode == _JSON:
             resp = await session.handle_request(
-                msg, entry if entry is not None else _drop, auth_info=auth_info
+                msg, entry if entry is not None else drop, auth_info=auth_info
             )
             if resp is None:  # cancelled by the client: nothing to answer
                 await send_body(send, 202)
@@ -583,7 +541,7 @@ class StreamableHTTPApp:
         auth_info: Any,
     ) -> None:
         # 2025-03-26 only (session.handle_batch enforces the revision rule).
-        related = entry if entry is not None else _drop
+        related = entry if entry is not None else drop
         results: Any = await session.handle_batch(batch, related, auth_info=auth_info)
         if type(results) is dict:  # the batch as a whole was refused
             await send_rejected(send, results)
@@ -598,125 +556,8 @@ class StreamableHTTPApp:
         await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
         await send({"type": "http.response.body", "body": sse_event(body), "more_body": False})
 
-    async def _initialize(self, msg: dict[str, Any], mode: int, send: Send, auth_info: Any) -> None:
-        if not self._sessions.make_room():
-            await send_error(
-                send, 503, INTERNAL_ERROR, "Service Unavailable: too many active sessions"
-            )
-            return
-        sid = self.session_id_generator()
-        if (
-            not sid
-            or not sid.isascii()
-            or not all(0x21 <= ord(c) <= 0x7E for c in sid)
-            or sid in self._sessions
-        ):
-            # 2025-11-25 transports § session management: visible ASCII only; and unique.
-            raise ConfigurationError(
-                f"session_id_generator returned an unusable session id {sid!r}"
-            )
-        session = self.server.create_session(session_id=sid)
-        session.max_inflight = self.max_inflight
-        entry = HTTPSession(self, sid, session, principal_of(auth_info))
-        session.standalone = entry
-        resp = await session.handle(msg, _drop, auth_info=auth_info)
-        if resp is None:  # cannot happen for initialize, but never answer "null"
-            session.close()
-            await send_body(send, 202)
-            return
-        extra: list[tuple[bytes, bytes]] = []
-        if "result" in resp:
-            if not await self._sessions.create(entry):
-                session.close()
-                raise ConfigurationError(
-                    f"session_id_generator returned the id of an existing session {sid!r}"
-                )
-            self._sessions.add(entry)
-            extra.append((b"mcp-session-id", sid.encode()))
-            if self.on_session_initialized is not None:
-                try:
-                    result = self.on_session_initialized(sid)
-                    if inspect.isawaitable(result):
-                        await result
-                except Exception:
-                    log.exception("on_session_initialized failed for a new session")
-        else:
-            session.close()
-        body = orjson.dumps(resp)
-        if mode == _JSON:
-            await send_body(send, 200, body, extra)
-            return
-        await send(
-            {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]}
-        )
-        await send({"type": "http.response.body", "body": sse_event(body), "more_body": False})
-
-    # -- sessions --------------------------------------------------------------------------------
-    def _lookup(self, raw_sid: bytes) -> HTTPSession | None:
-        return self._sessions.lookup(raw_sid.decode("latin-1"))
-
-    async def _session_or_error(
-        self, send: Send, headers: dict[bytes, bytes]
-    ) -> HTTPSession | None:
-        """The session a GET or DELETE names, or None once 400/404 is answered.
-
-        POST inlines the same checks: it is the hot path, and it lets ``initialize`` through.
-        """
-        raw_sid = headers.get(b"mcp-session-id")
-        if raw_sid is None:
-            await send_error(
-                send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
-            )
-            return None
-        entry = self._lookup(raw_sid)
-        if entry is None:
-            await send_error(send, 404, INVALID_REQUEST, "Session not found")
-        return entry
-
     def end_streams(self) -> None:
         """Close every GET/resumed stream's connection (with ``retry``) so a server can stop;
         answer every 2026-07-28 ``subscriptions/listen`` so its stream ends too."""
         self._sessions.end_streams()
         end_subscriptions(self.server)
-
-    async def aclose(self) -> None:
-        """End every session (the ASGI lifespan shutdown calls this)."""
-        self._sessions.close_all()
-
-    # -- DELETE ----------------------------------------------------------------------------------
-    async def _delete(self, send: Send, headers: dict[bytes, bytes]) -> None:
-        entry = await self._session_or_error(send, headers)
-        if entry is None:
-            return
-        self._sessions.end(entry)
-        await send_body(send, 204)
-
-    # -- GET -------------------------------------------------------------------------------------
-    async def _get(self, receive: Receive, send: Send, headers: dict[bytes, bytes]) -> None:
-        if not accepts_event_stream(headers.get(b"accept")):
-            await send_error(send, 406, INVALID_REQUEST, "Not Acceptable: accept text/event-stream")
-            return
-        version = headers.get(b"mcp-protocol-version")
-        if version is not None and version not in self._versions:
-            await self._bad_version(send, version)
-            return
-        entry = await self._session_or_error(send, headers)
-        if entry is None:
-            return
-        entry.busy += 1
-        try:
-            last_event_id = headers.get(b"last-event-id")
-            await open_stream(
-                self,
-                entry,
-                last_event_id.decode("latin-1") if last_event_id is not None else None,
-                receive,
-                send,
-            )
-        finally:
-            entry.busy -= 1
-            self._sessions.touch(entry)
-
-
-def _new_session_id() -> str:
-    return secrets.token_urlsafe(32)

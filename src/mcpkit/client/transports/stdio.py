@@ -24,7 +24,8 @@ Beyond the spec, for production use:
   exit is watched with a pidfd (Linux), else by a thread blocked in ``wait()``.
 * A stdout line longer than ``max_message_size`` bytes (newline or not) fails
   the connection with :class:`~.base.MessageTooLarge` and stdout is no longer
-  read: a server writing an endless line cannot fill the client's memory.
+  read: a server writing an endless line cannot fill the client's memory. The
+  bounded splitting is the server's own (:mod:`mcpkit.framing`).
 * When the process dies, pending calls fail at once with an error naming the
   server, its exit status and the last lines it wrote to stderr. A line on
   stdout that is not JSON fails the connection with an error that says so
@@ -49,6 +50,7 @@ from typing import Any, Final
 import orjson
 
 from ...errors import ConnectionClosed, ServerExited
+from ...framing import LineSplitter, Oversized
 from ...protocol import jsonrpc
 from ...protocol.jsonrpc import exact_ids
 from ...stdio_process import Reader, open_input
@@ -105,7 +107,7 @@ class StdioTransport:
         self._popen: subprocess.Popen[bytes] | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self._readers: list[Reader | asyncio.BaseTransport] = []
-        self._partial = bytearray()
+        self._splitter = LineSplitter(max_message_size)
         self._err_partial = bytearray()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
         self._stdout_eof = False
@@ -121,6 +123,7 @@ class StdioTransport:
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, inbound: Inbound) -> None:
         self._inbound = inbound
+        self._splitter = LineSplitter(self.max_message_size)
         loop = asyncio.get_running_loop()
         self._exited = asyncio.Event()
         env = None
@@ -268,52 +271,33 @@ class StdioTransport:
     def _stdout(self, data: bytes) -> None:
         if self._lost is not None:
             return  # the connection was dropped: nothing more is delivered
-        limit = self.max_message_size
-        if not self._partial and data.find(b"\n") == len(data) - 1:
+        splitter = self._splitter
+        if splitter.whole_line(data):
             # The common case, one whole message per read: no split, no list.
-            if len(data) > limit + 1:
-                self._too_large()
-            else:
-                self._line(data)
+            self._line(data)
             return
-        if self._partial:
-            self._partial += data
-            if b"\n" not in data:  # only the new bytes are scanned
-                if len(self._partial) > limit:
-                    self._too_large()
-                return
-            data = bytes(self._partial)
-            self._partial.clear()
-        elif b"\n" not in data:
-            self._partial += data
-            if len(self._partial) > limit:
-                self._too_large()
-            return
-        lines = data.split(b"\n")
-        tail = lines.pop()
-        if tail:
-            self._partial += tail
-        for line in lines:
+        for line in splitter.feed(data):
             if self._lost is not None:
                 return
-            if len(line) > limit:
+            if isinstance(line, Oversized):
                 self._too_large()
                 return
             self._line(line)
-        if len(self._partial) > limit:
+        if splitter.overflowing and self._lost is None:
+            # No newline yet, but already too long: stop now rather than read it all.
             self._too_large()
 
     def _too_large(self) -> None:
         """An over-long stdout line: drop the connection and stop reading stdout, so the
         server's next write fails instead of being read and thrown away."""
-        self._partial.clear()
+        self._splitter.close()  # forget what was buffered
         self._report(
             MessageTooLarge(repr(self.label), self.max_message_size, "as a line on its stdout")
         )
         if self._readers:
             self._readers[0].close()
 
-    def _line(self, line: bytes) -> None:
+    def _line(self, line: bytes | bytearray) -> None:
         try:
             # JSON allows the trailing newline as whitespace; ids beyond 64 bits stay exact.
             message = exact_ids(orjson.loads(line), line)
@@ -328,7 +312,7 @@ class StdioTransport:
         except Exception:  # never let a bug here kill the pipe (asyncio would close it)
             log.exception("MCP server %r: failed to handle a message", self.label)
 
-    def _garbage(self, line: bytes) -> None:
+    def _garbage(self, line: bytes | bytearray) -> None:
         snippet = line.rstrip(b"\r\n")[:200].decode("utf-8", "replace")
         self._report(
             ConnectionClosed(
@@ -359,10 +343,12 @@ class StdioTransport:
 
     def _stdout_closed(self) -> None:
         self._stdout_eof = True
-        if self._partial.strip():
-            line = bytes(self._partial)
-            self._partial.clear()
-            self._stdout(line + b"\n")
+        if self._lost is None:
+            for line in self._splitter.close():  # a last line without its newline
+                if isinstance(line, Oversized):
+                    self._too_large()
+                else:
+                    self._line(line)
         self._check_lost()
 
     def _process_exited(self) -> None:

@@ -1,0 +1,114 @@
+"""Running a server: the ``run_*``/``serve_*`` and ``*_app`` conveniences of ``MCPServer``.
+
+The transports sit above the server in the layer order (``docs/architecture.md``):
+they drive a server, the server does not know them. These conveniences are the
+one place the server reaches up, and only inside the methods, so that
+``import mcpkit`` stays light and the server package imports no transport at
+module level (``tests/test_layers.py`` allows exactly these lazy imports).
+``MCPServer`` mixes :class:`ServerRunning` in; each method hands the server
+itself to the transport (``cast``: only ``MCPServer`` mixes this in, and naming
+it here would be an import loop).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Container
+
+    from ..transports.asgi import ASGIApp
+    from ..transports.serve import ServeOptions
+
+__all__ = ["ServerRunning"]
+
+log = logging.getLogger("mcpkit.server")
+
+
+class ServerRunning:
+    """Mixed into ``MCPServer``; the attributes below are the server's own."""
+
+    name: str
+    tools: Container[str]
+    back_channel_needs: dict[str, tuple[str, ...]]
+
+    def run_stdio(self) -> None:
+        """Serve on stdin/stdout until stdin closes or SIGTERM."""
+        from ..transports.stdio import run_stdio
+
+        run_stdio(cast(Any, self))
+
+    async def serve_stdio(self) -> None:
+        from ..transports.stdio import serve_stdio
+
+        await serve_stdio(cast(Any, self))
+
+    def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
+        """A Streamable HTTP ASGI app (see :mod:`mcpkit.transports.streamable_http`)."""
+        from ..transports.streamable_http import StreamableHTTPApp
+
+        if options.get("stateless"):
+            self._warn_back_channels("stateless HTTP")
+        return StreamableHTTPApp(cast(Any, self), path=path, **options)
+
+    def _warn_back_channels(self, transport: str) -> None:
+        """Name, at start-up, each tool that needs a channel back to the client it cannot get."""
+        for name, needs in self.back_channel_needs.items():
+            if name in self.tools:
+                log.warning(
+                    "tool %r needs %s, which %s cannot offer (no channel for server-to-client "
+                    "requests): calls to it will fail",
+                    name,
+                    " and ".join(needs),
+                    transport,
+                )
+
+    def sse_app(
+        self, sse_path: str = "/sse", message_path: str = "/message", **options: Any
+    ) -> ASGIApp:
+        """A legacy HTTP+SSE (2024-11-05) ASGI app."""
+        from ..transports.sse_legacy import SSEApp
+
+        return SSEApp(cast(Any, self), sse_path=sse_path, message_path=message_path, **options)
+
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        *,
+        serve_options: ServeOptions | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve Streamable HTTP on the embedded server (uvicorn) until SIGINT/SIGTERM.
+
+        ``options`` go to :meth:`http_app`, ``serve_options`` to
+        :func:`~mcpkit.transports.serve.serve` (limits, timeouts, uvicorn options).
+        Prints where it listens to stderr once the port is bound.
+        """
+        from ..transports.serve import serve
+
+        banner = (
+            f"mcpkit: serving {self.name!r} on {{url}}{path} (Streamable HTTP); Ctrl+C stops it"
+        )
+        app = self.http_app(path, **options)
+        serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
+
+    def run_sse(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        serve_options: ServeOptions | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve legacy HTTP+SSE (2024-11-05) on the embedded server; see :meth:`run_http`."""
+        from ..transports.serve import serve
+
+        app = self.sse_app(**options)
+        sse_path = getattr(app, "sse_path", "/sse")
+        banner = (
+            f"mcpkit: serving {self.name!r} on {{url}}{sse_path} (legacy HTTP+SSE); Ctrl+C stops it"
+        )
+        serve(app, host=host, port=port, banner=banner, **(serve_options or {}))

@@ -43,7 +43,7 @@ def test_an_answer_takes_its_request_off_the_table_with_the_waiter() -> None:
     waiter = object()
     entry, _ = out.open("tools/list", None, waiter)
     reply, found = out.answer(result(entry.id))
-    assert reply is Reply.RESULT and found is entry and found.waiter is waiter
+    assert reply == Reply.RESULT and found is entry and found.waiter is waiter
     assert len(out) == 0
     entry2, _ = out.open("tools/list", None)
     assert out.answer(error(entry2.id)) == (Reply.ERROR, entry2)
@@ -184,7 +184,7 @@ class TableMachine(stateful.RuleBasedStateMachine):
         reply, entry = self.out.answer(error(rid) if as_error else result(rid))
         if rid in self.pending:
             assert entry is not None and entry.id == rid
-            assert reply is (Reply.ERROR if as_error else Reply.RESULT)
+            assert reply == (Reply.ERROR if as_error else Reply.RESULT)
             del self.pending[rid]
         else:
             assert (reply, entry) == (Reply.STALE, None)
@@ -196,9 +196,9 @@ class TableMachine(stateful.RuleBasedStateMachine):
             assert entry is not None
             del self.pending[rid]
         elif rid in self.issued:
-            assert reply is Reply.STALE
+            assert reply == Reply.STALE
         else:
-            assert reply is Reply.UNKNOWN
+            assert reply == Reply.UNKNOWN
 
     @stateful.rule(rid=sent)
     def cancel(self, rid: int) -> None:

@@ -489,17 +489,17 @@ class ClientSession(SessionAPI):
             log.debug(
                 "MCP server %r answered a request id that is not pending (%s): %r",
                 self.name,
-                reply.value,
+                reply,
                 msg.get("id"),
             )
             return
         fut: asyncio.Future[dict[str, Any]] = entry.waiter
         if fut.done():
             return
-        if reply is Reply.RESULT:
+        if reply == Reply.RESULT:
             fut.set_result(msg["result"])
             return
-        if reply is Reply.ERROR:
+        if reply == Reply.ERROR:
             err = msg["error"]
             code = err.get("code")
             fut.set_exception(

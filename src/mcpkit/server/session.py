@@ -340,16 +340,14 @@ class ServerSession:
     def handle_response(self, msg: dict[str, Any]) -> None:
         reply, entry = self.outgoing.answer(msg)
         if entry is None:
-            log.debug(
-                "response to a request id that is not pending (%s): %r", reply.value, msg.get("id")
-            )
+            log.debug("response to a request id that is not pending (%s): %r", reply, msg.get("id"))
             return
         fut: asyncio.Future[dict[str, Any]] = entry.waiter
         if fut.done():
             return
-        if reply is Reply.RESULT:
+        if reply == Reply.RESULT:
             fut.set_result(msg["result"])
-        elif reply is Reply.ERROR:
+        elif reply == Reply.ERROR:
             # classify() let this message through, so the error has its code and message.
             err = msg["error"]
             fut.set_exception(RemoteError(err["message"], code=err["code"], data=err.get("data")))

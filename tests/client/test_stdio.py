@@ -45,6 +45,19 @@ def transport_of(client: Client) -> StdioTransport:
     return transport
 
 
+@pytest.mark.no_schema_check  # the server's odd answers are invalid on purpose
+async def test_answers_with_array_or_object_ids_are_ignored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # No request of ours has such an id: they match nothing, quietly (they once raised
+    # TypeError in the reader, logged as a failure), and the real answer that follows
+    # still reaches its caller.
+    async with raw("odd_ids", timeout=5) as client:
+        assert (await client.session.request("tools/list"))["tools"] == []
+        assert not client.session.closed
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
 # -- an mcpkit server over stdio -----------------------------------------------------------------
 
 

@@ -150,7 +150,6 @@ class ServerHandlers:
         )
         self.list_changed: list[ListChangedCallback] = [on_list_changed] if on_list_changed else []
         self.notification_callbacks: dict[str, list[Callable[[dict[str, Any]], Any]]] = {}
-        self.progress: dict[Any, ProgressCallback] = {}
         self._serving: dict[Any, asyncio.Task[None]] = {}
         self._answering = 0  # server requests being handled or answered
         self._refusing = 0  # refusals being sent
@@ -318,10 +317,13 @@ class ServerHandlers:
             log.debug("dropped %s of a replaced subscription from %r", method, self.session.name)
             return
         if method == "notifications/progress":
-            callback = self.progress.get(params.get("progressToken"))
-            if callback is not None:
+            entry = self.session.outgoing.progress(params)
+            if entry is not None:
                 self._call(
-                    callback, params.get("progress"), params.get("total"), params.get("message")
+                    entry.on_progress,
+                    params.get("progress"),
+                    params.get("total"),
+                    params.get("message"),
                 )
         elif method == "notifications/message":
             self._log(params)

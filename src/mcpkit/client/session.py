@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import itertools
 import logging
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -29,8 +28,9 @@ from ..errors import (
     RemoteError,
 )
 from ..protocol import jsonrpc
+from ..protocol.correlation import Outgoing, Reply
 from ..protocol.versions import REVISIONS, Revision
-from . import era_probe as stateless
+from . import era_probe
 from .cache import ResultCache
 from .deadlines import Deadlines, timeout_problem, valid_timeout
 from .handlers import (
@@ -47,9 +47,6 @@ __all__ = ["DEFAULT_TIMEOUT", "ClientOptions", "ClientSession", "Trace"]
 
 log = logging.getLogger("mcpkit.client")
 
-# Requests never followed by notifications/cancelled: initialize MUST NOT be cancelled
-# (lifecycle), and a probe given up on is just left unanswered.
-_NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
 # How long a timed-out call waits for its notifications/cancelled to go out before raising
 # PeerTimeout (the sending goes on in the background, for at most 5 s).
 _CANCEL_GRACE: Final = 0.1
@@ -96,8 +93,9 @@ class ClientSession(SessionAPI):
         )
         self._label = options.name
         self._trace = options.trace
-        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
+        # Our requests: ids, the pending table, cancellation and progress rules (sans-IO);
+        # each entry's waiter is the future its caller awaits.
+        self.outgoing = Outgoing()
         self._closed: BaseException | None = None
         self._started = False
         self._generation = 0  # bumped by every successful handshake (HTTP re-initialization)
@@ -217,10 +215,10 @@ class ClientSession(SessionAPI):
         (:func:`mcpkit.client.era_probe.discover`). ``timeout`` (default: the session's)
         includes a stdio server's start-up.
         """
-        if stateless.is_stateless(self.requested_version):
+        if era_probe.is_stateless(self.requested_version):
             asked = self.requested_version
-            grace = stateless.PROBE_GRACE if getattr(self.transport, "races_probe", False) else None
-            outcome = await stateless.discover(self, timeout, grace=grace)
+            grace = era_probe.PROBE_GRACE if getattr(self.transport, "races_probe", False) else None
+            outcome = await era_probe.discover(self, timeout, grace=grace)
             if isinstance(outcome, asyncio.Future):
                 return await self._race(outcome, asked, timeout)
             if outcome is not None:
@@ -244,7 +242,7 @@ class ClientSession(SessionAPI):
             await asyncio.wait({init})
             if init.exception() is not None:
                 await asyncio.wait({probe})  # bounded by the probe's own timeout
-                result = stateless.probe_won(probe, version)
+                result = era_probe.probe_won(probe, version)
                 if result is not None:
                     self.stateless_version = version
                     self.requested_version = version
@@ -269,7 +267,7 @@ class ClientSession(SessionAPI):
         self.initialize_result = result
         self.revision = REVISIONS.get(self.stateless_version or "")
         meta = result.get("_meta")
-        info = meta.get(stateless.SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        info = meta.get(era_probe.SERVER_INFO_KEY) if isinstance(meta, dict) else None
         if not isinstance(info, dict):  # some servers put it at the top level
             info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
@@ -295,7 +293,7 @@ class ClientSession(SessionAPI):
         """Accept the ``initialize`` result (or refuse its version) and say ``initialized``."""
         version = result.get("protocolVersion")
         # A stateless revision cannot be negotiated by a handshake (it has none).
-        if version not in self.supported_versions or stateless.is_stateless(version):
+        if version not in self.supported_versions or era_probe.is_stateless(version):
             # Lifecycle § version negotiation: a client that does not support the
             # server's version SHOULD disconnect.
             exc = MCPError(
@@ -336,8 +334,8 @@ class ClientSession(SessionAPI):
         await self.transport.aclose()
 
     def _fail_all(self, exc: BaseException) -> None:
-        pending, self._pending = self._pending, {}
-        for fut in pending.values():
+        for entry in self.outgoing.drain():
+            fut = entry.waiter
             if not fut.done():
                 fut.set_exception(_copy(exc))
 
@@ -363,25 +361,19 @@ class ClientSession(SessionAPI):
         if _retry and self._reinit_lock is not None and self._reinit_lock.locked():
             async with self._reinit_lock:  # a new session is being made: wait for it
                 pass
-        rid = next(self._ids)
         if self.stateless_version is not None:
-            params = stateless.envelope(
+            params = era_probe.envelope(
                 params,
                 version=self.stateless_version,
-                capabilities=stateless.capabilities(self._capabilities),
+                capabilities=era_probe.capabilities(self._capabilities),
                 client_info=self.client_info,
                 log_level=self.log_level,
             )
-        if progress is not None:
-            # utilities/progress: the token rides in the request's `_meta`; the id is unique.
-            params = dict(params) if params else {}
-            meta = params.get("_meta")
-            params["_meta"] = {**meta, "progressToken": rid} if meta else {"progressToken": rid}
-            self.handlers.progress[rid] = progress
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        pending = self._pending
-        pending[rid] = fut
-        msg = jsonrpc.request(rid, method, params)
+        outgoing = self.outgoing
+        # With a progress callback, the request's `_meta.progressToken` is its id.
+        entry, msg = outgoing.open(method, params, fut, progress)
+        rid = entry.id
         generation = self._generation
         deadline = self._deadlines.add(rid, wait)
         try:
@@ -391,18 +383,18 @@ class ClientSession(SessionAPI):
             return await fut
         except asyncio.CancelledError:
             if deadline.expired and deadline.task.uncancel() == 0:
-                if method not in _NOT_CANCELLED and self._closed is None:
+                cancelled = outgoing.cancel(rid, f"timed out after {wait:g} s")
+                if cancelled is not None and self._closed is None:
                     # The caller learns of the timeout on time: telling the server may take
                     # a POST of its own, behind whatever else is in flight.
-                    task = self.handlers.spawn(
-                        self._cancel_quietly(rid, f"timed out after {wait:g} s")
-                    )
+                    task = self.handlers.spawn(self._cancel_quietly(cancelled))
                     await asyncio.wait({task}, timeout=_CANCEL_GRACE)
                 raise PeerTimeout(
                     f"MCP server {self.name!r} did not answer {method} within {wait:g} s"
                 ) from None
-            if method not in _NOT_CANCELLED and self._closed is None:
-                self.handlers.spawn(self._cancel_quietly(rid, "cancelled by the client"))
+            cancelled = outgoing.cancel(rid, "cancelled by the client")
+            if cancelled is not None and self._closed is None:
+                self.handlers.spawn(self._cancel_quietly(cancelled))
             raise
         except SessionExpired:
             if not _retry:
@@ -411,9 +403,7 @@ class ClientSession(SessionAPI):
             await self._reinitialize(generation)
         finally:
             self._deadlines.discard(rid)
-            pending.pop(rid, None)
-            if progress is not None:
-                self.handlers.progress.pop(rid, None)
+            outgoing.forget(rid)
         # The server forgot the session (it restarted): a new one was made; try once more.
         return await self.request(method, params, timeout=timeout, progress=progress, _retry=False)
 
@@ -455,19 +445,13 @@ class ClientSession(SessionAPI):
                 f"MCP server {self.name!r} did not accept {what} within {wait:g} s"
             ) from None
 
-    async def _cancel_quietly(self, rid: Any, reason: str) -> None:
+    async def _cancel_quietly(self, cancelled: dict[str, Any]) -> None:
         if self._closed is not None:
             return
         try:
-            await asyncio.wait_for(
-                self.send_message(
-                    jsonrpc.notification(
-                        "notifications/cancelled", {"requestId": rid, "reason": reason}
-                    )
-                ),
-                5.0,
-            )
+            await asyncio.wait_for(self.send_message(cancelled), 5.0)
         except Exception as exc:  # the connection may be what failed
+            rid = cancelled["params"]["requestId"]
             log.debug("could not send notifications/cancelled for %r: %s", rid, exc)
 
     async def _reinitialize(self, generation: int) -> None:
@@ -500,18 +484,23 @@ class ClientSession(SessionAPI):
             else:
                 self.handlers.notification(msg)
             return
-        fut = self._pending.pop(msg.get("id"), None)
-        if fut is None:
-            log.debug("MCP server %r answered an unknown request id %r", self.name, msg.get("id"))
+        reply, entry = self.outgoing.answer(msg)
+        if entry is None:
+            log.debug(
+                "MCP server %r answered a request id that is not pending (%s): %r",
+                self.name,
+                reply,
+                msg.get("id"),
+            )
             return
+        fut: asyncio.Future[dict[str, Any]] = entry.waiter
         if fut.done():
             return
-        result = msg.get("result")
-        if type(result) is dict:
-            fut.set_result(result)
+        if reply == Reply.RESULT:
+            fut.set_result(msg["result"])
             return
-        err = msg.get("error")
-        if type(err) is dict:
+        if reply == Reply.ERROR:
+            err = msg["error"]
             code = err.get("code")
             fut.set_exception(
                 RemoteError(
@@ -529,9 +518,9 @@ class ClientSession(SessionAPI):
             )
 
     def request_failed(self, request_id: Any, exc: BaseException) -> None:
-        fut = self._pending.get(request_id)
-        if fut is not None and not fut.done():
-            fut.set_exception(exc)
+        entry = self.outgoing.get(request_id)
+        if entry is not None and not entry.waiter.done():
+            entry.waiter.set_exception(exc)
 
     def connection_lost(self, exc: BaseException) -> None:
         if self._closed is None:

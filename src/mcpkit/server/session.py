@@ -27,6 +27,7 @@ from ..errors import (
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
+from ..protocol.correlation import Outgoing, Reply
 from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
@@ -135,14 +136,13 @@ class ServerSession:
         "__weakref__",
         "_handlers",
         "_inflight",
-        "_last_id",
-        "_pending",
         "client_capabilities",
         "client_info",
         "detached",
         "inputs",
         "log_level",
         "max_inflight",
+        "outgoing",
         "revision",
         "server",
         "session_id",
@@ -180,8 +180,9 @@ class ServerSession:
         # their clients can leave calls running by dropping connections, with no stream
         # to slow down, unlike stdio (which stops reading instead).
         self.max_inflight: int | None = None
-        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
-        self._last_id = 0
+        # Our requests to the client (sampling, elicitation, roots, ping); each entry's
+        # waiter is the future its sender awaits. "mcpkit-" ids read apart from the client's.
+        self.outgoing = Outgoing(id_prefix="mcpkit-")
         # Handshake-era requests reach the middleware through the wrapped table; on
         # 2026-07-28 serve_stateless runs the chain around each round, which then
         # dispatches with the bare table (each request passes the chain once).
@@ -337,15 +338,19 @@ class ServerSession:
         # Other notifications (progress for our requests, unknown ones) are ignored.
 
     def handle_response(self, msg: dict[str, Any]) -> None:
-        fut = self._pending.pop(msg.get("id"), None)
-        if fut is None or fut.done():
-            log.debug("response to an unknown request id %r", msg.get("id"))
+        reply, entry = self.outgoing.answer(msg)
+        if entry is None:
+            log.debug("response to a request id that is not pending (%s): %r", reply, msg.get("id"))
             return
-        if "error" in msg:
+        fut: asyncio.Future[dict[str, Any]] = entry.waiter
+        if fut.done():
+            return
+        if reply == Reply.RESULT:
+            fut.set_result(msg["result"])
+        elif reply == Reply.ERROR:
+            # classify() let this message through, so the error has its code and message.
             err = msg["error"]
             fut.set_exception(RemoteError(err["message"], code=err["code"], data=err.get("data")))
-        elif isinstance(msg["result"], dict):
-            fut.set_result(msg["result"])
         else:
             fut.set_exception(
                 RemoteError("the client answered with a result that is not an object")
@@ -406,27 +411,24 @@ class ServerSession:
                 f"cannot send {method}: this server runs in stateless mode, which has no channel "
                 "for server-to-client requests"
             )
-        self._last_id += 1
-        rid = f"mcpkit-{self._last_id}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = fut
+        outgoing = self.outgoing
+        entry, message = outgoing.open(method, params, fut)
         send = request.send_raw if request is not None else self.standalone
         wait = self.server.request_timeout if timeout is None else timeout
         try:
-            await send(jsonrpc.request(rid, method, params))
+            await send(message)
             return await asyncio.wait_for(fut, wait)
         except TimeoutError:
-            try:
-                await send(
-                    jsonrpc.notification(
-                        "notifications/cancelled", {"requestId": rid, "reason": "timeout"}
-                    )
-                )
-            except Exception:
-                pass
+            cancelled = outgoing.cancel(entry.id, "timeout")
+            if cancelled is not None:
+                try:
+                    await send(cancelled)
+                except Exception:
+                    pass
             raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
         finally:
-            self._pending.pop(rid, None)
+            outgoing.forget(entry.id)
 
     def unreachable(self, method: str) -> CapabilityError | None:
         """Why no request can reach the client at all, whatever capabilities it declared.
@@ -478,10 +480,10 @@ class ServerSession:
     def close(self) -> None:
         """End the session: fail pending server→client requests, cancel in-flight ones."""
         self.state = State.CLOSED
-        for fut in self._pending.values():
+        for entry in self.outgoing.drain():
+            fut = entry.waiter
             if not fut.done():
                 fut.set_exception(ConnectionClosed("the session was closed"))
-        self._pending.clear()
         for req in list(self._inflight.values()):
             req.signal._set()
             if req.task is not None and req.task is not asyncio.current_task():

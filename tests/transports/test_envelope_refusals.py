@@ -9,6 +9,8 @@ an error line on stdio. Never a 500, a traceback, or a request left unanswered.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -137,3 +139,29 @@ async def test_legacy_sse_answers_invalid_params_on_the_stream(
         assert posted.status_code == 202
         event = await next_event(events)  # bounded: a request never answered fails here
         check_refusal(event.json, 9, named)
+
+
+async def test_a_parse_error_carries_a_null_id_over_http_and_legacy_sse(
+    serve_app: Callable[[Any], Awaitable[str]], http: httpx.AsyncClient
+) -> None:
+    # JSON-RPC 2.0 §5: an error whose request id cannot be read has "id": null.
+    server = demo_server()
+    base = await serve_app(server.http_app())
+    r = await http.post(
+        base + "/mcp",
+        content=b"{not json",
+        headers={"accept": BOTH, "content-type": "application/json"},
+    )
+    assert r.status_code == 400
+    assert r.json()["id"] is None and r.json()["error"]["code"] == -32700
+    sse_base = await serve_app(demo_server().sse_app())
+    async with http.stream("GET", sse_base + "/sse") as stream:
+        lines = stream.aiter_lines()
+        async with asyncio.timeout(TIMEOUT):
+            assert await anext(lines) == "event: endpoint"
+            path = (await anext(lines)).removeprefix("data: ")
+        r = await http.post(
+            sse_base + path, content=b"{not json", headers={"content-type": "application/json"}
+        )
+    assert r.status_code == 400
+    assert r.json()["id"] is None and r.json()["error"]["code"] == -32700

@@ -77,7 +77,7 @@ async def test_missing_session_id_is_400_and_unknown_is_404(
     hdrs = {"accept": BOTH, "content-type": "application/json"}
     missing = await http.post(client.url, content=body, headers=hdrs)
     assert missing.status_code == 400
-    assert "id" not in missing.json()  # transport errors carry no id
+    assert missing.json()["id"] is None  # the request id is unknown: null (JSON-RPC §5)
     unknown = await http.post(client.url, content=body, headers={**hdrs, "mcp-session-id": "nope"})
     assert unknown.status_code == 404
     for method in ("GET", "DELETE"):

@@ -133,14 +133,12 @@ async def send_body(
 def error_body(code: int, message: str, request_id: Any = None) -> bytes:
     """A JSON-RPC error object for an HTTP error body.
 
-    Transport-level errors concern no request, so the ``id`` is left out
-    (2025-11-25 transports: "a JSON-RPC error response that has no id"; the
-    schema makes ``id`` optional but never null).
+    An error whose request id is unknown carries ``"id": null`` (JSON-RPC 2.0 §5;
+    the MCP schemas up to 2025-06-18 require ``id``), as on stdio.
     """
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "error": {"code": code, "message": message}}
-    if request_id is not None:
-        msg["id"] = request_id
-    return orjson.dumps(msg)
+    return orjson.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    )
 
 
 async def send_error(
@@ -171,10 +169,10 @@ async def send_internal_error(send: Send, exc: Exception, debug: bool) -> None:
 async def send_rejected(send: Send, error: dict[str, Any]) -> None:
     """Answer 400 with a JSON-RPC error for a message (or batch) refused as a whole.
 
-    A null ``id`` is left out, as for every transport-level error (see :func:`error_body`).
+    An unknown ``id`` is sent as null (see :func:`error_body`).
     """
-    if error.get("id") is None:
-        error.pop("id", None)
+    if type(error) is dict:
+        error.setdefault("id", None)
     await send_body(send, 400, orjson.dumps(error))
 
 

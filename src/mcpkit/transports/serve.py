@@ -3,7 +3,8 @@
 uvicorn picks uvloop and httptools when they are installed (``pip install
 'mcpkit[fast]'``). On SIGINT or SIGTERM the server stops accepting, the open
 SSE streams of every mcpkit app are closed with a ``retry`` hint (otherwise
-uvicorn would wait for them forever), in-flight requests get
+uvicorn would wait for them forever), a connection whose client does not read
+(its writes stay paused for about a second) is aborted, in-flight requests get
 ``graceful_timeout`` seconds to finish, sessions are closed through the ASGI
 lifespan, and :func:`serve` returns normally.
 
@@ -27,7 +28,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict
 
 from ..errors import ConfigurationError
 from .asgi import ASGIApp, end_all_streams
@@ -254,6 +255,37 @@ class _Prepared:
             sock.close()
 
 
+UNREAD_GRACE: Final = 0.5
+"""Seconds between the checks for connections blocked on a client that does not read."""
+
+
+async def _abort_unread_connections(state: Any) -> None:
+    """While uvicorn shuts down, abort connections whose client does not read.
+
+    Such a connection never finishes: its response waits in uvicorn's flow control
+    (paused writes) and nothing but the client ends that wait, so it would hold the
+    shutdown for the whole graceful timeout, then end with a cancelled-task traceback. A
+    connection found paused on two checks in a row is aborted: its pending send returns
+    as for a client that left, and the stream or request ends on its own.
+    """
+    paused: set[int] = set()
+    while True:
+        await asyncio.sleep(UNREAD_GRACE)
+        now: set[int] = set()
+        for conn in list(state.connections):
+            flow = getattr(conn, "flow", None)
+            if flow is None or not getattr(flow, "write_paused", False):
+                continue
+            if id(conn) in paused:
+                transport = getattr(conn, "transport", None)
+                if transport is not None:
+                    log.info("aborting a connection whose client does not read")
+                    transport.abort()
+            else:
+                now.add(id(conn))
+        paused = now
+
+
 def _server(
     uv: Any,
     app: ASGIApp,
@@ -272,6 +304,13 @@ def _server(
         async def serve(self, sockets: Any = None) -> None:
             self._mcp_loop = asyncio.get_running_loop()
             await super().serve(sockets)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            watch = asyncio.ensure_future(_abort_unread_connections(self.server_state))
+            try:
+                await super().shutdown(sockets)
+            finally:
+                watch.cancel()
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)

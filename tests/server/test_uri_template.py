@@ -711,6 +711,8 @@ def test_round_trip_explode(op: str, data: st.DataObject) -> None:
 @given(op=st.sampled_from(OPERATORS), n=st.integers(1, 6), data=st.data())
 def test_round_trip_prefix(op: str, n: int, data: st.DataObject) -> None:
     value = data.draw(text_for(op))
+    if op in ("", "/", ";"):  # single-segment: a prefix that is "." or ".." never matches
+        assume(value[:n] not in (".", ".."))
     t = UriTemplate(f"{{{op}v:{n}}}")
     assert t.match(t.expand({"v": value})) == {"v": value[:n]}
 

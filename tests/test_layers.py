@@ -41,7 +41,7 @@ PACKAGE = "mcpkit"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "loops", "stdio_process", "framing", "_version"),
     ("protocol",),
-    ("stores",),
+    ("stores", "auth"),
     ("server", "client"),
     ("adapters", "workflow"),
     ("transports",),
@@ -157,6 +157,13 @@ class _Collector(ast.NodeVisitor):
     def visit_Expr(self, node: ast.Expr) -> None:
         if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             self.generic_visit(node)  # docstrings name modules without importing them
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        # ``KEY: Final = "mcpkit.auth"`` names an ASGI scope key, not a module to import.
+        target = node.target
+        if isinstance(target, ast.Name) and target.id.endswith("_SCOPE_KEY"):
+            return
+        self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         # "mcpkit.x" as a string is a module imported by name later (import_module(name)).

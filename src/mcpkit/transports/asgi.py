@@ -45,6 +45,8 @@ __all__ = [
     "watch_disconnect",
 ]
 
+from ..auth.info import AUTH_SCOPE_KEY
+
 log = logging.getLogger("mcpkit.transports")
 
 Scope = MutableMapping[str, Any]
@@ -52,8 +54,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-AUTH_SCOPE_KEY: Final = "mcpkit.auth"
-"""Where authentication middleware puts the verified principal (passed to handlers as ``auth_info``)."""
 
 
 class ASGIApp(Protocol):

@@ -1,0 +1,60 @@
+"""``AuthInfo``: what a verified access token says about the request that carried it.
+
+A verifier builds one from a token (JWT claims, an introspection answer, a static
+table); the HTTP layer puts it in the ASGI scope under :data:`AUTH_SCOPE_KEY`;
+handlers read it as ``ctx.auth`` (also ``ctx.extra.auth_info``, Mastra's
+spelling). Any ASGI middleware in front of mcpkit's app may supply it the same
+way: set ``scope["mcpkit.auth"]`` to an ``AuthInfo`` (or any object with
+``subject``/``client_id`` attributes) before calling the app.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["AUTH_SCOPE_KEY", "RESOURCE_METADATA_SCOPE_KEY", "AuthInfo"]
+
+AUTH_SCOPE_KEY: Final = "mcpkit.auth"
+"""ASGI scope key of the request's :class:`AuthInfo` (absent or None: unauthenticated)."""
+
+RESOURCE_METADATA_SCOPE_KEY: Final = "mcpkit.auth.resource_metadata"
+"""ASGI scope key of the protected resource metadata URL, for ``WWW-Authenticate``
+challenges raised after the token was accepted (403 ``insufficient_scope``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthInfo:
+    """A verified access token and who it speaks for.
+
+    ``token`` is the raw bearer token (never printed: it is left out of ``repr``);
+    ``subject`` the user or workload (``sub``), ``client_id`` the OAuth client,
+    ``issuer`` the authorization server, ``scopes`` what was granted,
+    ``expires_at`` a Unix time or None, ``resource`` the audience the token was
+    issued for (RFC 8707), ``claims`` every claim or introspection field as given.
+    """
+
+    token: str = field(repr=False)
+    subject: str | None = None
+    client_id: str | None = None
+    issuer: str | None = None
+    scopes: frozenset[str] = frozenset()
+    expires_at: float | None = None
+    resource: str | None = None
+    claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def has_scopes(self, needed: Iterable[str]) -> bool:
+        """True when every scope in ``needed`` was granted."""
+        return self.scopes.issuperset(needed)
+
+    def missing_scopes(self, needed: Iterable[str]) -> frozenset[str]:
+        """The scopes of ``needed`` that were not granted."""
+        return frozenset(needed) - self.scopes
+
+    def expired(self, *, now: float | None = None, leeway: float = 0.0) -> bool:
+        """True when the token has an expiry and it is past (with ``leeway`` seconds)."""
+        if self.expires_at is None:
+            return False
+        return (time.time() if now is None else now) > self.expires_at + leeway

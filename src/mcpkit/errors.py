@@ -21,10 +21,13 @@ Hierarchy, split by who must act::
     │   ├── MethodNotFound            -32601
     │   ├── ResourceNotFound          -32002 (-32602 from 2026-07-28 on)
     │   ├── Forbidden                 the caller may not make this request (a middleware refused)
+    │   │   └── InsufficientScope     ... its token lacks scopes (HTTP: 403 insufficient_scope)
     │   ├── CapabilityError           the peer did not declare what a call needs
     │   ├── InputReplayMismatch       a tool replayed for input asked another question
     │   └── RemoteError               the peer answered one of our requests with an error
     │       └── HTTPErrorStatus       ... with an HTTP error status (``status``)
+    ├── InvalidToken                  a bearer token is missing, malformed, expired or not
+    │                                 for this server (HTTP: 401 invalid_token)
     ├── ToolError                     raised inside a tool: becomes ``isError: true``
     │   └── ToolCallError             a client called a tool that answered ``isError: true``
     │
@@ -35,6 +38,8 @@ Hierarchy, split by who must act::
     │   ├── SessionExpired            an HTTP server forgot our session (404)
     │   ├── Unreachable               an HTTP request could not be made or completed
     │   └── MessageTooLarge           a server message went past ``max_message_size``
+    ├── AuthorizationFailed           an OAuth flow could not get a token (the authorization
+    │                                 server refused, or its answers failed a security check)
     ├── EventTooLarge                 an SSE event went past its bound (also a ValueError)
     └── BodyTooLarge, BodyTimeout, ClientGone
                                       an HTTP request body too large, too slow or never sent;
@@ -71,6 +76,7 @@ __all__ = [
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
+    "AuthorizationFailed",
     "BodyTimeout",
     "BodyTooLarge",
     "CapabilityError",
@@ -82,8 +88,10 @@ __all__ = [
     "Forbidden",
     "HTTPErrorStatus",
     "InputReplayMismatch",
+    "InsufficientScope",
     "InvalidParams",
     "InvalidRequest",
+    "InvalidToken",
     "LifespanError",
     "MCPError",
     "MCPKitError",
@@ -270,6 +278,46 @@ class Forbidden(MCPError):
     """
 
     code = FORBIDDEN
+
+
+class InsufficientScope(Forbidden):
+    """The request's token lacks ``scopes`` (all of them are needed).
+
+    Over HTTP the transport answers ``403`` with ``WWW-Authenticate: Bearer
+    error="insufficient_scope", scope="..."`` so the client can step up (RFC 6750
+    § 3.1, MCP authorization § scope challenge handling); elsewhere it is a
+    JSON-RPC error like any ``Forbidden``.
+    """
+
+    def __init__(self, scopes: Any, message: str | None = None) -> None:
+        self.scopes: tuple[str, ...] = tuple(scopes)
+        super().__init__(
+            message or "insufficient scope: this request needs " + " ".join(self.scopes),
+            data={"requiredScopes": list(self.scopes)},
+        )
+
+
+class InvalidToken(MCPKitError):
+    """A bearer token is missing, malformed, expired, revoked or issued for another resource.
+
+    Raised by token verifiers (returning None means the same); the HTTP layer
+    answers ``401`` with ``WWW-Authenticate: Bearer error="invalid_token"``. The
+    message goes to the client as ``error_description``: never put the token in it.
+    """
+
+
+class AuthorizationFailed(MCPKitError):
+    """An OAuth flow could not obtain a token for a protected server.
+
+    ``error`` is the OAuth error code when the authorization server gave one
+    (``invalid_grant``, ``invalid_client``, ...), else a short mcpkit reason
+    (``issuer_mismatch``, ``resource_mismatch``, ``retry_limit``...). Messages never
+    contain tokens, secrets or authorization codes.
+    """
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class RemoteError(MCPError):

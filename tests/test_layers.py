@@ -361,6 +361,7 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.declarative", "mcpkit.server.server"): "collect() fills a server",
     ("mcpkit.server.prompts", "mcpkit.server.server"): "PromptManager's server",
     ("mcpkit.server.resources", "mcpkit.server.server"): "ResourceManager's server",
+    ("mcpkit.server.scopes", "mcpkit.server.server"): "scopes are looked up on a server",
     ("mcpkit.client.handlers", "mcpkit.client.session"): "ServerHandlers' session",
     ("mcpkit.client.subscriptions", "mcpkit.client.session"): "Listener's session",
     ("mcpkit.client.era_probe", "mcpkit.client.session"): "the era probe runs on a session",

@@ -34,6 +34,7 @@ from .middleware import CallNext, Middleware, build_chain, check_middleware, wra
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
+from .scopes import required_scopes
 from .session import ServerSession
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
@@ -429,6 +430,10 @@ class MCPServer(ServerIntrospection, ServerRunning):
         """Call ``fn(session)`` when a client says its roots changed."""
         self._roots_changed.append(fn)
         return fn
+
+    def required_scopes(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
+        """The OAuth scopes a ``method`` request with ``params`` needs (see .scopes)."""
+        return required_scopes(self, method, params)
 
     # -- middleware and lifespan (see .middleware, .lifespan) ----------------------------------
     @property

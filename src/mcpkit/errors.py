@@ -28,6 +28,8 @@ Hierarchy, split by who must act::
     │       └── HTTPErrorStatus       ... with an HTTP error status (``status``)
     ├── InvalidToken                  a bearer token is missing, malformed, expired or not
     │                                 for this server (HTTP: 401 invalid_token)
+    ├── VerifierUnavailable           a token could not be checked (JWKS or introspection
+    │                                 endpoint down): HTTP 503, never a pass
     ├── ToolError                     raised inside a tool: becomes ``isError: true``
     │   └── ToolCallError             a client called a tool that answered ``isError: true``
     │
@@ -109,6 +111,7 @@ __all__ = [
     "ToolError",
     "Unreachable",
     "UriTemplateError",
+    "VerifierUnavailable",
     "to_jsonrpc_error",
     "tool_error_text",
 ]
@@ -303,6 +306,15 @@ class InvalidToken(MCPKitError):
     Raised by token verifiers (returning None means the same); the HTTP layer
     answers ``401`` with ``WWW-Authenticate: Bearer error="invalid_token"``. The
     message goes to the client as ``error_description``: never put the token in it.
+    """
+
+
+class VerifierUnavailable(MCPKitError):
+    """A token could not be checked: the JWKS or introspection endpoint failed or timed out.
+
+    Not the token's fault, so not a 401 (which would send the client to get a new
+    token): the HTTP layer answers ``503`` and logs the cause. The request never
+    runs unverified.
     """
 
 

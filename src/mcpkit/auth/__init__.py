@@ -2,22 +2,57 @@
 
 The specification's authorization (``basic/authorization`` of revisions 2025-03-26
 and later) applies to HTTP transports only; stdio servers take their credentials
-from the environment. This package holds what both sides share and needs no
-extra: :class:`AuthInfo` (what a verified token says, handed to handlers as
-``ctx.auth``) and the ``WWW-Authenticate`` challenge format. Token verification
-(JWT, introspection) and the OAuth client flows live in submodules; the ones that
-need JOSE and crypto import them from the ``mcpkit[auth]`` extra when used.
+from the environment. What both sides share needs no extra: :class:`AuthInfo`
+(what a verified token says, handed to handlers as ``ctx.auth``), the
+``WWW-Authenticate`` challenge format and the verifier contract. The protected
+resource, the token verifiers and the OAuth client flows are loaded on first use;
+the ones that need JOSE and crypto want the ``mcpkit[auth]`` extra.
+
+Module map: ``resource_server`` (:class:`ProtectedResource`: metadata, 401/403,
+the ASGI layer), ``static``, ``introspection``, ``jwt`` (token verifiers),
+``verifier`` (the contract), ``client/`` (OAuth flows and token storage).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .challenge import parse_www_authenticate, www_authenticate
 from .info import AUTH_SCOPE_KEY, RESOURCE_METADATA_SCOPE_KEY, AuthInfo
+from .verifier import TokenVerifier, VerifyFunction
+
+# Loaded on first use: public name -> module of this package.
+_LAZY: dict[str, str] = {
+    "ProtectedResource": ".resource_server",
+    "StaticTokenVerifier": ".static",
+    "IntrospectionVerifier": ".introspection",
+    "JWTVerifier": ".jwt",
+}
 
 __all__ = [
     "AUTH_SCOPE_KEY",
     "RESOURCE_METADATA_SCOPE_KEY",
     "AuthInfo",
+    "TokenVerifier",
+    "VerifyFunction",
     "parse_www_authenticate",
     "www_authenticate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+if TYPE_CHECKING:  # each lazy name gets its import line here when its module lands
+    pass

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 from joserfc import jwk, jwt
 
 from ..challenge import parse_www_authenticate
@@ -133,11 +134,14 @@ class DPoPKey:
 class DPoPSigner:
     """Proofs for an OAuth client's requests, with the nonces each server asked for.
 
-    The flow calls :meth:`headers_for_token_request` before a token request,
-    :meth:`headers_for_resource` before a request to the MCP server,
-    :meth:`observe` on every answer (a ``DPoP-Nonce`` header may come on any of
-    them, RFC 9449 § 8.2), and :meth:`needs_nonce_retry` to learn whether an
-    answer is a ``use_dpop_nonce`` challenge worth exactly one retry.
+    It is a request hook of the OAuth flow (:meth:`before`, :meth:`retry`):
+    before a token request it adds a proof, before a request to the MCP server
+    carrying a DPoP-bound token (``token_type`` ``DPoP``) it sends the token as
+    ``Authorization: DPoP <token>`` with a proof whose ``ath`` is the token's
+    hash; on a ``use_dpop_nonce`` answer it asks for one more try, whose proof
+    then carries the nonce. Lower level: :meth:`headers_for_token_request`,
+    :meth:`headers_for_resource`, :meth:`observe` (a ``DPoP-Nonce`` header may
+    come on any answer, RFC 9449 § 8.2) and :meth:`needs_nonce_retry`.
     """
 
     def __init__(self, key: DPoPKey | None = None) -> None:
@@ -192,6 +196,31 @@ class DPoPSigner:
                 return False
             return isinstance(data, dict) and data.get("error") == "use_dpop_nonce"
         return False
+
+    # -- the OAuth flow's request hook ---------------------------------------------------
+    async def before(self, request: httpx.Request, *, purpose: str, tokens: Any) -> None:
+        """Add the proof (and the DPoP scheme) to an ``httpx.Request`` about to be sent."""
+        url = str(request.url)
+        if purpose == "token":
+            request.headers.update(self.headers_for_token_request(url))
+            return
+        token_type = str(getattr(tokens, "token_type", "") or "")
+        if tokens is None or token_type.lower() != "dpop":
+            # RFC 9449 § 7.1: a token issued as Bearer is not bound; it goes as Bearer.
+            return
+        request.headers.update(self.headers_for_resource(request.method, url, tokens.access_token))
+
+    async def retry(
+        self, request: httpx.Request, response: httpx.Response, *, purpose: str
+    ) -> bool:
+        """True once for a ``use_dpop_nonce`` answer that supplies a nonce."""
+        try:
+            body: bytes | None = response.content
+        except httpx.ResponseNotRead:  # a streamed answer: the RS challenge is in the headers
+            body = None
+        return self.needs_nonce_retry(
+            str(request.url), response.status_code, response.headers, body
+        )
 
     def __repr__(self) -> str:
         return f"DPoPSigner({self.key!r}, {len(self._nonces)} nonces)"

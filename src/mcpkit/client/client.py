@@ -69,7 +69,9 @@ class Client(SessionAPI):
     Exactly one of ``command`` (stdio), ``url`` (HTTP), ``server`` (in memory)
     or ``transport`` (any object following
     :class:`~mcpkit.client.transports.base.ClientTransport`) is required.
-    ``http_transport`` picks the HTTP transport (``"auto"``, see the module
+    ``auth`` authorizes every HTTP request: an ``httpx.Auth``, usually
+    :class:`mcpkit.auth.client.OAuth` for a server protected with OAuth (see
+    docs/auth.md). ``http_transport`` picks the HTTP transport (``"auto"``, see the module
     docstring; ``"streamable-http"``; ``"sse"``). ``timeout`` bounds every wait
     (seconds; each call can override it); ``connect_timeout`` bounds starting
     and initializing instead, when a server is slower to start than to answer.
@@ -94,6 +96,7 @@ class Client(SessionAPI):
         cwd: str | os.PathLike[str] | None = None,
         url: str | None = None,
         headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         http_transport: HTTPTransportChoice = "auto",
         server: InProcessServer | None = None,
@@ -135,8 +138,8 @@ class Client(SessionAPI):
             )
         if (args or env or cwd is not None) and command is None:
             raise ConfigurationError("args=, env= and cwd= only apply with command=")
-        if (headers or http_client is not None) and url is None:
-            raise ConfigurationError("headers= and http_client= only apply with url=")
+        if (headers or http_client is not None or auth is not None) and url is None:
+            raise ConfigurationError("headers=, auth= and http_client= only apply with url=")
         if http_transport not in ("auto", "streamable-http", "sse"):
             raise ConfigurationError(
                 f"http_transport must be 'auto', 'streamable-http' or 'sse', not {http_transport!r}"
@@ -151,6 +154,7 @@ class Client(SessionAPI):
             "cwd": cwd,
             "url": url,
             "headers": headers,
+            "auth": auth,
             "http_client": http_client,
             "http_transport": http_transport,
             "server": server,
@@ -288,6 +292,7 @@ def _transport(
     cwd: str | os.PathLike[str] | None,
     url: str | None,
     headers: Mapping[str, str] | None,
+    auth: httpx.Auth | None,
     http_client: httpx.AsyncClient | None,
     http_transport: HTTPTransportChoice,
     server: InProcessServer | None,
@@ -311,6 +316,7 @@ def _transport(
                 return SSETransport(
                     url,
                     headers=headers,
+                    auth=auth,
                     http_client=http_client,
                     name=name,
                     max_message_size=max_message_size,
@@ -323,6 +329,7 @@ def _transport(
         return StreamableHTTPTransport(
             url,
             headers=headers,
+            auth=auth,
             http_client=http_client,
             name=name,
             max_message_size=max_message_size,

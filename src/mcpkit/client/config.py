@@ -5,6 +5,7 @@ Pythonic names::
 
     {"command": "python", "args": ["server.py"], "env": {...}, "cwd": "..."}   # stdio
     {"url": "https://host/mcp", "headers": {"Authorization": "Bearer ..."}}    # HTTP
+    {"url": "https://host/mcp", "auth": "oauth"}                                # HTTP + OAuth
     {"server": mcp_server}                                                      # in memory
 
 plus ``timeout`` (seconds, for every call), ``connect_timeout`` (for
@@ -25,6 +26,13 @@ Desktop and Cursor (and VS Code's ``servers``), accepts Mastra's camelCase
 names (``requestInit.headers``, ``enableServerLogs``) and a ``type`` of
 ``stdio``, ``http`` or ``sse``, skips servers marked ``"disabled": true``, and
 ignores keys meant for other applications.
+
+``auth`` authorizes an HTTP server: an ``httpx.Auth`` object in code (an
+:class:`~mcpkit.auth.client.OAuth`), or in a file ``"oauth"`` or an object
+``{"type": "oauth", "scopes": [...], "client_id": ..., "client_secret": ...,
+"client_metadata_url": ..., "client_name": ..., "storage": "file" | "memory",
+"token_file": ..., "redirect_port": ..., "open_browser": true}``
+(:func:`mcpkit.auth.client.settings.oauth_from_config`; docs/auth.md).
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ class ServerConfig:
     cwd: str | os.PathLike[str] | None = None
     url: str | None = None
     headers: Mapping[str, str] | None = None
+    auth: httpx.Auth | None = None
     http_client: httpx.AsyncClient | None = None
     http_transport: HTTPTransportChoice = "auto"
     server: InProcessServer | None = None
@@ -98,7 +107,18 @@ class ServerConfig:
 
 
 _TRANSPORT: Final = frozenset(
-    {"command", "args", "env", "cwd", "url", "headers", "http_client", "http_transport", "server"}
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "auth",
+        "http_client",
+        "http_transport",
+        "server",
+    }
 )
 _FIELDS: Final = frozenset(f.name for f in dataclasses.fields(ServerConfig))
 # The session options a definition sets (the rest says how to reach the server): each
@@ -196,6 +216,8 @@ def _parse_one(name: Any, definition: Any, *, strict: bool) -> ServerConfig:
             f"'server' (in memory); got {', '.join(chosen) or 'none'}"
         )
     _check_types(name, options)
+    if options.get("auth") is not None:
+        options["auth"] = _auth(name, options["auth"])
     if "args" in options:
         options["args"] = tuple(options["args"])
     return ServerConfig(**options)
@@ -237,6 +259,24 @@ _CODE_ONLY: Final = frozenset(
 )
 
 
+def _auth(name: str, value: Any) -> httpx.Auth:
+    """An ``auth`` option: an ``httpx.Auth`` as given, or an OAuth flow from its settings."""
+    try:
+        import httpx
+    except ImportError as exc:  # httpx is an optional extra
+        raise ConfigurationError(
+            f"server {name!r}: 'auth' needs httpx: pip install 'mcpkit[auth]'"
+        ) from exc
+    if isinstance(value, httpx.Auth):
+        return value
+    from ..auth.client.settings import oauth_from_config
+
+    try:
+        return oauth_from_config(value)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"server {name!r}: {exc}") from None
+
+
 def _check_types(name: str, options: Mapping[str, Any]) -> None:
     def bad(key: str, expected: str) -> ConfigurationError:
         value = options[key]
@@ -268,8 +308,10 @@ def _check_types(name: str, options: Mapping[str, Any]) -> None:
         )
     if options.get("command") is None and any(options.get(k) for k in ("args", "env", "cwd")):
         raise ConfigurationError(f"server {name!r}: 'args', 'env' and 'cwd' need 'command'")
-    if options.get("url") is None and (options.get("headers") or options.get("http_client")):
-        raise ConfigurationError(f"server {name!r}: 'headers' and 'http_client' need 'url'")
+    if options.get("url") is None and any(
+        options.get(k) is not None for k in ("headers", "http_client", "auth")
+    ):
+        raise ConfigurationError(f"server {name!r}: 'headers', 'auth' and 'http_client' need 'url'")
     given = {k: v for k, v in options.items() if k in _OPTIONS and v is not None}
     for problem in option_problems(given, repr):
         raise ConfigurationError(f"server {name!r}: {problem}")

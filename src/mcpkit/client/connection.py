@@ -110,6 +110,7 @@ class ServerConnection:
             cwd=config.cwd,
             url=config.url,
             headers=config.headers,
+            auth=config.auth,
             http_client=config.http_client,
             http_transport=config.http_transport,
             server=config.server,

@@ -30,7 +30,13 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 import orjson
 
-from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from ...errors import (
+    INTERNAL_ERROR,
+    AuthorizationFailed,
+    ConnectionClosed,
+    MCPKitError,
+    RemoteError,
+)
 from ...protocol import jsonrpc
 from ...protocol.jsonrpc import exact_ids
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired
@@ -48,7 +54,8 @@ _JSON: Final = "application/json"
 class SSETransport:
     """A connection to a legacy HTTP+SSE server whose stream is at ``url``.
 
-    ``headers`` go on the ``GET`` and on every ``POST``; ``http_client`` is
+    ``headers`` go on the ``GET`` and on every ``POST``, and ``auth`` (an
+    ``httpx.Auth`` such as :class:`mcpkit.auth.client.OAuth`) authorizes them; ``http_client`` is
     used instead of a new ``httpx.AsyncClient`` (and is not closed here). An SSE
     event larger than ``max_message_size`` bytes ends the session with
     :class:`~.base.MessageTooLarge` instead of being buffered (of a POST's answer,
@@ -64,6 +71,7 @@ class SSETransport:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         name: str | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -72,6 +80,11 @@ class SSETransport:
         self.max_message_size = max_message_size
         self.label = f"{name} ({url})" if name else url
         self.headers = dict(headers or {})
+        # The POSTs go to the endpoint the stream names, but they are requests to the same
+        # protected resource: the extension tells OAuth which server's tokens to use.
+        self._auth: dict[str, Any] = (
+            {"auth": auth, "extensions": {"mcpkit.server_url": url}} if auth is not None else {}
+        )
         self.endpoint: str | None = None
         self._client = http_client
         self._owns_client = http_client is None
@@ -128,6 +141,12 @@ class SSETransport:
             error = unreachable(exc, self.url)
         except RemoteError as exc:
             error = exc
+        except AuthorizationFailed as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+                ready.exception()
+            self._stream_lost(ConnectionClosed(str(exc)))
+            return
         if not ready.done():
             ready.set_exception(error)
             # Nobody may await it (a close racing the failure): do not warn about that.
@@ -139,7 +158,7 @@ class SSETransport:
         """Read the stream until it ends; returns what to report for its end."""
         client = self._http()
         headers = {**self.headers, "accept": _SSE}
-        async with client.stream("GET", self.url, headers=headers) as resp:
+        async with client.stream("GET", self.url, headers=headers, **self._auth) as resp:
             if resp.status_code >= 400:
                 return http_error(resp, self.label, await error_body(resp, self.max_message_size))
             ctype = content_type(resp)
@@ -231,6 +250,7 @@ class SSETransport:
                 endpoint,
                 content=jsonrpc.dumps(message),
                 headers={**self.headers, "content-type": _JSON},
+                **self._auth,
             ) as resp:
                 # The answer comes on the stream; the POST's own body is an acknowledgement.
                 body = await error_body(resp, self.max_message_size)

@@ -37,7 +37,13 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from ...errors import INTERNAL_ERROR, ConnectionClosed, MCPKitError, RemoteError
+from ...errors import (
+    INTERNAL_ERROR,
+    AuthorizationFailed,
+    ConnectionClosed,
+    MCPKitError,
+    RemoteError,
+)
 from ...protocol import jsonrpc
 from ...protocol.http_headers import http_headers, param_headers_of_tool
 from ...protocol.jsonrpc import exact_ids
@@ -58,7 +64,8 @@ _MAX_BACKOFF: Final = 30.0  # seconds
 class StreamableHTTPTransport:
     """A connection to an MCP endpoint URL.
 
-    ``headers`` go on every request (authorization, for example);
+    ``headers`` go on every request; ``auth`` (an ``httpx.Auth``, such as
+    :class:`mcpkit.auth.client.OAuth`) authorizes every request;
     ``http_client`` is used instead of a new ``httpx.AsyncClient`` (it is not
     closed by this transport). A dropped stream is resumed up to
     ``max_reconnects`` times in a row without progress; ``reconnect_delay``
@@ -71,6 +78,7 @@ class StreamableHTTPTransport:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         name: str | None = None,
         reconnect_delay: float = 1.0,
@@ -82,6 +90,8 @@ class StreamableHTTPTransport:
         self.max_message_size = max_message_size
         self.label = f"{name} ({url})" if name else url
         self.headers = dict(headers or {})
+        # Passed per request, so a caller's http_client gets it too; absent, the client's own.
+        self._auth: dict[str, Any] = {"auth": auth} if auth is not None else {}
         self.reconnect_delay = reconnect_delay
         self.max_reconnects = max_reconnects
         self.terminate_on_close = terminate_on_close
@@ -211,7 +221,9 @@ class StreamableHTTPTransport:
         self, method: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
     ) -> tuple[httpx.Response, bytes]:
         """A request whose whole answer is read, but never past ``max_message_size``."""
-        async with (client or self._http()).stream(method, self.url, **kwargs) as resp:
+        async with (client or self._http()).stream(
+            method, self.url, **kwargs, **self._auth
+        ) as resp:
             if resp.status_code >= 400 or method == "DELETE":
                 return resp, await error_body(resp, self.max_message_size)
             return resp, await read_body(resp, self.max_message_size, self.label)
@@ -250,7 +262,7 @@ class StreamableHTTPTransport:
             }
         )
         async with client.stream(
-            "POST", self.url, content=orjson.dumps(message), headers=headers
+            "POST", self.url, content=orjson.dumps(message), headers=headers, **self._auth
         ) as resp:
             status = resp.status_code
             if status >= 400:
@@ -329,7 +341,7 @@ class StreamableHTTPTransport:
         sent_session = self.session_id
         assert decoder.last_event_id is not None
         headers = self._headers({"accept": _SSE, "last-event-id": decoder.last_event_id})
-        async with client.stream("GET", self.url, headers=headers) as resp:
+        async with client.stream("GET", self.url, headers=headers, **self._auth) as resp:
             await self._check_session(resp, sent_session)
             if resp.status_code >= 400 or content_type(resp) != _SSE:
                 raise ConnectionClosed(
@@ -431,7 +443,7 @@ class StreamableHTTPTransport:
                 headers["last-event-id"] = before
             progress = False
             try:
-                async with client.stream("GET", self.url, headers=headers) as resp:
+                async with client.stream("GET", self.url, headers=headers, **self._auth) as resp:
                     try:
                         await self._check_session(resp, sent_session)
                     except SessionExpired as exc:
@@ -447,6 +459,10 @@ class StreamableHTTPTransport:
                 log.debug("GET stream of %s failed: %s", self.label, exc)
             except MessageTooLarge as exc:
                 log.warning("GET stream: %s", exc)
+            except AuthorizationFailed as exc:
+                # The POSTs meet the same failure and report it; the stream just stops.
+                log.warning("GET stream of %s: %s", self.label, exc)
+                return
             if progress or decoder.last_event_id != before:
                 failures = 0
             else:

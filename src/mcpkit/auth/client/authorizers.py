@@ -1,0 +1,91 @@
+"""Authorizers: who takes the user through the authorization endpoint.
+
+The authorization code grant needs someone to open the authorization URL, let
+the user sign in and consent, and hand back the URL the authorization server
+redirected to (it carries ``code``, ``state`` and maybe ``iss``). An
+:class:`Authorizer` is that someone: :class:`~.loopback.LoopbackAuthorizer`
+opens the browser and receives the redirect on a loopback port (command line
+and desktop apps, OAuth 2.1 § 8.4.2), :class:`HeadlessAuthorizer` follows the
+redirects itself (an authorization server that approves without a person: tests,
+the conformance suite, a trusted internal server). A web application implements
+its own: send the user to the URL, and return the callback URL it received.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Protocol, runtime_checkable
+from urllib.parse import urljoin
+
+import httpx
+
+from ...errors import AuthorizationFailed
+
+__all__ = ["Authorizer", "HeadlessAuthorizer"]
+
+_MAX_HOPS: Final = 10
+
+
+@runtime_checkable
+class Authorizer(Protocol):
+    @property
+    def redirect_uri(self) -> str:
+        """The redirect URI to register and to send (fixed before the first request)."""
+        ...
+
+    async def authorize(self, url: str) -> str:
+        """Take the user through ``url``; return the URL redirected to ``redirect_uri``."""
+        ...
+
+
+class HeadlessAuthorizer:
+    """Follows the authorization endpoint's redirects without a browser or a person.
+
+    Useful only with an authorization server that redirects straight back (it
+    approved without asking). The redirect URI is never requested: its URL, with
+    the response parameters, is the result.
+    """
+
+    def __init__(
+        self,
+        redirect_uri: str = "http://127.0.0.1:33418/callback",
+        *,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._redirect_uri = redirect_uri
+        self._http = http_client
+
+    @property
+    def redirect_uri(self) -> str:
+        return self._redirect_uri
+
+    async def authorize(self, url: str) -> str:
+        http = self._http or httpx.AsyncClient(timeout=30.0, follow_redirects=False)
+        try:
+            for _ in range(_MAX_HOPS):
+                try:
+                    resp = await http.get(url, follow_redirects=False)
+                except httpx.HTTPError as exc:
+                    raise AuthorizationFailed(
+                        f"cannot reach the authorization endpoint: {type(exc).__name__}",
+                        error="authorization_request_failed",
+                    ) from exc
+                location = resp.headers.get("location")
+                if not resp.is_redirect or not location:
+                    raise AuthorizationFailed(
+                        f"the authorization endpoint answered HTTP {resp.status_code} "
+                        "without redirecting back (it needs a person: use LoopbackAuthorizer)",
+                        error="authorization_request_failed",
+                    )
+                url = urljoin(url, location)
+                if url.split("?", 1)[0] == self._redirect_uri.split("?", 1)[0]:
+                    return url
+            raise AuthorizationFailed(
+                "too many redirects at the authorization endpoint",
+                error="authorization_request_failed",
+            )
+        finally:
+            if self._http is None:
+                await http.aclose()
+
+    def __repr__(self) -> str:
+        return f"HeadlessAuthorizer(redirect_uri={self._redirect_uri!r})"

@@ -65,24 +65,43 @@ _LAZY: dict[str, str] = {
     "TokenEndpoint": ".token_endpoint",
     "ClientAuthRequest": ".token_endpoint",
     "FileTokenStorage": ".file_storage",
+    # The authorization extensions (machine-to-machine, enterprise, DPoP).
+    "ClientCredentials": ".machine",
+    "WorkloadIdentity": ".machine",
+    "EnterpriseAuth": ".machine",
+    "ClientCredentialsGrant": ".grants_ext",
+    "JWTBearerGrant": ".grants_ext",
+    "IdentityAssertionGrant": ".grants_ext",
+    "PrivateKeyJWT": ".assertions",
+    "DPoPKey": ".dpop",
+    "DPoPSigner": ".dpop",
 }
 
 __all__ = [
     "AuthorizationCodeGrant",
     "Authorizer",
     "ClientAuthRequest",
+    "ClientCredentials",
+    "ClientCredentialsGrant",
     "ClientRegistration",
+    "DPoPKey",
+    "DPoPSigner",
+    "EnterpriseAuth",
     "FileTokenStorage",
     "Grant",
     "GrantContext",
     "HeadlessAuthorizer",
+    "IdentityAssertionGrant",
+    "JWTBearerGrant",
     "LoopbackAuthorizer",
     "MemoryTokenStorage",
     "OAuth",
     "OAuthTokens",
+    "PrivateKeyJWT",
     "RequestHook",
     "TokenEndpoint",
     "TokenStorage",
+    "WorkloadIdentity",
 ]
 
 
@@ -100,10 +119,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .assertions import PrivateKeyJWT
     from .authorizers import Authorizer, HeadlessAuthorizer
+    from .dpop import DPoPKey, DPoPSigner
     from .file_storage import FileTokenStorage
     from .grants import AuthorizationCodeGrant, Grant, GrantContext
+    from .grants_ext import ClientCredentialsGrant, IdentityAssertionGrant, JWTBearerGrant
     from .hooks import RequestHook
     from .loopback import LoopbackAuthorizer
+    from .machine import ClientCredentials, EnterpriseAuth, WorkloadIdentity
     from .oauth import OAuth
     from .token_endpoint import ClientAuthRequest, TokenEndpoint

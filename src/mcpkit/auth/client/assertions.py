@@ -22,11 +22,20 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from joserfc import jwk, jwt
 
-__all__ = ["CLIENT_ASSERTION_TYPE", "SIGNING_ALGORITHMS", "PrivateKeyJWT", "import_private_key"]
+if TYPE_CHECKING:
+    from .token_endpoint import ClientAuthRequest
+
+__all__ = [
+    "CLIENT_ASSERTION_TYPE",
+    "SIGNING_ALGORITHMS",
+    "PrivateKeyJWT",
+    "default_algorithm",
+    "import_private_key",
+]
 
 CLIENT_ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -44,6 +53,43 @@ SIGNING_ALGORITHMS: Final[dict[str, str]] = {
     "PS512": "RSA",
     "EdDSA": "OKP",
 }
+
+_EC_ALGORITHMS: Final[dict[str, str]] = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}
+
+
+def default_algorithm(data: str | bytes | dict[str, Any]) -> str:
+    """The usual algorithm for a private key: ES256/384/512 by curve, RS256, or EdDSA."""
+    if isinstance(data, dict):
+        kty, crv = data.get("kty"), data.get("crv")
+    else:
+        from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        raw = data.encode() if isinstance(data, str) else data
+        try:
+            key = load_pem_private_key(raw, password=None)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"not an unencrypted PEM private key ({type(exc).__name__})") from None
+        if isinstance(key, ec.EllipticCurvePrivateKey):
+            kty, crv = (
+                "EC",
+                {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}.get(
+                    key.curve.name
+                ),
+            )
+        elif isinstance(key, rsa.RSAPrivateKey):
+            kty, crv = "RSA", None
+        elif isinstance(key, (ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)):
+            kty, crv = "OKP", None
+        else:
+            kty, crv = None, None
+    if kty == "EC" and crv in _EC_ALGORITHMS:
+        return _EC_ALGORITHMS[str(crv)]
+    if kty == "RSA":
+        return "RS256"
+    if kty == "OKP":
+        return "EdDSA"
+    raise ValueError("cannot tell the signing algorithm of this key; pass algorithm=")
 
 
 def import_private_key(data: str | bytes | dict[str, Any], algorithm: str) -> Any:
@@ -74,12 +120,14 @@ class PrivateKeyJWT:
     """
 
     private_key: str | bytes | dict[str, Any] = field(repr=False)
-    algorithm: str = "RS256"
+    algorithm: str = ""  # empty: the key's usual one (default_algorithm)
     key_id: str | None = None
     lifetime: float = 60.0
     audience: str | None = None  # None: the authorization server's issuer
 
     def __post_init__(self) -> None:
+        if not self.algorithm:
+            object.__setattr__(self, "algorithm", default_algorithm(self.private_key))
         import_private_key(self.private_key, self.algorithm)  # fail at construction, not at use
 
     def assertion(self, client_id: str, audience: str, *, now: float | None = None) -> str:
@@ -106,3 +154,11 @@ class PrivateKeyJWT:
             "client_assertion_type": CLIENT_ASSERTION_TYPE,
             "client_assertion": self.assertion(client_id, audience),
         }
+
+    async def authenticate(self, req: ClientAuthRequest) -> None:
+        """The ``private_key_jwt`` method of the OAuth flow's token endpoint.
+
+        ``OAuth(client_auth_methods={"private_key_jwt": signer.authenticate})``;
+        the audience is the authorization server's issuer (see the module docstring).
+        """
+        req.form.update(self.form(req.registration.client_id, req.server.issuer))

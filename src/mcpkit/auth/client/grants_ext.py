@@ -1,21 +1,26 @@
 """Grants without a user at a browser: the MCP authorization extensions.
 
-* Client credentials (RFC 6749 § 4.4; the MCP ``oauth-client-credentials``
-  extension): the client authenticates as itself, with a client secret
-  (``client_secret_basic`` / ``client_secret_post``) or a signed assertion
-  (``private_key_jwt``, RFC 7523 § 2.2).
-* JWT bearer (RFC 7523 § 2.1): the client presents a JWT issued by someone the
-  authorization server trusts, as ``assertion``. Workload identity federation
-  (the MCP ``wif`` extension) hands in a token of the platform the workload runs
-  on (a Kubernetes service account, a cloud instance identity, a CI job token).
-* Enterprise-managed authorization (the MCP extension of that name, after the
-  IETF Identity Assertion JWT Authorization Grant draft): the client first
-  exchanges the user's ID token at the enterprise IdP for an ID-JAG (RFC 8693
-  token exchange, ``requested_token_type=urn:ietf:params:oauth:token-type:
-  id-jag``, ``audience`` = the MCP authorization server's issuer, ``resource`` =
-  the MCP server), then presents the ID-JAG in a JWT bearer grant to the MCP
-  authorization server. The user is never sent to that server's authorization
-  endpoint.
+Each class here is a :class:`~.grants.Grant` of the OAuth flow
+(:class:`~.oauth.OAuth` discovers the server, identifies the client and calls
+``obtain``); the public front doors are in :mod:`.machine`.
+
+* :class:`ClientCredentialsGrant` (RFC 6749 § 4.4; the MCP
+  ``oauth-client-credentials`` extension): the client authenticates as itself,
+  with a client secret or a signed assertion (``private_key_jwt``, see
+  :mod:`.assertions`), and asks for a token.
+* :class:`JWTBearerGrant` (RFC 7523 § 2.1): the client presents a JWT issued by
+  someone the authorization server trusts, as ``assertion``. Workload identity
+  federation (the MCP ``wif`` extension) hands in a token of the platform the
+  workload runs on (a Kubernetes service account, a cloud instance identity, a
+  CI job token).
+* :class:`IdentityAssertionGrant` (the MCP ``enterprise-managed-authorization``
+  extension, after the IETF Identity Assertion JWT Authorization Grant draft):
+  the client first exchanges the user's ID token at the enterprise IdP for an
+  ID-JAG (RFC 8693 token exchange, ``requested_token_type=urn:ietf:params:oauth:
+  token-type:id-jag``, ``audience`` = the MCP authorization server's issuer,
+  ``resource`` = the MCP server), then presents the ID-JAG in a JWT bearer grant
+  to the MCP authorization server. The user is never sent to that server's
+  authorization endpoint.
 
 A grant refused by the server (``invalid_grant``, ``invalid_scope``,
 ``unauthorized_client``, ``invalid_client``...) raises
@@ -25,26 +30,22 @@ and falling back to another grant type would widen what the client was allowed
 to do (the WIF extension says so explicitly). The one retry made is the DPoP
 nonce retry (RFC 9449 § 8), which changes the request.
 
-Every secret (client secret, assertions, tokens) stays out of reprs, logs and
-error messages.
+Assertions, ID tokens and secrets stay out of reprs, logs and error messages.
 """
 
 from __future__ import annotations
 
-import base64
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import quote
 
 import httpx
 
 from ...errors import AuthorizationFailed
-from .assertions import PrivateKeyJWT
-from .dpop import DPoPSigner
-from .storage import OAuthTokens
+from .discovery import AuthServerMetadata
+from .grants import GrantContext
+from .storage import ClientRegistration, OAuthTokens
+from .token_endpoint import CLIENT_AUTH_METHODS, ClientAuthRequest
 
 __all__ = [
     "GRANT_CLIENT_CREDENTIALS",
@@ -52,13 +53,13 @@ __all__ = [
     "GRANT_TOKEN_EXCHANGE",
     "TOKEN_TYPE_ID_JAG",
     "TOKEN_TYPE_ID_TOKEN",
+    "TOKEN_TYPE_SAML2",
     "AssertionSource",
-    "ClientAuth",
-    "client_credentials",
+    "ClientCredentialsGrant",
+    "IdentityAssertionGrant",
+    "JWTBearerGrant",
     "exchange_for_id_jag",
-    "jwt_bearer",
     "resolve_assertion",
-    "token_request",
 ]
 
 GRANT_CLIENT_CREDENTIALS: Final = "client_credentials"
@@ -75,215 +76,122 @@ AssertionSource = str | Callable[[], str] | Callable[[], Awaitable[str]]
 
 async def resolve_assertion(source: AssertionSource) -> str:
     """The current value of ``source`` (a string, or a sync or async function)."""
-    if isinstance(source, str):
-        return source
-    value = source()
+    value: Any = source if isinstance(source, str) else source()
     if inspect.isawaitable(value):
         value = await value
     if not isinstance(value, str) or not value:
         raise AuthorizationFailed(
             "the assertion source returned no token", error="invalid_assertion"
         )
-    return value
+    return value.strip()
 
 
-@dataclass(frozen=True, slots=True)
-class ClientAuth:
-    """How a client authenticates at a token endpoint (RFC 6749 § 2.3, RFC 7523 § 2.2).
+def _form(grant_type: str, ctx: GrantContext) -> dict[str, str]:
+    # RFC 8707 § 2.2: the MCP specification requires ``resource`` in every token request.
+    form = {"grant_type": grant_type, "resource": ctx.resource}
+    if ctx.scope:
+        form["scope"] = ctx.scope
+    return form
 
-    ``method`` is ``none`` (a public client: ``client_id`` in the body),
-    ``client_secret_basic``, ``client_secret_post`` or ``private_key_jwt``.
+
+class ClientCredentialsGrant:
+    """``grant_type=client_credentials``: a token for the client itself (RFC 6749 § 4.4).
+
+    How the client authenticates is the registration's
+    ``token_endpoint_auth_method`` (``client_secret_basic``,
+    ``client_secret_post`` or ``private_key_jwt``).
     """
 
-    client_id: str
-    method: str = "none"
-    client_secret: str | None = field(default=None, repr=False)
-    private_key_jwt: PrivateKeyJWT | None = field(default=None, repr=False)
+    @property
+    def grant_types(self) -> tuple[str, ...]:
+        return (GRANT_CLIENT_CREDENTIALS,)
 
-    def apply(self, form: dict[str, str], headers: dict[str, str], audience: str) -> None:
-        """Add the credentials to a token request's ``form`` and ``headers``."""
-        if self.method == "client_secret_basic":
-            # RFC 6749 § 2.3.1: both parts form-urlencoded before base64.
-            pair = f"{quote(self.client_id, safe='')}:{quote(self.client_secret or '', safe='')}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        elif self.method == "client_secret_post":
-            form["client_id"] = self.client_id
-            form["client_secret"] = self.client_secret or ""
-        elif self.method == "private_key_jwt":
-            if self.private_key_jwt is None:
-                raise ValueError("private_key_jwt authentication needs a private key")
-            form.update(self.private_key_jwt.form(self.client_id, audience))
-        elif self.method == "none":
-            form["client_id"] = self.client_id
-        else:
-            raise ValueError(f"unknown token endpoint authentication method {self.method!r}")
+    @property
+    def redirect_uris(self) -> tuple[str, ...]:
+        return ()
+
+    async def obtain(self, ctx: GrantContext) -> OAuthTokens:
+        return await ctx.token_endpoint.request(_form(GRANT_CLIENT_CREDENTIALS, ctx))
+
+    def __repr__(self) -> str:
+        return "ClientCredentialsGrant()"
 
 
-def _oauth_error(resp: httpx.Response, what: str) -> AuthorizationFailed:
-    code: str | None = None
-    description = ""
+class JWTBearerGrant:
+    """``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`` (RFC 7523 § 2.1).
+
+    ``assertion`` is the JWT, or a function returning a current one (read anew
+    for every token request: a workload token file is rotated under us).
+    """
+
+    def __init__(self, assertion: AssertionSource) -> None:
+        self._assertion = assertion
+
+    @property
+    def grant_types(self) -> tuple[str, ...]:
+        return (GRANT_JWT_BEARER,)
+
+    @property
+    def redirect_uris(self) -> tuple[str, ...]:
+        return ()
+
+    async def obtain(self, ctx: GrantContext) -> OAuthTokens:
+        form = _form(GRANT_JWT_BEARER, ctx)
+        form["assertion"] = await resolve_assertion(self._assertion)
+        return await ctx.token_endpoint.request(form)
+
+    def __repr__(self) -> str:
+        return "JWTBearerGrant(assertion=...)"
+
+
+async def _post_form(
+    http: httpx.AsyncClient,
+    url: str,
+    form: Mapping[str, str],
+    headers: Mapping[str, str],
+    what: str,
+) -> dict[str, Any]:
+    """POST a form to a token endpoint that is not the MCP authorization server's."""
+    try:
+        resp = await http.post(url, data=dict(form), headers=dict(headers), follow_redirects=False)
+    except httpx.HTTPError as exc:
+        raise AuthorizationFailed(
+            f"{what} at {url} failed: {type(exc).__name__}", error="token_request_failed"
+        ) from None
     try:
         data = resp.json()
     except ValueError:
         data = None
-    if isinstance(data, Mapping):
-        if isinstance(data.get("error"), str):
-            code = data["error"]
-        if isinstance(data.get("error_description"), str):
-            # The server's own words, cut short; they never echo our secrets back
-            # in any server we know, and we send none in a way that could be.
-            description = ": " + data["error_description"][:200]
-    return AuthorizationFailed(
-        f"{what} was refused (HTTP {resp.status_code}, {code or 'no OAuth error code'}){description}",
-        error=code or f"http_{resp.status_code}",
-    )
-
-
-async def token_request(
-    http: httpx.AsyncClient,
-    url: str,
-    form: Mapping[str, str],
-    *,
-    auth: ClientAuth | None = None,
-    audience: str = "",
-    dpop: DPoPSigner | None = None,
-    what: str = "the token request",
-) -> dict[str, Any]:
-    """POST ``form`` to the token endpoint ``url``; the JSON answer, or AuthorizationFailed.
-
-    ``audience`` is the authorization server's issuer (the ``aud`` of a
-    ``private_key_jwt`` assertion). With ``dpop``, a proof goes along, and one
-    retry is made when the server asks for a nonce (RFC 9449 § 8); the client
-    assertion is signed anew for it (its ``jti`` must not repeat).
-    """
-    for attempt in range(2):
-        body = dict(form)
-        headers = {"Accept": "application/json"}
-        if auth is not None:
-            auth.apply(body, headers, audience)
-        if dpop is not None:
-            headers.update(dpop.headers_for_token_request(url))
-        try:
-            resp = await http.post(url, data=body, headers=headers, follow_redirects=False)
-        except httpx.HTTPError as exc:
-            raise AuthorizationFailed(
-                f"{what} to {url} failed: {type(exc).__name__}", error="unreachable"
-            ) from None
-        if resp.status_code == 200:
-            if dpop is not None:
-                dpop.observe(url, resp.headers)
-            try:
-                data = resp.json()
-            except ValueError:
-                data = None
-            if not isinstance(data, dict):
-                raise AuthorizationFailed(
-                    f"{what}: the answer is not a JSON object", error="invalid_response"
-                )
-            return data
-        if (
-            dpop is not None
-            and attempt == 0
-            and dpop.needs_nonce_retry(url, resp.status_code, resp.headers, resp.content)
-        ):
-            continue
-        raise _oauth_error(resp, what)
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
-
-
-def tokens_from(data: Mapping[str, Any], *, issuer: str | None, what: str) -> OAuthTokens:
-    """OAuthTokens from a token response (RFC 6749 § 5.1)."""
-    access = data.get("access_token")
-    if not isinstance(access, str) or not access:
-        raise AuthorizationFailed(
-            f"{what}: the answer has no access_token", error="invalid_response"
-        )
-    expires_in = data.get("expires_in")
-    refresh = data.get("refresh_token")
-    scope = data.get("scope")
-    return OAuthTokens(
-        access_token=access,
-        token_type=str(data.get("token_type") or "Bearer"),
-        expires_at=time.time() + float(expires_in)
-        if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool)
-        else None,
-        refresh_token=refresh if isinstance(refresh, str) else None,
-        scope=scope if isinstance(scope, str) else None,
-        issuer=issuer,
-    )
-
-
-def _base_form(grant_type: str, resource: str | None, scope: str | None) -> dict[str, str]:
-    form = {"grant_type": grant_type}
-    if resource:
-        form["resource"] = resource  # RFC 8707 § 2.2; MCP requires it in token requests
-    if scope:
-        form["scope"] = scope
-    return form
-
-
-async def client_credentials(
-    http: httpx.AsyncClient,
-    *,
-    token_endpoint: str,
-    issuer: str,
-    auth: ClientAuth,
-    resource: str | None,
-    scope: str | None = None,
-    dpop: DPoPSigner | None = None,
-) -> OAuthTokens:
-    """The client credentials grant (RFC 6749 § 4.4)."""
-    data = await token_request(
-        http,
-        token_endpoint,
-        _base_form(GRANT_CLIENT_CREDENTIALS, resource, scope),
-        auth=auth,
-        audience=issuer,
-        dpop=dpop,
-        what="the client credentials grant",
-    )
-    return tokens_from(data, issuer=issuer, what="the client credentials grant")
-
-
-async def jwt_bearer(
-    http: httpx.AsyncClient,
-    *,
-    token_endpoint: str,
-    issuer: str,
-    assertion: str,
-    auth: ClientAuth | None,
-    resource: str | None,
-    scope: str | None = None,
-    dpop: DPoPSigner | None = None,
-    what: str = "the JWT bearer grant",
-) -> OAuthTokens:
-    """The JWT bearer authorization grant (RFC 7523 § 2.1)."""
-    form = _base_form(GRANT_JWT_BEARER, resource, scope)
-    form["assertion"] = assertion
-    data = await token_request(
-        http, token_endpoint, form, auth=auth, audience=issuer, dpop=dpop, what=what
-    )
-    return tokens_from(data, issuer=issuer, what=what)
+    if resp.status_code != 200 or not isinstance(data, dict):
+        error = data.get("error") if isinstance(data, dict) else None
+        description = data.get("error_description") if isinstance(data, dict) else None
+        text = f"{what} at {url} was refused"
+        text += f": {error}" if isinstance(error, str) else f" (HTTP {resp.status_code})"
+        if isinstance(description, str):
+            text += f" ({description[:200]})"
+        raise AuthorizationFailed(text, error=error if isinstance(error, str) else None)
+    return data
 
 
 async def exchange_for_id_jag(
     http: httpx.AsyncClient,
     *,
     idp_token_endpoint: str,
-    idp_issuer: str,
+    idp_registration: ClientRegistration,
     subject_token: str,
     subject_token_type: str = TOKEN_TYPE_ID_TOKEN,
     audience: str,
     resource: str,
     scope: str | None = None,
-    auth: ClientAuth | None = None,
 ) -> str:
     """RFC 8693 token exchange at the enterprise IdP: the user's identity assertion for an ID-JAG.
 
     ``audience`` is the MCP authorization server's issuer and ``resource`` the
-    MCP server (Identity Assertion Authorization Grant draft § 4.3). The IdP
-    must answer with ``issued_token_type`` = ID-JAG; anything else is refused
-    rather than sent on to the authorization server.
+    MCP server (Identity Assertion Authorization Grant draft § 4.3). The client
+    authenticates to the IdP as ``idp_registration`` says (its
+    ``token_endpoint_auth_method``; ``none`` sends ``client_id`` alone). An
+    answer whose ``issued_token_type`` is not an ID-JAG is refused rather than
+    forwarded to the authorization server.
     """
     form = {
         "grant_type": GRANT_TOKEN_EXCHANGE,
@@ -295,10 +203,22 @@ async def exchange_for_id_jag(
     }
     if scope:
         form["scope"] = scope
-    what = "the token exchange at the identity provider"
-    data = await token_request(
-        http, idp_token_endpoint, form, auth=auth, audience=idp_issuer, what=what
+    method = CLIENT_AUTH_METHODS.get(idp_registration.token_endpoint_auth_method)
+    if method is None:
+        raise AuthorizationFailed(
+            f"unknown IdP client authentication {idp_registration.token_endpoint_auth_method!r}",
+            error="invalid_client",
+        )
+    req = ClientAuthRequest(
+        registration=idp_registration,
+        server=AuthServerMetadata(issuer=idp_registration.issuer or idp_token_endpoint),
+        token_endpoint=idp_token_endpoint,
+        form=form,
+        headers={"accept": "application/json"},
     )
+    await method(req)
+    what = "the token exchange for an ID-JAG"
+    data = await _post_form(http, idp_token_endpoint, req.form, req.headers, what)
     issued = data.get("issued_token_type")
     token = data.get("access_token")
     if issued != TOKEN_TYPE_ID_JAG or not isinstance(token, str) or not token:
@@ -307,3 +227,54 @@ async def exchange_for_id_jag(
             error="invalid_response",
         )
     return token
+
+
+class IdentityAssertionGrant:
+    """Enterprise-managed authorization: ID token -> ID-JAG at the IdP -> token at the AS.
+
+    ``id_token`` is the user's identity assertion from single sign-on at the
+    enterprise IdP (an OpenID Connect ID token, or a SAML assertion with
+    ``subject_token_type=TOKEN_TYPE_SAML2``), or a function returning a current
+    one. ``idp_token_endpoint`` and ``idp_registration`` say where and as whom
+    the exchange is made. A new ID-JAG is requested for each token: an ID-JAG
+    is short-lived and bound to one audience and resource.
+    """
+
+    def __init__(
+        self,
+        *,
+        id_token: AssertionSource,
+        idp_token_endpoint: str,
+        idp_registration: ClientRegistration,
+        subject_token_type: str = TOKEN_TYPE_ID_TOKEN,
+    ) -> None:
+        self._id_token = id_token
+        self.idp_token_endpoint = idp_token_endpoint
+        self.idp_registration = idp_registration
+        self.subject_token_type = subject_token_type
+
+    @property
+    def grant_types(self) -> tuple[str, ...]:
+        return (GRANT_JWT_BEARER,)
+
+    @property
+    def redirect_uris(self) -> tuple[str, ...]:
+        return ()
+
+    async def obtain(self, ctx: GrantContext) -> OAuthTokens:
+        id_jag = await exchange_for_id_jag(
+            ctx.http,
+            idp_token_endpoint=self.idp_token_endpoint,
+            idp_registration=self.idp_registration,
+            subject_token=await resolve_assertion(self._id_token),
+            subject_token_type=self.subject_token_type,
+            audience=ctx.server.issuer,
+            resource=ctx.resource,
+            scope=ctx.scope,
+        )
+        form = _form(GRANT_JWT_BEARER, ctx)
+        form["assertion"] = id_jag
+        return await ctx.token_endpoint.request(form)
+
+    def __repr__(self) -> str:
+        return f"IdentityAssertionGrant(idp_token_endpoint={self.idp_token_endpoint!r})"

@@ -149,6 +149,7 @@ class AuthServer:
     tokens: dict[str, Issued] = field(default_factory=dict)
     assertion_jtis: set[str] = field(default_factory=set)
     proof_jtis: set[str] = field(default_factory=set)
+    nonce_challenges: int = 0
 
     @property
     def token_endpoint(self) -> str:
@@ -240,6 +241,7 @@ class AuthServer:
                 self.problems.append(f"token request proof: {problem}")
                 return 400, {"error": "invalid_dpop_proof"}, {}
             if self.dpop_nonce is not None and nonce != self.dpop_nonce:
+                self.nonce_challenges += 1
                 return 400, {"error": "use_dpop_nonce"}, {"DPoP-Nonce": self.dpop_nonce}
         grant = form.get("grant_type")
         if grant not in self.grant_types:
@@ -366,6 +368,7 @@ class ProtectedMCP:
     requests: list[Seen] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     proof_jtis: set[str] = field(default_factory=set)
+    nonce_challenges: int = 0
 
     def __post_init__(self) -> None:
         self.app = self.server.http_app()
@@ -415,6 +418,7 @@ class ProtectedMCP:
                 await _respond(send, 401, {"error": "invalid_dpop_proof"}, self._challenge("DPoP"))
                 return
             if self.dpop_nonce is not None and nonce != self.dpop_nonce:
+                self.nonce_challenges += 1
                 await _respond(
                     send,
                     401,

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mcpkit.auth.client import HeadlessAuthorizer, OAuth
 from mcpkit.client import Client
 from mcpkit.client.era_probe import STATELESS_VERSIONS
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
@@ -170,10 +171,54 @@ def wire_revision() -> str:
     return wanted if wanted in known else LATEST_HANDSHAKE
 
 
+# -- authorization ------------------------------------------------------------------------------
+# The auth/* scenarios: the mock answers 401 and the client completes the OAuth flow. The
+# mock's authorization endpoint approves at once, so HeadlessAuthorizer follows its redirect
+# instead of a browser. Extension scenarios (client credentials, enterprise-managed, DPoP,
+# workload identity) get their own functions beside these and an entry in AUTH_FLOWS.
+
+# The Client ID Metadata Document URL the basic-cimd scenario expects as client_id.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://127.0.0.1:33418/callback"
+
+
+def authorization_code_auth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """Every authorization-code scenario: discovery, DCR or CIMD, PKCE, step-up, iss checks."""
+    return OAuth(
+        authorizer=HeadlessAuthorizer(REDIRECT_URI),
+        client_name="mcpkit-conformance-client",
+        client_metadata_url=CIMD_URL,
+    )
+
+
+def pre_registered_auth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """``auth/pre-registration``: the credentials come in the context; no registration."""
+    return OAuth(
+        authorizer=HeadlessAuthorizer(REDIRECT_URI),
+        client_id=context["client_id"],
+        client_secret=context.get("client_secret"),
+        client_issuer=context.get("issuer"),
+    )
+
+
+AuthFactory = Callable[[str, dict[str, Any]], OAuth]
+AUTH_FLOWS: dict[str, AuthFactory] = {
+    "auth/pre-registration": pre_registered_auth,
+}
+
+
+def auth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
+    if not scenario.startswith("auth/"):
+        return None
+    return AUTH_FLOWS.get(scenario, authorization_code_auth)(scenario, context)
+
+
+# -- running ------------------------------------------------------------------------------------
 async def run(scenario: str, url: str, context: dict[str, Any]) -> None:
     action = SCENARIOS.get(scenario, list_and_call_first)
     async with Client(
         url=url,
+        auth=auth_for(scenario, context),
         name=f"conformance:{scenario}",
         timeout=TIMEOUT_S,
         protocol_version=wire_revision(),

@@ -80,6 +80,18 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help="with --url: an HTTP header for every request (repeatable)",
     )
     where.add_argument(
+        "--auth",
+        choices=("oauth",),
+        help="with --url: authorize with OAuth (opens the browser, or prints the URL; "
+        "tokens are kept in the user's private token file)",
+    )
+    where.add_argument(
+        "--auth-scope",
+        action="append",
+        metavar="SCOPE",
+        help="with --auth oauth: a scope to ask for (repeatable; default: the server's)",
+    )
+    where.add_argument(
         "--transport",
         choices=("auto", "streamable-http", "sse"),
         default="auto",
@@ -118,6 +130,10 @@ def select_servers(args: argparse.Namespace) -> Selection:
 
     if args.header and not args.url:
         raise UsageError("--header only applies with --url")
+    if (args.auth or args.auth_scope) and not args.url:
+        raise UsageError("--auth only applies with --url")
+    if args.auth_scope and not args.auth:
+        raise UsageError("--auth-scope needs --auth oauth")
     if args.transport != "auto" and not args.url:
         raise UsageError("--transport only applies with --url")
     if args.server and not args.config:
@@ -136,9 +152,15 @@ def select_servers(args: argparse.Namespace) -> Selection:
             )
     if args.url:
         headers = dict(_header(h) for h in args.header or ())
+        auth = None
+        if args.auth == "oauth":
+            from ..auth.client.settings import oauth_from_config
+
+            auth = oauth_from_config({"scopes": args.auth_scope} if args.auth_scope else "oauth")
         config = ServerConfig(
             url=args.url,
             headers=headers or None,
+            auth=auth,
             http_transport=args.transport,
             protocol_version=version,
         )

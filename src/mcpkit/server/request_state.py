@@ -24,6 +24,7 @@ from ..errors import ConfigurationError, InvalidParams
 
 __all__ = ["RequestStateCodec", "principal_of"]
 
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 

@@ -55,7 +55,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-
 class ASGIApp(Protocol):
     """An ASGI 3 application."""
 

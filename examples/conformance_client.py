@@ -24,7 +24,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcpkit.auth.client import HeadlessAuthorizer, OAuth
+from mcpkit.auth.client import (
+    ClientCredentials,
+    DPoPSigner,
+    EnterpriseAuth,
+    HeadlessAuthorizer,
+    OAuth,
+    WorkloadIdentity,
+)
 from mcpkit.client import Client
 from mcpkit.client.era_probe import STATELESS_VERSIONS
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
@@ -201,9 +208,56 @@ def pre_registered_auth(scenario: str, context: dict[str, Any]) -> OAuth:
     )
 
 
+# -- authorization extensions (machine-to-machine, enterprise, DPoP) ----------------------------
+
+
+def client_credentials_auth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """``auth/client-credentials-{jwt,basic}``: no user; a private key or a secret from the context."""
+    if "private_key_pem" in context:
+        return ClientCredentials(
+            context["client_id"],
+            private_key=context["private_key_pem"],
+            algorithm=context.get("signing_algorithm"),
+        )
+    return ClientCredentials(context["client_id"], client_secret=context["client_secret"])
+
+
+def enterprise_auth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """``auth/enterprise-managed-authorization``: ID token -> ID-JAG at the IdP -> JWT bearer grant."""
+    return EnterpriseAuth(
+        client_id=context["client_id"],
+        client_secret=context.get("client_secret"),
+        id_token=context["idp_id_token"],
+        idp_token_endpoint=context["idp_token_endpoint"],
+        idp_client_id=context["idp_client_id"],
+        idp_issuer=context.get("idp_issuer"),
+    )
+
+
+def workload_identity_auth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """``auth/wif-jwt-bearer``: the workload's JWT as a JWT bearer grant (only the valid one:
+    the context's expired and wrong-audience tokens exist to be refused, not to be sent)."""
+    return WorkloadIdentity(context["valid_jwt"], client_id=context["client_id"])
+
+
+def dpop_auth(scenario: str, context: dict[str, Any]) -> OAuth:
+    """``auth/dpop``, ``auth/dpop-nonce``: the authorization code flow with DPoP-bound tokens."""
+    return OAuth(
+        authorizer=HeadlessAuthorizer(REDIRECT_URI),
+        client_name="mcpkit-conformance-client",
+        hooks=[DPoPSigner()],
+    )
+
+
 AuthFactory = Callable[[str, dict[str, Any]], OAuth]
 AUTH_FLOWS: dict[str, AuthFactory] = {
     "auth/pre-registration": pre_registered_auth,
+    "auth/client-credentials-jwt": client_credentials_auth,
+    "auth/client-credentials-basic": client_credentials_auth,
+    "auth/enterprise-managed-authorization": enterprise_auth,
+    "auth/wif-jwt-bearer": workload_identity_auth,
+    "auth/dpop": dpop_auth,
+    "auth/dpop-nonce": dpop_auth,
 }
 
 

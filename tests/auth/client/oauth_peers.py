@@ -128,6 +128,7 @@ class Issued:
     scope: str | None
     jkt: str | None
     resource: str | None
+    expires_at: float = float("inf")
 
 
 @dataclass
@@ -143,6 +144,7 @@ class AuthServer:
     # jwt-bearer: assertion -> None (accept; returns subject) or an OAuth error code
     check_assertion: Callable[[str, str | None], str | None] | None = None
     refuse_scopes: dict[str, str] = field(default_factory=dict)  # scope -> error code
+    expires_in: int = 3600
     issuer: str = ""
     requests: list[Seen] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -257,11 +259,13 @@ class AuthServer:
             if error is not None:
                 return 400, {"error": error, "error_description": "assertion refused"}, {}
         token = "at-" + secrets.token_urlsafe(16)
-        self.tokens[token] = Issued(client_id, scope, jkt, form.get("resource"))
+        self.tokens[token] = Issued(
+            client_id, scope, jkt, form.get("resource"), time.time() + self.expires_in
+        )
         answer: dict[str, Any] = {
             "access_token": token,
             "token_type": "DPoP" if jkt else "Bearer",
-            "expires_in": 3600,
+            "expires_in": self.expires_in,
         }
         if scope:
             answer["scope"] = scope
@@ -394,7 +398,7 @@ class ProtectedMCP:
         scheme, _, token = headers.get("authorization", "").partition(" ")
         issued = self.auth.tokens.get(token)
         default_scheme = "DPoP" if self.auth.dpop else "Bearer"
-        if issued is None:
+        if issued is None or issued.expires_at < time.time():
             await _respond(send, 401, {"error": "invalid_token"}, self._challenge(default_scheme))
             return
         if issued.resource != self.url:

@@ -9,6 +9,7 @@ The peers verify what they receive: client secrets, the signature and claims of
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,41 @@ async def test_client_credentials_with_a_secret(method: str) -> None:
     assert form["grant_type"] == "client_credentials"
     assert form["resource"] == url
     assert ("client_secret" in form) == (method == "client_secret_post")
+
+
+async def test_an_expired_client_credentials_token_is_replaced_by_a_new_grant() -> None:
+    auth_server = AuthServer(secrets={"svc": "pw"}, expires_in=1)
+    protected = ProtectedMCP(build_server(), auth_server)
+    async with (
+        running(auth_server),
+        running(protected, path="/mcp") as url,
+        Client(url=url, auth=ClientCredentials("svc", client_secret="pw"), timeout=TIMEOUT) as c,
+    ):
+        await c.call_tool("add", {"a": 1, "b": 2})
+        await asyncio.sleep(1.2)  # the token is now refused by the server
+        result = await c.call_tool("add", {"a": 2, "b": 2})
+        assert result["content"][0]["text"] == "4"
+    assert len(token_requests(auth_server)) == 2
+    assert auth_server.problems == [] and protected.problems == []
+
+
+async def test_no_secret_key_or_token_reaches_the_logs(caplog: pytest.LogCaptureFixture) -> None:
+    pem, public = client_keys()
+    auth_server = AuthServer(
+        auth_methods=["private_key_jwt"], public_keys={"svc": public}, dpop=True
+    )
+    protected = ProtectedMCP(build_server(), auth_server)
+    caplog.set_level(logging.DEBUG)
+    auth = ClientCredentials("svc", private_key=pem, dpop=True)
+    async with running(auth_server), running(protected, path="/mcp") as url:
+        assert await call_add(url, auth) == 5
+    [token] = auth_server.tokens
+    [form] = token_requests(auth_server)
+    proofs = [s.headers["dpop"] for s in protected.requests if "dpop" in s.headers]
+    secrets_seen = [token, form["client_assertion"], *proofs, *pem.splitlines()[1:-1]]
+    text = caplog.text + repr(auth) + repr(auth.hooks) + repr(auth.grant)
+    assert caplog.records  # the flow did log, at DEBUG
+    assert not [s for s in secrets_seen if s in text]
 
 
 @pytest.mark.parametrize("algorithm", ["ES256", "RS256"])

@@ -145,6 +145,7 @@ class AuthServer:
     check_assertion: Callable[[str, str | None], str | None] | None = None
     refuse_scopes: dict[str, str] = field(default_factory=dict)  # scope -> error code
     expires_in: int = 3600
+    codes: dict[str, str] = field(default_factory=dict)  # authorization code -> PKCE challenge
     issuer: str = ""
     requests: list[Seen] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -176,7 +177,18 @@ class AuthServer:
                 meta["token_endpoint_auth_signing_alg_values_supported"] = ["ES256", "RS256"]
             if self.dpop:
                 meta["dpop_signing_alg_values_supported"] = ["ES256"]
+            if "authorization_code" in self.grant_types:
+                meta["authorization_endpoint"] = f"{self.issuer}/authorize"
+                meta["response_types_supported"] = ["code"]
+                meta["code_challenge_methods_supported"] = ["S256"]
             await _respond(send, 200, meta)
+        elif scope["path"] == "/authorize":
+            # Approves at once: redirect back with a code bound to the PKCE challenge.
+            query = dict(parse_qsl(scope["query_string"].decode()))
+            code = "code-" + secrets.token_urlsafe(8)
+            self.codes[code] = query.get("code_challenge", "")
+            target = f"{query['redirect_uri']}?code={code}&state={query.get('state', '')}"
+            await _respond(send, 302, {}, {"Location": target})
         elif scope["path"] == "/token" and scope["method"] == "POST":
             status, answer, extra = self._token(headers, form)
             await _respond(send, status, answer, extra)
@@ -252,6 +264,11 @@ class AuthServer:
         for wanted in (scope or "").split():
             if wanted in self.refuse_scopes:
                 return 400, {"error": self.refuse_scopes[wanted]}, {}
+        if grant == "authorization_code":
+            challenge = self.codes.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            if challenge is None or _b64url_sha256(verifier) != challenge:
+                return 400, {"error": "invalid_grant"}, {}
         if grant == JWT_BEARER:
             if self.check_assertion is None or "assertion" not in form:
                 return 400, {"error": "invalid_request"}, {}

@@ -20,7 +20,10 @@ from joserfc.jwk import ECKey
 from mcpkit.auth.client import (
     ClientCredentials,
     DPoPKey,
+    DPoPSigner,
     EnterpriseAuth,
+    HeadlessAuthorizer,
+    OAuth,
     WorkloadIdentity,
 )
 from mcpkit.client import Client
@@ -297,3 +300,23 @@ async def test_dpop_bound_tokens_with_a_fresh_proof_per_request(nonces: bool) ->
     assert len(authorized) >= 3 and len(protected.proof_jtis) == len(authorized)
     # One use_dpop_nonce challenge from each server; then the nonce is remembered.
     assert auth_server.nonce_challenges == protected.nonce_challenges == (1 if nonces else 0)
+
+
+async def test_dpop_with_the_authorization_code_flow_and_both_nonces() -> None:
+    auth_server = AuthServer(
+        grant_types=["authorization_code"], auth_methods=["none"], dpop=True, dpop_nonce="as-n"
+    )
+    protected = ProtectedMCP(build_server(), auth_server, dpop_nonce="rs-n")
+    signer = DPoPSigner()
+    auth = OAuth(
+        authorizer=HeadlessAuthorizer("http://127.0.0.1:9/callback"),
+        client_id="app",
+        hooks=[signer],
+    )
+    async with running(auth_server), running(protected, path="/mcp") as url:
+        assert await call_add(url, auth) == 5
+    assert auth_server.problems == [] and protected.problems == []
+    [issued] = auth_server.tokens.values()
+    assert issued.jkt == signer.key.thumbprint() and issued.client_id == "app"
+    assert [f["grant_type"] for f in token_requests(auth_server)] == ["authorization_code"] * 2
+    assert auth_server.nonce_challenges == protected.nonce_challenges == 1

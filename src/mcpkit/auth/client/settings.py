@@ -68,6 +68,11 @@ def oauth_from_config(value: str | Mapping[str, Any]) -> OAuth:
         value = {}
     if not isinstance(value, Mapping):
         raise ConfigurationError(f"auth must be 'oauth' or an object, not {type(value).__name__}")
+    if str(value.get("type", "oauth")).lower() != "oauth":
+        # client_credentials, workload_identity: the authorization extensions' flows.
+        from .machine_settings import machine_from_config
+
+        return machine_from_config(value)
     unknown = sorted(set(value) - _KEYS)
     if unknown:
         raise ConfigurationError(

@@ -48,7 +48,7 @@ def test_every_problem_is_reported_at_once() -> None:
     assert "server 'neither' needs exactly one of" in message and "got none" in message
     assert "server 'args': 'args' must be a list of strings" in message
     assert "server 'timeout': 'timeout' must be a positive, finite number" in message
-    assert "server 'headers': 'headers' and 'http_client' need 'url'" in message
+    assert "server 'headers': 'headers', 'auth' and 'http_client' need 'url'" in message
 
 
 def test_not_a_dict_is_an_error() -> None:

@@ -28,7 +28,9 @@ from tests.client.http_servers import read_body
 Send = Callable[[dict[str, Any]], Any]
 
 
-async def respond(send: Send, status: int, body: Any = b"", headers: dict[str, str] | None = None) -> None:
+async def respond(
+    send: Send, status: int, body: Any = b"", headers: dict[str, str] | None = None
+) -> None:
     if not isinstance(body, bytes):
         body = json.dumps(body).encode()
         headers = {"content-type": "application/json", **(headers or {})}
@@ -39,7 +41,9 @@ async def respond(send: Send, status: int, body: Any = b"", headers: dict[str, s
 
 
 def s256(verifier: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return (
+        base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    )
 
 
 @dataclass
@@ -81,7 +85,9 @@ class AuthServer:
     scopes_supported: tuple[str, ...] | None = None
     expires_in: int = 3600
     refresh: bool = True
-    clients: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # id -> (secret, method)
+    clients: dict[str, tuple[str | None, str]] = field(
+        default_factory=dict
+    )  # id -> (secret, method)
     requests: list[tuple[str, str]] = field(default_factory=list)
     authorizations: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
@@ -241,7 +247,9 @@ class AuthServer:
 
     async def _register(self, metadata: dict[str, Any], send: Send) -> None:
         self.registrations.append(metadata)
-        method = self.dcr_method or metadata.get("token_endpoint_auth_method") or "client_secret_basic"
+        method = (
+            self.dcr_method or metadata.get("token_endpoint_auth_method") or "client_secret_basic"
+        )
         cid = f"client-{len(self.registrations)}-{secrets.token_hex(4)}"
         secret = None if method == "none" else secrets.token_urlsafe(16)
         self.clients[cid] = (secret, method)
@@ -279,7 +287,9 @@ class ProtectedMCP:
 
     @property
     def resource(self) -> str:
-        return self.resource_override or self.base + "/mcp"
+        if self.resource_override:
+            return self.resource_override
+        return self.base if self.prm_at == "root" else self.base + "/mcp"
 
     def prm_path(self) -> str | None:
         return {
@@ -303,8 +313,7 @@ class ProtectedMCP:
         if scope["method"] == "GET" and path == self.prm_path():
             self.prm_requests.append(path)
             doc: dict[str, Any] = {
-                "resource": self.resource_override
-                or (self.base if self.prm_at == "root" else self.base + "/mcp"),
+                "resource": self.resource,
                 "authorization_servers": self.issuers(),
             }
             if self.scopes_supported is not None:
@@ -322,8 +331,10 @@ class ProtectedMCP:
         issued = self.table.access.get(token) if token else None
         if token:
             self.seen_tokens.append(token)
-        if issued is None or issued.issuer not in self.issuers() or (
-            issued.resource not in (None, self.resource)
+        if (
+            issued is None
+            or issued.issuer not in self.issuers()
+            or (issued.resource not in (None, self.resource))
         ):
             error = "invalid_token" if token else None
             return await respond(

@@ -13,6 +13,8 @@ its own: send the user to the URL, and return the callback URL it received.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Final, Protocol, runtime_checkable
 from urllib.parse import urljoin
 
@@ -23,6 +25,29 @@ from ...errors import AuthorizationFailed
 __all__ = ["Authorizer", "HeadlessAuthorizer"]
 
 _MAX_HOPS: Final = 10
+_SECRET_PARAM: Final = re.compile(r"([?&](?:code|access_token|refresh_token|id_token)=)[^&'\"\s]+")
+
+
+class _RedactCodes(logging.Filter):
+    """httpcore's DEBUG trace prints raw response headers, so the authorization response's
+    ``Location`` (with its code) would reach the logs when this authorizer follows it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        redacted = _SECRET_PARAM.sub(r"\1[redacted]", text)
+        if redacted != text:
+            record.msg, record.args = redacted, ()
+        return True
+
+
+_REDACT: Final = _RedactCodes()
+
+
+def _redact_http_traces() -> None:
+    for name in ("httpcore.http11", "httpcore.http2"):
+        logger = logging.getLogger(name)
+        if _REDACT not in logger.filters:
+            logger.addFilter(_REDACT)
 
 
 @runtime_checkable
@@ -59,6 +84,7 @@ class HeadlessAuthorizer:
         return self._redirect_uri
 
     async def authorize(self, url: str) -> str:
+        _redact_http_traces()
         http = self._http or httpx.AsyncClient(timeout=30.0, follow_redirects=False)
         try:
             for _ in range(_MAX_HOPS):

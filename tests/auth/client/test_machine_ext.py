@@ -226,6 +226,16 @@ async def test_workload_identity_with_a_refused_assertion_fails_once(
     assert assertion not in caplog.text and assertion not in str(caught.value)
 
 
+async def test_a_missing_token_file_fails_before_any_token_request(tmp_path: Path) -> None:
+    auth_server = AuthServer(grant_types=[JWT_BEARER], auth_methods=["none"])
+    protected = ProtectedMCP(build_server(), auth_server)
+    async with running(auth_server), running(protected, path="/mcp") as url:
+        with pytest.raises(AuthorizationFailed) as caught:
+            await call_add(url, WorkloadIdentity(tmp_path / "absent", client_id="w"))
+    assert caught.value.error == "invalid_assertion" and "absent" in str(caught.value)
+    assert token_requests(auth_server) == []
+
+
 # -- enterprise-managed authorization (token exchange + JWT bearer) -------------------------
 
 

@@ -76,9 +76,16 @@ AssertionSource = str | Callable[[], str] | Callable[[], Awaitable[str]]
 
 async def resolve_assertion(source: AssertionSource) -> str:
     """The current value of ``source`` (a string, or a sync or async function)."""
-    value: Any = source if isinstance(source, str) else source()
-    if inspect.isawaitable(value):
-        value = await value
+    try:
+        value: Any = source if isinstance(source, str) else source()
+        if inspect.isawaitable(value):
+            value = await value
+    except OSError as exc:  # a token file that is missing or unreadable
+        raise AuthorizationFailed(
+            f"cannot read the assertion: {type(exc).__name__}"
+            + (f" ({exc.filename})" if exc.filename else ""),
+            error="invalid_assertion",
+        ) from None
     if not isinstance(value, str) or not value:
         raise AuthorizationFailed(
             "the assertion source returned no token", error="invalid_assertion"

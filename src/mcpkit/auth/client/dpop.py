@@ -12,8 +12,8 @@ Servers may demand a nonce (RFC 9449 § 8 for the authorization server, § 9 for
 the resource server): they answer ``use_dpop_nonce`` with a ``DPoP-Nonce``
 header, and the client signs a new proof with that nonce and retries once.
 :class:`DPoPSigner` remembers the last nonce each server (origin) gave, so
-later requests carry it from the start. Everything here is synchronous and does
-no I/O: the OAuth flow calls it around its own requests.
+later requests carry it from the start. Nothing here does I/O: the OAuth flow
+calls it around its own requests.
 
 Proofs and keys are secrets: nothing here logs them, and reprs leave them out.
 """
@@ -35,6 +35,8 @@ from joserfc import jwk, jwt
 
 from ..challenge import parse_www_authenticate
 from .assertions import SIGNING_ALGORITHMS, import_private_key
+from .hooks import RequestPurpose
+from .storage import OAuthTokens
 
 __all__ = ["DPOP_ALGORITHMS", "DPoPKey", "DPoPSigner", "ath", "htu"]
 
@@ -198,22 +200,23 @@ class DPoPSigner:
         return False
 
     # -- the OAuth flow's request hook ---------------------------------------------------
-    async def before(self, request: httpx.Request, *, purpose: str, tokens: Any) -> None:
+    async def before(
+        self, request: httpx.Request, *, purpose: RequestPurpose, tokens: OAuthTokens | None
+    ) -> None:
         """Add the proof (and the DPoP scheme) to an ``httpx.Request`` about to be sent."""
         url = str(request.url)
         if purpose == "token":
             request.headers.update(self.headers_for_token_request(url))
             return
-        token_type = str(getattr(tokens, "token_type", "") or "")
-        if tokens is None or token_type.lower() != "dpop":
+        if tokens is None or tokens.token_type.lower() != "dpop":
             # RFC 9449 § 7.1: a token issued as Bearer is not bound; it goes as Bearer.
             return
         request.headers.update(self.headers_for_resource(request.method, url, tokens.access_token))
 
     async def retry(
-        self, request: httpx.Request, response: httpx.Response, *, purpose: str
+        self, request: httpx.Request, response: httpx.Response, *, purpose: RequestPurpose
     ) -> bool:
-        """True once for a ``use_dpop_nonce`` answer that supplies a nonce."""
+        """True for a ``use_dpop_nonce`` answer that supplies a nonce (the flow retries once)."""
         try:
             body: bytes | None = response.content
         except httpx.ResponseNotRead:  # a streamed answer: the RS challenge is in the headers

@@ -336,6 +336,14 @@ class IdentityProvider:
             return
         form = dict(parse_qsl(body.decode()))
         self.requests.append(Seen(scope["method"], scope["path"], _headers(scope), form))
+        if scope["path"] == "/.well-known/openid-configuration":
+            meta = {
+                "issuer": self.issuer,
+                "token_endpoint": f"{self.issuer}/token",
+                "grant_types_supported": [TOKEN_EXCHANGE],
+            }
+            await _respond(send, 200, meta)
+            return
         if scope["path"] != "/token":
             await _respond(send, 404, {"error": "not_found"})
             return

@@ -239,7 +239,8 @@ async def test_a_missing_token_file_fails_before_any_token_request(tmp_path: Pat
 # -- enterprise-managed authorization (token exchange + JWT bearer) -------------------------
 
 
-async def test_enterprise_auth_exchanges_the_id_token_for_an_id_jag() -> None:
+@pytest.mark.parametrize("discover_idp", [False, True])
+async def test_enterprise_auth_exchanges_the_id_token_for_an_id_jag(discover_idp: bool) -> None:
     idp = IdentityProvider(as_client_id="mcp-app")
     auth_server = AuthServer(
         grant_types=[JWT_BEARER], auth_methods=["client_secret_basic"], secrets={"mcp-app": "pw"}
@@ -251,13 +252,17 @@ async def test_enterprise_auth_exchanges_the_id_token_for_an_id_jag() -> None:
             client_id="mcp-app",
             client_secret="pw",
             id_token=idp.id_token(),
-            idp_token_endpoint=f"{idp.issuer}/token",
             idp_client_id=idp.client_id,
+            **(
+                {"idp_issuer": idp.issuer}  # the token endpoint from OpenID discovery
+                if discover_idp
+                else {"idp_token_endpoint": f"{idp.issuer}/token"}
+            ),
             scopes="tools:read",
         )
         assert await call_add(url, auth) == 5
     assert idp.problems == [] and auth_server.problems == [] and protected.problems == []
-    [exchange] = [seen.form for seen in idp.requests]
+    [exchange] = [seen.form for seen in idp.requests if seen.path == "/token"]
     assert exchange["audience"] == auth_server.issuer and exchange["resource"] == url
     assert exchange["client_id"] == idp.client_id and exchange["scope"] == "tools:read"
     [form] = token_requests(auth_server)

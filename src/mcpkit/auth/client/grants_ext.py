@@ -42,7 +42,7 @@ from typing import Any, Final
 import httpx
 
 from ...errors import AuthorizationFailed
-from .discovery import AuthServerMetadata
+from .discovery import AuthServerMetadata, discover_authorization_server
 from .grants import GrantContext
 from .storage import ClientRegistration, OAuthTokens
 from .token_endpoint import CLIENT_AUTH_METHODS, ClientAuthRequest
@@ -242,19 +242,23 @@ class IdentityAssertionGrant:
     ``id_token`` is the user's identity assertion from single sign-on at the
     enterprise IdP (an OpenID Connect ID token, or a SAML assertion with
     ``subject_token_type=TOKEN_TYPE_SAML2``), or a function returning a current
-    one. ``idp_token_endpoint`` and ``idp_registration`` say where and as whom
-    the exchange is made. A new ID-JAG is requested for each token: an ID-JAG
-    is short-lived and bound to one audience and resource.
+    one. ``idp_registration`` says as whom the exchange is made, and its
+    ``issuer`` which IdP; ``idp_token_endpoint`` where, else it is read from the
+    IdP's metadata (OpenID Connect discovery or RFC 8414) on first use. A new
+    ID-JAG is requested for each token: an ID-JAG is short-lived and bound to one
+    audience and resource.
     """
 
     def __init__(
         self,
         *,
         id_token: AssertionSource,
-        idp_token_endpoint: str,
         idp_registration: ClientRegistration,
+        idp_token_endpoint: str | None = None,
         subject_token_type: str = TOKEN_TYPE_ID_TOKEN,
     ) -> None:
+        if idp_token_endpoint is None and idp_registration.issuer is None:
+            raise ValueError("the IdP needs a token endpoint or an issuer to discover it from")
         self._id_token = id_token
         self.idp_token_endpoint = idp_token_endpoint
         self.idp_registration = idp_registration
@@ -268,10 +272,22 @@ class IdentityAssertionGrant:
     def redirect_uris(self) -> tuple[str, ...]:
         return ()
 
+    async def _idp_token_endpoint(self, http: httpx.AsyncClient) -> str:
+        if self.idp_token_endpoint is None:
+            assert self.idp_registration.issuer is not None
+            idp = await discover_authorization_server(http, self.idp_registration.issuer)
+            if not idp.token_endpoint:
+                raise AuthorizationFailed(
+                    f"the identity provider {idp.issuer} has no token endpoint",
+                    error="discovery_failed",
+                )
+            self.idp_token_endpoint = idp.token_endpoint
+        return self.idp_token_endpoint
+
     async def obtain(self, ctx: GrantContext) -> OAuthTokens:
         id_jag = await exchange_for_id_jag(
             ctx.http,
-            idp_token_endpoint=self.idp_token_endpoint,
+            idp_token_endpoint=await self._idp_token_endpoint(ctx.http),
             idp_registration=self.idp_registration,
             subject_token=await resolve_assertion(self._id_token),
             subject_token_type=self.subject_token_type,
@@ -284,4 +300,5 @@ class IdentityAssertionGrant:
         return await ctx.token_endpoint.request(form)
 
     def __repr__(self) -> str:
-        return f"IdentityAssertionGrant(idp_token_endpoint={self.idp_token_endpoint!r})"
+        idp = self.idp_token_endpoint or self.idp_registration.issuer
+        return f"IdentityAssertionGrant(idp={idp!r})"

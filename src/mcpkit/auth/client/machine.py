@@ -203,11 +203,12 @@ class EnterpriseAuth(OAuth):
 
     ``id_token`` is the identity assertion the client got when the user signed
     in to it through the enterprise IdP (or a function returning a current one).
-    For each token the client exchanges it at ``idp_token_endpoint`` (as
-    ``idp_client_id``, with ``idp_client_secret`` when it has one) for an ID-JAG
-    addressed to the MCP server's authorization server, then presents that in a
-    JWT bearer grant there, as ``client_id`` (with ``client_secret`` or
-    ``private_key``). No browser is involved.
+    For each token the client exchanges it at ``idp_token_endpoint`` (else the
+    one the metadata of ``idp_issuer`` names), as ``idp_client_id`` (with
+    ``idp_client_secret`` when it has one), for an ID-JAG addressed to the MCP
+    server's authorization server, then presents that in a JWT bearer grant
+    there, as ``client_id`` (with ``client_secret`` or ``private_key``). No
+    browser is involved.
     """
 
     def __init__(
@@ -215,8 +216,8 @@ class EnterpriseAuth(OAuth):
         *,
         client_id: str,
         id_token: AssertionSource,
-        idp_token_endpoint: str,
         idp_client_id: str,
+        idp_token_endpoint: str | None = None,
         idp_client_secret: str | None = None,
         idp_issuer: str | None = None,
         idp_token_endpoint_auth_method: str | None = None,
@@ -242,6 +243,8 @@ class EnterpriseAuth(OAuth):
             token_endpoint_auth_method,
             "EnterpriseAuth",
         )
+        if idp_token_endpoint is None and idp_issuer is None:
+            raise ConfigurationError("EnterpriseAuth needs idp_token_endpoint= or idp_issuer=")
         idp_method = idp_token_endpoint_auth_method or (
             "client_secret_basic" if idp_client_secret is not None else "none"
         )

@@ -61,3 +61,14 @@ async def test_the_blocking_facade_authorizes_too() -> None:
 
         assert await asyncio.to_thread(run) == "blocking"
         assert len(w.auth_server.token_requests) == 1
+
+
+def test_a_synchronous_httpx_client_is_refused_rather_than_sent_without_a_token() -> None:
+    import httpx
+    import pytest
+
+    from mcpkit.errors import ConfigurationError
+
+    with httpx.Client(auth=OAuth(authorizer=HeadlessAuthorizer(REDIRECT))) as http:
+        with pytest.raises(ConfigurationError, match="AsyncClient"):
+            http.get("http://127.0.0.1:1/mcp")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +155,11 @@ class OAuth(httpx.Auth):
         )
 
     # -- the httpx flow ---------------------------------------------------------------------
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
+        # httpx.Auth's default would send the request without a token, silently.
+        raise ConfigurationError("OAuth works with httpx.AsyncClient (mcpkit's transports) only")
+        yield request  # pragma: no cover - makes this a generator, as httpx expects
+
     async def async_auth_flow(
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:

@@ -299,9 +299,9 @@ class OAuth(httpx.Auth):
     def _select_scope(self, challenge: Mapping[str, str], found: _Server) -> str | None:
         """basic/authorization § scope selection strategy, then SEP-2207's ``offline_access``."""
         if self.scopes is not None:
-            scope: str | None = self.scopes or None
-        elif challenge.get("scope"):
-            scope = challenge["scope"]
+            return self.scopes or None  # the caller's choice, exactly
+        if challenge.get("scope"):
+            scope: str | None = challenge["scope"]
         elif found.resource_metadata and found.resource_metadata.scopes_supported:
             scope = " ".join(found.resource_metadata.scopes_supported)
         else:

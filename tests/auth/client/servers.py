@@ -282,6 +282,7 @@ class ProtectedMCP:
     resource_override: str | None = None
     tool_scopes: dict[str, set[str]] = field(default_factory=dict)
     fallback: Any = None
+    guarded: tuple[str, ...] = ("/mcp",)  # the paths that need a token
     seen_tokens: list[str] = field(default_factory=list)
     prm_requests: list[str] = field(default_factory=list)
 
@@ -319,7 +320,7 @@ class ProtectedMCP:
             if self.scopes_supported is not None:
                 doc["scopes_supported"] = list(self.scopes_supported)
             return await respond(send, 200, doc)
-        if path != "/mcp":
+        if path not in self.guarded:
             if self.fallback is not None:
                 return await self.fallback(scope, receive, send)
             await read_body(scope, receive, send)

@@ -109,3 +109,12 @@ async def test_step_up_stops_at_the_retry_limit() -> None:
                 await client.call_tool("write", {"text": "b"})
         assert caught.value.error == "insufficient_scope"
         assert len(w.auth_server.authorizations) == 3  # the first, then two step-ups
+
+
+async def test_explicit_scopes_are_asked_for_exactly() -> None:
+    async with world(
+        challenge_scope="mcp:read", as_options={"scopes_supported": ("mcp:x", "offline_access")}
+    ) as w:
+        async with w.client(w.oauth(scopes=["mcp:x"])) as client:
+            await client.list_tools()
+        assert w.auth_server.authorizations[0]["scope"] == "mcp:x"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +155,11 @@ class OAuth(httpx.Auth):
         )
 
     # -- the httpx flow ---------------------------------------------------------------------
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
+        # httpx.Auth's default would send the request without a token, silently.
+        raise ConfigurationError("OAuth works with httpx.AsyncClient (mcpkit's transports) only")
+        yield request  # pragma: no cover - makes this a generator, as httpx expects
+
     async def async_auth_flow(
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
@@ -294,9 +299,9 @@ class OAuth(httpx.Auth):
     def _select_scope(self, challenge: Mapping[str, str], found: _Server) -> str | None:
         """basic/authorization § scope selection strategy, then SEP-2207's ``offline_access``."""
         if self.scopes is not None:
-            scope: str | None = self.scopes or None
-        elif challenge.get("scope"):
-            scope = challenge["scope"]
+            return self.scopes or None  # the caller's choice, exactly
+        if challenge.get("scope"):
+            scope: str | None = challenge["scope"]
         elif found.resource_metadata and found.resource_metadata.scopes_supported:
             scope = " ".join(found.resource_metadata.scopes_supported)
         else:

@@ -99,7 +99,9 @@ class InMemoryClient:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._in_lifespan = False
         self.session: ServerSession = server.create_session(
-            standalone=self._deliver, stateless=stateless
+            standalone=self._deliver,
+            stateless=stateless or self._envelope is not None,
+            revision=protocol_version if self._envelope is not None else None,
         )
 
     async def __aenter__(self) -> InMemoryClient:

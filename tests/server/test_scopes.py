@@ -2,7 +2,9 @@
 
 Every request goes through the in-memory client with an ``AuthInfo`` injected, as
 an HTTP auth layer would hand it over, on both eras (a handshake session and
-2026-07-28 requests carrying their envelope). Side-effect counters prove that a
+2026-07-28 requests carrying their envelope), and at the end over real HTTP
+(Streamable HTTP stateful, stateless and 2026-07-28, legacy SSE) with the auth
+info put in the ASGI scope by middleware. Side-effect counters prove that a
 refused call ran nothing.
 """
 
@@ -15,10 +17,13 @@ import pytest
 
 from mcpkit import CacheHint, MCPServer
 from mcpkit.auth import AuthInfo
+from mcpkit.auth.info import AUTH_SCOPE_KEY
+from mcpkit.client import Client
 from mcpkit.errors import FORBIDDEN, MCPError, RegistrationError, RemoteError
 from mcpkit.server.middleware import CallNext, MiddlewareContext
 from mcpkit.server.tools import ToolDefinition, create_tool
 from mcpkit.testing import connect
+from tests.transports.conftest import TIMEOUT, run_app
 
 ERAS = ["2025-11-25", "2026-07-28"]
 era = pytest.mark.parametrize("version", ERAS)
@@ -374,3 +379,54 @@ def test_bad_scopes_in_the_tools_option_are_collected_with_the_other_problems() 
     assert len(problems) == 2
     assert problems[0].startswith("tool 'hand': scope 'no spaces allowed'")
     assert "is not a ToolDefinition" in problems[1]
+
+
+# -- over real HTTP: auth info put in the ASGI scope by middleware in front of the app -----------
+
+
+def with_auth(app: Any, auth_info: Any) -> Any:
+    """An ASGI middleware that says every request carries ``auth_info`` (``mcpkit.auth``)."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope = {**scope, AUTH_SCOPE_KEY: auth_info}
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+TRANSPORTS = [
+    pytest.param("http", "/mcp", "2025-11-25", id="streamable-http"),
+    pytest.param("stateless", "/mcp", "2025-11-25", id="stateless-http"),
+    pytest.param("http", "/mcp", "2026-07-28", id="http-2026"),
+    pytest.param("sse", "/sse", None, id="legacy-sse"),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "version"), TRANSPORTS)
+async def test_every_http_transport_enforces_scopes_behind_the_auth_layer(
+    kind: str, path: str, version: str | None
+) -> None:
+    server, runs = scoped_server()
+    app = {
+        "http": lambda: server.http_app(),
+        "stateless": lambda: server.http_app(stateless=True),
+        "sse": lambda: server.sse_app(),
+    }[kind]()
+    # A dict, as some middleware supplies it: read by its "scope" claim.
+    principal = {"sub": "alice", "scope": "files:read"}
+    options: dict[str, Any] = {"protocol_version": version} if version else {}
+    async with (
+        run_app(with_auth(app, principal)) as base,
+        Client(url=f"{base}{path}", timeout=TIMEOUT, **options) as client,
+    ):
+        assert [t["name"] for t in await client.list_tools()] == ["search"]
+        with pytest.raises(RemoteError) as info:
+            await client.call_tool("deploy", {"target": "prod"})
+        assert info.value.code == FORBIDDEN
+        assert info.value.data == {"requiredScopes": ["deploy", "mcp:write"]}
+        read = await client.read_resource("files://notes")
+        assert read["contents"][0]["text"] == "file notes"
+        with pytest.raises(RemoteError):
+            await client.read_resource("data://secret")
+    assert runs["deploy"] == 0 and runs["secret"] == 0 and runs["file"] == 1

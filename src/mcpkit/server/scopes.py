@@ -89,13 +89,17 @@ def granted_scopes(auth_info: Any) -> Collection[str]:
     """The scopes the request's token grants.
 
     An :class:`AuthInfo` says so in ``scopes``; any other object an ASGI
-    middleware supplied is read the same way (a space-separated string, as the
-    OAuth ``scope`` claim, is split). An object without scopes grants none:
-    refusing is the safe reading of a principal nobody described.
+    middleware supplied is read the same way, a mapping by its ``scopes`` or
+    ``scope`` key (a space-separated string, as the OAuth ``scope`` claim, is
+    split). An object without scopes grants none: refusing is the safe reading
+    of a principal nobody described.
     """
     if type(auth_info) is AuthInfo:
         return auth_info.scopes
-    scopes = getattr(auth_info, "scopes", None)
+    if isinstance(auth_info, Mapping):  # a claims-like dict: "scopes", or OAuth's "scope"
+        scopes = auth_info.get("scopes", auth_info.get("scope"))
+    else:
+        scopes = getattr(auth_info, "scopes", None)
     if isinstance(scopes, str):
         return frozenset(scopes.split())
     if isinstance(scopes, Iterable):

@@ -78,7 +78,7 @@ async def test_auth_info_reaches_handlers_and_a_2026_client_sends_the_envelope()
     alice = AuthInfo(token="a", subject="alice")
     async with (
         connect(server, auth_info=alice) as old,
-        connect(server, protocol_version="2026-07-28", auth_info=alice) as new,
+        connect(server, protocol_version="2026-07-28", initialize=False, auth_info=alice) as new,
     ):
         await old.call_tool("whoami")
         result = await new.call_tool("whoami")

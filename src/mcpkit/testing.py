@@ -23,8 +23,8 @@ too.
 a token (what a protected server's handlers, middleware and scope checks see as
 ``ctx.auth_info``); assign :attr:`InMemoryClient.auth_info` to change it, as a
 client that stepped up to a new token would. With ``protocol_version`` set to a
-2026-07-28 revision the client does not initialize and sends each request with
-that era's ``_meta`` envelope, as stdio serves it::
+2026-07-28 revision and ``initialize=False`` the client sends each request with
+that era's ``_meta`` envelope instead of a handshake::
 
     async with connect(server, auth_info=AuthInfo(token="t", scopes=frozenset({"mcp:read"}))) as c:
         await c.call_tool("search", {"q": "x"})   # a tool needing mcp:write is refused
@@ -85,10 +85,10 @@ class InMemoryClient:
         # schema harness can validate the rest of the conversation.
         self.traffic: list[tuple[Literal["sent", "received"], Any, bool]] = []
         self.initialize_result: dict[str, Any] | None = None
-        # 2026-07-28: no handshake; every request carries the envelope instead.
+        # 2026-07-28 without initialize: every request carries the envelope instead (with
+        # initialize=True the client sends initialize, which negotiates a handshake revision).
         self._envelope: dict[str, Any] | None = None
-        if protocol_version in STATELESS_REVISIONS:
-            initialize = False
+        if protocol_version in STATELESS_REVISIONS and not initialize:
             self._envelope = {
                 PROTOCOL_VERSION: protocol_version,
                 CLIENT_CAPABILITIES: self.capabilities,

@@ -628,7 +628,9 @@ async def test_declared_scopes_hide_and_refuse_what_the_token_lacks(version: str
         "logs",
     }
     reader = AuthInfo(token="t", scopes=frozenset({"ops:read"}))
-    async with connect(server, protocol_version=version, auth_info=reader) as client:
+    async with connect(
+        server, protocol_version=version, initialize=version != "2026-07-28", auth_info=reader
+    ) as client:
         assert [t["name"] for t in await client.list_tools()] == ["status"]
         assert [r["uri"] for r in await client.list_resources()] == ["ops://runbook"]
         assert await client.list_resource_templates() == []

@@ -22,11 +22,16 @@ from mcpkit.client import Client
 from mcpkit.errors import FORBIDDEN, MCPError, RegistrationError, RemoteError
 from mcpkit.server.middleware import CallNext, MiddlewareContext
 from mcpkit.server.tools import ToolDefinition, create_tool
-from mcpkit.testing import connect
+from mcpkit.testing import InMemoryClient, connect
 from tests.transports.conftest import TIMEOUT, run_app
 
 ERAS = ["2025-11-25", "2026-07-28"]
 era = pytest.mark.parametrize("version", ERAS)
+
+
+def at(version: str, server: MCPServer, **options: Any) -> InMemoryClient:
+    """An in-memory client on ``version``: a handshake, or 2026-07-28 envelopes."""
+    return connect(server, protocol_version=version, initialize=version != "2026-07-28", **options)
 
 
 def token(*scopes: str) -> AuthInfo:
@@ -114,7 +119,7 @@ async def refused(call: Any) -> RemoteError:
 @era
 async def test_a_tool_runs_with_its_scopes_and_is_refused_without_them(version: str) -> None:
     server, runs = scoped_server()
-    async with connect(server, protocol_version=version, auth_info=token("mcp:write")) as client:
+    async with at(version, server, auth_info=token("mcp:write")) as client:
         err = await refused(client.call_tool("deploy", {"target": "prod"}))
         assert err.code == FORBIDDEN
         # Every scope the tool needs, not only the missing one (step-up keeps the others).
@@ -135,7 +140,7 @@ async def test_a_tool_runs_with_its_scopes_and_is_refused_without_them(version: 
 @era
 async def test_resource_reads_need_the_scopes_of_the_resource_or_template(version: str) -> None:
     server, runs = scoped_server()
-    async with connect(server, protocol_version=version, auth_info=token()) as client:
+    async with at(version, server, auth_info=token()) as client:
         err = await refused(client.read_resource("data://secret"))
         assert (err.code, err.data) == (FORBIDDEN, {"requiredScopes": ["secrets:read"]})
         err = await refused(client.read_resource("files://report"))
@@ -157,7 +162,7 @@ async def test_resource_reads_need_the_scopes_of_the_resource_or_template(versio
 @era
 async def test_a_prompt_and_its_completions_need_the_prompts_scopes(version: str) -> None:
     server, runs = scoped_server()
-    async with connect(server, protocol_version=version, auth_info=token("x")) as client:
+    async with at(version, server, auth_info=token("x")) as client:
         err = await refused(client.get_prompt("incident", {"service": "billing"}))
         assert (err.code, err.data) == (FORBIDDEN, {"requiredScopes": ["prompts:admin"]})
         ref = {"type": "ref/prompt", "name": "incident"}
@@ -176,7 +181,7 @@ async def test_a_prompt_and_its_completions_need_the_prompts_scopes(version: str
 @era
 async def test_listings_leave_out_what_the_caller_cannot_use_on_every_page(version: str) -> None:
     server, _ = scoped_server(page_size=1)  # one item per page: the cursor walks the filtered list
-    async with connect(server, protocol_version=version, auth_info=token("admin")) as client:
+    async with at(version, server, auth_info=token("admin")) as client:
         assert [t["name"] for t in await client.list_tools()] == ["search", "wipe"]
         assert [r["uri"] for r in await client.list_resources()] == [
             "data://public",
@@ -196,7 +201,7 @@ async def test_listings_leave_out_what_the_caller_cannot_use_on_every_page(versi
 async def test_without_auth_info_scopes_are_not_enforced(version: str) -> None:
     # stdio, in memory and unprotected HTTP carry no token: nothing to check against.
     server, runs = scoped_server()
-    async with connect(server, protocol_version=version) as client:
+    async with at(version, server) as client:
         assert [t["name"] for t in await client.list_tools()] == ["deploy", "search", "wipe"]
         assert len(await client.list_resources()) == 3
         assert len(await client.list_resource_templates()) == 1
@@ -257,8 +262,8 @@ async def test_scoped_listings_and_reads_are_never_marked_public_on_2026() -> No
     unscoped.tool(lambda: "x", name="plain")
     v = "2026-07-28"
     async with (
-        connect(server, protocol_version=v, auth_info=token("files:read")) as client,
-        connect(unscoped, protocol_version=v, auth_info=token()) as plain,
+        at(v, server, auth_info=token("files:read")) as client,
+        at(v, unscoped, auth_info=token()) as plain,
     ):
         for method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
             result = await client.request(method)
@@ -430,3 +435,26 @@ async def test_every_http_transport_enforces_scopes_behind_the_auth_layer(
         with pytest.raises(RemoteError):
             await client.read_resource("data://secret")
     assert runs["deploy"] == 0 and runs["secret"] == 0 and runs["file"] == 1
+
+
+async def test_an_agent_tool_takes_scopes_by_being_added_again() -> None:
+    class Support:
+        name = "support"
+        description = "Answers support questions."
+
+        def generate(self, message: str) -> str:
+            return f"answer to {message}"
+
+    server = MCPServer(name="a", version="1", agents={"support": Support()})
+    tool = server.tools.get("ask_support")
+    assert tool is not None
+    tool.scopes = frozenset({"support"})
+    server.tools.add(tool)
+    assert server.required_scopes("tools/call", {"name": "ask_support"}) == {"support"}
+    async with connect(server, auth_info=token()) as client:
+        assert await client.list_tools() == []
+        err = await refused(client.call_tool("ask_support", {"message": "hi"}))
+        assert err.data == {"requiredScopes": ["support"]}
+        client.auth_info = token("support")
+        result = await client.call_tool("ask_support", {"message": "hi"})
+        assert "answer to hi" in str(result["structuredContent"])

@@ -223,7 +223,7 @@ async def test_endpoint_errors_are_verifier_unavailable(
     with pytest.raises(VerifierUnavailable, match="JSON"):
         await verifier(ep, url).verify(TOKEN)
     ep.raw_body = None
-    ep.delay = 2.0
+    ep.delay = 0.8
     with pytest.raises(VerifierUnavailable, match="did not answer within"):
         await verifier(ep, url, timeout=0.3).verify(TOKEN)
     # Failures are not cached: the endpoint back, the token is checked again.
@@ -238,6 +238,21 @@ async def test_unreachable_endpoint_is_verifier_unavailable() -> None:
     v = verifier(ep, url)
     with pytest.raises(VerifierUnavailable, match="could not be reached"):
         await v.verify(TOKEN)
+
+
+async def test_one_verifier_serves_several_event_loops(
+    endpoint: tuple[IntrospectionEndpoint, str],
+) -> None:
+    ep, url = endpoint
+    ep.answers["second"] = active(sub="user-2")
+    v = verifier(ep, url)
+    assert (await v.verify(TOKEN)).subject == "user-1"
+    # asyncio.run in another thread: a new loop, where the first loop's pooled
+    # connection cannot be used; the verifier makes a client for that loop.
+    info = await asyncio.to_thread(asyncio.run, v.verify("second"))
+    assert info.subject == "user-2"
+    assert ep.hits == 2
+    await v.aclose()
 
 
 def test_configuration_mistakes_are_refused_early() -> None:

@@ -18,7 +18,7 @@ import httpx
 
 from ..errors import ConfigurationError, VerifierUnavailable
 
-__all__ = ["check_endpoint_url", "fetch_json", "new_http_client"]
+__all__ = ["HTTPClientSlot", "check_endpoint_url", "fetch_json"]
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -41,10 +41,43 @@ def check_endpoint_url(url: str, *, what: str, allow_insecure_http: bool) -> str
     return url
 
 
-def new_http_client(timeout: float) -> httpx.AsyncClient:
-    # No redirects: an endpoint that moves is a configuration problem to fix, not
-    # something to follow with a token in the body.
-    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False)
+class HTTPClientSlot:
+    """A verifier's httpx client: the caller's, or one made on first use and closed by ``aclose``.
+
+    A client made here is remade when used from another event loop (``asyncio.run``
+    twice, a test per loop): its pooled connections belong to the loop that opened
+    them and would fail in another one.
+    """
+
+    __slots__ = ("_client", "_given", "_loop", "_timeout")
+
+    def __init__(self, client: httpx.AsyncClient | None, *, timeout: float) -> None:
+        self._given = client
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            # No redirects: an endpoint that moves is a configuration problem to fix,
+            # not something to follow with a token in the body.
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout), follow_redirects=False
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client made here (a client passed in belongs to its owner)."""
+        client, loop = self._client, self._loop
+        self._client = self._loop = None
+        # A client of another (possibly closed) loop cannot be closed from this one;
+        # its connections went with that loop.
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.aclose()
 
 
 async def fetch_json(

@@ -43,7 +43,7 @@ from .claims import (
     check_times,
     token_digest,
 )
-from .endpoints import check_endpoint_url, fetch_json, new_http_client
+from .endpoints import HTTPClientSlot, check_endpoint_url, fetch_json
 from .info import AuthInfo
 from .token_cache import TokenCache
 
@@ -135,8 +135,7 @@ class IntrospectionVerifier:
         # evict the good ones.
         self._refused: TokenCache[str] = TokenCache(max(1, cache_size // 10))
         self._pending: dict[bytes, asyncio.Task[AuthInfo]] = {}
-        self._http = http_client
-        self._owns_http = http_client is None
+        self._http = HTTPClientSlot(http_client, timeout=timeout)
         self.introspections = 0
         """How many introspection requests were sent (for monitoring and tests)."""
 
@@ -165,9 +164,7 @@ class IntrospectionVerifier:
 
     async def aclose(self) -> None:
         """Close the HTTP client this verifier made (not one passed in)."""
-        if self._http is not None and self._owns_http:
-            await self._http.aclose()
-            self._http = None
+        await self._http.aclose()
 
     async def __aenter__(self) -> IntrospectionVerifier:
         return self
@@ -185,8 +182,7 @@ class IntrospectionVerifier:
             task.exception()  # retrieved: waiters that went away do not leave it unread
 
     async def _introspect(self, token: str, digest: bytes) -> AuthInfo:
-        if self._http is None:
-            self._http = new_http_client(self.timeout)
+        client = self._http.get()
         form = {"token": token, "token_type_hint": "access_token"}
         headers = {"Accept": "application/json"}
         if self.client_auth == "client_secret_basic":
@@ -198,10 +194,10 @@ class IntrospectionVerifier:
             form["client_secret"] = self._client_secret
         elif self.client_id:
             form["client_id"] = self.client_id
-        request = self._http.build_request("POST", self.endpoint, data=form, headers=headers)
+        request = client.build_request("POST", self.endpoint, data=form, headers=headers)
         self.introspections += 1
         answer = await fetch_json(
-            self._http,
+            client,
             request,
             what="introspection endpoint",
             timeout=self.timeout,

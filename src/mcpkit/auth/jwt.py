@@ -50,7 +50,7 @@ from .claims import (
     scopes_from,
     token_digest,
 )
-from .endpoints import check_endpoint_url, fetch_json, new_http_client
+from .endpoints import HTTPClientSlot, check_endpoint_url, fetch_json
 from .info import AuthInfo
 from .token_cache import TokenCache
 
@@ -248,8 +248,7 @@ class JWTVerifier:
         self._last_fetch_attempt: float | None = None
         self._last_fetch_failed = False
         self._inflight: asyncio.Task[None] | None = None
-        self._http = http_client
-        self._owns_http = http_client is None
+        self._http = HTTPClientSlot(http_client, timeout=timeout)
         self.jwks_fetches = 0
         """How many times the key set was requested (for monitoring and tests)."""
 
@@ -278,9 +277,7 @@ class JWTVerifier:
 
     async def aclose(self) -> None:
         """Close the HTTP client this verifier made (not one passed in)."""
-        if self._http is not None and self._owns_http:
-            await self._http.aclose()
-            self._http = None
+        await self._http.aclose()
 
     async def __aenter__(self) -> JWTVerifier:
         return self
@@ -408,17 +405,17 @@ class JWTVerifier:
 
     async def _fetch_keys(self) -> None:
         assert self.jwks_uri is not None
-        if self._http is None:
-            self._http = new_http_client(self.timeout)
+        client = self._http.get()
         self.jwks_fetches += 1
-        request = self._http.build_request(
-            "GET", self.jwks_uri, headers={"Accept": "application/json"}
-        )
+        request = client.build_request("GET", self.jwks_uri, headers={"Accept": "application/json"})
         try:
             document = await fetch_json(
-                self._http, request, what="JWKS endpoint", timeout=self.timeout,
+                client,
+                request,
+                what="JWKS endpoint",
+                timeout=self.timeout,
                 max_bytes=_MAX_JWKS_BYTES,
-            )  # fmt: skip
+            )
             entries = document.get("keys")
             if not isinstance(entries, list):
                 raise VerifierUnavailable("JWKS endpoint answered without a 'keys' list")

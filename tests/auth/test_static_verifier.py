@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -68,3 +70,14 @@ def test_configuration_mistakes_are_refused() -> None:
         StaticTokenVerifier({"t": "mcp:read"})
     with pytest.raises(ConfigurationError, match="non-empty"):
         StaticTokenVerifier({"": ["a"]})
+
+
+def test_static_verifier_needs_no_optional_dependency() -> None:
+    code = (
+        "import sys; from mcpkit.auth import StaticTokenVerifier; "
+        "print(sorted(m for m in ('httpx', 'joserfc', 'cryptography') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -99,6 +99,7 @@ class Client:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.path = path
         self.session_id: str | None = None
+        self.extra_headers: dict[str, str] = {}  # e.g. Authorization (bench_auth.py)
 
     def post(self, message: Any, *, raw: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
         headers = {
@@ -108,6 +109,7 @@ class Client:
         }
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
+        headers.update(self.extra_headers)
         self.conn.request(
             "POST", self.path, raw if raw is not None else orjson.dumps(message), headers
         )

@@ -5,7 +5,7 @@
     python benchmarks/run.py --only http2026      # the stateless era (2026-07-28) over HTTP
     python benchmarks/run.py --quick              # tiny run: proves the scripts work, numbers meaningless
 
-Parts: stdio, sync, http, http2026, import, startup, memory, client (see benchmarks/README.md).
+Parts: stdio, sync, http, http2026, auth, import, startup, memory, client (see benchmarks/README.md).
 Every figure is a median over repetitions, and every comparison is against a
 baseline measured in the same run; read the ratios, not the absolute numbers.
 """
@@ -30,6 +30,7 @@ PARTS: dict[str, str] = {
     "sync": "bench_sync",
     "http": "bench_http",
     "http2026": "bench_http2026",
+    "auth": "bench_auth",
     "memory": "bench_memory",
     "client": "client_roundtrip",
 }

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
-from mcpkit import Client, MCPServer
+from mcpkit import Client, Context, MCPServer
+from mcpkit.auth import AuthInfo
 from mcpkit.testing import InMemoryClient, connect
 
 
@@ -62,3 +64,26 @@ async def test_the_conveniences_answer_as_the_client_does() -> None:
             completion = await client.complete({"type": "ref/prompt", "name": "greet"}, "name", "A")
             assert completion["values"] == ["Ada", "Alan"]
             await client.ping()
+
+
+async def test_auth_info_reaches_handlers_and_a_2026_client_sends_the_envelope() -> None:
+    server = MCPServer(name="t", version="1")
+    seen: list[Any] = []
+
+    @server.tool
+    async def whoami(ctx: Context) -> str:
+        seen.append((ctx.auth_info, ctx.session.revision.name))
+        return "ok"
+
+    alice = AuthInfo(token="a", subject="alice")
+    async with (
+        connect(server, auth_info=alice) as old,
+        connect(server, protocol_version="2026-07-28", initialize=False, auth_info=alice) as new,
+    ):
+        await old.call_tool("whoami")
+        result = await new.call_tool("whoami")
+        assert new.initialize_result is None  # no handshake on 2026-07-28
+        assert result["resultType"] == "complete"
+        new.auth_info = None
+        await new.call_tool("whoami")
+    assert seen == [(alice, "2025-11-25"), (alice, "2026-07-28"), (None, "2026-07-28")]

@@ -31,6 +31,26 @@ def build(impl: str, mode: str) -> Any:
         server = MCPServer(name="bench", version="1.0.0")
         server.tool(echo)
         return server.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl == "mcpkit-auth":
+        # A protected server (bench_auth.py): JWTs checked against the JWKS in
+        # BENCH_JWKS_FILE; the verifier caches a verified token, as deployed.
+        import json
+        import os
+
+        from mcpkit import MCPServer
+        from mcpkit.auth import JWTVerifier, ProtectedResource
+
+        server = MCPServer(name="bench", version="1.0.0")
+        server.tool(echo)
+        with open(os.environ["BENCH_JWKS_FILE"]) as f:
+            jwks = json.load(f)
+        resource = os.environ["BENCH_RESOURCE"]
+        auth = ProtectedResource(
+            resource=resource,
+            authorization_servers=[os.environ["BENCH_ISSUER"]],
+            verifier=JWTVerifier(issuer=os.environ["BENCH_ISSUER"], audience=resource, keys=jwks),
+        )
+        return server.http_app("/mcp", stateless=stateless, json_response=True, auth=auth)
     if impl == "sdk":
         try:
             from mcp.server.mcpserver import MCPServer as Server

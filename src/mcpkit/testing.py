@@ -18,6 +18,16 @@ revision (``protocol_version``, default the newest handshake one), records
 (handlers, progress callbacks, the stateless era's retries, caching), use
 ``mcpkit.Client(server=server)``, which talks to the server object in memory
 too.
+
+``auth_info=`` makes every request arrive as if an HTTP auth layer had verified
+a token (what a protected server's handlers, middleware and scope checks see as
+``ctx.auth_info``); assign :attr:`InMemoryClient.auth_info` to change it, as a
+client that stepped up to a new token would. With ``protocol_version`` set to a
+2026-07-28 revision and ``initialize=False`` the client sends each request with
+that era's ``_meta`` envelope instead of a handshake::
+
+    async with connect(server, auth_info=AuthInfo(token="t", scopes=frozenset({"mcp:read"}))) as c:
+        await c.call_tool("search", {"q": "x"})   # a tool needing mcp:write is refused
 """
 
 from __future__ import annotations
@@ -32,9 +42,11 @@ import orjson
 
 from .errors import RemoteError
 from .protocol import jsonrpc
-from .protocol.versions import LATEST_HANDSHAKE
+from .protocol.envelope import CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION
+from .protocol.versions import LATEST_HANDSHAKE, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
+    from .auth.info import AuthInfo
     from .server.server import MCPServer
     from .server.session import ServerSession
 
@@ -56,8 +68,11 @@ class InMemoryClient:
         handlers: dict[str, RequestHandler] | None = None,
         initialize: bool = True,
         stateless: bool = False,
+        auth_info: AuthInfo | None = None,
     ) -> None:
         self.server = server
+        #: What each request carries as its verified token (None: unauthenticated).
+        self.auth_info = auth_info
         self.protocol_version = protocol_version
         self.capabilities = capabilities if capabilities is not None else {}
         self.client_info = client_info or {"name": "mcpkit-test-client", "version": "0.0.0"}
@@ -70,12 +85,23 @@ class InMemoryClient:
         # schema harness can validate the rest of the conversation.
         self.traffic: list[tuple[Literal["sent", "received"], Any, bool]] = []
         self.initialize_result: dict[str, Any] | None = None
+        # 2026-07-28 without initialize: every request carries the envelope instead (with
+        # initialize=True the client sends initialize, which negotiates a handshake revision).
+        self._envelope: dict[str, Any] | None = None
+        if protocol_version in STATELESS_REVISIONS and not initialize:
+            self._envelope = {
+                PROTOCOL_VERSION: protocol_version,
+                CLIENT_CAPABILITIES: self.capabilities,
+                CLIENT_INFO: self.client_info,
+            }
         self._do_initialize = initialize
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._in_lifespan = False
         self.session: ServerSession = server.create_session(
-            standalone=self._deliver, stateless=stateless
+            standalone=self._deliver,
+            stateless=stateless or self._envelope is not None,
+            revision=protocol_version if self._envelope is not None else None,
         )
 
     async def __aenter__(self) -> InMemoryClient:
@@ -155,10 +181,11 @@ class InMemoryClient:
         elif isinstance(wire, list):
             self.sent.extend(m for m in wire if isinstance(m, dict))
         self.traffic.append(("sent", wire, checked))
+        auth = self.auth_info
         if isinstance(wire, list):
-            out: Any = await self.session.handle_batch(wire, self._deliver)
+            out: Any = await self.session.handle_batch(wire, self._deliver, auth_info=auth)
         else:
-            out = await self.session.handle(wire, self._deliver)
+            out = await self.session.handle(wire, self._deliver, auth_info=auth)
         if out is not None:
             out = orjson.loads(orjson.dumps(out))
             self.received.append(out) if isinstance(out, dict) else self.received.extend(out)
@@ -167,6 +194,10 @@ class InMemoryClient:
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send a request; returns its result or raises ``RemoteError``."""
+        if self._envelope is not None:
+            params = dict(params or {})
+            meta = params.get("_meta")
+            params["_meta"] = {**self._envelope, **(meta if isinstance(meta, dict) else {})}
         reply = await self._send(jsonrpc.request(next(self._ids), method, params), checked=True)
         if reply is None:
             raise RemoteError("request was cancelled: no response")

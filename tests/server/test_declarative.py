@@ -582,3 +582,98 @@ def test_unresolvable_annotations_name_the_member_and_the_parameter() -> None:
         "Unresolved.lookup: parameter 'key': cannot resolve its annotation 'Missing' "
         "(NameError: name 'Missing' is not defined)"
     ]
+
+
+class OpsComponent:
+    """Declared scopes: a tool, a static resource, a template and a prompt."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    @mcp_tool(scopes=["ops:write"])
+    def restart(self, service: str) -> str:
+        self.runs.append("restart")
+        return f"restarted {service}"
+
+    @mcp_tool
+    def status(self) -> str:
+        return "green"
+
+    @mcp_resource("ops://runbook", scopes=["ops:read"])
+    def runbook(self) -> str:
+        self.runs.append("runbook")
+        return "step 1"
+
+    @mcp_resource("ops://logs/{service}", scopes=["ops:read", "logs"])
+    def logs(self, service: str) -> str:
+        self.runs.append("logs")
+        return f"logs of {service}"
+
+    @mcp_prompt(scopes=["ops:write"])
+    def postmortem(self, service: str) -> str:
+        self.runs.append("postmortem")
+        return f"Write the postmortem of {service}."
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_declared_scopes_hide_and_refuse_what_the_token_lacks(version: str) -> None:
+    from mcpkit.auth import AuthInfo
+    from mcpkit.errors import FORBIDDEN, RemoteError
+
+    ops = OpsComponent()
+    server = MCPServer(name="ops", version="1", components=[ops])
+    assert server.required_scopes("tools/call", {"name": "restart"}) == {"ops:write"}
+    assert server.required_scopes("resources/read", {"uri": "ops://logs/db"}) == {
+        "ops:read",
+        "logs",
+    }
+    reader = AuthInfo(token="t", scopes=frozenset({"ops:read"}))
+    async with connect(
+        server, protocol_version=version, initialize=version != "2026-07-28", auth_info=reader
+    ) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["status"]
+        assert [r["uri"] for r in await client.list_resources()] == ["ops://runbook"]
+        assert await client.list_resource_templates() == []
+        assert await client.list_prompts() == []
+        for call in (
+            client.call_tool("restart", {"service": "db"}),
+            client.read_resource("ops://logs/db"),
+            client.get_prompt("postmortem", {"service": "db"}),
+        ):
+            with pytest.raises(RemoteError) as info:
+                await call
+            assert info.value.code == FORBIDDEN
+            assert info.value.data["requiredScopes"] in (["ops:write"], ["logs", "ops:read"])
+        assert (await client.read_resource("ops://runbook"))["contents"][0]["text"] == "step 1"
+        client.auth_info = AuthInfo(token="t2", scopes=frozenset({"ops:read", "ops:write", "logs"}))
+        assert (await client.call_tool("restart", {"service": "db"}))["content"][0]["text"] == (
+            "restarted db"
+        )
+        await client.read_resource("ops://logs/db")
+        await client.get_prompt("postmortem", {"service": "db"})
+    assert ops.runs == ["runbook", "restart", "logs", "postmortem"]
+
+
+def test_bad_declared_scopes_are_collected_naming_each_member() -> None:
+    class Sloppy:
+        @mcp_tool(scopes="ops:write")  # type: ignore[arg-type]
+        def one(self) -> str:
+            return ""
+
+        @mcp_resource("data://two", scopes=["two words"])
+        def two(self) -> str:
+            return ""
+
+        @mcp_prompt(scopes=[""])
+        def three(self) -> str:
+            return ""
+
+    with pytest.raises(RegistrationError) as info:
+        MCPServer(name="s", version="1", components=[Sloppy()])
+    problems = info.value.problems
+    assert len(problems) == 3
+    assert problems[0].startswith(
+        "Sloppy.one: tool 'one': scopes must be a list of scope strings, as scopes=['ops:write']"
+    )
+    assert problems[1].startswith("Sloppy.two: resource 'data://two': scope 'two words' is not")
+    assert problems[2].startswith("Sloppy.three: prompt 'three': scope '' is not a scope token")

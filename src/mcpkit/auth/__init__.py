@@ -34,6 +34,9 @@ __all__ = [
     "AUTH_SCOPE_KEY",
     "RESOURCE_METADATA_SCOPE_KEY",
     "AuthInfo",
+    "IntrospectionVerifier",
+    "JWTVerifier",
+    "StaticTokenVerifier",
     "TokenVerifier",
     "VerifyFunction",
     "parse_www_authenticate",
@@ -55,4 +58,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # each lazy name gets its import line here when its module lands
-    pass
+    from .introspection import IntrospectionVerifier
+    from .jwt import JWTVerifier
+    from .static import StaticTokenVerifier

@@ -14,8 +14,11 @@ well as a configured class:
 
 Returning None, or raising :class:`~mcpkit.errors.InvalidToken` with a
 description, refuses the token: the client gets ``401`` with
-``error="invalid_token"``. Any other exception is a server fault (500) and is
-logged; it never lets the request through.
+``error="invalid_token"``. A verifier with required scopes may raise
+:class:`~mcpkit.errors.InsufficientScope` (``403``, ``error="insufficient_scope"``),
+and :class:`~mcpkit.errors.VerifierUnavailable` means the token could not be
+checked (``503``). Any other exception is a server fault (500) and is logged; it
+never lets the request through.
 """
 
 from __future__ import annotations

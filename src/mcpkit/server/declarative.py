@@ -105,6 +105,7 @@ class _Tool:
     structured_output: bool | None
     needs: tuple[str, ...]
     run_in_thread: bool = True
+    scopes: Any = None  # checked when registered, with the tool's other problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,7 @@ class _Resource:
     icons: list[dict[str, Any]] | None
     meta: dict[str, Any] | None
     cache: CacheHint | None = None
+    scopes: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,7 @@ class _Prompt:
     version: str | None
     icons: list[dict[str, Any]] | None
     meta: dict[str, Any] | None
+    scopes: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,12 @@ def _marker(declaration: _Declaration) -> Callable[[F], F]:
     return mark
 
 
+def _frozen(scopes: Any) -> Any:
+    """A list or set of scopes as a tuple (declarations are immutable); anything else
+    as given, for the registration to refuse with the member's name."""
+    return tuple(scopes) if isinstance(scopes, list | tuple | set | frozenset) else scopes
+
+
 def _declarations(value: Any) -> tuple[_Declaration, ...]:
     fn = value.__func__ if isinstance(value, staticmethod | classmethod) else value
     marks = getattr(fn, _MARK, ()) if callable(fn) else ()
@@ -186,6 +195,7 @@ def mcp_tool(
     structured_output: bool | None = None,
     needs: Collection[BackChannel] = (),
     run_in_thread: bool = True,
+    scopes: Collection[str] | None = None,
 ) -> Callable[[F], F]: ...
 def mcp_tool(
     fn: Any = None,
@@ -201,6 +211,7 @@ def mcp_tool(
     structured_output: bool | None = None,
     needs: Collection[BackChannel] = (),
     run_in_thread: bool = True,
+    scopes: Collection[str] | None = None,
 ) -> Any:
     """Mark a function or method as a tool (Spring AI's ``@McpTool``).
 
@@ -208,11 +219,12 @@ def mcp_tool(
     docstring; ``needs`` lists the server-to-client requests the tool makes
     (``"elicitation"``, ``"sampling"``, ``"roots"``). A sync method runs in a
     worker thread; ``run_in_thread=False`` calls it on the event loop, for one
-    that returns at once and never blocks (as ``@server.tool`` does).
+    that returns at once and never blocks (as ``@server.tool`` does). ``scopes``
+    lists the OAuth scopes a caller's token needs to see and call it.
     """
     declaration = _Tool(
         name, description, title, annotations, icons, meta, output_schema, structured_output,
-        tuple(needs), run_in_thread,
+        tuple(needs), run_in_thread, _frozen(scopes),
     )  # fmt: skip
     mark = _marker(declaration)
 
@@ -235,6 +247,7 @@ def mcp_resource(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
     cache: CacheHint | None = None,
+    scopes: Collection[str] | None = None,
 ) -> Callable[[F], F]:
     """Mark a function as a resource (Spring AI's ``@McpResource``).
 
@@ -242,14 +255,18 @@ def mcp_resource(
     function's parameters. The function may return text, bytes, a content
     dict, or a ``ReadResourceResult`` (``{"contents": [...]}``). ``cache``
     sets the ``ttlMs``/``cacheScope`` of its ``resources/read`` results on the
-    2026-07-28 era, as ``@server.resource(cache=...)`` does.
+    2026-07-28 era, as ``@server.resource(cache=...)`` does; ``scopes`` the OAuth
+    scopes a caller's token needs to see and read it.
     """
     if callable(uri):  # a bare @mcp_resource: the function came in place of the URI
         raise RegistrationError([bare_resource_problem("@mcp_resource", uri)])
     check_cache_hint(f"mcp_resource({uri!r})", cache)
     return _marker(
-        _Resource(uri, name, description, mime_type, title, size, annotations, icons, meta, cache)
-    )
+        _Resource(
+            uri, name, description, mime_type, title, size, annotations, icons, meta, cache,
+            _frozen(scopes),
+        )
+    )  # fmt: skip
 
 
 @typing.overload
@@ -265,6 +282,7 @@ def mcp_prompt(
     version: str | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
+    scopes: Collection[str] | None = None,
 ) -> Callable[[F], F]: ...
 def mcp_prompt(
     fn: Any = None,
@@ -276,14 +294,16 @@ def mcp_prompt(
     version: str | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
+    scopes: Collection[str] | None = None,
 ) -> Any:
     """Mark a function as a prompt (Spring AI's ``@McpPrompt``).
 
     Arguments are described with ``Annotated[str, PromptArg(...)]``. The
     function may return text, messages, or a ``GetPromptResult``
-    (``{"messages": [...]}``).
+    (``{"messages": [...]}``). ``scopes``: the OAuth scopes a caller's token
+    needs to see and get it.
     """
-    mark = _marker(_Prompt(name, description, title, version, icons, meta))
+    mark = _marker(_Prompt(name, description, title, version, icons, meta, _frozen(scopes)))
     return mark(fn) if fn is not None else mark
 
 
@@ -391,6 +411,7 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
             icons=d.icons,
             meta=d.meta,
             cache=d.cache,
+            scopes=d.scopes,
         )
     elif isinstance(d, _Prompt):
         prompt_name = d.name or member
@@ -405,6 +426,7 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
             version=d.version,
             icons=d.icons,
             meta=d.meta,
+            scopes=d.scopes,
         )
     else:
         if (d.prompt is None) == (d.uri is None):
@@ -440,6 +462,7 @@ def _register_tool(server: MCPServer, d: _Tool, fn: Callable[..., Any], member: 
         output_schema=d.output_schema,
         structured_output=d.structured_output,
         run_in_thread=d.run_in_thread,
+        scopes=d.scopes,
     )
     server.tools.add(tool)
     if d.needs:

@@ -12,6 +12,14 @@ lifecycle, the request id or the era's envelope: the session did that before
 (see :mod:`.session`). Middleware (:mod:`.middleware`) wraps these handlers;
 it is the place to add behaviour around a method, not this table.
 
+Scopes (:mod:`.scopes`) are enforced here, in the handlers, rather than in a
+step before the middleware chain: a handler holds the very tool, resource or
+prompt it is about to run (the check is one attribute test, no second lookup,
+and a template is matched once), every transport and both eras reach these
+handlers (each 2026-07-28 input round too), and middleware still sees the
+refused request and its ``InsufficientScope`` error (for audit logs), as it
+sees any other error. The list handlers leave out what the caller cannot use.
+
 The results are shaped for the session's revision: a client on an older
 revision gets the entries without the fields its revision lacks
 (:func:`shape_listing`), and 2026-07-28 results are completed afterwards by
@@ -32,6 +40,7 @@ from .context import Context, _current
 from .listen import listen
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
+from .scopes import completion_scopes, enforce, visible
 from .serve_2026 import discover
 
 if TYPE_CHECKING:
@@ -94,18 +103,46 @@ async def set_level(session: ServerSession, req: Request) -> dict[str, Any]:
 
 
 async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
-    return await session.server.completions.complete(req.params)
+    server = session.server
+    if req.auth_info is not None and (server.prompts.any_scoped or server.resources.any_scoped):
+        needed = completion_scopes(server, req.params)
+        if needed:
+            enforce(req.auth_info, needed, "completing these arguments")
+    return await server.completions.complete(req.params)
 
 
 # -- tools ---------------------------------------------------------------------------------------
 
 
-async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
+def _listed(
+    session: ServerSession,
+    req: Request,
+    key: str,
+    entries: list[dict[str, Any]],
+    scoped: bool,
+) -> dict[str, Any]:
+    """One page of ``entries`` as the list result under ``key``.
+
+    A listing that depends on the caller's scopes is never marked shareable on
+    2026-07-28 (``cacheScope: "private"`` on every page, as caching § cache scope
+    asks); when nothing in it has scopes the server's own hints apply.
+    """
     server = session.server
-    items, nxt = paginate(
-        server.tools.listing(session.revision), req.params.get("cursor"), server.page_size
+    items, nxt = paginate(entries, req.params.get("cursor"), server.page_size)
+    out: dict[str, Any] = {key: items, "nextCursor": nxt} if nxt else {key: items}
+    if scoped and session.revision.era == "stateless":
+        out["cacheScope"] = "private"
+    return out
+
+
+async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
+    tools = session.server.tools
+    listing = tools.listing(session.revision)
+    if not tools.scoped:  # the fast path: nothing depends on the caller
+        return _listed(session, req, "tools", listing, False)
+    return _listed(
+        session, req, "tools", visible(listing, "name", tools.scoped, req.auth_info), True
     )
-    return {"tools": items, "nextCursor": nxt} if nxt else {"tools": items}
 
 
 async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
@@ -115,6 +152,8 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
     tool = server.tools._tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise InvalidParams(f"Unknown tool: {name}")
+    if tool.scopes:
+        enforce(req.auth_info, tool.scopes, f"tool {name!r}")
     arguments = params.get("arguments")
     if arguments is not None and type(arguments) is not dict:
         raise InvalidParams("tools/call: 'arguments' must be an object")
@@ -134,23 +173,15 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
 
 
 async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
-    server = session.server
-    items, nxt = paginate(
-        _shaped(await server.resources.list(), session.revision),
-        req.params.get("cursor"),
-        server.page_size,
-    )
-    return {"resources": items, "nextCursor": nxt} if nxt else {"resources": items}
+    resources = session.server.resources
+    listing = _shaped(await resources.list(req.auth_info), session.revision)
+    return _listed(session, req, "resources", listing, resources.any_scoped)
 
 
 async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
-    server = session.server
-    templates = _shaped(await server.resources.list_templates(), session.revision)
-    items, nxt = paginate(templates, req.params.get("cursor"), server.page_size)
-    out: dict[str, Any] = {"resourceTemplates": items}
-    if nxt:
-        out["nextCursor"] = nxt
-    return out
+    resources = session.server.resources
+    listing = _shaped(await resources.list_templates(req.auth_info), session.revision)
+    return _listed(session, req, "resourceTemplates", listing, resources.any_scoped)
 
 
 async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]:
@@ -191,10 +222,9 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
 
 
 async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
-    server = session.server
-    prompts = _shaped(await server.prompts.list(), session.revision)
-    items, nxt = paginate(prompts, req.params.get("cursor"), server.page_size)
-    return {"prompts": items, "nextCursor": nxt} if nxt else {"prompts": items}
+    prompts = session.server.prompts
+    listing = _shaped(await prompts.list(req.auth_info), session.revision)
+    return _listed(session, req, "prompts", listing, prompts.any_scoped)
 
 
 async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:

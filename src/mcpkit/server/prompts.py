@@ -8,7 +8,7 @@ required argument is -32602 (2025-11-25 server/prompts § error handling).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ..errors import InvalidParams, MCPError, RegistrationError
 from .content import to_content
 from .context import run_sync
+from .scopes import enforce, granted_scopes, parse_scopes
 from .signature import (
     FunctionSignature,
     SignatureError,
@@ -67,6 +68,7 @@ class PromptDefinition:
     version: str | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
+    scopes: frozenset[str] = frozenset()  # OAuth scopes to see and get it (.scopes)
 
     def arguments(self) -> list[dict[str, Any]]:
         out = []
@@ -120,6 +122,8 @@ class PromptManager:
         self._server = server
         self.registered: dict[tuple[str, str | None], PromptDefinition] = {}
         self.callbacks = MCPServerPrompts()
+        # Set once a prompt with scopes is registered (see .scopes).
+        self.any_scoped = False
 
     @property
     def enabled(self) -> bool:
@@ -135,19 +139,27 @@ class PromptManager:
         version: str | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Collection[str] | None = None,
     ) -> PromptDefinition:
         prompt_name = name or getattr(fn, "__name__", None)
         if not prompt_name or prompt_name == "<lambda>":
             raise RegistrationError(["a prompt needs a name: pass name=... for lambdas"])
+        problems: list[str] = []
+        needed = parse_scopes(scopes, problems)
+        sig = None
         try:
             sig = inspect_function(fn, model_name=f"prompt_{prompt_name}", strings=True)
         except SignatureError as exc:
-            raise RegistrationError(
-                [f"prompt {prompt_name!r}: {p}" for p in exc.problems]
-            ) from None
+            problems.extend(exc.problems)
+        if problems or sig is None:
+            raise RegistrationError([f"prompt {prompt_name!r}: {p}" for p in problems])
         desc = description if description is not None else summary(sig.doc)
-        prompt = PromptDefinition(prompt_name, fn, sig, desc, title, version, icons, meta)
+        prompt = PromptDefinition(
+            prompt_name, fn, sig, desc, title, version, icons, meta, scopes=needed
+        )
         self.registered[(prompt_name, version)] = prompt
+        if needed:
+            self.any_scoped = True
         return prompt
 
     def find(self, name: str, version: str | None = None) -> PromptDefinition | None:
@@ -157,8 +169,13 @@ class PromptManager:
         candidates = [p for (n, _v), p in self.registered.items() if n == name]
         return candidates[-1] if candidates else None  # latest registered version
 
-    async def list(self) -> list[dict[str, Any]]:
-        items = [p.describe() for p in self.registered.values()]
+    async def list(self, auth_info: Any = None) -> list[dict[str, Any]]:
+        """``prompts/list`` entries; with ``auth_info``, only what it may get."""
+        if auth_info is not None and self.any_scoped:
+            granted = granted_scopes(auth_info)
+            items = [p.describe() for p in self.registered.values() if p.scopes.issubset(granted)]
+        else:
+            items = [p.describe() for p in self.registered.values()]
         if self.callbacks.list_prompts is not None:
             listed = self.callbacks.list_prompts()
             if inspect.isawaitable(listed):
@@ -174,6 +191,8 @@ class PromptManager:
     ) -> dict[str, Any]:
         prompt = self.find(name, version)
         if prompt is not None:
+            if prompt.scopes:
+                enforce(ctx.auth_info if ctx else None, prompt.scopes, f"prompt {name!r}")
             try:
                 kwargs = prompt.sig.validate(args)
             except ValidationError as exc:

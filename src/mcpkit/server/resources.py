@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import builtins
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from ..errors import InvalidParams, MCPError, RegistrationError, ResourceNotFound
 from .context import run_sync
+from .scopes import NO_SCOPES, enforce, granted_scopes, parse_scopes
 from .signature import (
     FunctionSignature,
     SignatureError,
@@ -80,6 +81,7 @@ class ResourceDefinition:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     cache: CacheHint | None = None  # on its resources/read results (2026-07-28)
+    scopes: frozenset[str] = frozenset()  # OAuth scopes to see and read it (.scopes)
 
     def describe(self) -> dict[str, Any]:
         item: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -103,6 +105,7 @@ class TemplateDefinition:
     meta: dict[str, Any] | None = None
     completions: dict[str, Callable[..., Any]] = field(default_factory=dict)
     cache: CacheHint | None = None  # on the resources/read results of matching URIs
+    scopes: frozenset[str] = frozenset()  # OAuth scopes to see and read matching URIs
 
     def describe(self) -> dict[str, Any]:
         item: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
@@ -167,6 +170,10 @@ class ResourceManager:
         self.static: dict[str, ResourceDefinition] = {}
         self.templates: list[TemplateDefinition] = []
         self.callbacks = MCPServerResources()
+        # Set once a resource or template with scopes is registered; until then no
+        # scope check costs anything (see .scopes).
+        self.any_scoped = False
+        self._scoped_templates = False
 
     @property
     def enabled(self) -> bool:
@@ -197,6 +204,7 @@ class ResourceManager:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
+        scopes: Collection[str] | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
         from .cache_hints import check_cache_hint
 
@@ -206,6 +214,15 @@ class ResourceManager:
                 [f"a resource needs a URI string, not {type(uri).__name__} {uri!r}"]
             )
         problems: list[str] = []
+        needed = parse_scopes(scopes, problems)
+        if needed:
+            if cache is not None and cache.scope == "public":
+                problems.append(
+                    "cache=CacheHint(scope='public') would let a shared cache serve it to "
+                    "callers without its scopes; leave the scope out (reads of a resource "
+                    "with scopes are marked private)"
+                )
+            cache = _private(cache)
         template: UriTemplate | None = None
         sig: FunctionSignature | None = None
         try:
@@ -246,8 +263,11 @@ class ResourceManager:
                 icons,
                 meta,
                 cache,
+                needed,
             )
             self.static[uri] = res
+            if needed:
+                self.any_scoped = True
             return res
         tmpl = TemplateDefinition(
             template,
@@ -261,19 +281,45 @@ class ResourceManager:
             icons,
             meta,
             cache=cache,
+            scopes=needed,
         )
         self.templates.append(tmpl)
+        if needed:
+            self.any_scoped = self._scoped_templates = True
         return tmpl
 
+    def scopes_for(self, uri: str) -> frozenset[str]:
+        """The scopes reading ``uri`` needs: its static resource's, else the first
+        matching template's (the order :meth:`read_with_hint` serves them in)."""
+        res = self.static.get(uri)
+        if res is not None:
+            return res.scopes
+        if self._scoped_templates:
+            for tmpl in self.templates:
+                t = tmpl.template
+                if len(uri) <= t.max_match_length and t.match(uri) is not None:
+                    return tmpl.scopes
+        return NO_SCOPES
+
     # -- protocol handlers -------------------------------------------------------------------
-    async def list(self) -> builtins.list[dict[str, Any]]:
-        items = [r.describe() for r in self.static.values()]
+    async def list(self, auth_info: Any = None) -> builtins.list[dict[str, Any]]:
+        """``resources/list`` entries; with ``auth_info``, only what it may read."""
+        if auth_info is not None and self.any_scoped:
+            granted = granted_scopes(auth_info)
+            items = [r.describe() for r in self.static.values() if r.scopes.issubset(granted)]
+        else:
+            items = [r.describe() for r in self.static.values()]
         if self.callbacks.list_resources is not None:
             items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.list_resources))))
         return items
 
-    async def list_templates(self) -> builtins.list[dict[str, Any]]:
-        items = [t.describe() for t in self.templates]
+    async def list_templates(self, auth_info: Any = None) -> builtins.list[dict[str, Any]]:
+        """``resources/templates/list`` entries; with ``auth_info``, only what it may read."""
+        if auth_info is not None and self._scoped_templates:
+            granted = granted_scopes(auth_info)
+            items = [t.describe() for t in self.templates if t.scopes.issubset(granted)]
+        else:
+            items = [t.describe() for t in self.templates]
         if self.callbacks.resource_templates is not None:
             items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.resource_templates))))
         return items
@@ -288,6 +334,8 @@ class ResourceManager:
         """The contents of ``uri`` and the cache hint of the resource or template that served it."""
         res = self.static.get(uri)
         if res is not None:
+            if res.scopes:
+                enforce(ctx.auth_info if ctx else None, res.scopes, f"resource {uri!r}")
             value = await self._invoke(res.fn, res.sig, {}, ctx)
             return _contents(uri, value, res.mime_type), res.cache
         too_long: list[str] = []
@@ -298,6 +346,8 @@ class ResourceManager:
             values = tmpl.template.match(uri)
             if values is None:
                 continue
+            if tmpl.scopes:
+                enforce(ctx.auth_info if ctx else None, tmpl.scopes, f"resource {uri!r}")
             args = {k: v for k, v in values.items() if k in tmpl.sig.param_names}
             try:
                 kwargs = tmpl.sig.validate(args)
@@ -364,6 +414,15 @@ class ResourceManager:
 
     async def notify_list_changed(self) -> None:
         await self._server._broadcast("notifications/resources/list_changed")
+
+
+def _private(hint: CacheHint | None) -> CacheHint:
+    """The cache hint of a scoped resource: its reads are never shareable, since a
+    shared cache would hand them to callers without the scopes (2026-07-28
+    server/utilities/caching § security considerations)."""
+    from .cache_hints import CacheHint
+
+    return CacheHint(ttl_ms=hint.ttl_ms if hint is not None else None, scope="private")
 
 
 def _call0(fn: Callable[..., Any]) -> Any:

@@ -34,7 +34,7 @@ from .middleware import CallNext, Middleware, build_chain, check_middleware, wra
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
-from .scopes import required_scopes
+from .scopes import checked_scopes, required_scopes
 from .session import ServerSession
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
@@ -52,14 +52,23 @@ class ToolManager:
         self._server = server
         self._tools: dict[str, ToolDefinition] = {}
         self._listing: dict[str, list[dict[str, Any]]] = {}
+        #: Name -> scopes of the tools that need some; empty on an unscoped server.
+        self.scoped: dict[str, frozenset[str]] = {}
 
     def add(self, tool: ToolDefinition) -> ToolDefinition:
+        if tool.scopes:  # checked again: a ToolDefinition may be built by hand
+            tool.scopes = self.scoped[tool.name] = checked_scopes(
+                f"tool {tool.name!r}", tool.scopes
+            )
+        else:
+            self.scoped.pop(tool.name, None)
         self._tools[tool.name] = tool
         self._listing.clear()
         return tool
 
     def remove(self, name: str) -> ToolDefinition | None:
         self._listing.clear()
+        self.scoped.pop(name, None)
         return self._tools.pop(name, None)
 
     def get(self, name: str) -> ToolDefinition | None:
@@ -303,9 +312,14 @@ class MCPServer(ServerIntrospection, ServerRunning):
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         run_in_thread: bool = True,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """Register a function as a tool; usable bare or with options."""
+        """Register a function as a tool; usable bare or with options.
+
+        ``scopes=["mcp:write"]``: the OAuth scopes a caller's token needs to see and
+        call it (checked when the request carries auth info; see :mod:`.scopes`).
+        """
 
         def register(f: F) -> F:
             self.tools.add(tool_from_function(f, **options))
@@ -332,11 +346,13 @@ class MCPServer(ServerIntrospection, ServerRunning):
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{variables}`` makes it an RFC 6570 template.
 
         ``cache`` sets the ``ttlMs``/``cacheScope`` of this resource's
         ``resources/read`` results on the 2026-07-28 era, over the server's.
+        ``scopes``: the OAuth scopes a caller's token needs to see and read it.
         """
         if callable(uri):  # a bare @server.resource: the function came in place of the URI
             raise RegistrationError([bare_resource_problem("@server.resource", uri)])
@@ -354,6 +370,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
                 icons=icons,
                 meta=meta,
                 cache=cache,
+                scopes=scopes,
             )
             return f
 
@@ -373,9 +390,13 @@ class MCPServer(ServerIntrospection, ServerRunning):
         version: str | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> Callable[[F], F]: ...
     def prompt(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """Register a function returning prompt messages; usable bare or with options."""
+        """Register a function returning prompt messages; usable bare or with options.
+
+        ``scopes``: the OAuth scopes a caller's token needs to see and get it.
+        """
 
         def register(f: F) -> F:
             self.prompts.add(f, **options)

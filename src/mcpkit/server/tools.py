@@ -24,6 +24,7 @@ from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .mcp_header import header_problems
+from .scopes import parse_scopes
 from .signature import (
     FunctionSignature,
     SignatureError,
@@ -82,6 +83,8 @@ class ToolDefinition:
     annotations: ToolAnnotations | dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
+    #: OAuth scopes a caller's token needs to see and call it (see :mod:`.scopes`).
+    scopes: frozenset[str] = frozenset()
     # Prebuilt at registration:
     _validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda a: a, repr=False)
     _context_param: str | None = field(default=None, repr=False)
@@ -279,6 +282,7 @@ def tool_from_function(
     structured_output: bool | None = None,
     meta: dict[str, Any] | None = None,
     run_in_thread: bool = True,
+    scopes: Collection[str] | None = None,
 ) -> ToolDefinition:
     """A tool whose input schema comes from ``fn``'s signature and docstring.
 
@@ -286,13 +290,15 @@ def tool_from_function(
     ``run_in_thread=False`` calls it on the loop instead, saving the thread
     hop (tens of microseconds) for functions that return at once and never
     block; such a function cannot take a ``Context`` (its helpers need to
-    await).
+    await). ``scopes`` lists the OAuth scopes a caller's token needs to see and
+    call the tool (see :mod:`.scopes`).
     """
     check_run_in_thread(f"tool {name or getattr(fn, '__name__', None)!r}", run_in_thread)
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name or tool_name == "<lambda>":
         raise RegistrationError(["a tool needs a name: pass name=... for lambdas and callables"])
     problems: list[str] = []
+    needed = parse_scopes(scopes, problems)
     sig: FunctionSignature | None = None
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     try:
@@ -312,6 +318,7 @@ def tool_from_function(
         annotations=annotations,
         icons=icons,
         meta=meta,
+        scopes=needed,
     )
     if sig is None:
         return _finish(tool, None, problems)  # raises
@@ -335,6 +342,7 @@ def create_tool(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
     run_in_thread: bool = True,
+    scopes: Collection[str] | None = None,
 ) -> ToolDefinition:
     """A tool defined explicitly, as Mastra's ``createTool`` does.
 
@@ -353,6 +361,7 @@ def create_tool(
     positional-only parameters, ``*args``) is refused at registration.
     A sync ``execute`` runs in a worker thread; ``run_in_thread=False`` calls it
     on the event loop, for one that returns at once and never blocks.
+    ``scopes`` lists the OAuth scopes a caller's token needs (see :mod:`.scopes`).
     """
     check_run_in_thread(f"tool {id!r}", run_in_thread)
     if input_schema is None:
@@ -366,8 +375,10 @@ def create_tool(
             meta=meta,
             output_schema=output_schema if isinstance(output_schema, dict) else None,
             run_in_thread=run_in_thread,
+            scopes=scopes,
         )
     problems: list[str] = []
+    needed = parse_scopes(scopes, problems)
     sig: FunctionSignature | None = None
     try:
         sig = inspect_function(execute, model_name=f"{id}_execute")
@@ -407,6 +418,7 @@ def create_tool(
         annotations=annotations,
         icons=icons,
         meta=meta,
+        scopes=needed,
     )
     if sig is None or problems:
         return _finish(tool, None, problems)  # raises

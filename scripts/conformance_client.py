@@ -17,9 +17,10 @@ Steps:
    CLIENT_FIXTURE.md). A leg runs its scenarios concurrently.
 3. Judge every (leg, scenario) with the harness's client rule: a scenario passes when none
    of its checks is a FAILURE *or a WARNING*. The run succeeds iff
-   * every non-auth scenario tagged 2025-06-18 or 2025-11-25 passes (listing one in the
-     expected-failures file is itself an error: those revisions are implemented);
-   * every other failing scenario (auth, 2026-07-28, extensions) is listed in
+   * every authorization scenario (``auth/*``, extensions included) and every scenario
+     tagged 2025-06-18 or 2025-11-25 passes (listing one in the expected-failures file is
+     itself an error: the OAuth client and those revisions are implemented);
+   * every other failing scenario (2026-07-28 drafts, other extensions) is listed in
      ``conformance/expected-client-failures.txt``;
    * no listed scenario passes (the list is stale then: remove the entry);
    * every scenario the harness should have run left a result.
@@ -91,8 +92,9 @@ def is_auth(scenario: str) -> bool:
 
 
 def required(scenario: str, tags: list[str]) -> bool:
-    """Must pass: a non-auth scenario of a revision mcpkit implements."""
-    return not is_auth(scenario) and bool(REQUIRED_TAGS & set(tags))
+    """Must pass: every authorization scenario (the OAuth client and its extensions are
+    complete), and every scenario of a revision mcpkit implements."""
+    return is_auth(scenario) or bool(REQUIRED_TAGS & set(tags))
 
 
 # -- the suite ----------------------------------------------------------------------------------
@@ -235,8 +237,8 @@ def judge(
             problems.append(f"expected-client-failures lists {name!r}, which the suite lacks")
         elif required(name, tags[name]):
             problems.append(
-                f"expected-client-failures lists {name!r}, but non-auth scenarios of "
-                f"{'/'.join(sorted(REQUIRED_TAGS))} must pass: fix the client instead"
+                f"expected-client-failures lists {name!r}, but authorization scenarios and "
+                f"those of {'/'.join(sorted(REQUIRED_TAGS))} must pass: fix the client instead"
             )
         if not reason:
             problems.append(f"expected-client-failures gives no reason for {name!r}")

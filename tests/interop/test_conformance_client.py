@@ -109,19 +109,27 @@ def verdicts(
     return {row.scenario: row.ok for row in rows}
 
 
-def test_auth_and_newer_revisions_may_be_expected_failures(runner: ModuleType) -> None:
+def test_newer_revisions_may_be_expected_failures(runner: ModuleType) -> None:
     got = verdicts(
         runner,
         {
             "tools_call": True,
             "sse-retry": True,
-            "auth/metadata-default": False,
+            "auth/metadata-default": True,
             "request-metadata": False,
             "sep-2640-client-no-prefetch": True,
         },
-        {"auth/metadata-default": "auth issue", "request-metadata": "2026 issue"},
+        {"request-metadata": "2026 issue"},
     )
     assert got == dict.fromkeys(TAGS, True)
+
+
+def test_authorization_scenarios_cannot_be_expected_failures(runner: ModuleType) -> None:
+    outcomes = {"auth/metadata-default": runner.Outcome(False, ["x"])}
+    _, problems = runner.judge(
+        ["all"], {"all": outcomes}, TAGS, {"auth/metadata-default": "auth issue"}
+    )
+    assert len(problems) == 1 and "auth/metadata-default" in problems[0], problems
 
 
 def test_an_unlisted_failure_fails(runner: ModuleType) -> None:
@@ -155,8 +163,9 @@ def test_required_scenarios_cannot_be_excused(runner: ModuleType) -> None:
         TAGS,
         {"sse-retry": "x", "nope": "y", "auth/metadata-default": "", "request-metadata": "z"},
     )
-    # sse-retry is required, nope is unknown, the auth entry gives no reason.
-    assert len(problems) == 3, problems
+    # sse-retry and the auth entry are required, nope is unknown, the auth entry gives no
+    # reason.
+    assert len(problems) == 4, problems
 
 
 def test_a_warning_fails_a_client_scenario(runner: ModuleType, tmp_path: Path) -> None:
@@ -177,9 +186,13 @@ def test_a_warning_fails_a_client_scenario(runner: ModuleType, tmp_path: Path) -
     assert got["sep-2640-client-no-prefetch"].passed and got["sep-2640-client-no-prefetch"].vacuous
 
 
-def test_the_expected_failures_file_parses(runner: ModuleType) -> None:
+def test_the_expected_failures_file_parses(runner: ModuleType, tmp_path: Path) -> None:
+    sample = tmp_path / "expected.txt"
+    sample.write_text("# a comment\n\nauth/dpop  # why -- the issue\n")
+    assert runner.load_expected(sample) == {"auth/dpop": "why -- the issue"}
     expected = runner.load_expected(runner.DEFAULT_EXPECTED)
-    assert "auth/metadata-default" in expected
+    # The OAuth client is complete: no authorization scenario may be listed any more.
+    assert not [name for name in expected if name.startswith("auth/")]
     # The client speaks 2026-07-28 now: its scenarios pass and must not be listed.
     assert "request-metadata" not in expected
     assert "sep-2322-client-request-state" not in expected

@@ -77,6 +77,9 @@ async def _basic(req: ClientAuthRequest) -> None:
     # RFC 6749 § 2.3.1: both parts form-urlencoded before base64 (a ':' in the id).
     pair = f"{quote_plus(req.registration.client_id)}:{quote_plus(_secret(req))}"
     req.headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    # The id in the body as well: RFC 6749 § 4.1.3 allows it, and authorization servers
+    # built on the official MCP SDK refuse a token request without it ("Missing client_id").
+    req.form["client_id"] = req.registration.client_id
 
 
 async def _post(req: ClientAuthRequest) -> None:

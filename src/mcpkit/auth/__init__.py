@@ -36,6 +36,7 @@ __all__ = [
     "AuthInfo",
     "IntrospectionVerifier",
     "JWTVerifier",
+    "ProtectedResource",
     "StaticTokenVerifier",
     "TokenVerifier",
     "VerifyFunction",
@@ -60,4 +61,5 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # each lazy name gets its import line here when its module lands
     from .introspection import IntrospectionVerifier
     from .jwt import JWTVerifier
+    from .resource_server import ProtectedResource
     from .static import StaticTokenVerifier

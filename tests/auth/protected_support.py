@@ -20,7 +20,7 @@ from mcpkit.auth import AuthInfo, ProtectedResource
 from mcpkit.errors import VerifierUnavailable
 from mcpkit.server.middleware import CallNext, MiddlewareContext
 from tests import schema
-from tests.transports.conftest import BOTH
+from tests.transports.conftest import BOTH, HTTPClient
 
 RESOURCE = "https://mcp.example.com/mcp"
 METADATA_URL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
@@ -129,6 +129,18 @@ def scoped_server(**options: Any) -> ScopedServer:
 
 def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
+
+
+def client_with(http: httpx.AsyncClient, url: str, token: str) -> HTTPClient:
+    """The raw test client, sending ``token`` on every request."""
+    client = HTTPClient(http, url)
+    plain = client.headers
+
+    def headers(accept: str = BOTH, **extra: str) -> dict[str, str]:
+        return {**plain(accept, **extra), **bearer(token)}
+
+    client.headers = headers  # type: ignore[method-assign]
+    return client
 
 
 def initialize_message(rid: int = 1, version: str = "2025-11-25") -> dict[str, Any]:

@@ -20,6 +20,7 @@ from tests.auth.protected_support import (
     METADATA_URL,
     RESOURCE,
     bearer,
+    client_with,
     error_answer,
     initialize_message,
     protected,
@@ -57,18 +58,6 @@ async def served() -> AsyncIterator[tuple[str, Any]]:
     app = server.http_app(auth=protected(resource_documentation="https://docs.example.com/mcp"))
     async with run_app(app) as base:
         yield base, server
-
-
-def client_with(http: httpx.AsyncClient, url: str, token: str) -> HTTPClient:
-    """The raw test client, sending ``token`` on every request."""
-    client = HTTPClient(http, url)
-    plain = client.headers
-
-    def headers(accept: str = BOTH, **extra: str) -> dict[str, str]:
-        return {**plain(accept, **extra), **bearer(token)}
-
-    client.headers = headers  # type: ignore[method-assign]
-    return client
 
 
 # -- metadata ------------------------------------------------------------------------------------

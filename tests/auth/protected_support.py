@@ -70,18 +70,8 @@ def protected(resource: str = RESOURCE, **options: Any) -> ProtectedResource:
     return ProtectedResource(**kw)
 
 
-class ScopedServer(MCPServer):
-    """``write_note`` needs ``mcp:write``: what per-tool scopes will say, stated here
-    through the hook the HTTP layer asks (``MCPServer.required_scopes``)."""
-
-    def required_scopes(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
-        if method == "tools/call" and params is not None and params.get("name") == "write_note":
-            return frozenset({"mcp:write"})
-        return frozenset()
-
-
-def scoped_server(**options: Any) -> ScopedServer:
-    server = ScopedServer(name="protected-demo", version="1.0.0", **options)
+def scoped_server(**options: Any) -> MCPServer:
+    server = MCPServer(name="protected-demo", version="1.0.0", **options)
     ran: list[str] = []  # every tool run, so a test can show nothing ran
     seen_by_middleware: list[Any] = []
     server.ran = ran  # type: ignore[attr-defined]
@@ -108,7 +98,7 @@ def scoped_server(**options: Any) -> ScopedServer:
             "token_seen": auth.token,
         }
 
-    @server.tool
+    @server.tool(scopes=["mcp:write"])
     async def write_note(text: str) -> str:
         """Needs mcp:write."""
         ran.append(f"write_note {text}")

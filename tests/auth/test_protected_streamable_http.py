@@ -230,6 +230,8 @@ async def test_a_tool_needing_a_scope_the_token_lacks_gets_403_and_does_not_run(
     base, server = served
     reader = client_with(http, base + "/mcp", "alice-r")
     await reader.initialize()
+    listed = await reader.request("tools/list")
+    assert "write_note" not in [t["name"] for t in listed.result["tools"]]
     ex = await reader.call_tool("write_note", {"text": "hi"})
     assert ex.status == 403
     assert ex.headers["www-authenticate"] == (
@@ -240,7 +242,7 @@ async def test_a_tool_needing_a_scope_the_token_lacks_gets_403_and_does_not_run(
     schema.validate_message(answer, "2025-11-25")
     assert answer["id"] is not None
     assert answer["error"]["data"] == {"requiredScopes": ["mcp:write"]}
-    # A batch-free retry with the stepped-up token of the same subject works at once.
+    # The stepped-up token of the same subject works at once, on the same session.
     writer = client_with(http, base + "/mcp", "alice-rw")
     writer.session_id, writer.protocol_version = reader.session_id, reader.protocol_version
     done = await writer.call_tool("write_note", {"text": "hi"})

@@ -19,42 +19,20 @@ pays one ``is None`` test per request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..auth.info import RESOURCE_METADATA_SCOPE_KEY, AuthInfo
+from ..auth.info import RESOURCE_METADATA_SCOPE_KEY
 from ..auth.resource_server import send_insufficient_scope
 from ..server.input_rounds import principal_of
+from ..server.scopes import granted_scopes
 from .asgi import Scope, Send
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
 
-__all__ = ["foreign_principal", "granted_scopes", "needed_scopes", "refuse_insufficient_scope"]
+__all__ = ["foreign_principal", "needed_scopes", "refuse_insufficient_scope"]
 
 _NONE: frozenset[str] = frozenset()
-
-
-def granted_scopes(auth_info: Any) -> frozenset[str]:
-    """The scopes ``auth_info`` grants: an :class:`AuthInfo`'s ``scopes``, or a
-    ``scopes``/``scope`` attribute or key (a list, or a space-separated string as in
-    RFC 7662 § 2.2) of what another middleware supplied."""
-    if type(auth_info) is AuthInfo:
-        return auth_info.scopes
-    if isinstance(auth_info, Mapping):
-        value = auth_info.get("scopes", auth_info.get("scope"))
-    else:
-        value = getattr(auth_info, "scopes", None)
-        if value is None:
-            value = getattr(auth_info, "scope", None)
-    if value is None:
-        return _NONE
-    if isinstance(value, str):
-        return frozenset(value.split())
-    try:
-        return frozenset(str(s) for s in value)
-    except TypeError:
-        return _NONE
 
 
 def needed_scopes(server: MCPServer, msg: Any) -> tuple[frozenset[str], Any]:
@@ -88,7 +66,7 @@ async def refuse_insufficient_scope(
     if not needed:
         return False
     granted = granted_scopes(auth_info)
-    if needed <= granted:
+    if needed.issubset(granted):
         return False
     await send_insufficient_scope(
         send, scope.get(RESOURCE_METADATA_SCOPE_KEY), needed, granted, request_id

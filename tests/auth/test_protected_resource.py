@@ -10,13 +10,15 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from mcpkit import MCPServer
 from mcpkit.auth import AuthInfo, ProtectedResource, TokenVerifier, parse_www_authenticate
 from mcpkit.errors import ConfigurationError, InvalidToken
 from tests.auth.protected_support import ISSUER, initialize_message, verify_for
 from tests.cli.test_run import _free_port, _running, _until_listening
-from tests.transports.conftest import BOTH, TIMEOUT
+from tests.transports.conftest import BOTH, TIMEOUT, run_app
 
 GOOD = {
     "resource": "https://mcp.example.com/mcp",
@@ -193,3 +195,28 @@ async def test_mcpkit_run_serves_the_servers_auth(tmp_path: Path) -> None:
             )
             assert call.status_code == 200
             assert '"text":"cli-user"' in call.text.replace(" ", "")
+
+
+async def test_an_app_mounted_under_a_prefix_with_the_metadata_at_the_root() -> None:
+    auth = make(resource="https://example.com/api/mcp")
+    server = MCPServer(name="mounted", version="1.0.0", auth=auth)
+    outer = Starlette(
+        routes=[
+            Mount("/api", app=server.http_app()),
+            Mount("/.well-known", app=auth.metadata_app()),
+        ]
+    )
+    async with run_app(outer) as base, httpx.AsyncClient(timeout=TIMEOUT) as http:
+        for path in (
+            "/.well-known/oauth-protected-resource/api/mcp",
+            "/.well-known/oauth-protected-resource",
+        ):
+            meta = await http.get(base + path)
+            assert meta.status_code == 200 and meta.json()["resource"] == auth.resource
+        assert (await http.get(base + "/.well-known/openid-configuration")).status_code == 404
+        refused = await http.post(base + "/api/mcp", content=orjson.dumps(initialize_message()))
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == (
+            'Bearer resource_metadata="https://example.com/.well-known/'
+            'oauth-protected-resource/api/mcp"'
+        )

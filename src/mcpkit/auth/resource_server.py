@@ -424,7 +424,10 @@ class ProtectedApp:
             elif scope["type"] == "lifespan":
                 await _bare_lifespan(receive, send)
             return
-        if _route_path(scope) in self._metadata_paths:
+        paths = self._metadata_paths
+        # Relative to the mount (an app under a prefix), or the full path (metadata_app()
+        # mounted at "/.well-known" by a framework that keeps the full path in "path").
+        if _route_path(scope) in paths or scope["path"] in paths:
             await self.resource.send_metadata(scope, send)
             return
         if self.app is None:

@@ -16,6 +16,7 @@ from starlette.routing import Mount
 from mcpkit import MCPServer
 from mcpkit.auth import AuthInfo, ProtectedResource, TokenVerifier, parse_www_authenticate
 from mcpkit.errors import ConfigurationError, InvalidToken
+from mcpkit.server.input_rounds import principal_of
 from tests.auth.protected_support import ISSUER, initialize_message, verify_for
 from tests.cli.test_run import _free_port, _running, _until_listening
 from tests.transports.conftest import BOTH, TIMEOUT, run_app
@@ -220,3 +221,15 @@ async def test_an_app_mounted_under_a_prefix_with_the_metadata_at_the_root() -> 
             'Bearer resource_metadata="https://example.com/.well-known/'
             'oauth-protected-resource/api/mcp"'
         )
+
+
+def test_an_auth_infos_principal_is_its_issuer_subject_and_client_never_its_token() -> None:
+    alice = AuthInfo(token="t-1", subject="alice", issuer=ISSUER, client_id="app")
+    refreshed = AuthInfo(token="t-2", subject="alice", issuer=ISSUER, client_id="app")
+    elsewhere = AuthInfo(token="t-1", subject="alice", issuer="https://other.example.com")
+    assert principal_of(alice) == principal_of(refreshed) != principal_of(elsewhere)
+    assert "alice" in (principal_of(alice) or "") and "t-1" not in (principal_of(alice) or "")
+    anonymous = AuthInfo(token="opaque-secret-token")
+    named = principal_of(anonymous)
+    assert named is not None and "opaque-secret-token" not in named
+    assert named != principal_of(AuthInfo(token="another-token"))

@@ -50,7 +50,13 @@ from .challenge import www_authenticate
 from .info import AUTH_SCOPE_KEY, RESOURCE_METADATA_SCOPE_KEY, AuthInfo
 from .verifier import TokenVerifier, VerifyFunction, as_verify_function
 
-__all__ = ["WELL_KNOWN_PATH", "ProtectedApp", "ProtectedResource", "send_insufficient_scope"]
+__all__ = [
+    "WELL_KNOWN_PATH",
+    "ProtectedApp",
+    "ProtectedResource",
+    "metadata_url_for",
+    "send_insufficient_scope",
+]
 
 log = logging.getLogger("mcpkit.auth")
 

@@ -9,7 +9,7 @@ resource, the token verifiers and the OAuth client flows are loaded on first use
 the ones that need JOSE and crypto want the ``mcpkit[auth]`` extra.
 
 Module map: ``resource_server`` (:class:`ProtectedResource`: metadata, 401/403,
-the ASGI layer), ``static``, ``introspection``, ``jwt`` (token verifiers),
+the ASGI layer; ``resource_config`` checks its options), ``static``, ``introspection``, ``jwt`` (token verifiers),
 ``verifier`` (the contract), ``client/`` (OAuth flows and token storage).
 """
 

@@ -29,11 +29,10 @@ same ``403`` as here. An unprotected app is not wrapped at all, so it pays nothi
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import orjson
@@ -48,6 +47,7 @@ from ..errors import (
 )
 from .challenge import www_authenticate
 from .info import AUTH_SCOPE_KEY, RESOURCE_METADATA_SCOPE_KEY, AuthInfo
+from .resource_config import WELL_KNOWN_PATH, metadata_url_for, scope_problems, url_problem
 from .verifier import TokenVerifier, VerifyFunction, as_verify_function
 
 __all__ = [
@@ -60,11 +60,6 @@ __all__ = [
 
 log = logging.getLogger("mcpkit.auth")
 
-WELL_KNOWN_PATH: Final = "/.well-known/oauth-protected-resource"
-"""RFC 9728 § 3: the well-known URI suffix of protected resource metadata."""
-
-# RFC 6749 § 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
-_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 # RFC 6750 § 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
 _B64TOKEN: Final = re.compile(rb"[A-Za-z0-9\-._~+/]+=*")
 # A token whose expiry passed this long ago is refused even if the verifier let it
@@ -76,72 +71,6 @@ _METADATA_MAX_AGE: Final = b"public, max-age=300"
 Scope = Any  # ASGI scope / receive / send, typed loosely: this layer sits below transports
 Receive = Any
 Send = Any
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _url_problem(what: str, url: object, *, path_allowed: bool = True) -> str | None:
-    """Why ``url`` cannot identify a resource or an authorization server, or None.
-
-    https, or http on a loopback host for development (OAuth 2.1 § 1.5: every
-    endpoint but loopback redirects uses TLS); never a fragment (RFC 8707 § 2,
-    RFC 9728 § 1.2).
-    """
-    if not isinstance(url, str) or not url:
-        return f"{what} must be an absolute URL string, not {url!r}"
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError as exc:
-        return f"{what} {url!r} is not a valid URL ({exc})"
-    if parts.scheme not in ("https", "http") or not host:
-        return f"{what} {url!r} must be an absolute https:// URL"
-    if parts.scheme == "http" and not _is_loopback(host):
-        return (
-            f"{what} {url!r} must use https (plain http is accepted only on a loopback host "
-            "such as localhost or 127.0.0.1, for development)"
-        )
-    if parts.fragment or url.endswith("#"):
-        return f"{what} {url!r} must not contain a fragment (RFC 8707 § 2)"
-    if not path_allowed and parts.path not in ("", "/"):
-        return f"{what} {url!r} must not have a path"
-    return None
-
-
-def _scope_problems(what: str, scopes: object) -> tuple[list[str], tuple[str, ...]]:
-    if isinstance(scopes, str):
-        return [f"{what} must be a list of scope names, not the string {scopes!r}"], ()
-    try:
-        items: tuple[object, ...] = tuple(cast("Iterable[object]", scopes))
-    except TypeError:
-        return [f"{what} must be a list of scope names, not {scopes!r}"], ()
-    bad = [s for s in items if not isinstance(s, str) or _SCOPE_TOKEN.fullmatch(s) is None]
-    if bad:
-        return [
-            f"{what}: {bad!r} are not OAuth scope names (RFC 6749 § 3.3: visible ASCII, no "
-            "spaces, quotes or backslashes)"
-        ], ()
-    return [], tuple(dict.fromkeys(str(s) for s in items))
-
-
-def metadata_url_for(resource: str) -> str:
-    """The RFC 9728 § 3.1 metadata URL of ``resource``: the well-known suffix goes
-    between the host and the path (``https://h/mcp`` -> ``https://h/.well-known/
-    oauth-protected-resource/mcp``); a resource at the root has no path suffix."""
-    parts = urlsplit(resource)
-    path = parts.path.rstrip("/") if parts.path != "/" else ""
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN_PATH}{path}{query}"
 
 
 class ProtectedResource:
@@ -214,7 +143,7 @@ class ProtectedResource:
         resource_metadata_url: str | None = None,
     ) -> None:
         problems: list[str] = []
-        if (problem := _url_problem("resource", resource)) is not None:
+        if (problem := url_problem("resource", resource)) is not None:
             problems.append(problem)
         elif urlsplit(resource).query:
             problems.append(
@@ -230,11 +159,11 @@ class ProtectedResource:
                 "(MCP authorization § authorization server location)"
             )
         for issuer in servers:
-            if (problem := _url_problem("authorization server", issuer)) is not None:
+            if (problem := url_problem("authorization server", issuer)) is not None:
                 problems.append(problem)
-        bad, supported = _scope_problems("scopes_supported", scopes_supported)
+        bad, supported = scope_problems("scopes_supported", scopes_supported)
         problems.extend(bad)
-        bad, required = _scope_problems("required_scopes", required_scopes)
+        bad, required = scope_problems("required_scopes", required_scopes)
         problems.extend(bad)
         if resource_name is not None and not isinstance(resource_name, str):
             problems.append(f"resource_name must be a string, not {resource_name!r}")
@@ -248,7 +177,7 @@ class ProtectedResource:
                 if parts is None or parts.scheme not in ("https", "http") or not parts.netloc:
                     problems.append(f"{field} must be an absolute http(s) URL, not {value!r}")
         if resource_metadata_url is not None and (
-            problem := _url_problem("resource_metadata_url", resource_metadata_url)
+            problem := url_problem("resource_metadata_url", resource_metadata_url)
         ):
             problems.append(problem)
         try:

@@ -167,6 +167,11 @@ async def test_a_malformed_token_is_invalid_and_a_query_token_is_refused(
         )
         assert query.status_code == 400
         assert query.headers["www-authenticate"] == 'Bearer error="invalid_request"'
+    # A parameter merely ending in the name is no token.
+    other = await raw_post(
+        http, base + "/mcp?no_access_token=1", initialize_message(), bearer("alice-rw")
+    )
+    assert other.status_code == 200
     twice = await http.post(
         base + "/mcp",
         content=orjson.dumps(initialize_message()),

@@ -379,7 +379,10 @@ class ProtectedApp:
     async def _authenticate(self, scope: Scope, send: Send) -> AuthInfo | None:
         """The request's AuthInfo, or None once the refusal has been sent."""
         resource = self.resource
-        if b"access_token=" in scope.get("query_string", b""):
+        query: bytes = scope.get("query_string", b"")
+        if b"access_token" in query and any(
+            part.partition(b"=")[0] == b"access_token" for part in query.split(b"&")
+        ):
             # MCP authorization § token requirements: never in the query string; RFC 6750
             # § 3.1 invalid_request. Refused even with a header: the URL is already logged.
             await _refuse(

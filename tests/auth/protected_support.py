@@ -70,7 +70,7 @@ def protected(resource: str = RESOURCE, **options: Any) -> ProtectedResource:
     return ProtectedResource(**kw)
 
 
-def scoped_server(**options: Any) -> MCPServer:
+def scoped_server(**options: Any) -> Any:  # an MCPServer with .ran and .seen_by_middleware
     server = MCPServer(name="protected-demo", version="1.0.0", **options)
     ran: list[str] = []  # every tool run, so a test can show nothing ran
     seen_by_middleware: list[Any] = []

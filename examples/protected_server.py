@@ -15,7 +15,7 @@ then call it with the development token::
     # -> 401 with WWW-Authenticate: Bearer resource_metadata="...", scope="notes:read ..."
     # add -H 'authorization: Bearer dev-token' and it answers.
 
-The token check here is a small async function with a table of tokens, enough for
+The token check here is a ``StaticTokenVerifier`` with a table of tokens, enough for
 development; in production give ``verifier=`` a JWT or introspection verifier for
 your authorization server (see "Token verifiers" in docs/auth.md). Environment:
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 
 from mcpkit import Context, MCPServer
-from mcpkit.auth import AuthInfo, ProtectedResource
+from mcpkit.auth import ProtectedResource, StaticTokenVerifier
 
 RESOURCE = os.environ.get("MCP_RESOURCE", "http://127.0.0.1:8000/mcp")
 AUTH_SERVER = os.environ.get("MCP_AUTH_SERVER", "https://auth.example.com")
@@ -39,14 +39,12 @@ DEV_TOKENS = dict(
     pair.split("=", 1) for pair in os.environ.get("MCP_DEV_TOKENS", "dev-token=dev").split()
 )
 
-
-async def verify(token: str, resource: str) -> AuthInfo | None:
-    """Development only: a fixed table. Return None (401) for anything unknown."""
-    subject = DEV_TOKENS.get(token)
-    if subject is None or resource != RESOURCE:
-        return None
-    return AuthInfo(token=token, subject=subject, client_id="dev", scopes=frozenset(SCOPES))
-
+# Development only: a fixed table of tokens (see "Token verifiers" in docs/auth.md for
+# JWTVerifier and IntrospectionVerifier, which check tokens your authorization server issued).
+verifier = StaticTokenVerifier(
+    {token: {"subject": subject, "scopes": SCOPES} for token, subject in DEV_TOKENS.items()},
+    default_client_id="dev",
+)
 
 server = MCPServer(
     name="protected-notes",
@@ -56,13 +54,13 @@ server = MCPServer(
         authorization_servers=[AUTH_SERVER],
         scopes_supported=SCOPES,
         resource_name="Protected notes (mcpkit example)",
-        verifier=verify,
+        verifier=verifier,
     ),
 )
 notes: dict[str, list[str]] = {}
 
 
-@server.tool
+@server.tool(scopes=["notes:write"])  # a token without it gets 403 insufficient_scope
 async def add_note(text: str, ctx: Context) -> str:
     """Keep a note for the caller (each subject has its own notes)."""
     assert ctx.auth is not None  # the HTTP layer let the request in: it has a token
@@ -71,7 +69,7 @@ async def add_note(text: str, ctx: Context) -> str:
     return f"{len(mine)} note(s) for {ctx.auth.subject}"
 
 
-@server.tool
+@server.tool(scopes=["notes:read"])
 async def my_notes(ctx: Context) -> list[str]:
     """The caller's notes."""
     assert ctx.auth is not None

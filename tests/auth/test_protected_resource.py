@@ -14,8 +14,14 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from mcpkit import MCPServer
-from mcpkit.auth import AuthInfo, ProtectedResource, TokenVerifier, parse_www_authenticate
-from mcpkit.errors import ConfigurationError, InvalidToken
+from mcpkit.auth import (
+    AuthInfo,
+    ProtectedResource,
+    StaticTokenVerifier,
+    TokenVerifier,
+    parse_www_authenticate,
+)
+from mcpkit.errors import ConfigurationError, InsufficientScope, InvalidToken
 from mcpkit.server.input_rounds import principal_of
 from tests.auth.protected_support import ISSUER, initialize_message, verify_for
 from tests.cli.test_run import _free_port, _running, _until_listening
@@ -233,3 +239,33 @@ def test_an_auth_infos_principal_is_its_issuer_subject_and_client_never_its_toke
     named = principal_of(anonymous)
     assert named is not None and "opaque-secret-token" not in named
     assert named != principal_of(AuthInfo(token="another-token"))
+
+
+async def test_a_verifier_with_its_own_required_scopes_answers_403() -> None:
+    verifier = StaticTokenVerifier({"narrow": ["mcp:read"], "wide": ["mcp:read", "mcp:admin"]})
+
+    async def needs_admin(token: str, resource: str) -> AuthInfo | None:
+        info = await verifier.verify(token)
+        if info is not None and not info.has_scopes(["mcp:admin"]):
+            raise InsufficientScope(["mcp:admin"])
+        return info
+
+    server = MCPServer(name="admin", version="1.0.0")
+    app = server.http_app(auth=make(verifier=needs_admin))
+    async with run_app(app) as base, httpx.AsyncClient(timeout=TIMEOUT) as http:
+        headers = {"accept": BOTH, "content-type": "application/json"}
+        body = orjson.dumps(initialize_message())
+        narrow = await http.post(
+            base + "/mcp", content=body, headers={**headers, "authorization": "Bearer narrow"}
+        )
+        assert narrow.status_code == 403
+        assert parse_www_authenticate(narrow.headers["www-authenticate"]) == {
+            "resource_metadata": "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+            "error": "insufficient_scope",
+            "scope": "mcp:admin",
+            "error_description": "this request needs the scopes mcp:admin",
+        }
+        wide = await http.post(
+            base + "/mcp", content=body, headers={**headers, "authorization": "Bearer wide"}
+        )
+        assert wide.status_code == 200

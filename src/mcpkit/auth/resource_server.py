@@ -42,6 +42,7 @@ from ..errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     ConfigurationError,
+    InsufficientScope,
     InvalidToken,
     VerifierUnavailable,
 )
@@ -97,7 +98,8 @@ class ProtectedResource:
         least, MCP authorization § authorization server location).
     ``verifier``
         Turns a token into an :class:`AuthInfo` (None or ``InvalidToken``: refused;
-        ``VerifierUnavailable``: 503). See :mod:`mcpkit.auth.verifier`.
+        ``InsufficientScope``: 403; ``VerifierUnavailable``: 503). See
+        :mod:`mcpkit.auth.verifier`.
     ``scopes_supported``
         The scopes clients may ask for, published in the metadata and, with
         ``required_scopes``, in the ``scope`` of the 401 challenge.
@@ -431,6 +433,11 @@ class ProtectedApp:
                 INVALID_REQUEST,
                 f"Unauthorized: {text}",
             )
+            return None
+        except InsufficientScope as exc:
+            # A verifier with its own required scopes (verifier.py): a good token, too
+            # narrow, so a step-up challenge rather than a 401.
+            await send_insufficient_scope(send, resource.resource_metadata_url, exc.scopes)
             return None
         except VerifierUnavailable as exc:
             log.warning("could not verify an access token: %s", exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import httpx
@@ -13,10 +14,9 @@ import pytest
 from mcpkit import MCPServer
 from mcpkit.auth.resource_server import ProtectedApp
 from tests.auth.protected_support import client_with, initialize_message, raw_post
-from tests.examples.test_agents_server import REPO
 from tests.transports.conftest import TIMEOUT, run_app
 
-EXAMPLE = REPO / "examples" / "protected_server.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "protected_server.py"
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ resource, the token verifiers and the OAuth client flows are loaded on first use
 the ones that need JOSE and crypto want the ``mcpkit[auth]`` extra.
 
 Module map: ``resource_server`` (:class:`ProtectedResource`: metadata, 401/403,
-the ASGI layer), ``static``, ``introspection``, ``jwt`` (token verifiers),
+the ASGI layer; ``resource_config`` checks its options), ``static``, ``introspection``, ``jwt`` (token verifiers),
 ``verifier`` (the contract), ``client/`` (OAuth flows and token storage).
 """
 
@@ -36,6 +36,7 @@ __all__ = [
     "AuthInfo",
     "IntrospectionVerifier",
     "JWTVerifier",
+    "ProtectedResource",
     "StaticTokenVerifier",
     "TokenVerifier",
     "VerifyFunction",
@@ -60,4 +61,5 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # each lazy name gets its import line here when its module lands
     from .introspection import IntrospectionVerifier
     from .jwt import JWTVerifier
+    from .resource_server import ProtectedResource
     from .static import StaticTokenVerifier

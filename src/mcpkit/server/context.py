@@ -26,6 +26,7 @@ from .worker_pool import InPlaceWait, call_in_thread
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
+    from ..auth.info import AuthInfo
     from ..protocol.versions import Revision
     from .session import Request, ServerSession
 
@@ -159,7 +160,17 @@ class Context:
         return self.request.meta
 
     @property
+    def auth(self) -> AuthInfo | None:
+        """Who the request's bearer token speaks for: an :class:`~mcpkit.auth.AuthInfo`
+        on a protected HTTP server (or what an ASGI middleware put in
+        ``scope["mcpkit.auth"]``); None on stdio, in memory and when unauthenticated.
+        Also ``ctx.auth_info`` and ``ctx.extra.auth_info`` (Mastra's spelling)."""
+        info: AuthInfo | None = self.request.auth_info
+        return info
+
+    @property
     def auth_info(self) -> Any:
+        """The same as :attr:`auth` (any object an ASGI middleware supplied)."""
         return self.request.auth_info
 
     @property

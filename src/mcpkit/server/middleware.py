@@ -68,6 +68,7 @@ from ..errors import (
 )
 
 if TYPE_CHECKING:
+    from ..auth.info import AuthInfo
     from .server import MCPServer
     from .session import Request, ServerSession
 
@@ -120,6 +121,13 @@ class MiddlewareContext:
     @property
     def server(self) -> MCPServer:
         return self.session.server
+
+    @property
+    def auth(self) -> AuthInfo | None:
+        """``auth_info`` typed as mcpkit's :class:`~mcpkit.auth.AuthInfo` (what a
+        :class:`~mcpkit.auth.ProtectedResource` supplies), as ``ctx.auth`` in handlers."""
+        info: AuthInfo | None = self.auth_info
+        return info
 
     @property
     def session_id(self) -> str | None:

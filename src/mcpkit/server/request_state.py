@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import orjson
 
+from ..auth.info import AuthInfo
 from ..errors import ConfigurationError, InvalidParams
 
 __all__ = ["RequestStateCodec", "principal_of"]
@@ -65,6 +66,22 @@ def principal_of(auth_info: Any) -> str | None:
     """
     if auth_info is None:
         return None
+    if type(auth_info) is AuthInfo:
+        # mcpkit's own: the issuer and the subject or client name the principal; a token
+        # that names nobody is its own principal, by a digest (never the token itself:
+        # principals are stored in session records).
+        who = {
+            k: v
+            for k, v in (
+                ("iss", auth_info.issuer),
+                ("sub", auth_info.subject),
+                ("client_id", auth_info.client_id),
+            )
+            if v is not None
+        }
+        if not who:
+            who = {"token_sha256": hashlib.sha256(auth_info.token.encode()).hexdigest()}
+        return orjson.dumps(who, option=orjson.OPT_SORT_KEYS).decode()
     if isinstance(auth_info, str | int | float):
         return str(auth_info)
     if isinstance(auth_info, Mapping):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from collections.abc import Container
 
+    from ..auth.resource_server import ProtectedResource
     from ..transports.asgi import ASGIApp
     from ..transports.serve import ServeOptions
 
@@ -32,25 +33,61 @@ class ServerRunning:
     name: str
     tools: Container[str]
     back_channel_needs: dict[str, tuple[str, ...]]
+    auth: ProtectedResource | None
 
     def run_stdio(self) -> None:
         """Serve on stdin/stdout until stdin closes or SIGTERM."""
         from ..transports.stdio import run_stdio
 
+        self._note_stdio_auth()
         run_stdio(cast(Any, self))
 
     async def serve_stdio(self) -> None:
         from ..transports.stdio import serve_stdio
 
+        self._note_stdio_auth()
         await serve_stdio(cast(Any, self))
 
-    def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
-        """A Streamable HTTP ASGI app (see :mod:`mcpkit.transports.streamable_http`)."""
+    def _note_stdio_auth(self) -> None:
+        if self.auth is not None:
+            # MCP authorization § protocol requirements: stdio SHOULD NOT use it.
+            log.info(
+                "%r has auth configured, which applies to HTTP only: on stdio the server "
+                "takes its credentials from the environment",
+                self.name,
+            )
+
+    def http_app(
+        self, path: str = "/mcp", *, auth: ProtectedResource | None = None, **options: Any
+    ) -> ASGIApp:
+        """A Streamable HTTP ASGI app (see :mod:`mcpkit.transports.streamable_http`).
+
+        ``auth`` (default: the server's own, ``MCPServer(auth=...)``) puts the app
+        behind a :class:`~mcpkit.auth.ProtectedResource`: its metadata is served beside
+        ``path`` and every request needs a good bearer token.
+        """
         from ..transports.streamable_http import StreamableHTTPApp
 
         if options.get("stateless"):
             self._warn_back_channels("stateless HTTP")
-        return StreamableHTTPApp(cast(Any, self), path=path, **options)
+        app = StreamableHTTPApp(cast(Any, self), path=path, **options)
+        return self._protect(app, auth, (path,))
+
+    def _protect(
+        self, app: ASGIApp, auth: ProtectedResource | None, paths: tuple[str, ...]
+    ) -> ASGIApp:
+        auth = self.auth if auth is None else auth
+        if auth is None:
+            return app  # unprotected: no layer at all, so no per-request cost
+        from ..auth.resource_server import ProtectedResource
+
+        if not isinstance(auth, ProtectedResource):
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"auth must be a mcpkit.auth.ProtectedResource, not {type(auth).__name__}"
+            )
+        return auth.protect(app, paths=paths)
 
     def _warn_back_channels(self, transport: str) -> None:
         """Name, at start-up, each tool that needs a channel back to the client it cannot get."""
@@ -65,12 +102,18 @@ class ServerRunning:
                 )
 
     def sse_app(
-        self, sse_path: str = "/sse", message_path: str = "/message", **options: Any
+        self,
+        sse_path: str = "/sse",
+        message_path: str = "/message",
+        *,
+        auth: ProtectedResource | None = None,
+        **options: Any,
     ) -> ASGIApp:
-        """A legacy HTTP+SSE (2024-11-05) ASGI app."""
+        """A legacy HTTP+SSE (2024-11-05) ASGI app; ``auth`` as in :meth:`http_app`."""
         from ..transports.sse_legacy import SSEApp
 
-        return SSEApp(cast(Any, self), sse_path=sse_path, message_path=message_path, **options)
+        app = SSEApp(cast(Any, self), sse_path=sse_path, message_path=message_path, **options)
+        return self._protect(app, auth, (sse_path,))
 
     def run_http(
         self,
@@ -78,12 +121,13 @@ class ServerRunning:
         port: int = 8000,
         path: str = "/mcp",
         *,
+        auth: ProtectedResource | None = None,
         serve_options: ServeOptions | None = None,
         **options: Any,
     ) -> None:
         """Serve Streamable HTTP on the embedded server (uvicorn) until SIGINT/SIGTERM.
 
-        ``options`` go to :meth:`http_app`, ``serve_options`` to
+        ``auth`` and ``options`` go to :meth:`http_app`, ``serve_options`` to
         :func:`~mcpkit.transports.serve.serve` (limits, timeouts, uvicorn options).
         Prints where it listens to stderr once the port is bound.
         """
@@ -92,7 +136,7 @@ class ServerRunning:
         banner = (
             f"mcpkit: serving {self.name!r} on {{url}}{path} (Streamable HTTP); Ctrl+C stops it"
         )
-        app = self.http_app(path, **options)
+        app = self.http_app(path, auth=auth, **options)
         serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
 
     def run_sse(
@@ -100,13 +144,14 @@ class ServerRunning:
         host: str = "127.0.0.1",
         port: int = 8000,
         *,
+        auth: ProtectedResource | None = None,
         serve_options: ServeOptions | None = None,
         **options: Any,
     ) -> None:
         """Serve legacy HTTP+SSE (2024-11-05) on the embedded server; see :meth:`run_http`."""
         from ..transports.serve import serve
 
-        app = self.sse_app(**options)
+        app = self.sse_app(auth=auth, **options)
         sse_path = getattr(app, "sse_path", "/sse")
         banner = (
             f"mcpkit: serving {self.name!r} on {{url}}{sse_path} (legacy HTTP+SSE); Ctrl+C stops it"

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
+from ..auth.resource_server import ProtectedResource
 from ..errors import ConfigurationError, RegistrationError
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
@@ -144,6 +145,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
+        auth: ProtectedResource | None = None,
         debug: bool = False,
     ) -> None:
         if store is not None:
@@ -158,6 +160,11 @@ class MCPServer(ServerIntrospection, ServerRunning):
                     "input store)"
                 )
             input_store = store.input_rounds
+        if auth is not None and not isinstance(auth, ProtectedResource):
+            raise ConfigurationError(
+                "auth must be a mcpkit.auth.ProtectedResource (its resource URL, "
+                f"authorization servers and token verifier), not {type(auth).__name__}"
+            )
         if default_log_level not in LOG_LEVELS:
             raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
         check_ttl_ms("cache_ttl_ms", cache_ttl_ms)
@@ -199,6 +206,9 @@ class MCPServer(ServerIntrospection, ServerRunning):
         # Notifications waiting for one subscriptions/listen stream before it is dropped.
         self.listen_queue_bytes = listen_queue_bytes
         self.debug = debug
+        # Protects the HTTP apps (http_app, sse_app, run_http, `mcpkit run -t http`) unless
+        # they are given their own; stdio stays unauthenticated (see .running).
+        self.auth = auth
         self.tools: ToolManager = ToolManager(self)
         self.resources = ResourceManager(self)
         self.prompts = PromptManager(self)

@@ -31,6 +31,7 @@ import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
 from ..protocol.jsonrpc import Kind, classify, invalid_request
+from ..server.input_rounds import principal_of
 from .asgi import (
     AUTH_SCOPE_KEY,
     PING,
@@ -51,6 +52,7 @@ from .asgi import (
     sse_event,
     watch_disconnect,
 )
+from .http_auth import foreign_principal, refuse_insufficient_scope
 from .http_intake import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY,
@@ -80,11 +82,22 @@ _GONE: Final = "gone"
 class _Connection:
     """One SSE client: its session, its outgoing queue, its running requests."""
 
-    __slots__ = ("app", "limit", "nbytes", "overflowed", "queue", "session", "sid", "tasks")
+    __slots__ = (
+        "app",
+        "limit",
+        "nbytes",
+        "overflowed",
+        "principal",
+        "queue",
+        "session",
+        "sid",
+        "tasks",
+    )
 
-    def __init__(self, app: SSEApp, sid: str) -> None:
+    def __init__(self, app: SSEApp, sid: str, principal: str | None = None) -> None:
         self.app = app
         self.sid = sid
+        self.principal = principal  # who opened the stream; only they may post to it
         self.limit = app.max_queued_bytes
         self.nbytes = 0  # bytes of the messages in the queue
         self.overflowed = False
@@ -242,7 +255,8 @@ class SSEApp:
             )
             return
         sid = uuid.uuid4().hex
-        conn = _Connection(self, sid)
+        auth_info = scope.get(AUTH_SCOPE_KEY)
+        conn = _Connection(self, sid, None if auth_info is None else principal_of(auth_info))
         conn.session = session = self.server.create_session(session_id=sid, standalone=conn)
         session.max_inflight = self.max_inflight
         self._connections[sid] = conn
@@ -293,7 +307,16 @@ class SSEApp:
             )
             return
         conn = self._connections.get(ids[0])
-        if conn is None or conn.session is None:
+        auth_info = scope.get(AUTH_SCOPE_KEY)
+        if (
+            conn is None
+            or conn.session is None
+            or (
+                (conn.principal is not None or auth_info is not None)
+                and foreign_principal(conn.principal, auth_info)
+            )
+        ):
+            # Another principal's session is answered as an unknown one: nothing leaks.
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
         msg = await read_json_post(
@@ -306,7 +329,10 @@ class SSEApp:
         if msg is REFUSED:
             return
         session = conn.session
-        auth_info = scope.get(AUTH_SCOPE_KEY)
+        if auth_info is not None and await refuse_insufficient_scope(
+            self.server, msg, auth_info, scope, send
+        ):
+            return  # 403 insufficient_scope: nothing runs (MCP authorization § scope challenge)
         if type(msg) is list:
             self._spawn(conn, self._run_batch(session, conn, msg, auth_info))
         else:

@@ -92,6 +92,7 @@ from .asgi import (
     send_rejected,
     sse_event,
 )
+from .http_auth import foreign_principal, refuse_insufficient_scope
 from .http_intake import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY,
@@ -304,9 +305,9 @@ class StreamableHTTPApp(SessionEndpoints):
             if method == "POST":
                 await self._post(scope, receive, send, headers)
             elif method == "GET" and not self._stateless_era(headers):
-                await self._get(receive, send, headers)
+                await self._get(scope, receive, send, headers)
             elif method == "DELETE" and not self._stateless_era(headers):
-                await self._delete(send, headers)
+                await self._delete(scope, send, headers)
             else:
                 await send_error(
                     send,
@@ -380,6 +381,10 @@ class StreamableHTTPApp(SessionEndpoints):
                 send, error_response(rid, refusal.code, refusal.message, refusal.data)
             )
             return
+        if auth_info is not None and await refuse_insufficient_scope(
+            self.server, msg, auth_info, scope, send
+        ):
+            return  # 403 insufficient_scope: nothing runs (MCP authorization § scope challenge)
         # The era is decided per request (2026-07-28 versioning § backward compatibility):
         # the header names it, or, without a header, the body's _meta envelope does.
         if version in self._stateless_versions or (
@@ -413,7 +418,11 @@ class StreamableHTTPApp(SessionEndpoints):
                 )
             return
         entry = self._lookup(raw_sid)
-        if entry is None:
+        if entry is None or (
+            (entry.principal is not None or auth_info is not None)
+            and foreign_principal(entry.principal, auth_info)
+        ):
+            # Another principal's session is answered as an unknown one: nothing leaks.
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
         entry.busy += 1

@@ -23,7 +23,18 @@ import orjson
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
 from ..protocol.versions import REVISIONS
 from ..stores import EventStore
-from .asgi import SSE_HEADERS, Receive, Send, accepts_event_stream, send_body, send_error, sse_event
+from .asgi import (
+    AUTH_SCOPE_KEY,
+    SSE_HEADERS,
+    Receive,
+    Scope,
+    Send,
+    accepts_event_stream,
+    send_body,
+    send_error,
+    sse_event,
+)
+from .http_auth import foreign_principal
 from .http_sessions import HTTPSession, SessionTable
 from .http_streams import open_stream
 
@@ -132,10 +143,11 @@ class SessionEndpoints:
         return self._sessions.lookup(raw_sid.decode("latin-1"))
 
     async def _session_or_error(
-        self, send: Send, headers: dict[bytes, bytes]
+        self, scope: Scope, send: Send, headers: dict[bytes, bytes]
     ) -> HTTPSession | None:
         """The session a GET or DELETE names, or None once 400/404 is answered.
 
+        A session another principal created is answered 404 like an unknown one.
         POST inlines the same checks: it is the hot path, and it lets ``initialize`` through.
         """
         raw_sid = headers.get(b"mcp-session-id")
@@ -145,6 +157,12 @@ class SessionEndpoints:
             )
             return None
         entry = self._lookup(raw_sid)
+        if entry is not None:
+            auth_info = scope.get(AUTH_SCOPE_KEY)
+            if (entry.principal is not None or auth_info is not None) and foreign_principal(
+                entry.principal, auth_info
+            ):
+                entry = None
         if entry is None:
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
         return entry
@@ -154,15 +172,17 @@ class SessionEndpoints:
         self._sessions.close_all()
 
     # -- DELETE ----------------------------------------------------------------------------------
-    async def _delete(self, send: Send, headers: dict[bytes, bytes]) -> None:
-        entry = await self._session_or_error(send, headers)
+    async def _delete(self, scope: Scope, send: Send, headers: dict[bytes, bytes]) -> None:
+        entry = await self._session_or_error(scope, send, headers)
         if entry is None:
             return
         self._sessions.end(entry)
         await send_body(send, 204)
 
     # -- GET -------------------------------------------------------------------------------------
-    async def _get(self, receive: Receive, send: Send, headers: dict[bytes, bytes]) -> None:
+    async def _get(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
+    ) -> None:
         if not accepts_event_stream(headers.get(b"accept")):
             await send_error(send, 406, INVALID_REQUEST, "Not Acceptable: accept text/event-stream")
             return
@@ -170,7 +190,7 @@ class SessionEndpoints:
         if version is not None and version not in self._versions:
             await self._bad_version(send, version)
             return
-        entry = await self._session_or_error(send, headers)
+        entry = await self._session_or_error(scope, send, headers)
         if entry is None:
             return
         entry.busy += 1

@@ -19,17 +19,26 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
 
+from mcpkit import Context, MCPServer
+from mcpkit.auth import AuthInfo, ProtectedResource
+from mcpkit.auth.client import MemoryTokenStorage, OAuth
+from mcpkit.client import Client
 from tests.client.http_servers import free_socket, serve
 from tests.interop.fixtures.auth_peers import (
+    REDIRECT_URI,
+    RS_CLIENT_ID,
+    RS_CLIENT_SECRET,
     SCOPES,
     USER,
     HeadlessBrowser,
     MemoryProvider,
     SDKIntrospectionVerifier,
+    SDKTokenStorage,
     authorization_server_app,
     sdk_oauth_client,
     sdk_protected_server,
@@ -51,10 +60,10 @@ class AuthServer:
 
 
 @contextlib.asynccontextmanager
-async def running_authorization_server() -> AsyncIterator[AuthServer]:
+async def running_authorization_server(**options: Any) -> AsyncIterator[AuthServer]:
     sock = free_socket()
     issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    provider = MemoryProvider(issuer=issuer)
+    provider = MemoryProvider(issuer=issuer, **options)
     async with serve(authorization_server_app(provider), sock, path=""):
         yield AuthServer(issuer, provider)
 
@@ -99,3 +108,242 @@ async def test_sdk_client_completes_the_flow_against_the_sdk_server() -> None:
         assert browser.last["iss"] == auth_server.issuer
         token = provider.issued[0].token
         assert token in verifier.checked and token in provider.introspections
+
+
+# -- the SDK's OAuth client against a protected mcpkit server -----------------------------------
+
+
+def introspecting_verifier(auth_server: AuthServer) -> Any:
+    """Checks a token with the SDK-built authorization server's introspection endpoint."""
+
+    async def verify(token: str, resource: str) -> AuthInfo | None:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            response = await http.post(
+                auth_server.introspection_url,
+                data={"token": token},
+                auth=(RS_CLIENT_ID, RS_CLIENT_SECRET),
+            )
+        data = response.json()
+        if not data.get("active") or data.get("aud") != resource:
+            return None
+        return AuthInfo(
+            token=token,
+            subject=data.get("sub"),
+            client_id=data.get("client_id"),
+            issuer=data.get("iss"),
+            scopes=frozenset(data.get("scope", "").split()),
+            expires_at=data.get("exp"),
+            resource=data.get("aud"),
+            claims=data,
+        )
+
+    return verify
+
+
+def mcpkit_server(resource: str, auth_server: AuthServer, verifier: Any) -> MCPServer:
+    server = MCPServer(
+        name="mcpkit-protected",
+        version="1.0.0",
+        auth=ProtectedResource(
+            resource=resource,
+            authorization_servers=[auth_server.issuer],
+            scopes_supported=list(SCOPES),
+            resource_name="mcpkit behind an SDK-built authorization server",
+            verifier=verifier,
+        ),
+    )
+    notes: list[str] = []
+    server.notes = notes  # type: ignore[attr-defined]
+
+    @server.tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool
+    async def whoami(ctx: Context) -> str:
+        """Who the verified token speaks for."""
+        assert ctx.auth is not None
+        return (
+            f"{ctx.auth.subject} via {ctx.auth.client_id} with {' '.join(sorted(ctx.auth.scopes))}"
+        )
+
+    @server.tool(scopes=["mcp:write"])
+    async def write_note(text: str) -> str:
+        """Needs mcp:write."""
+        notes.append(text)
+        return f"noted {text}"
+
+    return server
+
+
+@contextlib.asynccontextmanager
+async def running_mcpkit_server(
+    auth_server: AuthServer, verifier: Any = None
+) -> AsyncIterator[tuple[str, MCPServer]]:
+    sock = free_socket()
+    resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    server = mcpkit_server(resource, auth_server, verifier or introspecting_verifier(auth_server))
+    async with serve(server.http_app(), sock) as server_url:
+        yield server_url, server
+
+
+async def test_sdk_client_completes_the_flow_against_a_protected_mcpkit_server() -> None:
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server() as auth_server:
+            async with running_mcpkit_server(auth_server) as (server_url, server):
+                browser = HeadlessBrowser()
+                async with sdk_oauth_client(server_url, browser) as session:
+                    tools = await session.list_tools()
+                    assert {"add", "whoami", "write_note"} <= {t.name for t in tools.tools}
+                    added = await session.call_tool("add", {"a": 19, "b": 23})
+                    assert not added.is_error
+                    assert added.content[0].text == "42"  # type: ignore[union-attr]
+                    who = await session.call_tool("whoami", {})
+                    wrote = await session.call_tool("write_note", {"text": "hi"})
+                    assert wrote.content[0].text == "noted hi"  # type: ignore[union-attr]
+        provider = auth_server.provider
+        # The SDK client registered itself at the SDK's registration endpoint, then went
+        # through the authorize endpoint once, asking for this server as the resource.
+        [client_id] = provider.clients
+        [authorization] = provider.authorizations
+        assert authorization.resource == server_url
+        assert sorted(authorization.scopes or []) == sorted(SCOPES)  # the 401's scope
+        [token] = provider.issued
+        assert token.resource == server_url
+        # mcpkit's verifier asked the authorization server, and handed the tool what it said.
+        assert token.token in provider.introspections
+        assert who.content[0].text == f"{USER} via {client_id} with mcp:read mcp:write"  # type: ignore[union-attr]
+        assert server.notes == ["hi"]  # type: ignore[attr-defined]
+
+
+async def test_sdk_client_steps_up_when_mcpkit_answers_insufficient_scope() -> None:
+    """The user grants only mcp:read at first; the scoped tool's 403 makes the SDK client
+    authorize again for mcp:write, and the retried call runs."""
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server(first_consent=["mcp:read"]) as auth_server:
+            async with running_mcpkit_server(auth_server) as (server_url, server):
+                async with sdk_oauth_client(server_url, HeadlessBrowser()) as session:
+                    listed = {t.name for t in (await session.list_tools()).tools}
+                    assert "add" in listed
+                    assert server.notes == []  # type: ignore[attr-defined]
+                    wrote = await session.call_tool("write_note", {"text": "after step-up"})
+                    assert wrote.content[0].text == "noted after step-up"  # type: ignore[union-attr]
+        provider = auth_server.provider
+        assert [sorted(t.scopes) for t in provider.issued] == [
+            ["mcp:read"],
+            ["mcp:read", "mcp:write"],
+        ]
+        assert len(provider.authorizations) == 2
+        assert server.notes == ["after step-up"]  # type: ignore[attr-defined]
+
+
+async def test_sdk_client_refreshes_its_token_and_mcpkit_accepts_the_new_one() -> None:
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server(access_ttl=1) as auth_server:
+            async with running_mcpkit_server(auth_server) as (server_url, _):
+                storage = SDKTokenStorage()
+                async with sdk_oauth_client(server_url, HeadlessBrowser(), storage) as session:
+                    await session.call_tool("add", {"a": 1, "b": 1})
+                    await asyncio.sleep(1.2)  # the SDK client refreshes an expired token first
+                    again = await session.call_tool("add", {"a": 2, "b": 2})
+                    assert again.content[0].text == "4"  # type: ignore[union-attr]
+        provider = auth_server.provider
+        assert len(provider.authorizations) == 1  # no second trip to the authorize endpoint
+        first, second = provider.issued  # the second from the SDK's refresh_token grant
+        assert storage.tokens is not None and storage.tokens.access_token == second.token
+        assert second.token in provider.introspections  # mcpkit checked the new token
+        assert first.token in provider.introspections and first.token != second.token
+
+
+# -- mcpkit's OAuth client against a protected SDK server ----------------------------------------
+
+
+@dataclass
+class BrowserAuthorizer:
+    """mcpkit's ``Authorizer`` contract on the test's headless user agent."""
+
+    browser: HeadlessBrowser
+    redirect_uri: str = REDIRECT_URI
+
+    async def authorize(self, url: str) -> str:
+        return await self.browser.follow(url)
+
+
+PUBLIC_CLIENT = "mcpkit-preregistered"
+CONFIDENTIAL_CLIENT = "mcpkit-confidential"
+CONFIDENTIAL_SECRET = "s3cret-for-the-test"
+
+# How mcpkit's client is known to the SDK-built authorization server: (provider setup,
+# OAuth keyword arguments).
+REGISTRATIONS: dict[str, Any] = {
+    "preregistered-public": (
+        lambda p: p.preregister(PUBLIC_CLIENT),
+        {"client_id": PUBLIC_CLIENT},
+    ),
+    "preregistered-client-secret-post": (
+        lambda p: p.preregister(
+            CONFIDENTIAL_CLIENT, secret=CONFIDENTIAL_SECRET, auth_method="client_secret_post"
+        ),
+        {
+            "client_id": CONFIDENTIAL_CLIENT,
+            "client_secret": CONFIDENTIAL_SECRET,
+            "token_endpoint_auth_method": "client_secret_post",
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("registration", list(REGISTRATIONS))
+async def test_mcpkit_client_completes_the_flow_against_the_sdk_server(registration: str) -> None:
+    setup, options = REGISTRATIONS[registration]
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server() as auth_server:
+            setup(auth_server.provider)
+            known_before = set(auth_server.provider.clients)
+            async with running_sdk_server(auth_server) as (server_url, verifier):
+                browser = HeadlessBrowser()
+                storage = MemoryTokenStorage()
+
+                def oauth() -> OAuth:
+                    return OAuth(authorizer=BrowserAuthorizer(browser), storage=storage, **options)
+
+                async with Client(url=server_url, auth=oauth(), timeout=20.0) as client:
+                    tools = await client.list_tools()
+                    assert {"add", "whoami"} <= {t["name"] for t in tools}
+                    added = await client.call_tool("add", {"a": 19, "b": 23})
+                    assert added["content"][0]["text"] == "42"
+                    who = await client.call_tool("whoami", {})
+                # A second client with the same storage needs no authorization.
+                async with Client(url=server_url, auth=oauth(), timeout=20.0) as client:
+                    again = await client.call_tool("add", {"a": 1, "b": 2})
+                    assert again["content"][0]["text"] == "3"
+        provider = auth_server.provider
+        [client_id] = provider.clients
+        if known_before:
+            assert set(provider.clients) == known_before  # nothing registered dynamically
+        [authorization] = provider.authorizations
+        assert authorization.resource == server_url  # RFC 8707
+        assert sorted(authorization.scopes or []) == ["mcp:read"]  # the SDK's 401 scope
+        assert browser.last["iss"] == auth_server.issuer
+        [token] = provider.issued
+        assert token.client_id == client_id
+        assert token.token in verifier.checked
+        assert who["content"][0]["text"] == f"{USER} via {client_id} with mcp:read"
+
+
+async def test_mcpkit_client_refreshes_a_token_the_sdk_server_refuses() -> None:
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server() as auth_server:
+            auth_server.provider.preregister(PUBLIC_CLIENT)
+            async with running_sdk_server(auth_server) as (server_url, _):
+                browser = HeadlessBrowser()
+                auth = OAuth(authorizer=BrowserAuthorizer(browser), client_id=PUBLIC_CLIENT)
+                async with Client(url=server_url, auth=auth, timeout=20.0) as client:
+                    await client.call_tool("add", {"a": 1, "b": 1})
+                    auth_server.provider.expire_access_tokens()
+                    again = await client.call_tool("add", {"a": 2, "b": 2})
+                    assert again["content"][0]["text"] == "4"
+        provider = auth_server.provider
+        assert len(provider.authorizations) == 1  # the 401 was answered by a refresh
+        assert len(provider.issued) == 2  # the SDK token endpoint's refresh_token grant

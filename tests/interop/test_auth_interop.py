@@ -347,3 +347,22 @@ async def test_mcpkit_client_refreshes_a_token_the_sdk_server_refuses() -> None:
         provider = auth_server.provider
         assert len(provider.authorizations) == 1  # the 401 was answered by a refresh
         assert len(provider.issued) == 2  # the SDK token endpoint's refresh_token grant
+
+
+async def test_mcpkit_client_steps_up_on_the_sdk_servers_insufficient_scope() -> None:
+    """The SDK server needs mcp:read and mcp:write; the user grants only mcp:read at first.
+    The SDK's 403 ``insufficient_scope`` (a challenge without a ``scope`` parameter) makes
+    mcpkit's client authorize again for what it asked before, and the request goes through."""
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server(first_consent=["mcp:read"]) as auth_server:
+            auth_server.provider.preregister(PUBLIC_CLIENT)
+            async with running_sdk_server(auth_server, list(SCOPES)) as (server_url, _):
+                auth = OAuth(
+                    authorizer=BrowserAuthorizer(HeadlessBrowser()), client_id=PUBLIC_CLIENT
+                )
+                async with Client(url=server_url, auth=auth, timeout=20.0) as client:
+                    who = await client.call_tool("whoami", {})
+        provider = auth_server.provider
+        assert [sorted(a.scopes or []) for a in provider.authorizations] == [list(SCOPES)] * 2
+        assert [sorted(t.scopes) for t in provider.issued] == [["mcp:read"], list(SCOPES)]
+        assert who["content"][0]["text"] == f"{USER} via {PUBLIC_CLIENT} with mcp:read mcp:write"

@@ -8,9 +8,12 @@ provider written here, plus an RFC 7662 introspection endpoint
 authorization server's redirect.
 
 * the SDK's OAuth client against the SDK's protected server: proves the peers themselves;
-* the SDK's OAuth client against a protected mcpkit server whose verifier asks that
-  authorization server's introspection endpoint;
-* mcpkit's OAuth client against a protected SDK server.
+* the SDK's OAuth client against a protected mcpkit server (``ProtectedResource`` with an
+  ``IntrospectionVerifier`` asking that authorization server): the flow, step-up on
+  mcpkit's 403, refresh, and a token for another resource refused;
+* mcpkit's OAuth client (``Client(url, auth=OAuth(...))``) against the SDK's protected
+  server: the flow with pre-registered clients, refresh after a 401, step-up on the
+  SDK's 403.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import httpx
 import pytest
 
 from mcpkit import Context, MCPServer
-from mcpkit.auth import AuthInfo, ProtectedResource
+from mcpkit.auth import IntrospectionVerifier, ProtectedResource, parse_www_authenticate
 from mcpkit.auth.client import MemoryTokenStorage, OAuth
 from mcpkit.client import Client
 from tests.client.http_servers import free_socket, serve
@@ -113,34 +116,17 @@ async def test_sdk_client_completes_the_flow_against_the_sdk_server() -> None:
 # -- the SDK's OAuth client against a protected mcpkit server -----------------------------------
 
 
-def introspecting_verifier(auth_server: AuthServer) -> Any:
-    """Checks a token with the SDK-built authorization server's introspection endpoint."""
-
-    async def verify(token: str, resource: str) -> AuthInfo | None:
-        async with httpx.AsyncClient(timeout=10.0) as http:
-            response = await http.post(
-                auth_server.introspection_url,
-                data={"token": token},
-                auth=(RS_CLIENT_ID, RS_CLIENT_SECRET),
-            )
-        data = response.json()
-        if not data.get("active") or data.get("aud") != resource:
-            return None
-        return AuthInfo(
-            token=token,
-            subject=data.get("sub"),
-            client_id=data.get("client_id"),
-            issuer=data.get("iss"),
-            scopes=frozenset(data.get("scope", "").split()),
-            expires_at=data.get("exp"),
-            resource=data.get("aud"),
-            claims=data,
-        )
-
-    return verify
-
-
-def mcpkit_server(resource: str, auth_server: AuthServer, verifier: Any) -> MCPServer:
+def mcpkit_server(resource: str, auth_server: AuthServer) -> MCPServer:
+    """A protected mcpkit server whose ``IntrospectionVerifier`` asks the SDK-built
+    authorization server about each token (as the resource server client it registered),
+    accepting only tokens issued by it for this server."""
+    verifier = IntrospectionVerifier(
+        endpoint=auth_server.introspection_url,
+        client_id=RS_CLIENT_ID,
+        client_secret=RS_CLIENT_SECRET,
+        audience=resource,
+        issuer=auth_server.issuer,
+    )
     server = MCPServer(
         name="mcpkit-protected",
         version="1.0.0",
@@ -178,12 +164,10 @@ def mcpkit_server(resource: str, auth_server: AuthServer, verifier: Any) -> MCPS
 
 
 @contextlib.asynccontextmanager
-async def running_mcpkit_server(
-    auth_server: AuthServer, verifier: Any = None
-) -> AsyncIterator[tuple[str, MCPServer]]:
+async def running_mcpkit_server(auth_server: AuthServer) -> AsyncIterator[tuple[str, MCPServer]]:
     sock = free_socket()
     resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    server = mcpkit_server(resource, auth_server, verifier or introspecting_verifier(auth_server))
+    server = mcpkit_server(resource, auth_server)
     async with serve(server.http_app(), sock) as server_url:
         yield server_url, server
 
@@ -254,6 +238,49 @@ async def test_sdk_client_refreshes_its_token_and_mcpkit_accepts_the_new_one() -
         assert storage.tokens is not None and storage.tokens.access_token == second.token
         assert second.token in provider.introspections  # mcpkit checked the new token
         assert first.token in provider.introspections and first.token != second.token
+
+
+async def test_mcpkit_refuses_a_token_the_sdk_authorization_server_issued_for_another_resource() -> (
+    None
+):
+    """No token passthrough (MCP authorization § token audience binding): the SDK client's
+    token for the SDK server is active at the authorization server, but its audience is
+    that server, so mcpkit answers 401 ``invalid_token``."""
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server() as auth_server:
+            async with running_sdk_server(auth_server) as (sdk_url, _):
+                async with sdk_oauth_client(sdk_url, HeadlessBrowser()) as session:
+                    await session.call_tool("add", {"a": 1, "b": 1})
+            [token] = auth_server.provider.issued
+            assert token.resource == sdk_url
+            async with running_mcpkit_server(auth_server) as (server_url, _):
+                initialize = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "replay", "version": "0"},
+                    },
+                }
+                async with httpx.AsyncClient(timeout=10.0) as http:
+                    asked_before = auth_server.provider.introspections.count(token.token)
+                    refused = await http.post(
+                        server_url,
+                        json=initialize,
+                        headers={
+                            "authorization": f"Bearer {token.token}",
+                            "accept": "application/json, text/event-stream",
+                        },
+                    )
+        assert refused.status_code == 401
+        challenge = parse_www_authenticate(refused.headers["www-authenticate"])
+        assert challenge is not None and challenge["error"] == "invalid_token"
+        assert challenge["resource_metadata"].startswith(server_url.removesuffix("/mcp"))
+        assert token.token not in refused.text
+        # mcpkit did ask the authorization server, which said "active": the audience refused it.
+        assert auth_server.provider.introspections.count(token.token) == asked_before + 1
 
 
 # -- mcpkit's OAuth client against a protected SDK server ----------------------------------------

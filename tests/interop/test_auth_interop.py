@@ -44,6 +44,7 @@ from tests.interop.fixtures.auth_peers import (
     SDKTokenStorage,
     authorization_server_app,
     sdk_oauth_client,
+    sdk_oauth_modern_client,
     sdk_protected_server,
 )
 
@@ -201,6 +202,24 @@ async def test_sdk_client_completes_the_flow_against_a_protected_mcpkit_server()
         assert server.notes == ["hi"]  # type: ignore[attr-defined]
 
 
+async def test_sdk_client_in_2026_mode_completes_the_flow_against_a_protected_mcpkit_server() -> (
+    None
+):
+    async with asyncio.timeout(TIMEOUT):
+        async with running_authorization_server() as auth_server:
+            async with running_mcpkit_server(auth_server) as (server_url, server):
+                async with sdk_oauth_modern_client(server_url, HeadlessBrowser()) as client:
+                    assert client.protocol_version == "2026-07-28"
+                    who = await client.call_tool("whoami", {})
+                    wrote = await client.call_tool("write_note", {"text": "modern"})
+                    assert wrote.content[0].text == "noted modern"  # type: ignore[union-attr]
+        [client_id] = auth_server.provider.clients
+        [authorization] = auth_server.provider.authorizations
+        assert authorization.resource == server_url
+        assert who.content[0].text == f"{USER} via {client_id} with mcp:read mcp:write"  # type: ignore[union-attr]
+        assert server.notes == ["modern"]  # type: ignore[attr-defined]
+
+
 async def test_sdk_client_steps_up_when_mcpkit_answers_insufficient_scope() -> None:
     """The user grants only mcp:read at first; the scoped tool's 403 makes the SDK client
     authorize again for mcp:write, and the retried call runs."""
@@ -321,9 +340,16 @@ REGISTRATIONS: dict[str, Any] = {
 }
 
 
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 @pytest.mark.parametrize("registration", list(REGISTRATIONS))
-async def test_mcpkit_client_completes_the_flow_against_the_sdk_server(registration: str) -> None:
+async def test_mcpkit_client_completes_the_flow_against_the_sdk_server(
+    registration: str, era: str
+) -> None:
+    """The SDK server speaks both eras: the client's default finds 2026-07-28 by
+    ``server/discover``; pinned to 2025-11-25 it does the handshake. Either way every
+    request carries the token."""
     setup, options = REGISTRATIONS[registration]
+    pinned = {} if era == "2026-07-28" else {"protocol_version": era}
     async with asyncio.timeout(TIMEOUT):
         async with running_authorization_server() as auth_server:
             setup(auth_server.provider)
@@ -335,7 +361,8 @@ async def test_mcpkit_client_completes_the_flow_against_the_sdk_server(registrat
                 def oauth() -> OAuth:
                     return OAuth(authorizer=BrowserAuthorizer(browser), storage=storage, **options)
 
-                async with Client(url=server_url, auth=oauth(), timeout=20.0) as client:
+                async with Client(url=server_url, auth=oauth(), timeout=20.0, **pinned) as client:
+                    assert client.protocol_version == era
                     tools = await client.list_tools()
                     assert {"add", "whoami"} <= {t["name"] for t in tools}
                     added = await client.call_tool("add", {"a": 19, "b": 23})

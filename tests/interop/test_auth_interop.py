@@ -243,12 +243,12 @@ async def test_sdk_client_steps_up_when_mcpkit_answers_insufficient_scope() -> N
 
 async def test_sdk_client_refreshes_its_token_and_mcpkit_accepts_the_new_one() -> None:
     async with asyncio.timeout(TIMEOUT):
-        async with running_authorization_server(access_ttl=1) as auth_server:
+        async with running_authorization_server(access_ttl=2) as auth_server:
             async with running_mcpkit_server(auth_server) as (server_url, _):
                 storage = SDKTokenStorage()
                 async with sdk_oauth_client(server_url, HeadlessBrowser(), storage) as session:
                     await session.call_tool("add", {"a": 1, "b": 1})
-                    await asyncio.sleep(1.2)  # the SDK client refreshes an expired token first
+                    await asyncio.sleep(2.2)  # the SDK client refreshes an expired token first
                     again = await session.call_tool("add", {"a": 2, "b": 2})
                     assert again.content[0].text == "4"  # type: ignore[union-attr]
         provider = auth_server.provider

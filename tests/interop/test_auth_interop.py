@@ -337,6 +337,14 @@ REGISTRATIONS: dict[str, Any] = {
             "token_endpoint_auth_method": "client_secret_post",
         },
     ),
+    # Dynamic registration (the default with no credentials) registers for
+    # client_secret_basic with this server, so these two send the id in the Basic header;
+    # the SDK-built server also wants it in the body.
+    "dynamic": (lambda p: None, {}),
+    "preregistered-client-secret-basic": (
+        lambda p: p.preregister(CONFIDENTIAL_CLIENT, secret=CONFIDENTIAL_SECRET),
+        {"client_id": CONFIDENTIAL_CLIENT, "client_secret": CONFIDENTIAL_SECRET},
+    ),
 }
 
 

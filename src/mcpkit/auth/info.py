@@ -10,6 +10,8 @@ way: set ``scope["mcpkit.auth"]`` to an ``AuthInfo`` (or any object with
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +46,35 @@ class AuthInfo:
     expires_at: float | None = None
     resource: str | None = None
     claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # principal's memo: verifiers hand out one AuthInfo per cached token, so a
+    # request costs an attribute read, not a JSON dump (sessions check it each request).
+    _principal: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def principal(self) -> str:
+        """Who this token speaks for, as sessions and ``requestState`` are bound to it.
+
+        The issuer with the subject and client id (a refreshed token of the same
+        subject is the same principal); a token naming none of them is its own
+        principal, by a SHA-256 digest (never the token itself: principals are stored
+        in session records).
+        """
+        principal = self._principal
+        if principal is None:
+            who = {
+                k: v
+                for k, v in (
+                    ("iss", self.issuer),
+                    ("sub", self.subject),
+                    ("client_id", self.client_id),
+                )
+                if v is not None
+            }
+            if not who:
+                who = {"token_sha256": hashlib.sha256(self.token.encode()).hexdigest()}
+            principal = json.dumps(who, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            object.__setattr__(self, "_principal", principal)
+        return principal
 
     def has_scopes(self, needed: Iterable[str]) -> bool:
         """True when every scope in ``needed`` was granted."""

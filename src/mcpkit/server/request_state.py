@@ -67,21 +67,7 @@ def principal_of(auth_info: Any) -> str | None:
     if auth_info is None:
         return None
     if type(auth_info) is AuthInfo:
-        # mcpkit's own: the issuer and the subject or client name the principal; a token
-        # that names nobody is its own principal, by a digest (never the token itself:
-        # principals are stored in session records).
-        who = {
-            k: v
-            for k, v in (
-                ("iss", auth_info.issuer),
-                ("sub", auth_info.subject),
-                ("client_id", auth_info.client_id),
-            )
-            if v is not None
-        }
-        if not who:
-            who = {"token_sha256": hashlib.sha256(auth_info.token.encode()).hexdigest()}
-        return orjson.dumps(who, option=orjson.OPT_SORT_KEYS).decode()
+        return auth_info.principal  # mcpkit's own, memoised on the AuthInfo
     if isinstance(auth_info, str | int | float):
         return str(auth_info)
     if isinstance(auth_info, Mapping):

@@ -128,7 +128,10 @@ def run(opts: Options) -> list[Row]:
         key,
     )
     headers = {"Authorization": f"Bearer {token}"}
-    targets = {"mcpkit": plain, "mcpkit-auth": protected}
+    # The unprotected server sent the same Authorization header (ignored): how much of
+    # the difference is only the bigger request, which any protected server receives.
+    plain_hdr = start("mcpkit", opts.server_cpu, log, {})
+    targets = {"mcpkit": plain, "mcpkit-auth": protected, "mcpkit+header": plain_hdr}
     loads: dict[str, list[Load]] = {name: [] for name in targets}
     failed: dict[str, str] = {}
     try:
@@ -138,6 +141,7 @@ def run(opts: Options) -> list[Row]:
                 client = Client(target.port)
                 if name == "mcpkit-auth":
                     refused_without_token(target)
+                if name != "mcpkit":
                     client.extra_headers = headers
                 try:
                     target.session_id = client.initialize()
@@ -151,7 +155,7 @@ def run(opts: Options) -> list[Row]:
                 emit(f"  {name}: FAILED before load: {exc}")
         names = [n for n in targets if n not in failed]
         for rep in range(reps):
-            for name in names[rep % 2 :] + names[: rep % 2]:
+            for name in names[rep % len(names) :] + names[: rep % len(names)]:
                 if name in failed:
                     continue
                 try:
@@ -197,6 +201,18 @@ def run(opts: Options) -> list[Row]:
                 ok=(ratio >= TARGET) if ratio is not None else False,
             )
         )
+        hdr = med["mcpkit+header"]
+        rows.append(
+            Row(
+                metric=f"  same, against the unprotected server sent the same header {what}",
+                mcpkit=ours,
+                baseline=hdr,
+                unit=unit,
+                baseline_name="mcpkit unprotected + header",
+                target="-",
+                ok=None,
+            )
+        )
         if attr == "rps" and loads["mcpkit"] and loads["mcpkit-auth"]:
             pairs = [
                 a.rps / b.rps for a, b in zip(loads["mcpkit-auth"], loads["mcpkit"], strict=False)
@@ -206,7 +222,7 @@ def run(opts: Options) -> list[Row]:
 
 
 def _hdrs(name: str, headers: dict[str, str]) -> dict[str, str]:
-    return headers if name == "mcpkit-auth" else {}
+    return {} if name == "mcpkit" else headers
 
 
 if __name__ == "__main__":

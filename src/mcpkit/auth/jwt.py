@@ -19,7 +19,7 @@ unknown ``kid`` (the issuer rotated its keys), at most once per
 ``jwks_refresh_interval`` so a flood of made-up ``kid`` values cannot turn into a
 flood of requests to the issuer; concurrent refreshes share one request.
 
-An accepted token is remembered (bounded LRU keyed by its digest) until its ``exp``
+An accepted token is remembered (bounded LRU keyed by the token) until its ``exp``
 or ``cache_ttl``, whichever comes first, so a client repeating its token costs a
 dictionary lookup per request.
 """
@@ -48,7 +48,6 @@ from .claims import (
     check_required_scopes,
     check_times,
     scopes_from,
-    token_digest,
 )
 from .endpoints import HTTPClientSlot, check_endpoint_url, fetch_json
 from .info import AuthInfo
@@ -261,8 +260,9 @@ class JWTVerifier:
         cannot be checked without it.
         """
         now = time.time()
-        digest = token_digest(token)
-        cached = self._cache.get(digest, now=now)
+        # Keyed by the token itself: the cached AuthInfo holds it anyway, and a str key
+        # costs a hash, where a digest costs a SHA-256 on every request.
+        cached = self._cache.get(token, now=now)
         if cached is not None:
             return cached
         obj, alg, kid = self._parse(token)
@@ -272,7 +272,7 @@ class JWTVerifier:
         info = self._check_claims(token, obj.payload)
         if info.expires_at is not None:
             until = min(info.expires_at, time.time() + self.cache_ttl)
-            self._cache.put(digest, info, until=until)
+            self._cache.put(token, info, until=until)
         return info
 
     async def aclose(self) -> None:

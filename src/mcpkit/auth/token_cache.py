@@ -3,7 +3,8 @@
 The verifiers keep what they learnt about a token (a JWT's checked claims, an
 introspection answer) so a client that sends the same token on every request costs
 one dictionary lookup, not a signature check or an HTTP round trip. Entries are
-keyed by the token's SHA-256 digest (:func:`~mcpkit.auth.claims.token_digest`),
+keyed by the token's SHA-256 digest (:func:`~mcpkit.auth.claims.token_digest`) or,
+where the cached value holds the token anyway (a JWT's ``AuthInfo``), by the token,
 expire at a deadline the caller chooses (never past the token's own ``exp``) and
 the least recently used entry goes first when the cache is full, so a flood of
 distinct tokens cannot grow memory.
@@ -27,12 +28,12 @@ class TokenCache(Generic[V]):
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
-        self._entries: OrderedDict[bytes, tuple[float, V]] = OrderedDict()
+        self._entries: OrderedDict[bytes | str, tuple[float, V]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: bytes, *, now: float | None = None) -> V | None:
+    def get(self, key: bytes | str, *, now: float | None = None) -> V | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
@@ -43,7 +44,7 @@ class TokenCache(Generic[V]):
         self._entries.move_to_end(key)
         return value
 
-    def put(self, key: bytes, value: V, *, until: float, now: float | None = None) -> None:
+    def put(self, key: bytes | str, value: V, *, until: float, now: float | None = None) -> None:
         """Keep ``value`` until ``until``; nothing is kept when that is not in the future."""
         if self.max_size <= 0 or until <= (time.time() if now is None else now):
             return

@@ -46,11 +46,9 @@ def as_verify_function(verifier: TokenVerifier | VerifyFunction) -> VerifyFuncti
     """One calling convention, ``(token, resource)``, for either accepted shape."""
     if isinstance(verifier, TokenVerifier):
         method = verifier.verify
-
-        async def verify(token: str, resource: str) -> AuthInfo | None:
-            return await method(token)
-
-        return verify
+        # A plain function handing back the method's coroutine: no second coroutine
+        # frame on every request.
+        return lambda token, resource: method(token)
     if not callable(verifier):
         raise TypeError(
             "a token verifier is an object with an async verify(token) method "

@@ -26,6 +26,7 @@ PARTS = {
     "sync": 8,  # def and inline def x 2 figures x 2 loops (async def rows have no target)
     "http": 8,
     "http2026": 2,  # the rows against the raw ASGI app (those against stateful have no target)
+    "auth": 2,  # protected against unprotected (the rows against the same-header run have none)
     "import": 2,
     "startup": 1,
     "memory": 2,
@@ -34,7 +35,7 @@ PARTS = {
 
 @pytest.mark.parametrize("part", sorted(PARTS))
 def test_quick_run_completes_and_prints_a_figure_for_every_row(part: str) -> None:
-    if part.startswith("http") and shutil.which("wrk") is None:
+    if part.startswith(("http", "auth")) and shutil.which("wrk") is None:
         pytest.skip("the HTTP benchmark's load generator is wrk: apt-get install -y wrk")
     proc = subprocess.run(
         [sys.executable, str(BENCHMARKS / f"bench_{part}.py"), "--quick"],
@@ -49,8 +50,9 @@ def test_quick_run_completes_and_prints_a_figure_for_every_row(part: str) -> Non
     for row in rows:
         # Every row has mcpkit's figure and the official SDK's; ratios where a baseline exists.
         assert row["mcpkit"] != "-", row.group(0)
-        assert part == "sync" or row["sdk"].strip() != "-", row.group(0)
-    if part in ("stdio", "sync", "http", "startup", "memory"):
+        # (sync and auth compare mcpkit with itself: no SDK column)
+        assert part in ("sync", "auth") or row["sdk"].strip() != "-", row.group(0)
+    if part in ("stdio", "sync", "http", "auth", "startup", "memory"):
         assert all(re.search(r"\s\d+\.\d\dx\s", r.group(0)) for r in rows), proc.stdout
 
 

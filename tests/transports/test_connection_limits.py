@@ -284,3 +284,19 @@ async def test_the_limits_are_on_by_default() -> None:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+
+
+async def test_uvicorns_own_options_pass_through_mcpkit_run() -> None:
+    # --timeout-keep-alive 1: an idle connection is closed a second after its answer,
+    # where uvicorn's default would keep it for 5 s.
+    async with mcpkit_http(("asyncio", "h11"), "--timeout-keep-alive", "1") as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(_request())
+            started = time.monotonic()
+            answer = await _read_until_closed(reader)
+            held_for = time.monotonic() - started
+        finally:
+            writer.close()
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:80]
+        assert held_for < 3.5, held_for

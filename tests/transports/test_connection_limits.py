@@ -225,3 +225,78 @@ def test_body_timeout_is_validated(value: object) -> None:
     for make in (StreamableHTTPApp, SSEApp):
         with pytest.raises(ConfigurationError, match="body_timeout must be a positive number"):
             make(demo_server(), body_timeout=value)
+
+
+async def test_the_limits_are_on_by_default() -> None:
+    # `mcpkit run` with no limit flags, its descriptor limit lowered so that the default
+    # connection cap (1000) is fitted to it: 256 - 64 spare = 192 connections. Without
+    # default limits the 193rd connection would be served and idle ones held forever.
+    import resource
+
+    def low_nofile() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    proc = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "mcpkit", "run", TARGET, "-t", "http", "--port", "0"],
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(REPO),
+        preexec_fn=low_nofile,
+    )
+    held: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    try:
+        assert proc.stderr is not None
+        stderr = b""
+        async with asyncio.timeout(WAIT):
+            while b"serving 'other' on http://127.0.0.1:" not in stderr:
+                line = await proc.stderr.readline()
+                assert line, stderr
+                stderr += line
+        assert b"max_connections=1000 does not fit the file-descriptor limit" in stderr
+        port = int(stderr.split(b"127.0.0.1:")[1].split(b"/")[0])
+        started = time.monotonic()
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(192)]
+        await asyncio.sleep(0.3)  # let the server accept them all
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_request())
+        answer = await _read_until_closed(reader)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 503 "), answer
+        # The default header timeout (10 s) closes an idle connection without a word.
+        assert await _read_until_closed(held[0][0]) == b""
+        assert 9 < time.monotonic() - started < WAIT
+        # A body gets 30 s (test_a_body_that_never_finishes_gets_408 shows it enforced).
+        from mcpkit.transports.sse_legacy import SSEApp
+        from mcpkit.transports.streamable_http import StreamableHTTPApp
+        from tests.transports.conftest import demo_server
+
+        for make in (StreamableHTTPApp, SSEApp):
+            assert make(demo_server()).body_timeout == 30
+    finally:
+        for _, held_writer in held:
+            held_writer.close()
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), WAIT)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def test_uvicorns_own_options_pass_through_mcpkit_run() -> None:
+    # --timeout-keep-alive 1: an idle connection is closed a second after its answer,
+    # where uvicorn's default would keep it for 5 s.
+    async with mcpkit_http(("asyncio", "h11"), "--timeout-keep-alive", "1") as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(_request())
+            started = time.monotonic()
+            answer = await _read_until_closed(reader)
+            held_for = time.monotonic() - started
+        finally:
+            writer.close()
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:80]
+        assert held_for < 3.5, held_for

@@ -45,7 +45,7 @@ from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata, discover_authorization_server
 from .grants import GrantContext
 from .storage import ClientRegistration, OAuthTokens
-from .token_endpoint import CLIENT_AUTH_METHODS, ClientAuthRequest
+from .token_endpoint import CLIENT_AUTH_METHODS, ClientAuthRequest, token_answer
 
 __all__ = [
     "GRANT_CLIENT_CREDENTIALS",
@@ -165,19 +165,7 @@ async def _post_form(
         raise AuthorizationFailed(
             f"{what} at {url} failed: {type(exc).__name__}", error="token_request_failed"
         ) from None
-    try:
-        data = resp.json()
-    except ValueError:
-        data = None
-    if resp.status_code != 200 or not isinstance(data, dict):
-        error = data.get("error") if isinstance(data, dict) else None
-        description = data.get("error_description") if isinstance(data, dict) else None
-        text = f"{what} at {url} was refused"
-        text += f": {error}" if isinstance(error, str) else f" (HTTP {resp.status_code})"
-        if isinstance(description, str):
-            text += f" ({description[:200]})"
-        raise AuthorizationFailed(text, error=error if isinstance(error, str) else None)
-    return data
+    return token_answer(resp, f"{what} at {url} was refused")
 
 
 async def exchange_for_id_jag(

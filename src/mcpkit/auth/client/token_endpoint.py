@@ -38,6 +38,7 @@ __all__ = [
     "ClientAuthRequest",
     "TokenEndpoint",
     "choose_auth_method",
+    "token_answer",
 ]
 
 log = logging.getLogger("mcpkit.auth.client")
@@ -211,17 +212,23 @@ class TokenEndpoint:
     def _answer(
         self, resp: httpx.Response, grant_type: str, previous: OAuthTokens | None
     ) -> OAuthTokens:
-        try:
-            data = resp.json()
-        except ValueError:
-            data = None
-        if resp.status_code != 200 or not isinstance(data, dict):
-            error = data.get("error") if isinstance(data, dict) else None
-            description = data.get("error_description") if isinstance(data, dict) else None
-            text = f"the token endpoint {self.url} refused the {grant_type} grant"
-            text += f": {error}" if isinstance(error, str) else f" (HTTP {resp.status_code})"
-            if isinstance(description, str):
-                text += f" ({description[:200]})"
-            raise AuthorizationFailed(text, error=error if isinstance(error, str) else None)
+        data = token_answer(resp, f"the token endpoint {self.url} refused the {grant_type} grant")
         log.debug("token endpoint %s issued tokens (%s grant)", self.url, grant_type)
         return _tokens(data, self.server.issuer, previous)
+
+
+def token_answer(resp: httpx.Response, refused: str) -> dict[str, Any]:
+    """A token endpoint's JSON answer, or :class:`AuthorizationFailed` saying ``refused``
+    with the OAuth ``error`` code (RFC 6749 § 5.2) and a bounded description."""
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    if resp.status_code != 200 or not isinstance(data, dict):
+        error = data.get("error") if isinstance(data, dict) else None
+        description = data.get("error_description") if isinstance(data, dict) else None
+        text = refused + (f": {error}" if isinstance(error, str) else f" (HTTP {resp.status_code})")
+        if isinstance(description, str):
+            text += f" ({description[:200]})"
+        raise AuthorizationFailed(text, error=error if isinstance(error, str) else None)
+    return data

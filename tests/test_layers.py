@@ -361,6 +361,7 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.declarative", "mcpkit.server.server"): "collect() fills a server",
     ("mcpkit.server.prompts", "mcpkit.server.server"): "PromptManager's server",
     ("mcpkit.server.resources", "mcpkit.server.server"): "ResourceManager's server",
+    ("mcpkit.server.tool_manager", "mcpkit.server.server"): "ToolManager's server",
     ("mcpkit.server.scopes", "mcpkit.server.server"): "scopes are looked up on a server",
     ("mcpkit.client.handlers", "mcpkit.client.session"): "ServerHandlers' session",
     ("mcpkit.client.subscriptions", "mcpkit.client.session"): "Listener's session",

@@ -48,10 +48,12 @@ Hierarchy, split by who must act::
                                       the server's HTTP intake answers 413 / 408 / nothing
 
 ``RemoteError`` is the peer's answer, so it sits under ``MCPError`` (it has a code)
-although the peer, not the caller, acted. Two exceptions live elsewhere on
+although the peer, not the caller, acted. Some exceptions live elsewhere on
 purpose: ``Restart`` (beside the input-round driver in ``server/``) is a ``BaseException``
 used as control flow (a tool run inline asked for input and is run again as a pausable
-call), not an error; and the ``mcpkit`` command's own errors (``cli/``) end as an
+call), not an error; ``server/middleware.py``'s private ``_Unanswered`` is a
+``CancelledError`` that carries a round that ended without an answer out through the
+middleware chain; and the ``mcpkit`` command's own errors (``cli/``) end as an
 exit status and a message on stderr, never reach library callers or the wire.
 
 The boundaries to the wire are here too: :func:`to_jsonrpc_error` turns an

@@ -164,8 +164,7 @@ def _marker(declaration: _Declaration) -> Callable[[F], F]:
 
 
 def _frozen(scopes: Any) -> Any:
-    """A list or set of scopes as a tuple (declarations are immutable); anything else
-    as given, for the registration to refuse with the member's name."""
+    """Scopes as a tuple (declarations are immutable); anything else as given (refused later)."""
     return tuple(scopes) if isinstance(scopes, list | tuple | set | frozenset) else scopes
 
 

@@ -14,7 +14,7 @@ import contextlib
 import functools
 import logging
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
@@ -35,8 +35,9 @@ from .middleware import CallNext, Middleware, build_chain, check_middleware, wra
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
-from .scopes import checked_scopes, required_scopes
+from .scopes import required_scopes
 from .session import ServerSession
+from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 __all__ = ["MCPServer", "ToolManager", "shape_listing"]
@@ -44,58 +45,6 @@ __all__ = ["MCPServer", "ToolManager", "shape_listing"]
 log = logging.getLogger("mcpkit.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ToolManager:
-    """``server.tools``: the registered tools, changeable at run time."""
-
-    def __init__(self, server: MCPServer) -> None:
-        self._server = server
-        self._tools: dict[str, ToolDefinition] = {}
-        self._listing: dict[str, list[dict[str, Any]]] = {}
-        #: Name -> scopes of the tools that need some; empty on an unscoped server.
-        self.scoped: dict[str, frozenset[str]] = {}
-
-    def add(self, tool: ToolDefinition) -> ToolDefinition:
-        if tool.scopes:  # checked again: a ToolDefinition may be built by hand
-            tool.scopes = self.scoped[tool.name] = checked_scopes(
-                f"tool {tool.name!r}", tool.scopes
-            )
-        else:
-            self.scoped.pop(tool.name, None)
-        self._tools[tool.name] = tool
-        self._listing.clear()
-        return tool
-
-    def remove(self, name: str) -> ToolDefinition | None:
-        self._listing.clear()
-        self.scoped.pop(name, None)
-        return self._tools.pop(name, None)
-
-    def get(self, name: str) -> ToolDefinition | None:
-        return self._tools.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
-
-    def __iter__(self) -> Iterator[ToolDefinition]:
-        return iter(list(self._tools.values()))
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def listing(self, revision: Revision) -> list[dict[str, Any]]:
-        """``tools/list`` entries shaped for ``revision`` (cached until the tools change)."""
-        cached = self._listing.get(revision.name)
-        if cached is None:
-            cached = [shape_listing(t.describe(), revision) for t in self._tools.values()]
-            self._listing[revision.name] = cached
-        return cached
-
-    async def notify_list_changed(self) -> None:
-        """Tell every session the tool list changed (after ``add``/``remove`` at run time)."""
-        self._listing.clear()
-        await self._server._broadcast("notifications/tools/list_changed")
 
 
 class MCPServer(ServerIntrospection, ServerRunning):

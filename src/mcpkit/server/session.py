@@ -136,13 +136,13 @@ class ServerSession:
         "__weakref__",
         "_handlers",
         "_inflight",
+        "_outgoing",
         "client_capabilities",
         "client_info",
         "detached",
         "inputs",
         "log_level",
         "max_inflight",
-        "outgoing",
         "revision",
         "server",
         "session_id",
@@ -180,13 +180,23 @@ class ServerSession:
         # their clients can leave calls running by dropping connections, with no stream
         # to slow down, unlike stdio (which stops reading instead).
         self.max_inflight: int | None = None
-        # Our requests to the client (sampling, elicitation, roots, ping); each entry's
-        # waiter is the future its sender awaits. "mcpkit-" ids read apart from the client's.
-        self.outgoing = Outgoing(id_prefix="mcpkit-")
+        # Our requests to the client: made on first use (see the ``outgoing`` property).
+        self._outgoing: Outgoing | None = None
         # Handshake-era requests reach the middleware through the wrapped table; on
         # 2026-07-28 serve_stateless runs the chain around each round, which then
         # dispatches with the bare table (each request passes the chain once).
         self._handlers = server._dispatch if self.revision.era == "handshake" else server._methods
+
+    @property
+    def outgoing(self) -> Outgoing:
+        """Our requests to the client (sampling, elicitation, roots, ping) awaiting answers;
+        each entry's waiter is the future its sender awaits, and "mcpkit-" ids read apart
+        from the client's. Made on first use: most sessions never send a request (every
+        POST of stateless HTTP and of 2026-07-28 gets a session of its own)."""
+        outgoing = self._outgoing
+        if outgoing is None:
+            outgoing = self._outgoing = Outgoing(id_prefix="mcpkit-")
+        return outgoing
 
     # -- inbound -----------------------------------------------------------------------------
     async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
@@ -480,10 +490,11 @@ class ServerSession:
     def close(self) -> None:
         """End the session: fail pending server→client requests, cancel in-flight ones."""
         self.state = State.CLOSED
-        for entry in self.outgoing.drain():
-            fut = entry.waiter
-            if not fut.done():
-                fut.set_exception(ConnectionClosed("the session was closed"))
+        if self._outgoing is not None:
+            for entry in self._outgoing.drain():
+                fut = entry.waiter
+                if not fut.done():
+                    fut.set_exception(ConnectionClosed("the session was closed"))
         for req in list(self._inflight.values()):
             req.signal._set()
             if req.task is not None and req.task is not asyncio.current_task():

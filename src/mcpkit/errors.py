@@ -40,6 +40,8 @@ Hierarchy, split by who must act::
     │   ├── SessionExpired            an HTTP server forgot our session (404)
     │   ├── Unreachable               an HTTP request could not be made or completed
     │   └── MessageTooLarge           a server message went past ``max_message_size``
+    ├── StoreUnavailable              a shared store (Redis) could not be reached or failed:
+    │                                 HTTP 503 / a JSON-RPC error, never a hang
     ├── AuthorizationFailed           an OAuth flow could not get a token (the authorization
     │                                 server refused, or its answers failed a security check)
     ├── EventTooLarge                 an SSE event went past its bound (also a ValueError)
@@ -79,6 +81,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
+    "STORE_UNAVAILABLE_TEXT",
     "URL_ELICITATION_REQUIRED",
     "AuthorizationFailed",
     "BodyTimeout",
@@ -109,6 +112,7 @@ __all__ = [
     "ServerJsonError",
     "SessionExpired",
     "SignatureError",
+    "StoreUnavailable",
     "ToolCallError",
     "ToolError",
     "Unreachable",
@@ -117,6 +121,9 @@ __all__ = [
     "to_jsonrpc_error",
     "tool_error_text",
 ]
+
+#: What a client is told when the server's shared state store cannot be reached.
+STORE_UNAVAILABLE_TEXT = "Service unavailable: the server's state store cannot be reached; retry later"
 
 # JSON-RPC 2.0 §5.1 and MCP's own codes.
 PARSE_ERROR = -32700
@@ -320,6 +327,18 @@ class VerifierUnavailable(MCPKitError):
     """
 
 
+class StoreUnavailable(MCPKitError):
+    """A shared store (``mcpkit.stores.redis``) could not be reached, timed out or failed.
+
+    Raised by a store operation within its bounded timeouts, never after a hang;
+    the message names the store's URL with any password hidden. It is the
+    operator's to fix, not the caller's: the HTTP transport answers ``503``, a
+    JSON-RPC request gets an internal error saying the server's state store is
+    unavailable (nothing about the store leaks). The store recovers by itself
+    once the server answers again: the next operation opens a fresh connection.
+    """
+
+
 class AuthorizationFailed(MCPKitError):
     """An OAuth flow could not obtain a token for a protected server.
 
@@ -470,6 +489,9 @@ def to_jsonrpc_error(exc: BaseException, *, debug: bool = False) -> dict[str, An
     """The JSON-RPC error object for ``exc``; internals stay hidden unless ``debug``."""
     if isinstance(exc, MCPError):
         return exc.to_error()
+    if isinstance(exc, StoreUnavailable) and not debug:
+        # The operator's problem, but the caller should know it is worth retrying later.
+        return {"code": INTERNAL_ERROR, "message": STORE_UNAVAILABLE_TEXT}
     if debug:
         return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
     return {"code": INTERNAL_ERROR, "message": "Internal error"}

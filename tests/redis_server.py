@@ -60,16 +60,22 @@ class RedisServer:
 
     def start(self) -> None:
         assert self.process is None, "already running"
-        log = open(self.directory / "redis.log", "ab")  # noqa: SIM115 (the child keeps it)
+        log = open(self.directory / "redis.log", "ab")  # the child writes to it
         self.process = subprocess.Popen(
             [
                 self.binary,
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--daemonize", "no",
-                "--dir", str(self.directory),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.directory),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

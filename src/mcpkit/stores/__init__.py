@@ -16,8 +16,13 @@ protocol                        in memory                   holds
 
     server = MCPServer(name="Shop", version="1.0.0", store=MemoryStore())
 
+The shared implementation is :class:`mcpkit.stores.redis.RedisStore` (the
+``mcpkit[redis]`` extra); it is not imported from here, so ``import mcpkit.stores``
+never loads ``redis``.
+
 Layering: this package imports only :mod:`mcpkit.errors`, :mod:`mcpkit.protocol`,
-the standard library and orjson; the server and the transports use it.
+the standard library and orjson (and, in :mod:`mcpkit.stores.redis` alone, ``redis``);
+the server and the transports use it.
 """
 
 from __future__ import annotations
@@ -52,7 +57,12 @@ __all__ = [
 
 @runtime_checkable
 class Store(Protocol):
-    """One of each store, for ``MCPServer(store=...)``."""
+    """One of each store, for ``MCPServer(store=...)``.
+
+    A store that talks to a server may also have ``async def connect()``: the HTTP
+    apps await it at startup (ASGI lifespan), so an unreachable store fails the
+    start with its own message (``RedisStore`` raises ``StoreUnavailable``).
+    """
 
     @property
     def sessions(self) -> SessionStore: ...

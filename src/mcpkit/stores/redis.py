@@ -97,6 +97,10 @@ def redact_url(url: str) -> str:
         return "<a malformed Redis URL>"
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _ms(seconds: float) -> int:
     """A ttl in whole milliseconds, at least 1 (Redis refuses 0)."""
     return max(1, int(seconds * 1000))
@@ -179,7 +183,9 @@ class RedisSessionStore:
             value = await self._redis.client.get(self.prefix + session_id)
         except _FAILURES as exc:
             self._redis.fail(exc)
-        return _load_record(value) if value is not None else None
+        if value is None:
+            return None
+        return _load_record(value if isinstance(value, bytes) else value.encode())
 
     async def save(self, record: SessionRecord, ttl: float) -> bool:
         try:
@@ -283,7 +289,7 @@ class RedisEventStore:
                 )
                 if entry is not None:
                     self._refresh_at.move_to_end(stream_id)
-                    return f"{stream_id}#{entry.decode()}"
+                    return f"{stream_id}#{_text(entry)}"
             pipe = client.pipeline(transaction=False)
             pipe.xadd(key, {b"m": data}, maxlen=self.max_len, approximate=True)
             pipe.pexpire(key, _ms(self.ttl))
@@ -295,7 +301,7 @@ class RedisEventStore:
         tracked.move_to_end(stream_id)
         while len(tracked) > self.max_tracked:
             tracked.popitem(last=False)
-        return f"{stream_id}#{entry.decode()}"
+        return f"{stream_id}#{_text(entry)}"
 
     async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
         stream_id, sep, tail = last_event_id.rpartition("#")

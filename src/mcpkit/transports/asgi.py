@@ -19,6 +19,7 @@ import orjson
 
 from ..errors import (
     INTERNAL_ERROR,
+    STORE_UNAVAILABLE_TEXT,
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
@@ -165,6 +166,19 @@ async def send_internal_error(send: Send, exc: Exception, debug: bool) -> None:
             pass
 
 
+async def send_store_unavailable(send: Send) -> None:
+    """Answer 503 when a shared store (Redis) failed: the client may retry later, and the
+    store's address stays out of the answer (it is logged). Once the response has started,
+    end its body instead."""
+    try:
+        await send_error(send, 503, INTERNAL_ERROR, STORE_UNAVAILABLE_TEXT)
+    except Exception:
+        try:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:
+            pass
+
+
 async def send_rejected(send: Send, error: dict[str, Any]) -> None:
     """Answer 400 with a JSON-RPC error for a message (or batch) refused as a whole.
 
@@ -189,8 +203,10 @@ async def lifespan(
     on_shutdown: Callable[[], Awaitable[None]],
     server: MCPServer | None = None,
 ) -> None:
-    """Answer the ASGI lifespan protocol: enter the server's lifespan on startup
-    (``MCPServer(lifespan=...)``); on shutdown end the sessions, then exit it."""
+    """Answer the ASGI lifespan protocol: on startup connect the server's store (when it
+    has a ``connect()``, as ``RedisStore``: an unreachable store fails the startup with a
+    message naming it) and enter the server's lifespan (``MCPServer(lifespan=...)``); on
+    shutdown end the sessions, then exit it."""
     entered = False
     try:
         while True:
@@ -199,8 +215,13 @@ async def lifespan(
             if kind == "lifespan.startup":
                 if server is not None:
                     try:
+                        # A shared store (RedisStore) checks it can reach its server: one
+                        # that cannot would fail every request, so the app does not start.
+                        connect = getattr(server.store, "connect", None)
+                        if connect is not None:
+                            await connect()
                         await server._lifespan.enter()
-                    except Exception as exc:  # LifespanError: names the server and the cause
+                    except Exception as exc:  # LifespanError / StoreUnavailable: names the cause
                         await send({"type": "lifespan.startup.failed", "message": str(exc)})
                         return
                     entered = True

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
-from ..errors import ConnectionClosed
+from ..errors import ConnectionClosed, StoreUnavailable
 from ..server.context import LOG_LEVELS
 from ..stores import EventStore, SessionRecord, SessionStore
 from .asgi import PING, Send, sse_event
@@ -50,6 +50,7 @@ __all__ = [
     "SessionTable",
     "StreamQueue",
     "StreamSettings",
+    "record_event",
     "session_record",
 ]
 
@@ -167,7 +168,7 @@ class HTTPSession:
         store = self.settings.event_store
         event_id = None
         if store is not None and self.listened:
-            event_id = await store.store_event(self.standalone_id, message)
+            event_id = await record_event(store, self.standalone_id, message)
         queue = self.get_queue
         if queue is None:
             if event_id is None:
@@ -201,6 +202,21 @@ class HTTPSession:
                 if stream.resumer is not None:
                     stream.resumer.put_nowait(item)
                     stream.resumer = None
+
+
+async def record_event(
+    store: EventStore, stream_id: str, message: dict[str, Any] | None
+) -> str | None:
+    """Record an event; None when a shared store is unavailable (Redis away).
+
+    The message is still delivered live, only without an id (not resumable):
+    losing the event store must not lose the answer to a request in flight.
+    """
+    try:
+        return await store.store_event(stream_id, message)
+    except StoreUnavailable as exc:
+        log.warning("an event of stream %s was not recorded (not resumable): %s", stream_id, exc)
+        return None
 
 
 def session_record(entry: HTTPSession) -> SessionRecord:
@@ -423,7 +439,7 @@ class RequestStream:
         if self.stream_id is not None:
             store = self.settings.event_store
             assert store is not None
-            event_id = await store.store_event(self.stream_id, message)
+            event_id = await record_event(store, self.stream_id, message)
         resumer = self.resumer
         if resumer is not None:
             resumer.put_message(event_id, message, final)  # the response always fits

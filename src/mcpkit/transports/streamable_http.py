@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import INVALID_REQUEST, ConfigurationError
+from ..errors import INVALID_REQUEST, ConfigurationError, StoreUnavailable
 from ..protocol.envelope import is_stateless_request, unsupported_version
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
@@ -90,6 +90,7 @@ from .asgi import (
     send_error,
     send_internal_error,
     send_rejected,
+    send_store_unavailable,
     sse_event,
 )
 from .http_auth import foreign_principal, refuse_insufficient_scope
@@ -105,6 +106,7 @@ from .http_sessions import (
     HTTPSession,
     RequestStream,
     SessionTable,
+    record_event,
 )
 from .security import RequestGuard
 from .streamable_http_2026 import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
@@ -318,6 +320,9 @@ class StreamableHTTPApp(SessionEndpoints):
                 )
         except ClientGone:
             return
+        except StoreUnavailable as exc:  # Redis is away: 503, the client may retry later
+            log.warning("cannot serve %s %s: %s", method, scope.get("path"), exc)
+            await send_store_unavailable(send)
         except Exception as exc:  # never kill the server, never leak internals
             log.exception("error serving %s %s", method, scope.get("path"))
             await send_internal_error(send, exc, self.debug)
@@ -518,16 +523,17 @@ class StreamableHTTPApp(SessionEndpoints):
             entry.streams[stream_id] = stream
             if session.revision.sse_polling:
                 # SEP-1699: an id before anything else, so the client can always resume.
-                event_id = await store.store_event(stream_id, None)
+                event_id = await record_event(store, stream_id, None)
                 retry = (
                     b"retry: %d\n" % self.retry_interval_ms
                     if self.retry_interval_ms is not None
                     else b""
                 )
-                stream.primed = True
-                await stream.write(
-                    b"id: " + event_id.encode() + b"\n" + retry + b"data: \n\n", True
-                )
+                if event_id is not None:  # else the store failed: no priming, no close
+                    stream.primed = True
+                    await stream.write(
+                        b"id: " + event_id.encode() + b"\n" + retry + b"data: \n\n", True
+                    )
         if self.keepalive_interval is not None:
             stream.arm()
         try:

@@ -108,7 +108,12 @@ class SessionEndpoints:
             return
         extra: list[tuple[bytes, bytes]] = []
         if "result" in resp:
-            if not await self._sessions.create(entry):
+            try:
+                created = await self._sessions.create(entry)
+            except BaseException:  # StoreUnavailable (answered 503): no session was made
+                session.close()
+                raise
+            if not created:
                 session.close()
                 raise ConfigurationError(
                     f"session_id_generator returned the id of an existing session {sid!r}"

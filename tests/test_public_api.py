@@ -105,7 +105,17 @@ def test_exceptions_form_one_hierarchy() -> None:
             assert issubclass(value, mcpkit.MCPKitError), name
 
 
-HEAVY = ["pydantic", "orjson", "uvicorn", "httpx", "starlette", "anyio", "jsonschema", "mcp"]
+HEAVY = [
+    "pydantic",
+    "orjson",
+    "uvicorn",
+    "httpx",
+    "starlette",
+    "anyio",
+    "jsonschema",
+    "mcp",
+    "redis",
+]
 
 
 def _run(code: str) -> dict[str, object]:

@@ -189,3 +189,29 @@ async def test_losing_redis_gives_clear_errors_and_service_returns_with_it(
     done = await post(http, url, msg)  # the state was never claimed: it still counts once
     assert done.result["content"][0]["text"] == "no name (decline)"
     await store.aclose()
+
+
+async def test_a_2026_round_may_land_on_another_server_sharing_the_redis_prefix(
+    serve_app: Any, http: httpx.AsyncClient, redis_url: str
+) -> None:
+    # Two servers, each with its own RedisStore (they share nothing but Redis) and the same
+    # request_state_keys: round two lands on B, the same state replayed on A is refused.
+    prefix = f"w-{uuid4().hex}:"
+    stores = [RedisStore(redis_url, prefix=prefix) for _ in range(2)]
+    urls = []
+    for store in stores:
+        server = demo_server(store=store, request_state_keys=[b"k" * 32])
+        urls.append(await serve_app(server.http_app()) + "/mcp")
+    msg = request("tools/call", {"name": "ask", "arguments": {}})
+    msg["params"]["_meta"][CAPS] = {"elicitation": {}}
+    first = (await post(http, urls[0], msg)).result
+    msg["id"] = 2
+    msg["params"]["requestState"] = first["requestState"]
+    msg["params"]["inputResponses"] = {
+        "elicitation": {"action": "accept", "content": {"name": "Bo"}}
+    }
+    assert (await post(http, urls[1], msg)).result["content"][0]["text"] == "hello Bo"
+    refused = await post(http, urls[0], msg)
+    assert refused.error["code"] == -32602 and "already used" in refused.error["message"]
+    for store in stores:
+        await store.aclose()

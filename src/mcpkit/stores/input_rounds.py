@@ -9,19 +9,8 @@ an :class:`InputRoundStore` every worker consults before it honours a state.
 only makes each state single-use, which is what makes the ``ctx.once`` steps
 run exactly once across workers.)
 
-The interface is one set-if-absent call, so a shared store is a few lines.
-With Redis (``redis.asyncio``)::
-
-    class RedisInputRoundStore:
-        def __init__(self, redis: Redis) -> None:
-            self.redis = redis
-
-        async def claim(self, token_id: str, expires_at: float) -> bool:
-            # SET NX: only the first claim wins; PXAT: forget it once the state expired anyway.
-            done = await self.redis.set(
-                f"mcpkit:state:{token_id}", b"1", nx=True, pxat=int(expires_at * 1000) + 1
-            )
-            return bool(done)
+The interface is one set-if-absent call, so a shared store is a few lines:
+:class:`mcpkit.stores.redis.RedisInputRoundStore` is one ``SET NX PXAT``.
 
 :class:`MemoryInputRoundStore` is the default: enough for one process (or for
 tests that stand several servers in one process). ``tests/stores/conformance.py``

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -265,6 +266,23 @@ async def test_an_http_app_does_not_start_when_redis_is_unreachable() -> None:
     await app({"type": "lifespan"}, receive, send)
     assert sent[0]["type"] == "lifespan.startup.failed"
     assert f"127.0.0.1:{port}" in sent[0]["message"]
+
+
+def test_a_server_process_exits_at_start_naming_the_unreachable_redis(tmp_path: Path) -> None:
+    port = free_port()
+    app = tmp_path / "app.py"
+    app.write_text(
+        "from mcpkit import MCPServer\n"
+        "from mcpkit.stores.redis import RedisStore\n"
+        f"store = RedisStore('redis://:hunter2@127.0.0.1:{port}/0')\n"
+        "MCPServer(name='s', version='1', store=store).run_http(port=0)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(app)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode != 0
+    assert f"cannot reach Redis at redis://:***@127.0.0.1:{port}/0" in out.stderr
+    assert "hunter2" not in out.stderr + out.stdout
 
 
 async def test_redis_lost_fails_fast_and_the_store_recovers_by_itself(

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
+from mcpkit import Context
 from mcpkit.errors import STORE_UNAVAILABLE_TEXT
 from mcpkit.stores.redis import RedisStore
 from tests.redis_server import RedisServer
@@ -215,3 +216,29 @@ async def test_a_2026_round_may_land_on_another_server_sharing_the_redis_prefix(
     assert refused.error["code"] == -32602 and "already used" in refused.error["message"]
     for store in stores:
         await store.aclose()
+
+
+async def test_events_sent_concurrently_keep_the_order_of_their_ids(
+    serve_app: Any, make_client: Any, redis_url: str
+) -> None:
+    # A tool reporting from several tasks at once: with a network store each event waits
+    # for Redis, yet the stream must carry them in the order of their ids, or a resume
+    # from the last id received would skip one sent before it.
+    store = RedisStore(redis_url, prefix=f"h-{uuid4().hex}:")
+    server = demo_server(store=store)
+
+    @server.tool
+    async def fan_out(ctx: Context) -> str:
+        """Report progress from 20 tasks at once."""
+        await asyncio.gather(*(ctx.progress(i, 20) for i in range(1, 21)))
+        return "done"
+
+    url = await serve_app(server.http_app()) + "/mcp"
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    for attempt in range(5):
+        ex = await c.post(call(10 + attempt, "fan_out", token=f"t{attempt}"))
+        ids = [e.id for e in ex.events if e.data]
+        positions = [tuple(map(int, str(i).rpartition("#")[2].split("-"))) for i in ids]
+        assert positions == sorted(positions) and len(set(positions)) == 21
+    await store.aclose()

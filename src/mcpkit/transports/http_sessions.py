@@ -121,6 +121,7 @@ class HTTPSession:
         "last_seen",
         "listened",
         "nstreams",
+        "order",
         "principal",
         "session",
         "settings",
@@ -149,6 +150,7 @@ class HTTPSession:
         self.get_queue: StreamQueue | None = None
         self.listened = False  # opened a GET stream once: keep its messages while it is away
         self.nstreams = 0
+        self.order: asyncio.Lock | None = None  # made when events are first recorded
         self.streams: dict[str, RequestStream] | None = None  # live resumable POST streams
 
     @property
@@ -166,9 +168,16 @@ class HTTPSession:
     async def __call__(self, message: dict[str, Any]) -> None:
         """``session.standalone``: unrelated notifications and requests (the GET stream)."""
         store = self.settings.event_store
-        event_id = None
         if store is not None and self.listened:
-            event_id = await record_event(store, self.standalone_id, message)
+            order = self.order
+            if order is None:
+                order = self.order = asyncio.Lock()
+            async with order:  # events queued in the order of their ids (RequestStream.emit)
+                self._queue(await record_event(store, self.standalone_id, message), message)
+            return
+        self._queue(None, message)
+
+    def _queue(self, event_id: str | None, message: dict[str, Any]) -> None:
         queue = self.get_queue
         if queue is None:
             if event_id is None:
@@ -402,7 +411,17 @@ class RequestStream:
     to that connection's queue (``resumer``).
     """
 
-    __slots__ = ("done", "entry", "primed", "resumer", "send", "settings", "stream_id", "timer")
+    __slots__ = (
+        "done",
+        "entry",
+        "order",
+        "primed",
+        "resumer",
+        "send",
+        "settings",
+        "stream_id",
+        "timer",
+    )
 
     def __init__(
         self, settings: StreamSettings, entry: HTTPSession | None, send: Send, stream_id: str | None
@@ -411,6 +430,7 @@ class RequestStream:
         self.entry = entry
         self.send: Send | None = send  # the POST's connection, until it ends
         self.stream_id = stream_id  # None: not recorded, not resumable
+        self.order = asyncio.Lock() if stream_id is not None else None  # see emit
         self.resumer: StreamQueue | None = None
         self.primed = False
         self.done = False
@@ -435,11 +455,19 @@ class RequestStream:
             self.arm()
 
     async def emit(self, message: dict[str, Any], final: bool) -> None:
-        event_id = None
-        if self.stream_id is not None:
+        order = self.order
+        if order is None:
+            await self._deliver(None, message, final)
+            return
+        # A network store awaits: the stream keeps its turn from recording an event to
+        # sending it, so events go out in the order of their ids (a resume from the last
+        # id received must not skip one sent before it).
+        async with order:
             store = self.settings.event_store
-            assert store is not None
-            event_id = await record_event(store, self.stream_id, message)
+            assert store is not None and self.stream_id is not None
+            await self._deliver(await record_event(store, self.stream_id, message), message, final)
+
+    async def _deliver(self, event_id: str | None, message: dict[str, Any], final: bool) -> None:
         resumer = self.resumer
         if resumer is not None:
             resumer.put_message(event_id, message, final)  # the response always fits

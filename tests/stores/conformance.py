@@ -6,9 +6,11 @@ yields a fresh, empty store (and cleans up after)::
     class TestRedisSessionStore(SessionStoreConformance):
         @pytest.fixture
         async def store(self, redis_url: str) -> AsyncIterator[SessionStore]:
-            store = RedisSessionStore(redis_url, prefix=f"test-{uuid4().hex}:")
-            yield store
+            store = RedisStore(redis_url, prefix=f"test-{uuid4().hex}:")
+            yield store.sessions
             await store.aclose()
+
+(``test_conformance_redis.py`` does this for the three Redis stores.)
 
 The base classes are not collected themselves (no ``Test`` prefix). They test
 behaviour through the protocol only: nothing here looks inside a store, and
@@ -89,6 +91,14 @@ class EventStoreConformance:
         assert got == []
         later = await store.store_event("s/1", note(1))
         assert await replay(store, start) == ("s/1", [(later, note(1))])
+
+    async def test_a_priming_event_mid_stream_marks_the_position_after_the_earlier_ones(
+        self, store: EventStore
+    ) -> None:
+        await store.store_event("s/1", note(1))
+        mark = await store.store_event("s/1", None)
+        later = await store.store_event("s/1", note(2))
+        assert await replay(store, mark) == ("s/1", [(later, note(2))])
 
     async def test_messages_come_back_as_equal_json(self, store: EventStore) -> None:
         start = await store.store_event("s/1", None)

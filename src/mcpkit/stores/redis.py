@@ -13,7 +13,9 @@ not do); the docstrings say which commands each costs, as Redis counts them in
 ``INFO commandstats``. The hot path of a stateful ``tools/call`` answered on an
 SSE stream of a resumable app is two commands in one round trip (``XADD`` +
 ``PEXPIRE`` of the stream that carries the response); the priming event costs
-none, and the session record is refreshed at most every ``idle_timeout / 4``.
+none, and the session record is refreshed at most every ``min(60 s, idle_timeout / 4)``.
+Needs Redis 6.2 or newer (``XADD NOMKSTREAM``, ``SET PXAT``, exclusive ``XRANGE``
+starts); tested with Redis 7.
 
 Key layout, under ``prefix`` (default ``"mcpkit:"``) so that several servers
 can share one Redis:
@@ -37,8 +39,8 @@ once at once on a fresh connection, so the store recovers by itself on the
 first operation after Redis returns.
 
 Cluster: the keys of one operation are not hash-tagged (``delete_streams``
-deletes several in one ``DEL``), so this is for a single Redis server (or a
-primary behind Sentinel), not Redis Cluster.
+deletes several in one ``DEL``), so this is for a single Redis server (a
+Sentinel-managed primary can be given as a client of your own), not Redis Cluster.
 """
 
 from __future__ import annotations

@@ -60,9 +60,12 @@ async def test_keys_follow_the_documented_layout(store: RedisStore, raw: Redis) 
     await store.sessions.create(record("s1"), 60)
     await store.events.store_event("s1/1", note(1))
     await store.input_rounds.claim("call.1", time.time() + 60)
+    await store.events.store_event("s1/2", note(2))  # another stream of the session
     keys = sorted(k.decode() for k in await raw.keys(p + "*"))
-    assert keys == [f"{p}events:s1/1", f"{p}round:call.1", f"{p}session:s1"]
-    assert await raw.type(f"{p}events:s1/1") == b"stream"
+    assert keys == [f"{p}events:s1", f"{p}round:call.1", f"{p}session:s1"]
+    assert await raw.type(f"{p}events:s1") == b"stream"  # one log for the session's streams
+    entries = await raw.xrange(f"{p}events:s1")
+    assert [fields[b"s"] for _, fields in entries] == [b"1", b"2"]
     for key in keys:  # nothing is ever stored without an expiry
         assert 0 < await raw.pttl(key) <= 3600_000
 
@@ -103,7 +106,7 @@ async def test_a_stream_expires_after_the_event_ttl(redis_url: str, raw: Redis) 
     try:
         first = await store.events.store_event("s/1", note(1))
         await store.events.store_event("s/1", note(2))
-        key = store.prefix + "events:s/1"
+        key = store.prefix + "events:s"
         assert 0 < await raw.pttl(key) <= 300
         await asyncio.sleep(0.6)
         assert await raw.exists(key) == 0
@@ -139,11 +142,11 @@ async def test_an_input_round_claim_expires_with_its_state(store: RedisStore, ra
     assert await raw.exists(key) == 0
 
 
-async def test_a_stream_keeps_about_event_max_len_events(redis_url: str, raw: Redis) -> None:
+async def test_a_session_log_keeps_about_event_max_len_events(redis_url: str, raw: Redis) -> None:
     store = RedisStore(redis_url, prefix=f"t-{uuid4().hex}:", event_max_len=10)
     try:
         ids = [await store.events.store_event("s/1", note(i)) for i in range(500)]
-        length = await raw.xlen(store.prefix + "events:s/1")
+        length = await raw.xlen(store.prefix + "events:s")
         # MAXLEN ~ trims whole stream nodes (up to 100 entries each): "about" 10.
         assert 10 <= length <= 110
         _, got = await replay(store.events, ids[0])  # a partial replay of what is left
@@ -159,7 +162,19 @@ async def test_a_sessions_streams_are_deleted_when_it_ends(store: RedisStore, ra
     await store.events.store_event("other/1", note(9))
     await store.events.delete_streams([f"sid/{n}" for n in range(4)])  # /3 never written
     keys = sorted(k.decode() for k in await raw.keys(store.prefix + "*"))
-    assert keys == [store.prefix + "events:other/1"]
+    assert keys == [store.prefix + "events:other"]  # the session's log went with its streams
+
+
+async def test_deleting_some_streams_of_a_session_keeps_the_others(
+    store: RedisStore, raw: Redis
+) -> None:
+    first = await store.events.store_event("sid/1", note(1))
+    kept = await store.events.store_event("sid/2", note(2))
+    later = await store.events.store_event("sid/2", note(3))
+    await store.events.delete_streams(["sid/1"])
+    assert await raw.xlen(store.prefix + "events:sid") == 2
+    assert await replay(store.events, first) == (None, [])
+    assert await replay(store.events, kept) == ("sid/2", [(later, note(3))])
 
 
 async def test_a_priming_id_replays_the_whole_stream_once_in_order(store: RedisStore) -> None:
@@ -201,25 +216,31 @@ async def test_each_operation_costs_the_documented_commands(own_redis: RedisServ
             "setrange": 1,
         }
         assert await cost(store.sessions.delete("s")) == {"del": 1}
-        # A stream's priming event costs nothing; its first event XADD + PEXPIRE (one
-        # round trip), each later one XADD only.
+        # A stream's priming event costs nothing; the first event of a session's log
+        # XADD + PEXPIRE (one round trip), every later one XADD only, whatever its stream.
         own_redis.reset_stats()
         priming = await store.events.store_event("s/1", None)
         assert own_redis.command_counts() == {}
         assert await cost(store.events.store_event("s/1", note(1))) == {"xadd": 1, "pexpire": 1}
         assert await cost(store.events.store_event("s/1", note(2))) == {"xadd": 1}
+        assert await cost(store.events.store_event("s/2", None)) == {}  # priming of another
+        assert await cost(store.events.store_event("s/2", note(3))) == {"xadd": 1}
         assert await cost(store.events.store_event("s/1", None)) == {"xadd": 1}  # mid-stream
         sent: list[Any] = []
 
         async def send(event_id: str, message: dict[str, Any]) -> None:
             sent.append(message)
 
-        assert await cost(store.events.replay_events_after(priming, send)) == {
-            "xrange": 1,
-            "exists": 1,
-        }
+        assert await cost(store.events.replay_events_after(priming, send)) == {"xrange": 1}
         assert sent == [note(1), note(2)]
-        assert await cost(store.events.delete_streams(["s/0", "s/1"])) == {"del": 1}
+        await store.events.delete_streams(["x/1"])  # loads the script once
+        assert await cost(store.events.delete_streams(["s/0", "s/1", "s/2"])) == {
+            "evalsha": 1,
+            "xrange": 1,
+            "xdel": 1,
+            "xlen": 1,
+            "del": 1,
+        }
         assert await cost(store.input_rounds.claim("c.1", time.time() + 60)) == {"set": 1}
     finally:
         await store.aclose()

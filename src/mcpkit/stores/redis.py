@@ -7,29 +7,31 @@
     server = MCPServer(name="Shop", version="1.0.0", store=RedisStore("redis://localhost:6379/0"))
 
 One :class:`RedisStore` holds one connection pool of the ``redis`` package's
-asyncio client and gives the three stores over it. Every operation is one
-round trip to Redis (a pipeline or a small Lua script where one command would
-not do); the docstrings say which commands each costs, as Redis counts them in
+asyncio client and gives the three stores over it. Every operation the
+transport makes is one round trip to Redis (a pipeline or a small Lua script
+where one command would not do); the docstrings say which commands each costs, as Redis counts them in
 ``INFO commandstats``. The hot path of a stateful ``tools/call`` answered on an
-SSE stream of a resumable app is two commands in one round trip (``XADD`` +
-``PEXPIRE`` of the stream that carries the response); the priming event costs
-none, and the session record is refreshed at most every ``min(60 s, idle_timeout / 4)``.
-Needs Redis 6.2 or newer (``XADD NOMKSTREAM``, ``SET PXAT``, exclusive ``XRANGE``
-starts); tested with Redis 7.
+SSE stream of a resumable app is one command (``XADD`` of the response to the
+session's event log; the session's first event also sets the log's ttl, and
+the priming event costs none); the session record is refreshed at most every
+``min(60 s, idle_timeout / 4)``. Needs Redis 6.2 or newer (``XADD NOMKSTREAM``,
+``SET PXAT``); tested with Redis 7.
 
 Key layout, under ``prefix`` (default ``"mcpkit:"``) so that several servers
 can share one Redis:
 
-==============================  ==========  ==============================================
-key                             type        expires
-==============================  ==========  ==============================================
-``<prefix>session:<id>``        string      ``ttl`` of each write (the transport's idle
-                                            timeout plus a margin)
-``<prefix>events:<stream id>``  stream      ``event_ttl`` after its last refresh (at most
-                                            every ``event_ttl / 4``); ``event_max_len``
-                                            entries (``MAXLEN ~``); deleted with its session
-``<prefix>round:<token id>``    string      with the ``requestState`` it records
-==============================  ==========  ==============================================
+=================================  ==========  ===========================================
+key                                type        expires
+=================================  ==========  ===========================================
+``<prefix>session:<session id>``   string      ``ttl`` of each write (the transport's idle
+                                               timeout plus a margin)
+``<prefix>events:<session id>``    stream      ``event_ttl`` after its last refresh (at
+                                               most every ``event_ttl / 4``); about
+                                               ``event_max_len`` entries (``MAXLEN ~``),
+                                               each naming its SSE stream; deleted with
+                                               the session's streams
+``<prefix>round:<token id>``       string      with the ``requestState`` it records
+=================================  ==========  ===========================================
 
 Faults: every Redis error, refused connection or timeout becomes
 :class:`~mcpkit.errors.StoreUnavailable`, naming the URL with its password
@@ -38,9 +40,8 @@ no backoff). A pooled connection that broke while Redis was away is retried
 once at once on a fresh connection, so the store recovers by itself on the
 first operation after Redis returns.
 
-Cluster: the keys of one operation are not hash-tagged (``delete_streams``
-deletes several in one ``DEL``), so this is for a single Redis server (a
-Sentinel-managed primary can be given as a client of your own), not Redis Cluster.
+For a single Redis server (a Sentinel-managed primary can be given as a client
+of your own); Redis Cluster is not supported (no cluster client, no hash tags).
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ __all__ = [
     "redact_url",
 ]
 
-#: Seconds a stream's events stay resumable after the stream's last refresh.
+#: Seconds a session's events stay resumable after its log's last refresh.
 DEFAULT_EVENT_TTL: Final = 3600.0
-#: Events kept per stream (about: Redis trims whole stream nodes, ``MAXLEN ~``).
+#: Events kept per session log (about: Redis trims whole stream nodes, ``MAXLEN ~``).
 DEFAULT_EVENT_MAX_LEN: Final = 1000
 
 _FAILURES: Final = (RedisError, OSError)
@@ -229,28 +230,78 @@ def _position(text: str) -> str | None:
     return text
 
 
-class RedisEventStore:
-    """An :class:`~mcpkit.stores.EventStore` on Redis Streams: one stream key per SSE stream.
+# Delete the entries of some streams from a session's log; the key goes once it is empty.
+_FORGET_LUA: Final = """
+local gone = {}
+for i = 1, #ARGV do gone[ARGV[i]] = true end
+local ids = {}
+for _, entry in ipairs(redis.call('xrange', KEYS[1], '-', '+')) do
+  local fields = entry[2]
+  for j = 1, #fields, 2 do
+    if fields[j] == 's' then
+      if gone[fields[j + 1]] then ids[#ids + 1] = entry[1] end
+      break
+    end
+  end
+end
+for i = 1, #ids, 500 do
+  redis.call('xdel', KEYS[1], unpack(ids, i, math.min(i + 499, #ids)))
+end
+if redis.call('xlen', KEYS[1]) == 0 then redis.call('del', KEYS[1]) end
+return #ids
+"""
 
-    Event ids are ``"<stream id>#<Redis entry id>"``, so a replay is an
-    ``XRANGE`` from just after that entry: every later event once, in order.
-    A *priming* event at the start of a stream costs no command: its id is the
-    position before any entry (``"<stream id>#0-<n>"``). Each stream keeps
-    about ``max_len`` entries (``XADD MAXLEN ~``) and expires ``ttl`` seconds
-    after its last refresh; :meth:`delete_streams` drops a session's streams
-    when it ends.
+
+def _remember(table: OrderedDict[str, Any], key: str, bound: int) -> None:
+    """Mark ``key`` as just used in a bounded LRU table (the oldest entries go past ``bound``)."""
+    table.move_to_end(key)
+    while len(table) > bound:
+        table.popitem(last=False)
+
+
+class RedisEventStore:
+    """An :class:`~mcpkit.stores.EventStore` on Redis Streams: one log per session.
+
+    Stream ids are ``"<session id>/<n>"`` (the transport's); all streams of a
+    session share one Redis stream, ``<prefix>events:<session id>``, whose
+    entries name their stream (field ``s``, the ``<n>``). One log per session
+    rather than per SSE stream: every POST answered with SSE is a stream, and a
+    Redis stream key costs about 4 KB as soon as it holds an entry, plus its own
+    ``PEXPIRE``; the session's log is created once and gets its ttl once.
+
+    Event ids are ``"<stream id>#<Redis entry id>"``, so a replay is one
+    ``XRANGE`` from that entry on, keeping the entries of that stream: every
+    later event once, in order. A *priming* event at the start of a stream
+    costs no command: its id is the position before any entry
+    (``"<stream id>#0-<n>"``). A log keeps about ``max_len`` entries
+    (``XADD MAXLEN ~``) and expires ``ttl`` seconds after its last refresh;
+    :meth:`delete_streams` drops a session's streams when it ends.
 
     Costs, each one round trip: ``store_event`` XADD NOMKSTREAM (1 command);
-    XADD + PEXPIRE (2) for the first event of a stream this process writes,
-    and again every ``ttl / 4`` or when the stream was gone; ``replay_events_after``
-    XRANGE + EXISTS (2); ``delete_streams`` DEL (1).
+    XADD + PEXPIRE (2) for the first event of a session's log this process
+    writes, and again every ``ttl / 4`` or when the log was gone;
+    ``replay_events_after`` XRANGE (1); ``delete_streams`` of one session's
+    streams one EVALSHA (the script runs XRANGE, XDEL, XLEN and DEL: the log's
+    key goes when its last stream does); of several sessions, one per log in a
+    pipeline, after a SCRIPT EXISTS (two round trips).
 
-    When a stream's ttl was last set is remembered per process (the ``max_tracked``
-    most recently written streams); an event of a stream not remembered sets the ttl
-    again, so nothing is ever stored without one.
+    This process remembers when it last set each log's ttl (for the
+    ``max_tracked`` most recently written logs) and which streams it wrote
+    events to (as many); a log not remembered gets its ttl set again, so
+    nothing is ever stored without one.
     """
 
-    __slots__ = ("_priming", "_redis", "_refresh_at", "max_len", "max_tracked", "prefix", "ttl")
+    __slots__ = (
+        "_forget",
+        "_priming",
+        "_redis",
+        "_refresh_at",
+        "_written",
+        "max_len",
+        "max_tracked",
+        "prefix",
+        "ttl",
+    )
 
     def __init__(
         self,
@@ -266,43 +317,47 @@ class RedisEventStore:
         self.ttl = ttl
         self.max_len = max_len
         self.max_tracked = max_tracked
-        # stream id -> when (monotonic) its key's ttl should be set again
+        # log -> when (monotonic) its key's ttl should be set again
         self._refresh_at: OrderedDict[str, float] = OrderedDict()
+        # the streams this process wrote an event to: a priming event mid-stream must be
+        # a real position (the transport only primes a stream before its first event)
+        self._written: OrderedDict[str, None] = OrderedDict()
         self._priming = itertools.count(1)
+        self._forget = redis.client.register_script(_FORGET_LUA)
 
     async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
-        refresh_at = self._refresh_at.get(stream_id)
         if message is None:
-            if refresh_at is None:
+            if stream_id not in self._written:
                 # Nothing of this stream written yet: its start is a position already.
                 return f"{stream_id}#0-{next(self._priming)}"
             data = b""  # mid-stream: a real entry marks the position (never replayed)
         else:
             data = orjson.dumps(message)
-        key = self.prefix + stream_id
+        log, _, suffix = stream_id.rpartition("/")
+        key = self.prefix + log
+        fields: dict[Any, Any] = {b"s": suffix.encode(), b"m": data}
         client = self._redis.client
         now = time.monotonic()
+        refresh_at = self._refresh_at.get(log)
         try:
+            entry = None
             if refresh_at is not None and refresh_at > now:
                 # The key has a ttl we set less than ttl/4 ago; NOMKSTREAM: if it is gone
                 # (deleted, expired, Redis restarted) never create it without one.
                 entry = await client.xadd(
-                    key, {b"m": data}, maxlen=self.max_len, approximate=True, nomkstream=True
+                    key, fields, maxlen=self.max_len, approximate=True, nomkstream=True
                 )
-                if entry is not None:
-                    self._refresh_at.move_to_end(stream_id)
-                    return f"{stream_id}#{_text(entry)}"
-            pipe = client.pipeline(transaction=False)
-            pipe.xadd(key, {b"m": data}, maxlen=self.max_len, approximate=True)
-            pipe.pexpire(key, _ms(self.ttl))
-            entry, _ = await pipe.execute()
+            if entry is None:
+                pipe = client.pipeline(transaction=False)
+                pipe.xadd(key, fields, maxlen=self.max_len, approximate=True)
+                pipe.pexpire(key, _ms(self.ttl))
+                entry, _ = await pipe.execute()
+                self._refresh_at[log] = now + self.ttl / 4
         except _FAILURES as exc:
             self._redis.fail(exc)
-        tracked = self._refresh_at
-        tracked[stream_id] = now + self.ttl / 4
-        tracked.move_to_end(stream_id)
-        while len(tracked) > self.max_tracked:
-            tracked.popitem(last=False)
+        _remember(self._refresh_at, log, self.max_tracked)
+        self._written[stream_id] = None
+        _remember(self._written, stream_id, self.max_tracked)
         return f"{stream_id}#{_text(entry)}"
 
     async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
@@ -310,31 +365,44 @@ class RedisEventStore:
         position = _position(tail) if sep and stream_id else None
         if position is None:
             return None
-        key = self.prefix + stream_id
+        log, _, suffix = stream_id.rpartition("/")
+        wanted = suffix.encode()
         try:
-            pipe = self._redis.client.pipeline(transaction=False)
-            pipe.xrange(key, "(" + position, "+")
-            pipe.exists(key)
-            entries, exists = await pipe.execute()
+            # From the position itself: its own entry proves the stream is known even
+            # when nothing came after it.
+            entries: list[Any] = await self._redis.client.xrange(  # type: ignore[assignment]
+                self.prefix + log, position, "+"
+            )
         except _FAILURES as exc:
             self._redis.fail(exc)
-        if not exists and not position.startswith("0-"):
-            return None  # deleted, expired or never written: unknown
+        mine = [(_text(i), f) for i, f in entries if f.get(b"s") == wanted]
+        if not mine and not position.startswith("0-"):
+            return None  # deleted, expired, trimmed away or never written: unknown
         # A priming id ("0-n") names a stream whose events may not have been written yet.
-        for entry_id, fields in entries:
+        for entry_id, fields in mine:
             data = fields.get(b"m")
-            if data:
-                await send(f"{stream_id}#{entry_id.decode()}", orjson.loads(data))
+            if data and entry_id != position:
+                await send(f"{stream_id}#{entry_id}", orjson.loads(data))
         return stream_id
 
     async def delete_streams(self, stream_ids: Iterable[str]) -> None:
-        ids = list(stream_ids)
-        for stream_id in ids:
-            self._refresh_at.pop(stream_id, None)
-        if not ids:
+        by_log: dict[str, list[str]] = {}
+        for stream_id in stream_ids:
+            log, _, suffix = stream_id.rpartition("/")
+            by_log.setdefault(log, []).append(suffix)
+            self._written.pop(stream_id, None)
+        if not by_log:
             return
         try:
-            await self._redis.client.delete(*(self.prefix + s for s in ids))
+            if len(by_log) == 1:  # the transport's case: one session ends
+                ((log, suffixes),) = by_log.items()
+                await self._forget(keys=[self.prefix + log], args=suffixes)
+                return
+            # A pipeline of scripts: redis-py checks they are loaded first (SCRIPT EXISTS).
+            pipe = self._redis.client.pipeline(transaction=False)
+            for log, suffixes in by_log.items():
+                await self._forget(keys=[self.prefix + log], args=suffixes, client=pipe)
+            await pipe.execute()
         except _FAILURES as exc:
             self._redis.fail(exc)
 
@@ -380,8 +448,9 @@ class RedisStore:
         Put before every key (default ``"mcpkit:"``): servers with different
         prefixes share a Redis without seeing each other's state.
     ``event_ttl``, ``event_max_len``
-        How long a resumable stream's events are kept after its last event
-        (seconds, default 3600) and about how many per stream (default 1000).
+        How long a session's events (all its resumable streams, one log) are
+        kept after its last event (seconds, default 3600; the ttl is set again
+        at most every ``event_ttl / 4``) and about how many (default 1000).
     ``connect_timeout``, ``timeout``
         Seconds to open a connection and to wait for an answer (default 2
         each): the bound on how long an operation may take while Redis is

@@ -25,7 +25,12 @@ uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
 ``_meta``, ``Mcp-Method``/``Mcp-Name`` headers). Each HTTP request goes on one
 keep-alive connection and is answered before the next is sent, so the count also
-holds the event loop's own work per request.
+holds the event loop's own work per request. ``http-auth`` is ``http-stateful``
+protected by ``ProtectedResource`` with a ``JWTVerifier`` (RS256, keys handed to the
+server in a file, the verified token cached as deployed), every request carrying
+its bearer token: compare it with ``http-stateful`` for what protection costs, and
+with ``http-bearer`` (the unprotected server sent the same header, which it
+ignores) for what is mcpkit's own part of that cost rather than the bigger request.
 
 To compare two commits, check the older one out in a second worktree and run the
 script once with each on ``PYTHONPATH`` (``git worktree add /tmp/before <commit>``;
@@ -51,7 +56,8 @@ from typing import IO, Any
 import orjson
 from _util import PROTOCOL_VERSION, SERVERS, child_env, free_port
 
-PATHS = ("stdio", "http-stateful", "http-stateless", "http-2026")
+PATHS = ("stdio", "http-stateful", "http-stateless", "http-2026", "http-auth", "http-bearer")
+AUTH_ISSUER = "https://auth.bench.invalid"
 TEXT = "hello from the bench"
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -169,11 +175,16 @@ class Connection:
 def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     port = free_port()
     mode = "stateless" if path == "http-stateless" else "stateful"
+    env = server_env(seed)
+    impl, auth_headers = "mcpkit", {}
+    if path in ("http-auth", "http-bearer"):
+        impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
+        auth_headers = _protect(env, out.parent, f"http://127.0.0.1:{port}/mcp")
     proc = subprocess.Popen(
-        [*callgrind(out), str(SERVERS / "http_server.py"), "mcpkit", mode, str(port)],
+        [*callgrind(out), str(SERVERS / "http_server.py"), impl, mode, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=server_env(seed),
+        env=env,
     )
     try:
         deadline = time.monotonic() + 120
@@ -186,8 +197,8 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
                     raise RuntimeError("the server did not start") from None
                 time.sleep(0.2)
         meta: dict[str, Any] | None = None
-        headers = {"MCP-Protocol-Version": PROTOCOL_VERSION}
-        if path == "http-stateful":
+        headers = {"MCP-Protocol-Version": PROTOCOL_VERSION, **auth_headers}
+        if path in ("http-stateful", "http-auth", "http-bearer"):
             _, fields, _ = conn.post(INITIALIZE, headers)
             headers["Mcp-Session-Id"] = fields["mcp-session-id"]
             conn.post(INITIALIZED, headers)
@@ -207,6 +218,20 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
         if proc.poll() is None:
             proc.kill()
     return total(out)
+
+
+def _protect(env: dict[str, str], workdir: Path, resource: str) -> dict[str, str]:
+    """Set up the protected server's JWKS (env) and return the request's bearer header."""
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, parameters={"kid": "bench"})
+    jwks = workdir / "jwks.json"
+    jwks.write_bytes(orjson.dumps({"keys": [key.as_dict(private=False)]}))
+    env.update(BENCH_JWKS_FILE=str(jwks), BENCH_ISSUER=AUTH_ISSUER, BENCH_RESOURCE=resource)
+    now = int(time.time())
+    claims = {"iss": AUTH_ISSUER, "sub": "bench", "aud": resource, "iat": now, "exp": now + 86400}
+    return {"Authorization": "Bearer " + jwt.encode({"alg": "RS256", "kid": "bench"}, claims, key)}
 
 
 def count(path: str, n: int, workdir: Path, seed: int) -> int:

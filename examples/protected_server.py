@@ -63,17 +63,22 @@ notes: dict[str, list[str]] = {}
 @server.tool(scopes=["notes:write"])  # a token without it gets 403 insufficient_scope
 async def add_note(text: str, ctx: Context) -> str:
     """Keep a note for the caller (each subject has its own notes)."""
-    assert ctx.auth is not None  # the HTTP layer let the request in: it has a token
-    mine = notes.setdefault(ctx.auth.subject or "?", [])
+    who = _caller(ctx)
+    mine = notes.setdefault(who, [])
     mine.append(text)
-    return f"{len(mine)} note(s) for {ctx.auth.subject}"
+    return f"{len(mine)} note(s) for {who}"
 
 
 @server.tool(scopes=["notes:read"])
 async def my_notes(ctx: Context) -> list[str]:
     """The caller's notes."""
-    assert ctx.auth is not None
-    return notes.get(ctx.auth.subject or "?", [])
+    return notes.get(_caller(ctx), [])
+
+
+def _caller(ctx: Context) -> str:
+    # Over HTTP the token's subject; over stdio (unauthenticated by the specification:
+    # the local user started the server) there is no token, so one shared notebook.
+    return (ctx.auth.subject or "?") if ctx.auth is not None else "local user"
 
 
 if __name__ == "__main__":

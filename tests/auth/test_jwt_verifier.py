@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from joserfc import jws
-from joserfc.jwk import ECKey, OctKey, OKPKey, RSAKey
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from mcpkit.auth import JWTVerifier
 from mcpkit.errors import ConfigurationError, InsufficientScope, InvalidToken, VerifierUnavailable
-from tests.auth.verifier_endpoints import ISSUER, RESOURCE, JWKSEndpoint, sign
+from tests.auth.verifier_endpoints import ISSUER, RESOURCE, JWKSEndpoint, forge_hs256, sign
 from tests.transports.conftest import run_app
 
 RSA = RSAKey.generate_key(2048, parameters={"kid": "default"})
@@ -160,9 +160,7 @@ async def test_alg_none_is_refused_without_fetching_keys(jwks: tuple[JWKSEndpoin
 async def test_hmac_signed_with_the_public_key_is_refused(jwks: tuple[JWKSEndpoint, str]) -> None:
     _, uri = jwks
     pem = RSA.as_pem(private=False)
-    with pytest.warns(Warning):  # joserfc itself warns that a PEM is no HMAC secret
-        forged_key = OctKey.import_key(pem)
-    forged = sign(forged_key, alg="HS256")
+    forged = forge_hs256(pem)
     # The default allow-list has no HMAC at all ...
     assert "algorithm not allowed" in await refused(verifier(uri), forged)
     # ... and where HMAC is allowed, an RSA public key is never used as its secret.

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import hmac
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,19 +28,8 @@ ISSUER = "https://auth.example.com"
 RESOURCE = "https://mcp.example.com/mcp"
 
 
-def sign(
-    key: Key,
-    claims: dict[str, Any] | None = None,
-    *,
-    alg: str = "RS256",
-    kid: str | None = "default",
-    typ: str | None = "at+jwt",
-    **overrides: Any,
-) -> str:
-    """A JWT signed with ``key``: valid access-token claims unless ``claims``/``overrides`` say else.
-
-    An override set to None removes that claim.
-    """
+def claims_for(claims: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:
+    """Valid access-token claims unless ``claims``/``overrides`` say else (None removes one)."""
     now = int(time.time())
     body: dict[str, Any] = {
         "iss": ISSUER,
@@ -51,13 +43,46 @@ def sign(
     }
     body.update(claims or {})
     body.update(overrides)
-    body = {k: v for k, v in body.items() if v is not None}
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def sign(
+    key: Key,
+    claims: dict[str, Any] | None = None,
+    *,
+    alg: str = "RS256",
+    kid: str | None = "default",
+    typ: str | None = "at+jwt",
+    **overrides: Any,
+) -> str:
+    """A JWT signed with ``key``: valid access-token claims unless ``claims``/``overrides`` say else.
+
+    An override set to None removes that claim.
+    """
     header: dict[str, Any] = {"alg": alg}
     if kid is not None:
         header["kid"] = kid
     if typ is not None:
         header["typ"] = typ
-    return jwt.encode(header, body, key, algorithms=[alg], default_type=None)
+    return jwt.encode(
+        header, claims_for(claims, **overrides), key, algorithms=[alg], default_type=None
+    )
+
+
+def forge_hs256(secret: bytes, *, kid: str = "default", **overrides: Any) -> str:
+    """The key-confusion attack: a token HMAC-signed with ``secret`` (a server's RSA public
+    key, which an attacker has). Built by hand: JOSE libraries refuse to make such a key."""
+
+    def part(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    header = {"alg": "HS256", "kid": kid, "typ": "at+jwt"}
+    signing_input = ".".join(
+        part(json.dumps(x, separators=(",", ":")).encode())
+        for x in (header, claims_for(**overrides))
+    )
+    mac = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{part(mac)}"
 
 
 @dataclass

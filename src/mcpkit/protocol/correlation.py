@@ -1,4 +1,4 @@
-"""Requests we sent and await an answer to: ids, matching, cancellation, progress.
+"""Requests in flight both ways: ids, matching, cancellation, progress.
 
 Both ends of MCP send requests: the client its calls, the server its sampling,
 elicitation, roots and ping requests to the client. The rules for those are the
@@ -28,13 +28,40 @@ a caller awaits, its timer):
 The table holds only pending requests: every entry leaves it by an answer, a
 cancellation, :meth:`Outgoing.forget` or :meth:`Outgoing.drain`, so it never
 holds more than the requests in flight.
+
+The other way, :class:`Incoming` holds the peer's requests this side is serving
+(the server its client's calls, the client the server's sampling, elicitation,
+roots and ping requests), by the id the peer chose:
+
+- a request whose id is still being served is refused (basic § requests: ids
+  are unique among the sender's unanswered requests); the first one keeps the
+  id, and stays cancellable by it;
+- at most ``limit`` are served at once (None: no bound), so a peer cannot make
+  this side work without bound;
+- ``notifications/cancelled`` finds the request it names by that id; ids are
+  kept exactly as decoded (an integer beyond 64 bits is an exact ``int``, see
+  ``jsonrpc.exact_ids``), so a cancellation can only name the request it means;
+- an entry leaves the table when its request is done (:meth:`Incoming.done`,
+  only if the entry is still that request's) or answered early
+  (:meth:`Incoming.release`).
+
+What a request is to the driver (a task, a request object with its task) is its
+*handle*: stored and handed back, never looked inside.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-__all__ = ["NOT_CANCELLED", "Outgoing", "Pending", "Reply", "ReplyKind"]
+__all__ = [
+    "NOT_CANCELLED",
+    "Admission",
+    "Incoming",
+    "Outgoing",
+    "Pending",
+    "Reply",
+    "ReplyKind",
+]
 
 # Outgoing requests never followed by notifications/cancelled (see the module docstring).
 NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
@@ -200,3 +227,106 @@ class Outgoing:
         pending = list(self._pending.values())
         self._pending.clear()
         return pending
+
+
+class Admission:
+    """Why :meth:`Incoming.admit` refused a request (it returns None when it admits one).
+
+    Plain strings, as :class:`Reply`, for the same reason: this runs per request.
+    """
+
+    DUPLICATE: Final = "duplicate"  # a request with this id is still being served
+    FULL: Final = "full"  # ``limit`` requests are being served already
+
+
+class Incoming:
+    """The peer's requests this side is serving, by id (see the module docstring)."""
+
+    __slots__ = ("_serving", "limit")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self._serving: dict[Any, Any] = {}
+        # Requests served at once, at most (None: no bound). A plain attribute: the
+        # HTTP transports set it on each session they make.
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self._serving)
+
+    def __contains__(self, rid: object) -> bool:
+        try:
+            return rid in self._serving
+        except TypeError:
+            return False
+
+    def get(self, rid: Any) -> Any:
+        """The handle of the request ``rid`` being served, or None."""
+        try:
+            return self._serving.get(rid)
+        except TypeError:  # an array or object as the id: never admitted
+            return None
+
+    def admit(self, rid: Any, handle: Any) -> Literal["duplicate", "full"] | None:
+        """Start serving the request ``rid`` (its ``handle`` stored), or say why not:
+        :attr:`Admission.DUPLICATE` or :attr:`Admission.FULL`; then nothing changes.
+
+        ``rid`` is a valid request id (a string or an integer, as ``jsonrpc.classify``
+        lets through), so it can be a key.
+        """
+        serving = self._serving
+        if rid in serving:
+            return "duplicate"
+        limit = self.limit
+        if limit is not None and len(serving) >= limit:
+            return "full"
+        serving[rid] = handle
+        return None
+
+    def refuses(self, rid: Any) -> Literal["duplicate", "full"] | None:
+        """What :meth:`admit` would say for ``rid`` now, without admitting it (a driver
+        that makes the handle only for a request it serves asks first)."""
+        if rid in self._serving:
+            return "duplicate"
+        limit = self.limit
+        if limit is not None and len(self._serving) >= limit:
+            return "full"
+        return None
+
+    def done(self, rid: Any, handle: Any) -> None:
+        """The request ``rid`` is done: forget it, if ``handle`` is still the one
+        served under that id (not a later request that took the freed id)."""
+        serving = self._serving
+        if serving.get(rid) is handle:
+            del serving[rid]
+
+    def release(self, rid: Any) -> Any:
+        """The peer has its answer to ``rid`` while the work goes on (a call paused
+        for input, 2026-07-28): the id is free for a new request and no longer
+        cancels the work. Returns the handle, or None."""
+        try:
+            return self._serving.pop(rid, None)
+        except TypeError:
+            return None
+
+    def cancelled(self, params: Any) -> Any:
+        """The handle of the request a ``notifications/cancelled`` (its ``params``)
+        names, when that request is being served; None for anything else (no
+        ``requestId``, one that is not an id, one not being served). The entry stays
+        until :meth:`done`: the driver stops the work, which then finishes."""
+        if type(params) is not dict:
+            return None
+        rid = params.get("requestId")
+        kind = type(rid)
+        if kind is not int and kind is not str:  # not True for 1: bool is not an id
+            return None
+        return self._serving.get(rid)
+
+    def handles(self) -> list[Any]:
+        """Every request being served (a copy: stopping them may change the table)."""
+        return list(self._serving.values())
+
+    def clear(self) -> list[Any]:
+        """Empty the table (the connection ended); returns every handle it held."""
+        handles = list(self._serving.values())
+        self._serving.clear()
+        return handles

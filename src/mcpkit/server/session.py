@@ -27,7 +27,7 @@ from ..errors import (
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
-from ..protocol.correlation import Outgoing, Reply
+from ..protocol.correlation import Incoming, Outgoing, Reply
 from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
@@ -135,14 +135,13 @@ class ServerSession:
     __slots__ = (
         "__weakref__",
         "_handlers",
-        "_inflight",
         "_outgoing",
         "client_capabilities",
         "client_info",
         "detached",
+        "inflight",
         "inputs",
         "log_level",
-        "max_inflight",
         "revision",
         "server",
         "session_id",
@@ -175,11 +174,11 @@ class ServerSession:
         self.inputs: ParkedCall | None = None
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
-        self._inflight: dict[Any, Request] = {}
-        # Requests served at once, at most (None: no cap). The HTTP transports set it:
-        # their clients can leave calls running by dropping connections, with no stream
-        # to slow down, unlike stdio (which stops reading instead).
-        self.max_inflight: int | None = None
+        # The client's requests being served, by id (handles: their Request objects).
+        # Its limit (None: no cap) is set by the HTTP transports: their clients can
+        # leave calls running by dropping connections, with no stream to slow down,
+        # unlike stdio (which stops reading instead).
+        self.inflight = Incoming()
         # Our requests to the client: made on first use (see the ``outgoing`` property).
         self._outgoing: Outgoing | None = None
         # Handshake-era requests reach the middleware through the wrapped table; on
@@ -254,7 +253,7 @@ class ServerSession:
             # server/discover probe): the era is decided per request, so serve it alone.
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
             # Shared, so notifications/cancelled on this connection reaches the request.
-            single._inflight = self._inflight
+            single.inflight = self.inflight
             resp = await serve_stateless(single, msg, send, auth_info, single._serve_request)
         else:
             resp = await self._serve_request(msg, send, auth_info)
@@ -279,28 +278,11 @@ class ServerSession:
         handler = self._handlers.get(method)
         if handler is None:
             return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
-        inflight = self._inflight
-        if rid in inflight:
-            # The first request keeps its id (and stays cancellable by it): ids are unique
-            # among the sender's unanswered requests (basic § requests).
-            return jsonrpc.error_response(
-                rid,
-                INVALID_REQUEST,
-                "Invalid request: a request with this id is still in flight; request ids "
-                "must be unique among unanswered requests",
-            )
-        cap = self.max_inflight
-        if cap is not None and len(inflight) >= cap:
-            return jsonrpc.error_response(
-                rid,
-                INVALID_REQUEST,
-                f"Invalid request: too many requests in flight on this session (the limit "
-                f"is {cap}); wait for answers, or cancel requests, before sending more",
-                {"maxInflight": cap},
-            )
         req = Request(self, msg, send, auth_info)
+        inflight = self.inflight
+        if inflight.admit(rid, req) is not None:
+            return self._refuse_admission(rid)
         req.task = asyncio.current_task()
-        inflight[rid] = req
         try:
             result = await handler(self, req)
         except MCPError as exc:
@@ -321,9 +303,27 @@ class ServerSession:
                 "error": to_jsonrpc_error(exc, debug=self.server.debug),
             }
         finally:
-            if inflight.get(rid) is req:
-                del inflight[rid]
+            inflight.done(rid, req)
         return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    def _refuse_admission(self, rid: Any) -> dict[str, Any]:
+        if rid in self.inflight:
+            # The first request keeps its id (and stays cancellable by it): ids are unique
+            # among the sender's unanswered requests (basic § requests).
+            return jsonrpc.error_response(
+                rid,
+                INVALID_REQUEST,
+                "Invalid request: a request with this id is still in flight; request ids "
+                "must be unique among unanswered requests",
+            )
+        cap = self.inflight.limit
+        return jsonrpc.error_response(
+            rid,
+            INVALID_REQUEST,
+            f"Invalid request: too many requests in flight on this session (the limit "
+            f"is {cap}); wait for answers, or cancel requests, before sending more",
+            {"maxInflight": cap},
+        )
 
     def _refusal(self, method: str) -> str:
         if self.state is State.CLOSED:
@@ -338,10 +338,10 @@ class ServerSession:
         if method == "notifications/initialized":
             self.state = next_state(self.state, method)
         elif method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            if jsonrpc.valid_id(request_id):
+            req = self.inflight.cancelled(params)
+            if req is not None:
                 reason = params.get("reason")
-                self.cancel(request_id, reason if isinstance(reason, str) else None)
+                self._stop(req, reason if isinstance(reason, str) else None)
         elif method == "notifications/roots/list_changed":
             for callback in self.server._roots_changed:
                 asyncio.get_running_loop().call_soon(_spawn, callback, self)
@@ -370,14 +370,17 @@ class ServerSession:
         """The client has its answer to ``request_id`` while its handler goes on (a call
         paused for input, MRTR): the id is free for a new request (2026-07-28 basic §
         requests), and no longer cancels the paused handler."""
-        self._inflight.pop(request_id, None)
+        self.inflight.release(request_id)
 
     def cancel(self, request_id: Any, reason: str | None = None) -> bool:
-        """Cancel an in-flight request (``notifications/cancelled``)."""
-        req = self._inflight.get(request_id)
-        if req is None or req.method == "initialize":
+        """Cancel an in-flight request (as ``notifications/cancelled`` does)."""
+        req = self.inflight.get(request_id)
+        return req is not None and self._stop(req, reason)
+
+    def _stop(self, req: Request, reason: str | None) -> bool:
+        if req.method == "initialize":  # it MUST NOT be cancelled (basic/lifecycle)
             return False
-        log.debug("request %r cancelled: %s", request_id, reason)
+        log.debug("request %r cancelled: %s", req.id, reason)
         req.signal._set()
         if req.task is not None:
             req.task.cancel()
@@ -495,7 +498,7 @@ class ServerSession:
                 fut = entry.waiter
                 if not fut.done():
                     fut.set_exception(ConnectionClosed("the session was closed"))
-        for req in list(self._inflight.values()):
+        for req in self.inflight.handles():
             req.signal._set()
             if req.task is not None and req.task is not asyncio.current_task():
                 req.task.cancel()

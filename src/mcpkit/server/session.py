@@ -1,18 +1,25 @@
 """One client's session on a server: lifecycle, dispatch, server→client requests.
 
-The session is transport-agnostic. A transport hands it decoded messages with
-a ``send`` coroutine for the stream they arrived on (the stdout writer for
-stdio, the request's SSE stream for Streamable HTTP) and gets back the
-response to write. Related notifications and requests made while serving a
-request go to that request's ``send``; unrelated ones (list changes, resource
-updates) go to ``standalone`` when the transport has one.
+The session is transport-agnostic, and every transport feeds it the same way:
+each decoded message goes to :meth:`ServerSession.receive`, which says what it
+is (a :class:`~mcpkit.protocol.jsonrpc.Kind`) and takes care at once of what
+needs no answer (notifications, the client's answers to our requests). A
+request or a batch is left to the transport to schedule as it sees fit (a task
+per request on stdio; a JSON body, an SSE stream or a 202 on HTTP), by awaiting
+:meth:`~ServerSession.serve` or :meth:`~ServerSession.serve_batch` with a
+``send`` coroutine for the stream it arrived on (the stdout writer for stdio,
+the request's SSE stream for Streamable HTTP); they return the response to
+write. Related notifications and requests made while serving a request go to
+that request's ``send``; unrelated ones (list changes, resource updates) go to
+``standalone`` when the transport has one. :meth:`~ServerSession.handle` does
+both steps for one message, for callers that need no scheduling of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -198,20 +205,42 @@ class ServerSession:
         return outgoing
 
     # -- inbound -----------------------------------------------------------------------------
-    async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
-        """Handle one decoded message; returns the response to write, if any."""
+    def receive(self, msg: Any, defer: Callable[..., object] | None = None) -> Kind:
+        """Take one decoded message (the entry point of every transport); say what it is.
+
+        - ``REQUEST``: the transport serves it when it chooses: ``await serve(msg, send)``.
+        - ``BATCH`` (a JSON array): likewise, ``await serve_batch(msg, send)``.
+        - ``NOTIFICATION``, ``RESPONSE``, ``ERROR``: handled here (lifecycle,
+          cancellation, answers to our requests); nothing to write. With ``defer``
+          (``loop.call_soon``) that happens in the callback it schedules instead: stdio
+          does so, so that a ``notifications/cancelled`` read right after its request
+          finds it, the request's task having taken its first step.
+        - ``INVALID``: not JSON-RPC; the transport answers ``jsonrpc.invalid_request(msg)``.
+        """
         kind = classify(msg)
         if kind is Kind.REQUEST:
-            return await self.handle_request(msg, send, auth_info=auth_info)
-        if kind is Kind.NOTIFICATION:
-            self.handle_notification(msg)
-            return None
-        if kind is Kind.RESPONSE or kind is Kind.ERROR:
-            self.handle_response(msg)
-            return None
-        return jsonrpc.invalid_request(msg)
+            return kind
+        if kind is Kind.INVALID:
+            return Kind.BATCH if type(msg) is list else kind
+        if defer is not None:
+            defer(self.receive, msg)
+        elif kind is Kind.NOTIFICATION:
+            self._notification(msg)
+        else:
+            self._response(msg)
+        return kind
 
-    async def handle_batch(
+    async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
+        """:meth:`receive` one message, and :meth:`serve` it if it is a request; returns
+        the response to write, if any (a batch is refused here: see :meth:`serve_batch`)."""
+        kind = self.receive(msg)
+        if kind is Kind.REQUEST:
+            return await self.serve(msg, send, auth_info=auth_info)
+        if kind is Kind.INVALID or kind is Kind.BATCH:
+            return jsonrpc.invalid_request(msg)
+        return None
+
+    async def serve_batch(
         self, batch: list[Any], send: Send, *, auth_info: Any = None
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """A JSON-RPC array: only 2025-03-26 allows batches (2025-06-18 changelog).
@@ -236,7 +265,9 @@ class ServerSession:
         results = await asyncio.gather(*(self.handle(m, send, auth_info=auth_info) for m in batch))
         return [r for r in results if r is not None]
 
-    async def handle_request(
+    handle_batch = serve_batch  # its earlier name
+
+    async def serve(
         self,
         msg: dict[str, Any],
         send: Send,
@@ -244,8 +275,9 @@ class ServerSession:
         auth_info: Any = None,
         envelope: Envelope | None = None,
     ) -> dict[str, Any] | None:
-        """Serve one request; ``envelope``: its 2026-07-28 ``_meta``, when the transport
-        has read it already."""
+        """Serve one request (one :meth:`receive` called ``REQUEST``); returns the
+        response to write, None when the client cancelled it. ``envelope``: its
+        2026-07-28 ``_meta``, when the transport has read it already."""
         if self.revision.era == "stateless":
             resp = await serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
         elif self.state is State.NEW and not self.stateless and is_stateless_request(msg):
@@ -261,6 +293,18 @@ class ServerSession:
         if type(rid) is int and resp is not None and (rid > _MAX_INT or rid < _MIN_INT):
             resp["id"] = jsonrpc.wire_id(rid)  # beyond what orjson writes: exact digits
         return resp
+
+    def serve_2026(
+        self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
+    ) -> Coroutine[Any, Any, dict[str, Any] | None]:
+        """The coroutine :meth:`serve` awaits for a request of a 2026-07-28 session, for a
+        transport that steps it itself: the Streamable HTTP POST path runs its first step
+        in the ASGI task and the rest only if it suspends (watching for a disconnect);
+        not awaiting :meth:`serve` saves a coroutine level per request."""
+        return serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
+
+    # Earlier names, which tests and benchmarks still call.
+    handle_request = serve
 
     async def _serve_request(
         self, msg: dict[str, Any], send: Send, auth_info: Any = None
@@ -332,7 +376,7 @@ class ServerSession:
             return "Invalid request: the session is already initialized"
         return f"Invalid request: '{method}' received before initialization"
 
-    def handle_notification(self, msg: dict[str, Any]) -> None:
+    def _notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
         params = msg.get("params") or {}
         if method == "notifications/initialized":
@@ -347,7 +391,7 @@ class ServerSession:
                 asyncio.get_running_loop().call_soon(_spawn, callback, self)
         # Other notifications (progress for our requests, unknown ones) are ignored.
 
-    def handle_response(self, msg: dict[str, Any]) -> None:
+    def _response(self, msg: dict[str, Any]) -> None:
         reply, entry = self.outgoing.answer(msg)
         if entry is None:
             log.debug("response to a request id that is not pending (%s): %r", reply, msg.get("id"))

@@ -146,7 +146,8 @@ class ServerHandlers:
     ) -> None:
         self.session = session
         # The server's requests being handled (handles: their tasks), at most that many.
-        self.serving = Incoming(max_server_requests)
+        self.serving = Incoming()
+        self.serving.limit = max_server_requests
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
         self.roots = roots
@@ -202,7 +203,7 @@ class ServerHandlers:
         return limit
 
     def close(self) -> None:
-        for task in self.serving.clear():
+        for task in self.serving.drain():
             task.cancel()
         for task in list(self._tasks):
             task.cancel()

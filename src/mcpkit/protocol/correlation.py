@@ -239,32 +239,18 @@ class Admission:
     FULL: Final = "full"  # ``limit`` requests are being served already
 
 
-class Incoming:
-    """The peer's requests this side is serving, by id (see the module docstring)."""
+class Incoming(dict[Any, Any]):
+    """The peer's requests this side is serving: request id → handle (see the module
+    docstring).
 
-    __slots__ = ("_serving", "limit")
+    A dict, so that making one costs no Python call (every 2026-07-28 POST gets a
+    session of its own, and with it one of these) and looking an id up is the dict's
+    own ``in`` / ``get``. Change it only through the methods below: they hold the rules.
+    """
 
-    def __init__(self, limit: int | None = None) -> None:
-        self._serving: dict[Any, Any] = {}
-        # Requests served at once, at most (None: no bound). A plain attribute: the
-        # HTTP transports set it on each session they make.
-        self.limit = limit
-
-    def __len__(self) -> int:
-        return len(self._serving)
-
-    def __contains__(self, rid: object) -> bool:
-        try:
-            return rid in self._serving
-        except TypeError:
-            return False
-
-    def get(self, rid: Any) -> Any:
-        """The handle of the request ``rid`` being served, or None."""
-        try:
-            return self._serving.get(rid)
-        except TypeError:  # an array or object as the id: never admitted
-            return None
+    # Requests served at once, at most (None: no bound). The HTTP transports set it on
+    # each session they make; the client sets its ``max_server_requests``.
+    limit: int | None = None
 
     def admit(self, rid: Any, handle: Any) -> Literal["duplicate", "full"] | None:
         """Start serving the request ``rid`` (its ``handle`` stored), or say why not:
@@ -273,39 +259,37 @@ class Incoming:
         ``rid`` is a valid request id (a string or an integer, as ``jsonrpc.classify``
         lets through), so it can be a key.
         """
-        serving = self._serving
-        if rid in serving:
+        if rid in self:
             return "duplicate"
         limit = self.limit
-        if limit is not None and len(serving) >= limit:
+        if limit is not None and len(self) >= limit:
             return "full"
-        serving[rid] = handle
+        self[rid] = handle
         return None
 
     def refuses(self, rid: Any) -> Literal["duplicate", "full"] | None:
         """What :meth:`admit` would say for ``rid`` now, without admitting it (a driver
         that makes the handle only for a request it serves asks first)."""
-        if rid in self._serving:
+        if rid in self:
             return "duplicate"
         limit = self.limit
-        if limit is not None and len(self._serving) >= limit:
+        if limit is not None and len(self) >= limit:
             return "full"
         return None
 
     def done(self, rid: Any, handle: Any) -> None:
         """The request ``rid`` is done: forget it, if ``handle`` is still the one
         served under that id (not a later request that took the freed id)."""
-        serving = self._serving
-        if serving.get(rid) is handle:
-            del serving[rid]
+        if self.get(rid) is handle:
+            del self[rid]
 
     def release(self, rid: Any) -> Any:
         """The peer has its answer to ``rid`` while the work goes on (a call paused
         for input, 2026-07-28): the id is free for a new request and no longer
         cancels the work. Returns the handle, or None."""
         try:
-            return self._serving.pop(rid, None)
-        except TypeError:
+            return self.pop(rid, None)
+        except TypeError:  # an array or object as the id: never admitted
             return None
 
     def cancelled(self, params: Any) -> Any:
@@ -319,14 +303,14 @@ class Incoming:
         kind = type(rid)
         if kind is not int and kind is not str:  # not True for 1: bool is not an id
             return None
-        return self._serving.get(rid)
+        return self.get(rid)
 
     def handles(self) -> list[Any]:
         """Every request being served (a copy: stopping them may change the table)."""
-        return list(self._serving.values())
+        return list(self.values())
 
-    def clear(self) -> list[Any]:
+    def drain(self) -> list[Any]:
         """Empty the table (the connection ended); returns every handle it held."""
-        handles = list(self._serving.values())
-        self._serving.clear()
+        handles = list(self.values())
+        self.clear()
         return handles

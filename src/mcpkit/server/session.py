@@ -85,8 +85,14 @@ class Request:
         params = msg.get("params")
         self.params: dict[str, Any] = params if params is not None else {}
         meta = self.params.get("_meta")
-        self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
-        self.progress_token: str | int | None = jsonrpc.progress_token(meta)
+        self.meta: dict[str, Any]
+        self.progress_token: str | int | None
+        if isinstance(meta, dict):
+            self.meta = meta
+            self.progress_token = jsonrpc.progress_token(meta)
+        else:  # most requests: no call to make
+            self.meta = {}
+            self.progress_token = None
         self.send_raw = send
         self.auth_info = auth_info
         self._signal: CancelSignal | None = None  # made when first asked for: most never are
@@ -267,41 +273,50 @@ class ServerSession:
 
     handle_batch = serve_batch  # its earlier name
 
-    async def serve(
+    def serve(
         self,
         msg: dict[str, Any],
         send: Send,
         *,
         auth_info: Any = None,
         envelope: Envelope | None = None,
-    ) -> dict[str, Any] | None:
-        """Serve one request (one :meth:`receive` called ``REQUEST``); returns the
+    ) -> Coroutine[Any, Any, dict[str, Any] | None]:
+        """Serve one request (one :meth:`receive` called ``REQUEST``): await it for the
         response to write, None when the client cancelled it. ``envelope``: its
-        2026-07-28 ``_meta``, when the transport has read it already."""
+        2026-07-28 ``_meta``, when the transport has read it already.
+
+        A plain function returning the coroutine to await, so that a handshake-era
+        request (the common case) runs one coroutine level deep, not two.
+        """
+        if self.revision.era == "stateless" or (
+            self.state is State.NEW and not self.stateless and is_stateless_request(msg)
+        ):
+            return self._serve_2026_request(msg, send, auth_info, envelope)
+        return self._serve_request(msg, send, auth_info)
+
+    async def _serve_2026_request(
+        self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
+    ) -> dict[str, Any] | None:
         if self.revision.era == "stateless":
-            resp = await serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
-        elif self.state is State.NEW and not self.stateless and is_stateless_request(msg):
+            resp = await serve_stateless(self, msg, send, auth_info, envelope)
+        else:
             # A 2026-07-28 request on a connection that has not initialized (stdio's
             # server/discover probe): the era is decided per request, so serve it alone.
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
             # Shared, so notifications/cancelled on this connection reaches the request.
             single.inflight = self.inflight
-            resp = await serve_stateless(single, msg, send, auth_info, single._serve_request)
-        else:
-            resp = await self._serve_request(msg, send, auth_info)
+            resp = await serve_stateless(single, msg, send, auth_info)
         rid = msg["id"]
         if type(rid) is int and resp is not None and (rid > _MAX_INT or rid < _MIN_INT):
             resp["id"] = jsonrpc.wire_id(rid)  # beyond what orjson writes: exact digits
         return resp
 
-    def serve_2026(
-        self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
-    ) -> Coroutine[Any, Any, dict[str, Any] | None]:
-        """The coroutine :meth:`serve` awaits for a request of a 2026-07-28 session, for a
-        transport that steps it itself: the Streamable HTTP POST path runs its first step
-        in the ASGI task and the rest only if it suspends (watching for a disconnect);
-        not awaiting :meth:`serve` saves a coroutine level per request."""
-        return serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
+    # serve_2026(msg, send, auth_info, envelope): the coroutine serve awaits for a request
+    # of a 2026-07-28 session, for a transport that steps it itself (the Streamable HTTP
+    # POST path runs its first step in the ASGI task, and the rest only if it suspends,
+    # watching for a disconnect). The function itself, not a wrapper: no call more per
+    # request than calling serve_stateless directly.
+    serve_2026 = serve_stateless
 
     # Earlier names, which tests and benchmarks still call.
     handle_request = serve
@@ -310,7 +325,9 @@ class ServerSession:
         self, msg: dict[str, Any], send: Send, auth_info: Any = None
     ) -> dict[str, Any] | None:
         method: str = msg["method"]
-        rid = msg["id"]
+        key = rid = msg["id"]
+        if type(rid) is int and (rid > _MAX_INT or rid < _MIN_INT):
+            rid = jsonrpc.wire_id(rid)  # in answers: beyond what orjson writes, exact digits
         if self.state is not State.READY and not self.stateless and not allowed(self.state, method):
             return jsonrpc.error_response(rid, INVALID_REQUEST, self._refusal(method))
         if method == "initialize" and not self.stateless:
@@ -324,8 +341,8 @@ class ServerSession:
             return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
         req = Request(self, msg, send, auth_info)
         inflight = self.inflight
-        if inflight.admit(rid, req) is not None:
-            return self._refuse_admission(rid)
+        if inflight.admit(key, req) is not None:  # the exact id: as cancellations name it
+            return self._refuse_admission(key, rid)
         req.task = asyncio.current_task()
         try:
             result = await handler(self, req)
@@ -347,11 +364,11 @@ class ServerSession:
                 "error": to_jsonrpc_error(exc, debug=self.server.debug),
             }
         finally:
-            inflight.done(rid, req)
+            inflight.done(key, req)
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
-    def _refuse_admission(self, rid: Any) -> dict[str, Any]:
-        if rid in self.inflight:
+    def _refuse_admission(self, key: Any, rid: Any) -> dict[str, Any]:
+        if key in self.inflight:
             # The first request keeps its id (and stays cancellable by it): ids are unique
             # among the sender's unanswered requests (basic § requests).
             return jsonrpc.error_response(

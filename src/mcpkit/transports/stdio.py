@@ -119,6 +119,9 @@ class _StdioConnection(asyncio.Protocol):
         self._signalled: asyncio.Future[None] = self._loop.create_future()
         self._eof = False
         self.session: ServerSession = server.create_session(standalone=self.send)
+        # Bound once: read per message, and a bound method is made anew at each lookup.
+        self._receive = self.session.receive
+        self._defer = self._loop.call_soon
 
     # -- inbound (asyncio.Protocol) -----------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -223,7 +226,7 @@ class _StdioConnection(asyncio.Protocol):
         # Notifications and answers to our requests run (deferred by receive) after the
         # tasks of the requests read before them took their first step, so
         # `notifications/cancelled` finds a request that was just read, as if sequential.
-        kind = self.session.receive(msg, self._loop.call_soon)
+        kind = self._receive(msg, self._defer)
         if kind is Kind.REQUEST:
             task = self._spawn(self._serve_request(msg))
             if task is not None and msg.get("method") == "subscriptions/listen":

@@ -146,8 +146,7 @@ class ServerHandlers:
     ) -> None:
         self.session = session
         # The server's requests being handled (handles: their tasks), at most that many.
-        self.serving = Incoming()
-        self.serving.limit = max_server_requests
+        self.serving = Incoming(max_server_requests)
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
         self.roots = roots

@@ -243,14 +243,20 @@ class Incoming(dict[Any, Any]):
     """The peer's requests this side is serving: request id → handle (see the module
     docstring).
 
-    A dict, so that making one costs no Python call (every 2026-07-28 POST gets a
-    session of its own, and with it one of these) and looking an id up is the dict's
-    own ``in`` / ``get``. Change it only through the methods below: they hold the rules.
+    A dict, so that looking an id up is the dict's own ``in`` / ``get``, and a
+    driver on a hot path can make one without a Python call (``dict.__new__(Incoming)``
+    then set :attr:`limit`: every 2026-07-28 POST gets a session of its own, and with it
+    one of these). Change it only through the methods below: they hold the rules.
     """
 
-    # Requests served at once, at most (None: no bound). The HTTP transports set it on
-    # each session they make; the client sets its ``max_server_requests``.
-    limit: int | None = None
+    # A slot, not an instance dict: attribute and method lookups stay the fast ones.
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int | None = None) -> None:
+        super().__init__()
+        # Requests served at once, at most (None: no bound). The HTTP transports set it
+        # on each session they make; the client to its ``max_server_requests``.
+        self.limit = limit
 
     def admit(self, rid: Any, handle: Any) -> Literal["duplicate", "full"] | None:
         """Start serving the request ``rid`` (its ``handle`` stored), or say why not:

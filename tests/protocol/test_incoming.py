@@ -115,6 +115,8 @@ def test_ids_beyond_64_bits_stay_exact() -> None:
 def test_unhashable_ids_are_never_found() -> None:
     table = Incoming()
     table.admit(1, Handle())
+    assert [1] not in table
+    assert table.get({"a": 1}) is None
     assert table.release([1]) is None
     assert table.cancelled({"requestId": {"a": 1}}) is None
     assert len(table) == 1

@@ -239,24 +239,35 @@ class Admission:
     FULL: Final = "full"  # ``limit`` requests are being served already
 
 
-class Incoming(dict[Any, Any]):
+class Incoming:
     """The peer's requests this side is serving: request id → handle (see the module
-    docstring).
+    docstring)."""
 
-    A dict, so that looking an id up is the dict's own ``in`` / ``get``, and a
-    driver on a hot path can make one without a Python call (``dict.__new__(Incoming)``
-    then set :attr:`limit`: every 2026-07-28 POST gets a session of its own, and with it
-    one of these). Change it only through the methods below: they hold the rules.
-    """
-
-    # A slot, not an instance dict: attribute and method lookups stay the fast ones.
-    __slots__ = ("limit",)
+    __slots__ = ("_serving", "limit")
 
     def __init__(self, limit: int | None = None) -> None:
-        super().__init__()
+        # A plain dict kept inside, not a dict subclass: lookups in an exact dict are
+        # the specialised fast ones, and this runs for every request.
+        self._serving: dict[Any, Any] = {}
         # Requests served at once, at most (None: no bound). The HTTP transports set it
         # on each session they make; the client to its ``max_server_requests``.
         self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self._serving)
+
+    def __contains__(self, rid: object) -> bool:
+        try:
+            return rid in self._serving
+        except TypeError:  # an array or object as the id: never admitted
+            return False
+
+    def get(self, rid: Any) -> Any:
+        """The handle of the request ``rid`` being served, or None."""
+        try:
+            return self._serving.get(rid)
+        except TypeError:
+            return None
 
     def admit(self, rid: Any, handle: Any) -> Literal["duplicate", "full"] | None:
         """Start serving the request ``rid`` (its ``handle`` stored), or say why not:
@@ -265,37 +276,40 @@ class Incoming(dict[Any, Any]):
         ``rid`` is a valid request id (a string or an integer, as ``jsonrpc.classify``
         lets through), so it can be a key.
         """
-        if rid in self:
+        serving = self._serving
+        if rid in serving:
             return "duplicate"
         limit = self.limit
-        if limit is not None and len(self) >= limit:
+        if limit is not None and len(serving) >= limit:
             return "full"
-        self[rid] = handle
+        serving[rid] = handle
         return None
 
     def refuses(self, rid: Any) -> Literal["duplicate", "full"] | None:
         """What :meth:`admit` would say for ``rid`` now, without admitting it (a driver
         that makes the handle only for a request it serves asks first)."""
-        if rid in self:
+        serving = self._serving
+        if rid in serving:
             return "duplicate"
         limit = self.limit
-        if limit is not None and len(self) >= limit:
+        if limit is not None and len(serving) >= limit:
             return "full"
         return None
 
     def done(self, rid: Any, handle: Any) -> None:
         """The request ``rid`` is done: forget it, if ``handle`` is still the one
         served under that id (not a later request that took the freed id)."""
-        if self.get(rid) is handle:
-            del self[rid]
+        serving = self._serving
+        if serving.get(rid) is handle:
+            del serving[rid]
 
     def release(self, rid: Any) -> Any:
         """The peer has its answer to ``rid`` while the work goes on (a call paused
         for input, 2026-07-28): the id is free for a new request and no longer
         cancels the work. Returns the handle, or None."""
         try:
-            return self.pop(rid, None)
-        except TypeError:  # an array or object as the id: never admitted
+            return self._serving.pop(rid, None)
+        except TypeError:
             return None
 
     def cancelled(self, params: Any) -> Any:
@@ -309,14 +323,14 @@ class Incoming(dict[Any, Any]):
         kind = type(rid)
         if kind is not int and kind is not str:  # not True for 1: bool is not an id
             return None
-        return self.get(rid)
+        return self._serving.get(rid)
 
     def handles(self) -> list[Any]:
         """Every request being served (a copy: stopping them may change the table)."""
-        return list(self.values())
+        return list(self._serving.values())
 
     def drain(self) -> list[Any]:
         """Empty the table (the connection ended); returns every handle it held."""
-        handles = list(self.values())
-        self.clear()
+        handles = list(self._serving.values())
+        self._serving.clear()
         return handles

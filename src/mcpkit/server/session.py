@@ -191,10 +191,7 @@ class ServerSession:
         # Its limit (None: no cap) is set by the HTTP transports: their clients can
         # leave calls running by dropping connections, with no stream to slow down,
         # unlike stdio (which stops reading instead).
-        # Made without a Python call (see Incoming): one per session, and on 2026-07-28
-        # HTTP a session per request.
-        self.inflight = inflight = dict.__new__(Incoming)
-        inflight.limit = None
+        self.inflight = Incoming()
         # Our requests to the client: made on first use (see the ``outgoing`` property).
         self._outgoing: Outgoing | None = None
         # Handshake-era requests reach the middleware through the wrapped table; on

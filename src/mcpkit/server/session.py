@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import (
     INVALID_REQUEST,
@@ -54,6 +54,13 @@ _MIN_INT = -(2**63)  # the integers orjson writes (jsonrpc.wire_id)
 _MAX_INT = 2**64 - 1
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+# Module constants: an enum member read off its class costs a slow attribute lookup,
+# and receive runs for every message.
+_REQUEST: Final = Kind.REQUEST
+_NOTIFICATION: Final = Kind.NOTIFICATION
+_INVALID: Final = Kind.INVALID
+_BATCH: Final = Kind.BATCH
 
 
 async def _drop(message: dict[str, Any]) -> None:
@@ -224,13 +231,13 @@ class ServerSession:
         - ``INVALID``: not JSON-RPC; the transport answers ``jsonrpc.invalid_request(msg)``.
         """
         kind = classify(msg)
-        if kind is Kind.REQUEST:
+        if kind is _REQUEST:
             return kind
-        if kind is Kind.INVALID:
-            return Kind.BATCH if type(msg) is list else kind
+        if kind is _INVALID:
+            return _BATCH if type(msg) is list else kind
         if defer is not None:
             defer(self.receive, msg)
-        elif kind is Kind.NOTIFICATION:
+        elif kind is _NOTIFICATION:
             self._notification(msg)
         else:
             self._response(msg)

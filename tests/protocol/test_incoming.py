@@ -1,4 +1,4 @@
-"""The incoming-request table (sans-IO): admission, duplicates, the cap, cancellation."""
+"""The incoming-request rules (sans-IO): admission, duplicates, the cap, cancellation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, stateful
 from hypothesis import strategies as st
 
-from mcpkit.protocol.correlation import Admission, Incoming
+from mcpkit.protocol.correlation import Admission, admit, cancelled, finish, refusal, release
 from mcpkit.protocol.jsonrpc import exact_ids
 
 ids = st.integers(min_value=-(2**70), max_value=2**70) | st.text(max_size=4)
@@ -19,53 +19,51 @@ class Handle:
     """What a driver stores: compared by identity only."""
 
 
-def test_an_admitted_request_is_found_by_its_id_until_done() -> None:
-    table = Incoming()
+def test_an_admitted_request_is_found_by_its_id_until_finished() -> None:
+    table: dict[Any, Any] = {}
     a = Handle()
-    assert table.admit(7, a) is None
-    assert 7 in table and len(table) == 1 and table.get(7) is a
-    table.done(7, a)
-    assert 7 not in table and len(table) == 0 and table.get(7) is None
+    assert admit(table, 7, a, None) is None
+    assert table == {7: a}
+    assert cancelled(table, {"requestId": 7}) is a
+    finish(table, 7, a)
+    assert table == {}
 
 
 def test_a_duplicate_of_an_id_in_flight_is_refused_and_the_first_keeps_it() -> None:
-    table = Incoming()
+    table: dict[Any, Any] = {}
     first, second = Handle(), Handle()
-    assert table.admit("x", first) is None
-    assert table.refuses("x") == Admission.DUPLICATE
-    assert table.admit("x", second) == Admission.DUPLICATE
-    assert table.get("x") is first
-    assert table.cancelled({"requestId": "x"}) is first
+    assert admit(table, "x", first, None) is None
+    assert refusal(table, "x", None) == Admission.DUPLICATE
+    assert admit(table, "x", second, None) == Admission.DUPLICATE
+    assert table["x"] is first
+    assert cancelled(table, {"requestId": "x"}) is first
     # Once the first is done the id is free again.
-    table.done("x", first)
-    assert table.admit("x", second) is None and table.get("x") is second
+    finish(table, "x", first)
+    assert admit(table, "x", second, None) is None and table["x"] is second
 
 
-def test_done_forgets_only_the_request_it_names() -> None:
-    table = Incoming()
+def test_finish_forgets_only_the_request_it_names() -> None:
+    table: dict[Any, Any] = {}
     old, new = Handle(), Handle()
-    table.admit(1, old)
-    assert table.release(1) is old  # answered early: the id is free
-    table.admit(1, new)
-    table.done(1, old)  # the old work finishing must not drop the new request
-    assert table.get(1) is new
+    admit(table, 1, old, None)
+    assert release(table, 1) is old  # answered early: the id is free
+    admit(table, 1, new, None)
+    finish(table, 1, old)  # the old work finishing must not drop the new request
+    assert table[1] is new
 
 
 def test_the_limit_refuses_requests_beyond_it_until_one_is_done() -> None:
-    table = Incoming()
-    table.limit = 2
+    table: dict[Any, Any] = {}
     a, b, c = Handle(), Handle(), Handle()
-    assert table.admit(1, a) is None and table.admit(2, b) is None
-    assert table.refuses(3) == Admission.FULL
-    assert table.admit(3, c) == Admission.FULL
+    assert admit(table, 1, a, 2) is None and admit(table, 2, b, 2) is None
+    assert refusal(table, 3, 2) == Admission.FULL
+    assert admit(table, 3, c, 2) == Admission.FULL
     assert 3 not in table and len(table) == 2
     # A duplicate is a duplicate even when the table is full.
-    assert table.admit(1, c) == Admission.DUPLICATE
-    table.done(2, b)
-    assert table.admit(3, c) is None and len(table) == 2
-    # The limit may be changed on a live table (the HTTP transports set it).
-    table.limit = None
-    assert table.admit(4, Handle()) is None and len(table) == 3
+    assert admit(table, 1, c, 2) == Admission.DUPLICATE
+    finish(table, 2, b)
+    assert admit(table, 3, c, 2) is None and len(table) == 2
+    assert admit(table, 4, Handle(), None) is None and len(table) == 3
 
 
 @pytest.mark.parametrize(
@@ -83,53 +81,41 @@ def test_the_limit_refuses_requests_beyond_it_until_one_is_done() -> None:
     ],
 )
 def test_cancelled_finds_nothing_but_the_request_it_names(params: Any) -> None:
-    table = Incoming()
-    table.admit(1, Handle())
-    assert table.cancelled(params) is None
+    table: dict[Any, Any] = {}
+    admit(table, 1, Handle(), None)
+    assert cancelled(table, params) is None
     assert len(table) == 1
 
 
 def test_cancelled_leaves_the_entry_until_the_work_is_done() -> None:
-    table = Incoming()
+    table: dict[Any, Any] = {}
     a = Handle()
-    table.admit(5, a)
-    assert table.cancelled({"requestId": 5, "reason": "user"}) is a
-    assert table.get(5) is a  # the driver stops the work; it leaves when it is done
-    table.done(5, a)
-    assert table.cancelled({"requestId": 5}) is None
+    admit(table, 5, a, None)
+    assert cancelled(table, {"requestId": 5, "reason": "user"}) is a
+    assert table[5] is a  # the driver stops the work; it leaves when it is done
+    finish(table, 5, a)
+    assert cancelled(table, {"requestId": 5}) is None
 
 
 def test_ids_beyond_64_bits_stay_exact() -> None:
     big = 2**64 + 1
     data = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}' % big
     cancel = exact_ids(orjson.loads(data), data)
-    table = Incoming()
+    table: dict[Any, Any] = {}
     near, far = Handle(), Handle()
-    table.admit(2**64, near)  # equal to big as a float, not as an integer
-    table.admit(big, far)
-    assert table.cancelled(cancel["params"]) is far
-    assert table.admit(big, Handle()) == Admission.DUPLICATE
-    assert table.admit(big + 2, Handle()) is None
+    admit(table, 2**64, near, None)  # equal to big as a float, not as an integer
+    admit(table, big, far, None)
+    assert cancelled(table, cancel["params"]) is far
+    assert admit(table, big, Handle(), None) == Admission.DUPLICATE
+    assert admit(table, big + 2, Handle(), None) is None
 
 
 def test_unhashable_ids_are_never_found() -> None:
-    table = Incoming()
-    table.admit(1, Handle())
-    assert [1] not in table
-    assert table.get({"a": 1}) is None
-    assert table.release([1]) is None
-    assert table.cancelled({"requestId": {"a": 1}}) is None
+    table: dict[Any, Any] = {}
+    admit(table, 1, Handle(), None)
+    assert release(table, [1]) is None
+    assert cancelled(table, {"requestId": {"a": 1}}) is None
     assert len(table) == 1
-
-
-def test_drain_returns_every_handle_and_empties_the_table() -> None:
-    table = Incoming()
-    handles = [Handle() for _ in range(3)]
-    for rid, handle in enumerate(handles):
-        table.admit(rid, handle)
-    assert table.handles() == handles and len(table) == 3
-    assert table.drain() == handles
-    assert len(table) == 0 and table.handles() == []
 
 
 class IncomingMachine(stateful.RuleBasedStateMachine):
@@ -138,8 +124,7 @@ class IncomingMachine(stateful.RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.limit = 4
-        self.table = Incoming()
-        self.table.limit = self.limit
+        self.table: dict[Any, Any] = {}
         self.model: dict[Any, Handle] = {}
 
     served = stateful.Bundle("served")
@@ -154,34 +139,33 @@ class IncomingMachine(stateful.RuleBasedStateMachine):
             expected = Admission.FULL
         else:
             expected = None
-        assert self.table.refuses(rid) == expected
-        assert self.table.admit(rid, handle) == expected
+        assert refusal(self.table, rid, self.limit) == expected
+        assert admit(self.table, rid, handle, self.limit) == expected
         if expected is None:
             self.model[rid] = handle
         return rid
 
     @stateful.rule(rid=served)
-    def done(self, rid: Any) -> None:
+    def finish(self, rid: Any) -> None:
         handle = self.model.get(rid)
-        self.table.done(rid, Handle())  # someone else's handle: nothing happens
+        finish(self.table, rid, Handle())  # someone else's handle: nothing happens
         if handle is not None:
-            self.table.done(rid, handle)
+            finish(self.table, rid, handle)
             del self.model[rid]
 
     @stateful.rule(rid=served)
     def release(self, rid: Any) -> None:
-        assert self.table.release(rid) is self.model.pop(rid, None)
+        assert release(self.table, rid) is self.model.pop(rid, None)
 
     @stateful.rule(rid=served | ids)
     def cancel(self, rid: Any) -> None:
-        assert self.table.cancelled({"requestId": rid}) is self.model.get(rid)
+        assert cancelled(self.table, {"requestId": rid}) is self.model.get(rid)
 
     @stateful.invariant()
     def agrees(self) -> None:
-        assert len(self.table) == len(self.model) <= self.limit
-        assert self.table.handles() == list(self.model.values())
-        for rid, handle in self.model.items():
-            assert rid in self.table and self.table.get(rid) is handle
+        assert len(self.table) <= self.limit
+        assert self.table == self.model
+        assert all(self.table[rid] is handle for rid, handle in self.model.items())
 
 
 IncomingMachine.TestCase.settings = settings(
@@ -191,14 +175,14 @@ TestIncomingTable = IncomingMachine.TestCase
 
 
 @given(st.lists(ids, max_size=30))
-def test_every_admitted_request_done_leaves_an_empty_table(rids: list[Any]) -> None:
-    table = Incoming()
+def test_every_admitted_request_finished_leaves_an_empty_table(rids: list[Any]) -> None:
+    table: dict[Any, Any] = {}
     admitted = []
     for rid in rids:
         handle = Handle()
-        if table.admit(rid, handle) is None:
+        if admit(table, rid, handle, None) is None:
             admitted.append((rid, handle))
     assert len(table) == len(set(rids))
     for rid, handle in admitted:
-        table.done(rid, handle)
-    assert len(table) == 0
+        finish(table, rid, handle)
+    assert table == {}

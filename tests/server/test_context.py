@@ -212,7 +212,7 @@ async def test_cancelled_notification_cancels_a_running_async_tool() -> None:
         assert outcome == {"cancelled_error": True, "ctx.cancelled": True, "signal": True}
         # The session keeps working.
         assert await client.request("ping") == {}
-        assert len(client.session.inflight) == 0
+        assert client.session._inflight == {}
 
 
 async def test_cancelling_an_unknown_or_finished_request_is_harmless() -> None:

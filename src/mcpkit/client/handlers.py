@@ -15,8 +15,8 @@ own calls, which share the server's streams, still arrive, and a flood costs a
 bounded number of tasks, POSTs and buffered answers. A request whose id names one
 still being handled is refused too (basic § requests: ids are unique among the
 sender's unanswered requests), the first keeping the id; the table of requests
-being handled is the protocol's (``protocol.correlation.Incoming``), as on the
-server.
+being handled follows the protocol's rules (``protocol.correlation``: admit,
+finish, cancelled), as on the server.
 
 Notifications: progress goes to the callback of the call that asked for it,
 ``notifications/message`` to Python logging (prefixed with the server's name)
@@ -43,7 +43,7 @@ from ..errors import (
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
-from ..protocol.correlation import Admission, Incoming
+from ..protocol.correlation import Admission, admit, cancelled, finish, refusal
 from .elicitation import normalize_elicit_result
 
 if TYPE_CHECKING:
@@ -145,8 +145,10 @@ class ServerHandlers:
         max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         self.session = session
-        # The server's requests being handled (handles: their tasks), at most that many.
-        self.serving = Incoming(max_server_requests)
+        self.max_server_requests = max_server_requests
+        # The server's requests being handled: id -> task, at most max_server_requests,
+        # changed only with the functions of protocol/correlation.py.
+        self.serving: dict[Any, asyncio.Task[None]] = {}
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
         self.roots = roots
@@ -194,16 +196,10 @@ class ServerHandlers:
         if inspect.isawaitable(result):
             self.spawn(_guard(result, fn))
 
-    @property
-    def max_server_requests(self) -> int:
-        """Server requests handled (and answered) at once, at most."""
-        limit = self.serving.limit
-        assert limit is not None
-        return limit
-
     def close(self) -> None:
-        for task in self.serving.drain():
+        for task in list(self.serving.values()):
             task.cancel()
+        self.serving.clear()
         for task in list(self._tasks):
             task.cancel()
 
@@ -213,10 +209,10 @@ class ServerHandlers:
         task of its own, or refuse it."""
         rid = msg["id"]
         serving = self.serving
-        refusal = serving.refuses(rid)
-        if refusal == Admission.FULL:
+        refused = refusal(serving, rid, self.max_server_requests)
+        if refused == Admission.FULL:
             self._flood(msg)
-        elif refusal is not None:
+        elif refused is not None:
             self._refuse(
                 msg,
                 INVALID_REQUEST,
@@ -225,8 +221,8 @@ class ServerHandlers:
             )
         else:
             task = asyncio.get_running_loop().create_task(self._answer(msg))
-            serving.admit(rid, task)
-            task.add_done_callback(lambda t: serving.done(rid, t))
+            admit(serving, rid, task, None)  # refusal() said yes
+            task.add_done_callback(lambda t: finish(serving, rid, t))
 
     def _flood(self, msg: dict[str, Any]) -> None:
         """Too many server requests at once: answer with an error, or drop it unanswered."""
@@ -340,7 +336,7 @@ class ServerHandlers:
         elif method == "notifications/message":
             self._log(params)
         elif method == "notifications/cancelled":
-            task = self.serving.cancelled(params)
+            task = cancelled(self.serving, params)
             if task is not None:
                 task.cancel()
         elif method == "notifications/resources/updated":

@@ -29,8 +29,9 @@ The table holds only pending requests: every entry leaves it by an answer, a
 cancellation, :meth:`Outgoing.forget` or :meth:`Outgoing.drain`, so it never
 holds more than the requests in flight.
 
-The other way, :class:`Incoming` holds the peer's requests this side is serving
-(the server its client's calls, the client the server's sampling, elicitation,
+The other way, a table of the peer's requests this side is serving (a dict kept
+by the driver, changed only with :func:`admit`, :func:`finish`, :func:`release`;
+read with :func:`cancelled`) holds them (the server its client's calls, the client the server's sampling, elicitation,
 roots and ping requests), by the id the peer chose:
 
 - a request whose id is still being served is refused (basic § requests: ids
@@ -41,9 +42,8 @@ roots and ping requests), by the id the peer chose:
 - ``notifications/cancelled`` finds the request it names by that id; ids are
   kept exactly as decoded (an integer beyond 64 bits is an exact ``int``, see
   ``jsonrpc.exact_ids``), so a cancellation can only name the request it means;
-- an entry leaves the table when its request is done (:meth:`Incoming.done`,
-  only if the entry is still that request's) or answered early
-  (:meth:`Incoming.release`).
+- an entry leaves the table when its request is done (:func:`finish`, only if
+  the entry is still that request's) or answered early (:func:`release`).
 
 What a request is to the driver (a task, a request object with its task) is its
 *handle*: stored and handed back, never looked inside.
@@ -56,11 +56,15 @@ from typing import Any, Final, Literal
 __all__ = [
     "NOT_CANCELLED",
     "Admission",
-    "Incoming",
     "Outgoing",
     "Pending",
     "Reply",
     "ReplyKind",
+    "admit",
+    "cancelled",
+    "finish",
+    "refusal",
+    "release",
 ]
 
 # Outgoing requests never followed by notifications/cancelled (see the module docstring).
@@ -230,7 +234,7 @@ class Outgoing:
 
 
 class Admission:
-    """Why :meth:`Incoming.admit` refused a request (it returns None when it admits one).
+    """Why :func:`admit` refused a request (it returns None when it admits one).
 
     Plain strings, as :class:`Reply`, for the same reason: this runs per request.
     """
@@ -239,98 +243,69 @@ class Admission:
     FULL: Final = "full"  # ``limit`` requests are being served already
 
 
-class Incoming:
-    """The peer's requests this side is serving: request id → handle (see the module
-    docstring)."""
+# -- incoming requests -----------------------------------------------------------------
+# The table is a plain dict, request id -> handle, owned by the driver: making one costs
+# nothing more than ``{}`` (every 2026-07-28 POST gets a session of its own, and with
+# it a table), and its lookups are the dict's own. Change it only with these functions:
+# they hold the rules.
 
-    __slots__ = ("_serving", "limit")
 
-    def __init__(self, limit: int | None = None) -> None:
-        # A plain dict kept inside, not a dict subclass: lookups in an exact dict are
-        # the specialised fast ones, and this runs for every request.
-        self._serving: dict[Any, Any] = {}
-        # Requests served at once, at most (None: no bound). The HTTP transports set it
-        # on each session they make; the client to its ``max_server_requests``.
-        self.limit = limit
+def admit(
+    serving: dict[Any, Any], rid: Any, handle: Any, limit: int | None
+) -> Literal["duplicate", "full"] | None:
+    """Start serving the request ``rid`` (its ``handle`` stored), or say why not:
+    :attr:`Admission.DUPLICATE` or :attr:`Admission.FULL` (``limit`` requests are being
+    served; None: no bound); then nothing changes.
 
-    def __len__(self) -> int:
-        return len(self._serving)
+    ``rid`` is a valid request id (a string or an integer, as ``jsonrpc.classify`` lets
+    through), so it can be a key.
+    """
+    if rid in serving:
+        return "duplicate"
+    if limit is not None and len(serving) >= limit:
+        return "full"
+    serving[rid] = handle
+    return None
 
-    def __contains__(self, rid: object) -> bool:
-        try:
-            return rid in self._serving
-        except TypeError:  # an array or object as the id: never admitted
-            return False
 
-    def get(self, rid: Any) -> Any:
-        """The handle of the request ``rid`` being served, or None."""
-        try:
-            return self._serving.get(rid)
-        except TypeError:
-            return None
+def refusal(
+    serving: dict[Any, Any], rid: Any, limit: int | None
+) -> Literal["duplicate", "full"] | None:
+    """What :func:`admit` would say for ``rid`` now, without admitting it (a driver that
+    makes the handle only for a request it serves asks first)."""
+    if rid in serving:
+        return "duplicate"
+    if limit is not None and len(serving) >= limit:
+        return "full"
+    return None
 
-    def admit(self, rid: Any, handle: Any) -> Literal["duplicate", "full"] | None:
-        """Start serving the request ``rid`` (its ``handle`` stored), or say why not:
-        :attr:`Admission.DUPLICATE` or :attr:`Admission.FULL`; then nothing changes.
 
-        ``rid`` is a valid request id (a string or an integer, as ``jsonrpc.classify``
-        lets through), so it can be a key.
-        """
-        serving = self._serving
-        if rid in serving:
-            return "duplicate"
-        limit = self.limit
-        if limit is not None and len(serving) >= limit:
-            return "full"
-        serving[rid] = handle
+def finish(serving: dict[Any, Any], rid: Any, handle: Any) -> None:
+    """The request ``rid`` is done: forget it, if ``handle`` is still the one served under
+    that id (not a later request that took the freed id)."""
+    if serving.get(rid) is handle:
+        del serving[rid]
+
+
+def release(serving: dict[Any, Any], rid: Any) -> Any:
+    """The peer has its answer to ``rid`` while the work goes on (a call paused for
+    input, 2026-07-28): the id is free for a new request and no longer cancels the
+    work. Returns the handle, or None."""
+    try:
+        return serving.pop(rid, None)
+    except TypeError:  # an array or object as the id: never admitted
         return None
 
-    def refuses(self, rid: Any) -> Literal["duplicate", "full"] | None:
-        """What :meth:`admit` would say for ``rid`` now, without admitting it (a driver
-        that makes the handle only for a request it serves asks first)."""
-        serving = self._serving
-        if rid in serving:
-            return "duplicate"
-        limit = self.limit
-        if limit is not None and len(serving) >= limit:
-            return "full"
+
+def cancelled(serving: dict[Any, Any], params: Any) -> Any:
+    """The handle of the request a ``notifications/cancelled`` (its ``params``) names,
+    when that request is being served; None for anything else (no ``requestId``, one
+    that is not an id, one not being served). The entry stays until :func:`finish`: the
+    driver stops the work, which then finishes."""
+    if type(params) is not dict:
         return None
-
-    def done(self, rid: Any, handle: Any) -> None:
-        """The request ``rid`` is done: forget it, if ``handle`` is still the one
-        served under that id (not a later request that took the freed id)."""
-        serving = self._serving
-        if serving.get(rid) is handle:
-            del serving[rid]
-
-    def release(self, rid: Any) -> Any:
-        """The peer has its answer to ``rid`` while the work goes on (a call paused
-        for input, 2026-07-28): the id is free for a new request and no longer
-        cancels the work. Returns the handle, or None."""
-        try:
-            return self._serving.pop(rid, None)
-        except TypeError:
-            return None
-
-    def cancelled(self, params: Any) -> Any:
-        """The handle of the request a ``notifications/cancelled`` (its ``params``)
-        names, when that request is being served; None for anything else (no
-        ``requestId``, one that is not an id, one not being served). The entry stays
-        until :meth:`done`: the driver stops the work, which then finishes."""
-        if type(params) is not dict:
-            return None
-        rid = params.get("requestId")
-        kind = type(rid)
-        if kind is not int and kind is not str:  # not True for 1: bool is not an id
-            return None
-        return self._serving.get(rid)
-
-    def handles(self) -> list[Any]:
-        """Every request being served (a copy: stopping them may change the table)."""
-        return list(self._serving.values())
-
-    def drain(self) -> list[Any]:
-        """Empty the table (the connection ended); returns every handle it held."""
-        handles = list(self._serving.values())
-        self._serving.clear()
-        return handles
+    rid = params.get("requestId")
+    kind = type(rid)
+    if kind is not int and kind is not str:  # not True for 1: bool is not an id
+        return None
+    return serving.get(rid)

@@ -34,7 +34,7 @@ from ..errors import (
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
-from ..protocol.correlation import Incoming, Outgoing, Reply
+from ..protocol.correlation import Outgoing, Reply, admit, cancelled, finish, release
 from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
@@ -155,13 +155,14 @@ class ServerSession:
     __slots__ = (
         "__weakref__",
         "_handlers",
+        "_inflight",
         "_outgoing",
         "client_capabilities",
         "client_info",
         "detached",
-        "inflight",
         "inputs",
         "log_level",
+        "max_inflight",
         "revision",
         "server",
         "session_id",
@@ -194,11 +195,13 @@ class ServerSession:
         self.inputs: ParkedCall | None = None
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
-        # The client's requests being served, by id (handles: their Request objects).
-        # Its limit (None: no cap) is set by the HTTP transports: their clients can
-        # leave calls running by dropping connections, with no stream to slow down,
-        # unlike stdio (which stops reading instead).
-        self.inflight = Incoming()
+        # The client's requests being served: id -> Request, changed only with the
+        # functions of protocol/correlation.py (admit, finish, release, cancelled).
+        self._inflight: dict[Any, Request] = {}
+        # Requests served at once, at most (None: no cap). The HTTP transports set it:
+        # their clients can leave calls running by dropping connections, with no stream
+        # to slow down, unlike stdio (which stops reading instead).
+        self.max_inflight: int | None = None
         # Our requests to the client: made on first use (see the ``outgoing`` property).
         self._outgoing: Outgoing | None = None
         # Handshake-era requests reach the middleware through the wrapped table; on
@@ -311,7 +314,7 @@ class ServerSession:
             # server/discover probe): the era is decided per request, so serve it alone.
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
             # Shared, so notifications/cancelled on this connection reaches the request.
-            single.inflight = self.inflight
+            single._inflight = self._inflight
             resp = await serve_stateless(single, msg, send, auth_info)
         rid = msg["id"]
         if type(rid) is int and resp is not None and (rid > _MAX_INT or rid < _MIN_INT):
@@ -347,8 +350,9 @@ class ServerSession:
         if handler is None:
             return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
         req = Request(self, msg, send, auth_info)
-        inflight = self.inflight
-        if inflight.admit(key, req) is not None:  # the exact id: as cancellations name it
+        inflight = self._inflight
+        if admit(inflight, key, req, self.max_inflight) is not None:  # the exact id, as
+            # cancellations name it
             return self._refuse_admission(key, rid)
         req.task = asyncio.current_task()
         try:
@@ -371,11 +375,11 @@ class ServerSession:
                 "error": to_jsonrpc_error(exc, debug=self.server.debug),
             }
         finally:
-            inflight.done(key, req)
+            finish(inflight, key, req)
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     def _refuse_admission(self, key: Any, rid: Any) -> dict[str, Any]:
-        if key in self.inflight:
+        if key in self._inflight:
             # The first request keeps its id (and stays cancellable by it): ids are unique
             # among the sender's unanswered requests (basic § requests).
             return jsonrpc.error_response(
@@ -384,7 +388,7 @@ class ServerSession:
                 "Invalid request: a request with this id is still in flight; request ids "
                 "must be unique among unanswered requests",
             )
-        cap = self.inflight.limit
+        cap = self.max_inflight
         return jsonrpc.error_response(
             rid,
             INVALID_REQUEST,
@@ -406,7 +410,7 @@ class ServerSession:
         if method == "notifications/initialized":
             self.state = next_state(self.state, method)
         elif method == "notifications/cancelled":
-            req = self.inflight.cancelled(params)
+            req = cancelled(self._inflight, params)
             if req is not None:
                 reason = params.get("reason")
                 self._stop(req, reason if isinstance(reason, str) else None)
@@ -438,11 +442,11 @@ class ServerSession:
         """The client has its answer to ``request_id`` while its handler goes on (a call
         paused for input, MRTR): the id is free for a new request (2026-07-28 basic §
         requests), and no longer cancels the paused handler."""
-        self.inflight.release(request_id)
+        release(self._inflight, request_id)
 
     def cancel(self, request_id: Any, reason: str | None = None) -> bool:
         """Cancel an in-flight request (as ``notifications/cancelled`` does)."""
-        req = self.inflight.get(request_id)
+        req = self._inflight.get(request_id)
         return req is not None and self._stop(req, reason)
 
     def _stop(self, req: Request, reason: str | None) -> bool:
@@ -566,7 +570,7 @@ class ServerSession:
                 fut = entry.waiter
                 if not fut.done():
                     fut.set_exception(ConnectionClosed("the session was closed"))
-        for req in self.inflight.handles():
+        for req in list(self._inflight.values()):
             req.signal._set()
             if req.task is not None and req.task is not asyncio.current_task():
                 req.task.cancel()

@@ -98,7 +98,7 @@ class SessionEndpoints:
                 f"session_id_generator returned an unusable session id {sid!r}"
             )
         session = self.server.create_session(session_id=sid)
-        session.inflight.limit = self.max_inflight
+        session.max_inflight = self.max_inflight
         entry = HTTPSession(self, sid, session, principal)
         session.standalone = entry
         resp = await session.handle(msg, drop, auth_info=auth_info)

@@ -291,7 +291,7 @@ def profile_layers(n: int, reps: int) -> None:
 
     async def handle_fresh_session() -> object:
         fresh = server.create_session(stateless=True, revision=PROTOCOL_VERSION)
-        return await fresh.handle_request(msg, _drop)
+        return await fresh.serve(msg, _drop)
 
     async def tool_run() -> object:
         return await tool.run(arguments, None)
@@ -312,8 +312,8 @@ def profile_layers(n: int, reps: int) -> None:
         ("raw ASGI baseline app (minimal_asgi)", call(minimal, scope)),
         ("mcpkit app, stateless", call(stateless, scope)),
         ("mcpkit app, stateful (session lookup)", call(stateful, stateful_scope)),
-        ("  create_session + session.handle_request", handle_fresh_session),
-        ("  session.handle_request (reused session)", lambda: session.handle_request(msg, _drop)),
+        ("  create_session + session.serve", handle_fresh_session),
+        ("  session.serve (reused session)", lambda: session.serve(msg, _drop)),
         ("  tool.run (validate, call, to_result)", tool_run),
         ("  argument validation (pydantic)", validate_only),
         ("  ServerSession(...) alone", session_init),
@@ -335,8 +335,8 @@ def profile_layers(n: int, reps: int) -> None:
     async def canned_answer(*args: Any, **kwargs: Any) -> dict[str, Any]:
         return canned  # type: ignore[no-any-return]
 
-    original = ServerSession.handle_request
-    ServerSession.handle_request = canned_answer  # type: ignore[method-assign]
+    original = ServerSession.serve
+    ServerSession.serve = canned_answer  # type: ignore[method-assign]
     try:
         for label, fn in (
             ("mcpkit app, stateless, session stubbed (transport only)", call(stateless, scope)),
@@ -347,7 +347,7 @@ def profile_layers(n: int, reps: int) -> None:
         ):
             emit(f"  {_per_call_us(fn, n, reps):8.2f}  {label}")
     finally:
-        ServerSession.handle_request = original  # type: ignore[method-assign]
+        ServerSession.serve = original  # type: ignore[method-assign]
 
 
 def _open_session(app: Any, receive: Any, send: Any) -> str:

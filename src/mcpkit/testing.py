@@ -43,6 +43,7 @@ import orjson
 from .errors import RemoteError
 from .protocol import jsonrpc
 from .protocol.envelope import CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION
+from .protocol.jsonrpc import Kind
 from .protocol.versions import LATEST_HANDSHAKE, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
@@ -182,10 +183,15 @@ class InMemoryClient:
             self.sent.extend(m for m in wire if isinstance(m, dict))
         self.traffic.append(("sent", wire, checked))
         auth = self.auth_info
-        if isinstance(wire, list):
-            out: Any = await self.session.handle_batch(wire, self._deliver, auth_info=auth)
-        else:
-            out = await self.session.handle(wire, self._deliver, auth_info=auth)
+        session = self.session
+        kind = session.receive(wire)
+        out: Any = None
+        if kind is Kind.REQUEST:
+            out = await session.serve(wire, self._deliver, auth_info=auth)
+        elif kind is Kind.BATCH:
+            out = await session.serve_batch(wire, self._deliver, auth_info=auth)
+        elif kind is Kind.INVALID:
+            out = jsonrpc.invalid_request(wire)
         if out is not None:
             out = orjson.loads(orjson.dumps(out))
             self.received.append(out) if isinstance(out, dict) else self.received.extend(out)

@@ -12,7 +12,11 @@ refused with :data:`TOO_MANY_REQUESTS` (again at most that many refusals in
 flight, since over HTTP each answer is a POST of its own), and beyond that it is
 dropped unanswered. Reading goes on all along, so the answers to the client's
 own calls, which share the server's streams, still arrive, and a flood costs a
-bounded number of tasks, POSTs and buffered answers.
+bounded number of tasks, POSTs and buffered answers. A request whose id names one
+still being handled is refused too (basic § requests: ids are unique among the
+sender's unanswered requests), the first keeping the id; the table of requests
+being handled follows the protocol's rules (``protocol.correlation``: admit,
+finish, cancelled), as on the server.
 
 Notifications: progress goes to the callback of the call that asked for it,
 ``notifications/message`` to Python logging (prefixed with the server's name)
@@ -32,12 +36,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import orjson
 
 from ..errors import (
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     ConfigurationError,
     MCPError,
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
+from ..protocol.correlation import Admission, admit, cancelled, finish, refusal
 from .elicitation import normalize_elicit_result
 
 if TYPE_CHECKING:
@@ -140,6 +146,9 @@ class ServerHandlers:
     ) -> None:
         self.session = session
         self.max_server_requests = max_server_requests
+        # The server's requests being handled: id -> task, at most max_server_requests,
+        # changed only with the functions of protocol/correlation.py.
+        self.serving: dict[Any, asyncio.Task[None]] = {}
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
         self.roots = roots
@@ -150,8 +159,6 @@ class ServerHandlers:
         )
         self.list_changed: list[ListChangedCallback] = [on_list_changed] if on_list_changed else []
         self.notification_callbacks: dict[str, list[Callable[[dict[str, Any]], Any]]] = {}
-        self._serving: dict[Any, asyncio.Task[None]] = {}
-        self._answering = 0  # server requests being handled or answered
         self._refusing = 0  # refusals being sent
         self._warned_at = -math.inf  # when the last flood warning was logged
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -190,35 +197,34 @@ class ServerHandlers:
             self.spawn(_guard(result, fn))
 
     def close(self) -> None:
-        for task in list(self._serving.values()):
+        for task in list(self.serving.values()):
             task.cancel()
-        self._serving.clear()
+        self.serving.clear()
         for task in list(self._tasks):
             task.cancel()
 
     # -- server requests ----------------------------------------------------------------------
     def serve(self, msg: dict[str, Any]) -> None:
-        if self._answering >= self.max_server_requests:
-            self._refuse(msg)
-            return
+        """Handle one server request (``msg`` is one, as ``jsonrpc.classify`` says) in a
+        task of its own, or refuse it."""
         rid = msg["id"]
-        self._answering += 1
-        task = asyncio.get_running_loop().create_task(self._answer(msg))
-        task.add_done_callback(self._answered)
-        try:
-            self._serving[rid] = task
-        except TypeError:  # an unhashable id: still answered, just not cancellable
-            return
-        task.add_done_callback(lambda t: self._forget(rid, t))
+        serving = self.serving
+        refused = refusal(serving, rid, self.max_server_requests)
+        if refused == Admission.FULL:
+            self._flood(msg)
+        elif refused is not None:
+            self._refuse(
+                msg,
+                INVALID_REQUEST,
+                "Invalid request: a request with this id is still being handled; request "
+                "ids must be unique among unanswered requests",
+            )
+        else:
+            task = asyncio.get_running_loop().create_task(self._answer(msg))
+            admit(serving, rid, task, None)  # refusal() said yes
+            task.add_done_callback(lambda t: finish(serving, rid, t))
 
-    def _answered(self, _task: asyncio.Task[None]) -> None:
-        self._answering -= 1
-
-    def _forget(self, rid: Any, task: asyncio.Task[None]) -> None:
-        if self._serving.get(rid) is task:  # not a later request that reused the id
-            del self._serving[rid]
-
-    def _refuse(self, msg: dict[str, Any]) -> None:
+    def _flood(self, msg: dict[str, Any]) -> None:
         """Too many server requests at once: answer with an error, or drop it unanswered."""
         limit = self.max_server_requests
         now = time.monotonic()
@@ -232,18 +238,20 @@ class ServerHandlers:
                 TOO_MANY_REQUESTS,
                 limit,
             )
-        if self._refusing >= limit:
+        self._refuse(
+            msg,
+            TOO_MANY_REQUESTS,
+            f"Too many concurrent requests: the client handles at most {limit} at once",
+        )
+
+    def _refuse(self, msg: dict[str, Any], code: int, message: str) -> None:
+        """Answer ``msg`` with an error; at most ``max_server_requests`` such answers are
+        sent at once (over HTTP each is a POST), beyond that it is dropped unanswered."""
+        if self._refusing >= self.max_server_requests:
             log.debug("ignored %s from %r: too many at once", msg["method"], self.session.name)
             return
         self._refusing += 1
-        reply = _reply_to(
-            msg["id"],
-            error={
-                "code": TOO_MANY_REQUESTS,
-                "message": f"Too many concurrent requests: the client handles at most {limit} "
-                "at once",
-            },
-        )
+        reply = _reply_to(msg["id"], error={"code": code, "message": message})
         task = self.spawn(self._reply(reply, msg["method"]))
         task.add_done_callback(self._refused)
 
@@ -328,7 +336,7 @@ class ServerHandlers:
         elif method == "notifications/message":
             self._log(params)
         elif method == "notifications/cancelled":
-            task = self._serving.pop(params.get("requestId"), None)
+            task = cancelled(self.serving, params)
             if task is not None:
                 task.cancel()
         elif method == "notifications/resources/updated":

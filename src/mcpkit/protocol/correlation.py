@@ -1,4 +1,4 @@
-"""Requests we sent and await an answer to: ids, matching, cancellation, progress.
+"""Requests in flight both ways: ids, matching, cancellation, progress.
 
 Both ends of MCP send requests: the client its calls, the server its sampling,
 elicitation, roots and ping requests to the client. The rules for those are the
@@ -28,13 +28,44 @@ a caller awaits, its timer):
 The table holds only pending requests: every entry leaves it by an answer, a
 cancellation, :meth:`Outgoing.forget` or :meth:`Outgoing.drain`, so it never
 holds more than the requests in flight.
+
+The other way, a table of the peer's requests this side is serving (a dict kept
+by the driver, changed only with :func:`admit`, :func:`finish`, :func:`release`;
+read with :func:`cancelled`) holds them (the server its client's calls, the client the server's sampling, elicitation,
+roots and ping requests), by the id the peer chose:
+
+- a request whose id is still being served is refused (basic § requests: ids
+  are unique among the sender's unanswered requests); the first one keeps the
+  id, and stays cancellable by it;
+- at most ``limit`` are served at once (None: no bound), so a peer cannot make
+  this side work without bound;
+- ``notifications/cancelled`` finds the request it names by that id; ids are
+  kept exactly as decoded (an integer beyond 64 bits is an exact ``int``, see
+  ``jsonrpc.exact_ids``), so a cancellation can only name the request it means;
+- an entry leaves the table when its request is done (:func:`finish`, only if
+  the entry is still that request's) or answered early (:func:`release`).
+
+What a request is to the driver (a task, a request object with its task) is its
+*handle*: stored and handed back, never looked inside.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-__all__ = ["NOT_CANCELLED", "Outgoing", "Pending", "Reply", "ReplyKind"]
+__all__ = [
+    "NOT_CANCELLED",
+    "Admission",
+    "Outgoing",
+    "Pending",
+    "Reply",
+    "ReplyKind",
+    "admit",
+    "cancelled",
+    "finish",
+    "refusal",
+    "release",
+]
 
 # Outgoing requests never followed by notifications/cancelled (see the module docstring).
 NOT_CANCELLED: Final = frozenset({"initialize", "server/discover"})
@@ -200,3 +231,81 @@ class Outgoing:
         pending = list(self._pending.values())
         self._pending.clear()
         return pending
+
+
+class Admission:
+    """Why :func:`admit` refused a request (it returns None when it admits one).
+
+    Plain strings, as :class:`Reply`, for the same reason: this runs per request.
+    """
+
+    DUPLICATE: Final = "duplicate"  # a request with this id is still being served
+    FULL: Final = "full"  # ``limit`` requests are being served already
+
+
+# -- incoming requests -----------------------------------------------------------------
+# The table is a plain dict, request id -> handle, owned by the driver: making one costs
+# nothing more than ``{}`` (every 2026-07-28 POST gets a session of its own, and with
+# it a table), and its lookups are the dict's own. Change it only with these functions:
+# they hold the rules.
+
+
+def admit(
+    serving: dict[Any, Any], rid: Any, handle: Any, limit: int | None
+) -> Literal["duplicate", "full"] | None:
+    """Start serving the request ``rid`` (its ``handle`` stored), or say why not:
+    :attr:`Admission.DUPLICATE` or :attr:`Admission.FULL` (``limit`` requests are being
+    served; None: no bound); then nothing changes.
+
+    ``rid`` is a valid request id (a string or an integer, as ``jsonrpc.classify`` lets
+    through), so it can be a key.
+    """
+    if rid in serving:
+        return "duplicate"
+    if limit is not None and len(serving) >= limit:
+        return "full"
+    serving[rid] = handle
+    return None
+
+
+def refusal(
+    serving: dict[Any, Any], rid: Any, limit: int | None
+) -> Literal["duplicate", "full"] | None:
+    """What :func:`admit` would say for ``rid`` now, without admitting it (a driver that
+    makes the handle only for a request it serves asks first)."""
+    if rid in serving:
+        return "duplicate"
+    if limit is not None and len(serving) >= limit:
+        return "full"
+    return None
+
+
+def finish(serving: dict[Any, Any], rid: Any, handle: Any) -> None:
+    """The request ``rid`` is done: forget it, if ``handle`` is still the one served under
+    that id (not a later request that took the freed id)."""
+    if serving.get(rid) is handle:
+        del serving[rid]
+
+
+def release(serving: dict[Any, Any], rid: Any) -> Any:
+    """The peer has its answer to ``rid`` while the work goes on (a call paused for
+    input, 2026-07-28): the id is free for a new request and no longer cancels the
+    work. Returns the handle, or None."""
+    try:
+        return serving.pop(rid, None)
+    except TypeError:  # an array or object as the id: never admitted
+        return None
+
+
+def cancelled(serving: dict[Any, Any], params: Any) -> Any:
+    """The handle of the request a ``notifications/cancelled`` (its ``params``) names,
+    when that request is being served; None for anything else (no ``requestId``, one
+    that is not an id, one not being served). The entry stays until :func:`finish`: the
+    driver stops the work, which then finishes."""
+    if type(params) is not dict:
+        return None
+    rid = params.get("requestId")
+    kind = type(rid)
+    if kind is not int and kind is not str:  # not True for 1: bool is not an id
+        return None
+    return serving.get(rid)

@@ -39,6 +39,9 @@ class Kind(Enum):
     RESPONSE = "response"
     ERROR = "error"  # a response carrying an error
     INVALID = "invalid"
+    # A JSON array: a batch, taken apart by the session (ServerSession.receive says it;
+    # classify, which looks at one message, calls an array INVALID).
+    BATCH = "batch"
 
 
 # orjson reads and writes integers in [-2**63, 2**64 - 1] only: it reads a larger one

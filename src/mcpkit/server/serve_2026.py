@@ -54,10 +54,14 @@ async def serve_stateless(
     msg: dict[str, Any],
     send: Send,
     auth_info: Any,
-    run: Run,
     envelope: Envelope | Refusal | None = None,
+    run: Run | None = None,
 ) -> dict[str, Any] | None:
-    """Admit ``msg`` by its envelope, ``run`` it, and complete the response for the revision."""
+    """Admit ``msg`` by its envelope, ``run`` it (by default with the session's own
+    dispatch), and complete the response for the revision. ``ServerSession.serve_2026``
+    is this function: a transport that steps the coroutine gets it from there."""
+    if run is None:
+        run = session._serve_request
     rid = msg["id"]
     method = msg["method"]
     if method in REMOVED_METHODS:

@@ -1,19 +1,26 @@
 """One client's session on a server: lifecycle, dispatch, server→client requests.
 
-The session is transport-agnostic. A transport hands it decoded messages with
-a ``send`` coroutine for the stream they arrived on (the stdout writer for
-stdio, the request's SSE stream for Streamable HTTP) and gets back the
-response to write. Related notifications and requests made while serving a
-request go to that request's ``send``; unrelated ones (list changes, resource
-updates) go to ``standalone`` when the transport has one.
+The session is transport-agnostic, and every transport feeds it the same way:
+each decoded message goes to :meth:`ServerSession.receive`, which says what it
+is (a :class:`~mcpkit.protocol.jsonrpc.Kind`) and takes care at once of what
+needs no answer (notifications, the client's answers to our requests). A
+request or a batch is left to the transport to schedule as it sees fit (a task
+per request on stdio; a JSON body, an SSE stream or a 202 on HTTP), by awaiting
+:meth:`~ServerSession.serve` or :meth:`~ServerSession.serve_batch` with a
+``send`` coroutine for the stream it arrived on (the stdout writer for stdio,
+the request's SSE stream for Streamable HTTP); they return the response to
+write. Related notifications and requests made while serving a request go to
+that request's ``send``; unrelated ones (list changes, resource updates) go to
+``standalone`` when the transport has one. :meth:`~ServerSession.handle` does
+both steps for one message, for callers that need no scheduling of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import (
     INVALID_REQUEST,
@@ -27,7 +34,7 @@ from ..errors import (
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
-from ..protocol.correlation import Outgoing, Reply
+from ..protocol.correlation import Outgoing, Reply, admit, cancelled, finish, release
 from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
@@ -47,6 +54,13 @@ _MIN_INT = -(2**63)  # the integers orjson writes (jsonrpc.wire_id)
 _MAX_INT = 2**64 - 1
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+# Module constants: an enum member read off its class costs a slow attribute lookup,
+# and receive runs for every message.
+_REQUEST: Final = Kind.REQUEST
+_NOTIFICATION: Final = Kind.NOTIFICATION
+_INVALID: Final = Kind.INVALID
+_BATCH: Final = Kind.BATCH
 
 
 async def _drop(message: dict[str, Any]) -> None:
@@ -78,8 +92,14 @@ class Request:
         params = msg.get("params")
         self.params: dict[str, Any] = params if params is not None else {}
         meta = self.params.get("_meta")
-        self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
-        self.progress_token: str | int | None = jsonrpc.progress_token(meta)
+        self.meta: dict[str, Any]
+        self.progress_token: str | int | None
+        if isinstance(meta, dict):
+            self.meta = meta
+            self.progress_token = jsonrpc.progress_token(meta)
+        else:  # most requests: no call to make
+            self.meta = {}
+            self.progress_token = None
         self.send_raw = send
         self.auth_info = auth_info
         self._signal: CancelSignal | None = None  # made when first asked for: most never are
@@ -175,6 +195,8 @@ class ServerSession:
         self.inputs: ParkedCall | None = None
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
+        # The client's requests being served: id -> Request, changed only with the
+        # functions of protocol/correlation.py (admit, finish, release, cancelled).
         self._inflight: dict[Any, Request] = {}
         # Requests served at once, at most (None: no cap). The HTTP transports set it:
         # their clients can leave calls running by dropping connections, with no stream
@@ -199,20 +221,42 @@ class ServerSession:
         return outgoing
 
     # -- inbound -----------------------------------------------------------------------------
-    async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
-        """Handle one decoded message; returns the response to write, if any."""
-        kind = classify(msg)
-        if kind is Kind.REQUEST:
-            return await self.handle_request(msg, send, auth_info=auth_info)
-        if kind is Kind.NOTIFICATION:
-            self.handle_notification(msg)
-            return None
-        if kind is Kind.RESPONSE or kind is Kind.ERROR:
-            self.handle_response(msg)
-            return None
-        return jsonrpc.invalid_request(msg)
+    def receive(self, msg: Any, defer: Callable[..., object] | None = None) -> Kind:
+        """Take one decoded message (the entry point of every transport); say what it is.
 
-    async def handle_batch(
+        - ``REQUEST``: the transport serves it when it chooses: ``await serve(msg, send)``.
+        - ``BATCH`` (a JSON array): likewise, ``await serve_batch(msg, send)``.
+        - ``NOTIFICATION``, ``RESPONSE``, ``ERROR``: handled here (lifecycle,
+          cancellation, answers to our requests); nothing to write. With ``defer``
+          (``loop.call_soon``) that happens in the callback it schedules instead: stdio
+          does so, so that a ``notifications/cancelled`` read right after its request
+          finds it, the request's task having taken its first step.
+        - ``INVALID``: not JSON-RPC; the transport answers ``jsonrpc.invalid_request(msg)``.
+        """
+        kind = classify(msg)
+        if kind is _REQUEST:
+            return kind
+        if kind is _INVALID:
+            return _BATCH if type(msg) is list else kind
+        if defer is not None:
+            defer(self.receive, msg)
+        elif kind is _NOTIFICATION:
+            self._notification(msg)
+        else:
+            self._response(msg)
+        return kind
+
+    async def handle(self, msg: Any, send: Send, *, auth_info: Any = None) -> dict[str, Any] | None:
+        """:meth:`receive` one message, and :meth:`serve` it if it is a request; returns
+        the response to write, if any (a batch is refused here: see :meth:`serve_batch`)."""
+        kind = self.receive(msg)
+        if kind is Kind.REQUEST:
+            return await self.serve(msg, send, auth_info=auth_info)
+        if kind is Kind.INVALID or kind is Kind.BATCH:
+            return jsonrpc.invalid_request(msg)
+        return None
+
+    async def serve_batch(
         self, batch: list[Any], send: Send, *, auth_info: Any = None
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """A JSON-RPC array: only 2025-03-26 allows batches (2025-06-18 changelog).
@@ -237,37 +281,63 @@ class ServerSession:
         results = await asyncio.gather(*(self.handle(m, send, auth_info=auth_info) for m in batch))
         return [r for r in results if r is not None]
 
-    async def handle_request(
+    handle_batch = serve_batch  # its earlier name
+
+    def serve(
         self,
         msg: dict[str, Any],
         send: Send,
         *,
         auth_info: Any = None,
         envelope: Envelope | None = None,
+    ) -> Coroutine[Any, Any, dict[str, Any] | None]:
+        """Serve one request (one :meth:`receive` called ``REQUEST``): await it for the
+        response to write, None when the client cancelled it. ``envelope``: its
+        2026-07-28 ``_meta``, when the transport has read it already.
+
+        A plain function returning the coroutine to await, so that a handshake-era
+        request (the common case) runs one coroutine level deep, not two.
+        """
+        if self.revision.era == "stateless" or (
+            self.state is State.NEW and not self.stateless and is_stateless_request(msg)
+        ):
+            return self._serve_2026_request(msg, send, auth_info, envelope)
+        return self._serve_request(msg, send, auth_info)
+
+    async def _serve_2026_request(
+        self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
     ) -> dict[str, Any] | None:
-        """Serve one request; ``envelope``: its 2026-07-28 ``_meta``, when the transport
-        has read it already."""
         if self.revision.era == "stateless":
-            resp = await serve_stateless(self, msg, send, auth_info, self._serve_request, envelope)
-        elif self.state is State.NEW and not self.stateless and is_stateless_request(msg):
+            resp = await serve_stateless(self, msg, send, auth_info, envelope)
+        else:
             # A 2026-07-28 request on a connection that has not initialized (stdio's
             # server/discover probe): the era is decided per request, so serve it alone.
             single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
             # Shared, so notifications/cancelled on this connection reaches the request.
             single._inflight = self._inflight
-            resp = await serve_stateless(single, msg, send, auth_info, single._serve_request)
-        else:
-            resp = await self._serve_request(msg, send, auth_info)
+            resp = await serve_stateless(single, msg, send, auth_info)
         rid = msg["id"]
         if type(rid) is int and resp is not None and (rid > _MAX_INT or rid < _MIN_INT):
             resp["id"] = jsonrpc.wire_id(rid)  # beyond what orjson writes: exact digits
         return resp
 
+    # serve_2026(msg, send, auth_info, envelope): the coroutine serve awaits for a request
+    # of a 2026-07-28 session, for a transport that steps it itself (the Streamable HTTP
+    # POST path runs its first step in the ASGI task, and the rest only if it suspends,
+    # watching for a disconnect). The function itself, not a wrapper: no call more per
+    # request than calling serve_stateless directly.
+    serve_2026 = serve_stateless
+
+    # Earlier names, which tests and benchmarks still call.
+    handle_request = serve
+
     async def _serve_request(
         self, msg: dict[str, Any], send: Send, auth_info: Any = None
     ) -> dict[str, Any] | None:
         method: str = msg["method"]
-        rid = msg["id"]
+        key = rid = msg["id"]
+        if type(rid) is int and (rid > _MAX_INT or rid < _MIN_INT):
+            rid = jsonrpc.wire_id(rid)  # in answers: beyond what orjson writes, exact digits
         if self.state is not State.READY and not self.stateless and not allowed(self.state, method):
             return jsonrpc.error_response(rid, INVALID_REQUEST, self._refusal(method))
         if method == "initialize" and not self.stateless:
@@ -279,28 +349,12 @@ class ServerSession:
         handler = self._handlers.get(method)
         if handler is None:
             return jsonrpc.error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
-        inflight = self._inflight
-        if rid in inflight:
-            # The first request keeps its id (and stays cancellable by it): ids are unique
-            # among the sender's unanswered requests (basic § requests).
-            return jsonrpc.error_response(
-                rid,
-                INVALID_REQUEST,
-                "Invalid request: a request with this id is still in flight; request ids "
-                "must be unique among unanswered requests",
-            )
-        cap = self.max_inflight
-        if cap is not None and len(inflight) >= cap:
-            return jsonrpc.error_response(
-                rid,
-                INVALID_REQUEST,
-                f"Invalid request: too many requests in flight on this session (the limit "
-                f"is {cap}); wait for answers, or cancel requests, before sending more",
-                {"maxInflight": cap},
-            )
         req = Request(self, msg, send, auth_info)
+        inflight = self._inflight
+        if admit(inflight, key, req, self.max_inflight) is not None:  # the exact id, as
+            # cancellations name it
+            return self._refuse_admission(key, rid)
         req.task = asyncio.current_task()
-        inflight[rid] = req
         try:
             result = await handler(self, req)
         except MCPError as exc:
@@ -321,9 +375,27 @@ class ServerSession:
                 "error": to_jsonrpc_error(exc, debug=self.server.debug),
             }
         finally:
-            if inflight.get(rid) is req:
-                del inflight[rid]
+            finish(inflight, key, req)
         return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    def _refuse_admission(self, key: Any, rid: Any) -> dict[str, Any]:
+        if key in self._inflight:
+            # The first request keeps its id (and stays cancellable by it): ids are unique
+            # among the sender's unanswered requests (basic § requests).
+            return jsonrpc.error_response(
+                rid,
+                INVALID_REQUEST,
+                "Invalid request: a request with this id is still in flight; request ids "
+                "must be unique among unanswered requests",
+            )
+        cap = self.max_inflight
+        return jsonrpc.error_response(
+            rid,
+            INVALID_REQUEST,
+            f"Invalid request: too many requests in flight on this session (the limit "
+            f"is {cap}); wait for answers, or cancel requests, before sending more",
+            {"maxInflight": cap},
+        )
 
     def _refusal(self, method: str) -> str:
         if self.state is State.CLOSED:
@@ -332,22 +404,22 @@ class ServerSession:
             return "Invalid request: the session is already initialized"
         return f"Invalid request: '{method}' received before initialization"
 
-    def handle_notification(self, msg: dict[str, Any]) -> None:
+    def _notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
         params = msg.get("params") or {}
         if method == "notifications/initialized":
             self.state = next_state(self.state, method)
         elif method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            if jsonrpc.valid_id(request_id):
+            req = cancelled(self._inflight, params)
+            if req is not None:
                 reason = params.get("reason")
-                self.cancel(request_id, reason if isinstance(reason, str) else None)
+                self._stop(req, reason if isinstance(reason, str) else None)
         elif method == "notifications/roots/list_changed":
             for callback in self.server._roots_changed:
                 asyncio.get_running_loop().call_soon(_spawn, callback, self)
         # Other notifications (progress for our requests, unknown ones) are ignored.
 
-    def handle_response(self, msg: dict[str, Any]) -> None:
+    def _response(self, msg: dict[str, Any]) -> None:
         reply, entry = self.outgoing.answer(msg)
         if entry is None:
             log.debug("response to a request id that is not pending (%s): %r", reply, msg.get("id"))
@@ -370,14 +442,17 @@ class ServerSession:
         """The client has its answer to ``request_id`` while its handler goes on (a call
         paused for input, MRTR): the id is free for a new request (2026-07-28 basic §
         requests), and no longer cancels the paused handler."""
-        self._inflight.pop(request_id, None)
+        release(self._inflight, request_id)
 
     def cancel(self, request_id: Any, reason: str | None = None) -> bool:
-        """Cancel an in-flight request (``notifications/cancelled``)."""
+        """Cancel an in-flight request (as ``notifications/cancelled`` does)."""
         req = self._inflight.get(request_id)
-        if req is None or req.method == "initialize":
+        return req is not None and self._stop(req, reason)
+
+    def _stop(self, req: Request, reason: str | None) -> bool:
+        if req.method == "initialize":  # it MUST NOT be cancelled (basic/lifecycle)
             return False
-        log.debug("request %r cancelled: %s", request_id, reason)
+        log.debug("request %r cancelled: %s", req.id, reason)
         req.signal._set()
         if req.task is not None:
             req.task.cancel()

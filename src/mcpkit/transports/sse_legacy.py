@@ -30,7 +30,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
-from ..protocol.jsonrpc import Kind, classify, invalid_request
+from ..protocol.jsonrpc import Kind, invalid_request
 from ..server.input_rounds import principal_of
 from .asgi import (
     AUTH_SCOPE_KEY,
@@ -333,17 +333,15 @@ class SSEApp:
             self.server, msg, auth_info, scope, send
         ):
             return  # 403 insufficient_scope: nothing runs (MCP authorization § scope challenge)
-        if type(msg) is list:
+        # Notifications and responses are handled in order, right away, by receive.
+        kind = session.receive(msg)
+        if kind is Kind.REQUEST:
+            self._spawn(conn, self._run(session, conn, msg, auth_info))
+        elif kind is Kind.BATCH:
             self._spawn(conn, self._run_batch(session, conn, msg, auth_info))
-        else:
-            kind = classify(msg)
-            if kind is Kind.INVALID:
-                await send_rejected(send, invalid_request(msg))
-                return
-            if kind is Kind.REQUEST:
-                self._spawn(conn, self._run(session, conn, msg, auth_info))
-            else:  # notifications and responses are handled in order, right away
-                await session.handle(msg, conn, auth_info=auth_info)
+        elif kind is Kind.INVALID:
+            await send_rejected(send, invalid_request(msg))
+            return
         await send_body(send, 202, b"Accepted", content_type=(b"content-type", b"text/plain"))
 
     def end_session(self, conn: _Connection) -> None:
@@ -364,7 +362,7 @@ class SSEApp:
     async def _run(
         session: ServerSession, conn: _Connection, msg: dict[str, Any], auth_info: Any
     ) -> None:
-        resp = await session.handle(msg, conn, auth_info=auth_info)
+        resp = await session.serve(msg, conn, auth_info=auth_info)
         if resp is not None:
             await conn(resp)
 
@@ -372,7 +370,7 @@ class SSEApp:
     async def _run_batch(
         session: ServerSession, conn: _Connection, msg: list[Any], auth_info: Any
     ) -> None:
-        results: Any = await session.handle_batch(msg, conn, auth_info=auth_info)
+        results: Any = await session.serve_batch(msg, conn, auth_info=auth_info)
         if results:
             await conn(results)
 

@@ -53,7 +53,7 @@ from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, Connec
 from ..framing import MAX_LINE_SIZE, LineSplitter, Oversized
 from ..loops import new_event_loop
 from ..protocol import jsonrpc
-from ..protocol.jsonrpc import Kind, classify
+from ..protocol.jsonrpc import Kind
 from ..stdio_process import (
     DaemonExecutor,
     Output,
@@ -119,6 +119,9 @@ class _StdioConnection(asyncio.Protocol):
         self._signalled: asyncio.Future[None] = self._loop.create_future()
         self._eof = False
         self.session: ServerSession = server.create_session(standalone=self.send)
+        # Bound once: read per message, and a bound method is made anew at each lookup.
+        self._receive = self.session.receive
+        self._defer = self._loop.call_soon
 
     # -- inbound (asyncio.Protocol) -----------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -220,32 +223,18 @@ class _StdioConnection(asyncio.Protocol):
             if line.strip():  # blank lines between messages are tolerated
                 self._write(jsonrpc.parse_error(str(exc)))
             return
-        if type(msg) is dict:
-            kind = classify(msg)
-            if kind is Kind.REQUEST:
-                task = self._spawn(self._serve_request(msg))
-                if task is not None and msg.get("method") == "subscriptions/listen":
-                    self._streams.add(task)  # long-lived: not waited for at EOF
-            elif kind is Kind.INVALID:
-                self._write(jsonrpc.invalid_request(msg))
-            else:
-                # Notifications and answers to our requests run after the tasks of the
-                # requests read before them took their first step, so `notifications/
-                # cancelled` finds a request that was just read, as if sequential.
-                self._loop.call_soon(self._handle_inline, msg, kind)
-        elif type(msg) is list:
+        # Notifications and answers to our requests run (deferred by receive) after the
+        # tasks of the requests read before them took their first step, so
+        # `notifications/cancelled` finds a request that was just read, as if sequential.
+        kind = self._receive(msg, self._defer)
+        if kind is Kind.REQUEST:
+            task = self._spawn(self._serve_request(msg))
+            if task is not None and msg.get("method") == "subscriptions/listen":
+                self._streams.add(task)  # long-lived: not waited for at EOF
+        elif kind is Kind.BATCH:
             self._spawn(self._serve_batch(msg))
-        else:
+        elif kind is Kind.INVALID:
             self._write(jsonrpc.invalid_request(msg))
-
-    def _handle_inline(self, msg: dict[str, Any], kind: Kind) -> None:
-        try:
-            if kind is Kind.NOTIFICATION:
-                self.session.handle_notification(msg)
-            else:
-                self.session.handle_response(msg)
-        except Exception:
-            log.exception("handling %s failed", msg.get("method", "a response"))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         task = _start_task(self._loop, coro)
@@ -269,7 +258,7 @@ class _StdioConnection(asyncio.Protocol):
 
     async def _serve_request(self, msg: dict[str, Any]) -> None:
         try:
-            response = await self.session.handle_request(msg, self.send)
+            response = await self.session.serve(msg, self.send)
         except Exception:  # the session maps handler errors itself; this guards the transport
             log.exception("serving %s failed", msg.get("method"))
             response = jsonrpc.error_response(msg["id"], INTERNAL_ERROR, "Internal error")
@@ -280,7 +269,7 @@ class _StdioConnection(asyncio.Protocol):
 
     async def _serve_batch(self, batch: list[Any]) -> None:
         try:
-            responses = await self.session.handle_batch(batch, self.send)
+            responses = await self.session.serve_batch(batch, self.send)
         except Exception:
             log.exception("serving a batch failed")
             responses = jsonrpc.error_response(None, INTERNAL_ERROR, "Internal error")

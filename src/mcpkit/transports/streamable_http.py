@@ -69,7 +69,7 @@ import orjson
 
 from ..errors import INVALID_REQUEST, ConfigurationError, StoreUnavailable
 from ..protocol.envelope import is_stateless_request, unsupported_version
-from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request
+from ..protocol.jsonrpc import Kind, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.input_rounds import principal_of
 from ..server.listen import end_subscriptions
@@ -432,7 +432,9 @@ class StreamableHTTPApp(SessionEndpoints):
             return
         entry.busy += 1
         try:
-            await self._dispatch(entry.session, entry, msg, mode, send, auth_info)
+            session = entry.session
+            kind = session.receive(msg)
+            await self._dispatch(session, entry, msg, kind, mode, send, auth_info)
         finally:
             entry.busy -= 1
             self._sessions.touch(entry)
@@ -442,23 +444,22 @@ class StreamableHTTPApp(SessionEndpoints):
         session: ServerSession,
         entry: HTTPSession | None,
         msg: Any,
+        kind: Kind,
         mode: int,
         send: Send,
         auth_info: Any,
     ) -> None:
-        if type(msg) is list:
-            await self._dispatch_batch(session, entry, msg, mode, send, auth_info)
-            return
-        kind = classify(msg)
+        """Answer the POST of ``msg``, which ``session.receive`` took as ``kind``."""
         if kind is not Kind.REQUEST:
-            if kind is Kind.INVALID:
+            if kind is Kind.BATCH:
+                await self._dispatch_batch(session, entry, msg, mode, send, auth_info)
+            elif kind is Kind.INVALID:
                 await send_rejected(send, invalid_request(msg))
-                return
-            await session.handle(msg, drop, auth_info=auth_info)
-            await send_body(send, 202)
+            else:  # a notification or an answer, handled by receive
+                await send_body(send, 202)
             return
         if mode == _JSON:
-            resp = await session.handle_request(
+            resp = await session.serve(
                 msg, entry if entry is not None else drop, auth_info=auth_info
             )
             if resp is None:  # cancelled by the client: nothing to answer
@@ -488,16 +489,17 @@ class StreamableHTTPApp(SessionEndpoints):
         (:mod:`.streamable_http_2026`), instead of running on for no one. The watcher starts
         only after ``WATCH_AFTER_S``, so quick requests pay nothing for it.
         """
-        if type(msg) is dict:
-            if classify(msg) is not Kind.REQUEST:
-                await self._dispatch(session, None, msg, mode, send, auth_info)
-                return
+        kind = session.receive(msg)
+        if kind is Kind.REQUEST:
             watch = DisconnectWatch(receive, session, msg["id"])
-        else:
+        elif kind is Kind.BATCH:
             watch = DisconnectWatch(receive, session, None)  # a batch: close it all
+        else:
+            await self._dispatch(session, None, msg, kind, mode, send, auth_info)
+            return
         timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, watch.start)
         try:
-            await self._dispatch(session, None, msg, mode, send, auth_info)
+            await self._dispatch(session, None, msg, kind, mode, send, auth_info)
         finally:
             timer.cancel()
             await watch.stop()
@@ -537,7 +539,7 @@ class StreamableHTTPApp(SessionEndpoints):
         if self.keepalive_interval is not None:
             stream.arm()
         try:
-            resp = await session.handle_request(msg, stream, auth_info=auth_info)
+            resp = await session.serve(msg, stream, auth_info=auth_info)
         except BaseException:
             await stream.end()
             raise
@@ -555,9 +557,9 @@ class StreamableHTTPApp(SessionEndpoints):
         send: Send,
         auth_info: Any,
     ) -> None:
-        # 2025-03-26 only (session.handle_batch enforces the revision rule).
+        # 2025-03-26 only (session.serve_batch enforces the revision rule).
         related = entry if entry is not None else drop
-        results: Any = await session.handle_batch(batch, related, auth_info=auth_info)
+        results: Any = await session.serve_batch(batch, related, auth_info=auth_info)
         if type(results) is dict:  # the batch as a whole was refused
             await send_rejected(send, results)
             return

@@ -49,7 +49,6 @@ from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from ..protocol.envelope import REMOVED_METHODS, Refusal, read_envelope
 from ..protocol.http_headers import check_request_headers
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request, wire_id
-from ..server.serve_2026 import serve_stateless
 from .asgi import (
     PING,
     SSE_HEADERS,
@@ -214,7 +213,7 @@ async def serve_stateless_post(
         return
     session = server.create_session(stateless=True, revision=envelope.revision.name)
     stream = _LazyStream(send, keepalive_interval)
-    serving = serve_stateless(session, msg, stream, auth_info, session._serve_request, envelope)
+    serving = session.serve_2026(msg, stream, auth_info, envelope)
     try:
         # The first step, in this task: most requests end in it, and need no
         # disconnect watcher (nor its timer).

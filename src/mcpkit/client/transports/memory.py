@@ -16,6 +16,8 @@ from typing import Any, Protocol
 import orjson
 
 from ...errors import ConnectionClosed
+from ...protocol import jsonrpc
+from ...protocol.jsonrpc import Kind
 from .base import Inbound
 
 __all__ = ["InProcessServer", "InProcessSession", "MemoryTransport"]
@@ -26,7 +28,9 @@ Deliver = Callable[[dict[str, Any]], Awaitable[None]]
 class InProcessSession(Protocol):
     """One server-side session, as :meth:`InProcessServer.create_session` makes it."""
 
-    async def handle(self, msg: Any, send: Deliver) -> dict[str, Any] | None: ...
+    def receive(self, msg: Any) -> Kind: ...
+
+    async def serve(self, msg: dict[str, Any], send: Deliver) -> dict[str, Any] | None: ...
 
     def close(self) -> None: ...
 
@@ -68,17 +72,16 @@ class MemoryTransport:
         if session is None or self._closed:
             raise ConnectionClosed("the in-memory connection is closed")
         wire = orjson.loads(orjson.dumps(message))
-        if "method" in wire and "id" in wire:
+        kind = session.receive(wire)  # notifications and answers: handled here, in order
+        if kind is Kind.REQUEST:
             task = asyncio.get_running_loop().create_task(self._serve(session, wire))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        else:
-            out = await session.handle(wire, self._deliver)
-            if out is not None:
-                await self._deliver(out)
+        elif kind is Kind.INVALID or kind is Kind.BATCH:  # the client sends no batches
+            await self._deliver(jsonrpc.invalid_request(wire))
 
     async def _serve(self, session: InProcessSession, msg: dict[str, Any]) -> None:
-        out = await session.handle(msg, self._deliver)
+        out = await session.serve(msg, self._deliver)
         if out is not None:
             await self._deliver(out)
 

@@ -80,10 +80,18 @@ def _stdio_exchange(cmd: list[str]) -> None:
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "add", "arguments": {"a": 2, "b": 3}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "multiply", "arguments": {"a": 6, "b": 7}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "multiply", "arguments": {"a": 6, "b": 7}},
+        },
     ]
     stdin = "".join(json.dumps(m) + "\n" for m in messages)
     # The server answers what it has read, then ends at EOF on its stdin.
@@ -101,7 +109,10 @@ def _stdio_exchange(cmd: list[str]) -> None:
     stderr = done.stderr.decode(errors="replace").strip()
     for request_id, expected in ((2, "5"), (3, "42")):
         answer = answers.get(request_id)
-        if answer is None or answer.get("result", {}).get("content", [{}])[0].get("text") != expected:
+        if (
+            answer is None
+            or answer.get("result", {}).get("content", [{}])[0].get("text") != expected
+        ):
             raise SmokeFailure(
                 f"{cmd}: request {request_id} answered {answer!r}, expected {expected}; "
                 f"exit {done.returncode}; stderr:\n{stderr}"
@@ -139,8 +150,15 @@ def smoke_http() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cmd = [*mcpkit_command(), "run", "examples/demo_server.py", "--transport", "http",
-           "--port", str(port)]
+    cmd = [
+        *mcpkit_command(),
+        "run",
+        "examples/demo_server.py",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -155,15 +173,21 @@ def smoke_http() -> None:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     proc.kill()
                     err = proc.communicate(timeout=TIMEOUT)[1].decode(errors="replace")
-                    raise SmokeFailure(f"{cmd} did not serve {url} ({exc}); stderr:\n{err}") from None
+                    raise SmokeFailure(
+                        f"{cmd} did not serve {url} ({exc}); stderr:\n{err}"
+                    ) from None
                 time.sleep(0.2)
         if init.get("result", {}).get("serverInfo", {}).get("name") != "Demo":
             raise SmokeFailure(f"initialize answered {init!r}")
         _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
         call, _ = _post(
             url,
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-             "params": {"name": "add", "arguments": {"a": 2, "b": 40}}},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 2, "b": 40}},
+            },
             session,
         )
         if call.get("result", {}).get("content", [{}])[0].get("text") != "42":
@@ -198,10 +222,15 @@ def main() -> int:
 
 
 def _importable(name: str) -> bool:
-    return subprocess.run(
-        [sys.executable, "-c", f"import {name}"], capture_output=True, check=False,
-        env=dict(os.environ, PYTHONPATH=""),
-    ).returncode == 0
+    return (
+        subprocess.run(
+            [sys.executable, "-c", f"import {name}"],
+            capture_output=True,
+            check=False,
+            env=dict(os.environ, PYTHONPATH=""),
+        ).returncode
+        == 0
+    )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,6 @@ __all__ = [
 ]
 
 
-
 class SchemaViolation(AssertionError):
     """A message does not match its revision's schema."""
 

@@ -123,7 +123,9 @@ __all__ = [
 ]
 
 #: What a client is told when the server's shared state store cannot be reached.
-STORE_UNAVAILABLE_TEXT = "Service unavailable: the server's state store cannot be reached; retry later"
+STORE_UNAVAILABLE_TEXT = (
+    "Service unavailable: the server's state store cannot be reached; retry later"
+)
 
 # JSON-RPC 2.0 §5.1 and MCP's own codes.
 PARSE_ERROR = -32700

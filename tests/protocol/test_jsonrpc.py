@@ -235,7 +235,6 @@ def _decode(data: bytes) -> Any:
     return jsonrpc.exact_ids(orjson.loads(data), data)
 
 
-
 @given(st.integers(min_value=-(10**40), max_value=10**40))
 def test_dumps_writes_an_exact_integer_id_of_any_size(rid: int) -> None:
     """A message may keep the exact int (the client's answers do, so traces see it)."""

@@ -128,9 +128,7 @@ async def run_app(app: ASGIApp | Any) -> AsyncIterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     server = _TestServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

@@ -69,6 +69,8 @@ _B64TOKEN_CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 def _b64token(raw: bytes) -> bool:
     body = raw.rstrip(b"=")
     return bool(body) and not body.translate(None, _B64TOKEN_CHARS)
+
+
 # A token whose expiry passed this long ago is refused even if the verifier let it
 # through (a hand-written verify function that forgot to look): verifiers apply their
 # own, smaller leeway first.

@@ -356,6 +356,7 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.input_rounds", "mcpkit.server.session"): "input rounds run on a session",
     ("mcpkit.server.serve_2026", "mcpkit.server.session"): "2026 requests run on a session",
     ("mcpkit.server.session", "mcpkit.server.server"): "ServerSession.server",
+    ("mcpkit.server.request", "mcpkit.server.session"): "Request.session",
     ("mcpkit.server.listen", "mcpkit.server.session"): "a listener forwards a session's notices",
     ("mcpkit.server.listen", "mcpkit.server.server"): "open listeners are kept per server",
     ("mcpkit.server.declarative", "mcpkit.server.server"): "collect() fills a server",

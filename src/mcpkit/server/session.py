@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import (
@@ -39,7 +39,8 @@ from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
-from .context import LOG_LEVELS, CancelSignal
+from .context import LOG_LEVELS
+from .request import Request, Send
 from .serve_2026 import serve_stateless
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ log = logging.getLogger("mcpkit.server")
 _MIN_INT = -(2**63)  # the integers orjson writes (jsonrpc.wire_id)
 _MAX_INT = 2**64 - 1
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 # Module constants: an enum member read off its class costs a slow attribute lookup,
 # and receive runs for every message.
 _REQUEST: Final = Kind.REQUEST
@@ -65,88 +64,6 @@ _BATCH: Final = Kind.BATCH
 
 async def _drop(message: dict[str, Any]) -> None:
     log.debug("no stream to deliver %s", message.get("method"))
-
-
-class Request:
-    """A request being served: its id, params and the stream to answer on."""
-
-    __slots__ = (
-        "_signal",
-        "auth_info",
-        "id",
-        "meta",
-        "method",
-        "params",
-        "progress_token",
-        "send_raw",
-        "session",
-        "task",
-    )
-
-    def __init__(
-        self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any
-    ) -> None:
-        self.session = session
-        self.id = msg["id"]
-        self.method: str = msg["method"]
-        params = msg.get("params")
-        self.params: dict[str, Any] = params if params is not None else {}
-        meta = self.params.get("_meta")
-        self.meta: dict[str, Any]
-        self.progress_token: str | int | None
-        if isinstance(meta, dict):
-            self.meta = meta
-            self.progress_token = jsonrpc.progress_token(meta)
-        else:  # most requests: no call to make
-            self.meta = {}
-            self.progress_token = None
-        self.send_raw = send
-        self.auth_info = auth_info
-        self._signal: CancelSignal | None = None  # made when first asked for: most never are
-        self.task: asyncio.Task[Any] | None = None
-
-    @property
-    def signal(self) -> CancelSignal:
-        """Set when the client cancels the request."""
-        signal = self._signal
-        if signal is None:
-            signal = self._signal = CancelSignal()
-        return signal
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the client cancelled the request (without making its signal)."""
-        signal = self._signal
-        return signal is not None and signal.cancelled
-
-    @property
-    def close_stream(self) -> Callable[[], Awaitable[None]] | None:
-        """Closes the request's stream early, on transports that can (Streamable HTTP,
-        SEP-1699); looked up only when asked, since on most ``send`` callables the lookup
-        fails, and a failed attribute lookup costs a raised and caught exception."""
-        close: Callable[[], Awaitable[None]] | None = getattr(self.send_raw, "close_stream", None)
-        return close
-
-    async def send(self, method: str, params: dict[str, Any] | None = None) -> None:
-        await self.send_raw(jsonrpc.notification(method, params))
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        token = self.progress_token
-        call = self.session.inputs
-        if call is not None:
-            # A call resumed by a 2026-07-28 retry reports to that retry's token: the
-            # client dropped the callback of the request that started it (mrtr).
-            token = call.progress_token(token)
-        if token is None:
-            return
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None and self.session.revision.progress_messages:
-            params["message"] = message
-        await self.send("notifications/progress", params)
 
 
 class ServerSession:

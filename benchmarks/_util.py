@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -261,3 +262,32 @@ def child_env() -> dict[str, str]:
     env.pop("PYTHONASYNCIODEBUG", None)
     env.pop("PYTHONTRACEMALLOC", None)
     return env
+
+
+AUTH_ISSUER = "https://auth.bench.invalid"
+
+
+def jwt_protection(env: dict[str, str], workdir: Path, resource: str) -> dict[str, str]:
+    """Set up ``servers/http_server.py mcpkit-auth`` in ``env`` (a key generated now, its
+    JWKS in a file of ``workdir``) and return the request headers with a bearer token
+    for ``resource``, good for a day."""
+    import time
+
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, parameters={"kid": "bench"})
+    jwks = workdir / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
+    env.update(BENCH_JWKS_FILE=str(jwks), BENCH_ISSUER=AUTH_ISSUER, BENCH_RESOURCE=resource)
+    now = int(time.time())
+    claims = {
+        "iss": AUTH_ISSUER,
+        "sub": "bench-user",
+        "aud": resource,
+        "scope": "mcp:read mcp:write",
+        "iat": now,
+        "exp": now + 86400,
+    }
+    token = jwt.encode({"alg": "RS256", "kid": "bench"}, claims, key)
+    return {"Authorization": f"Bearer {token}"}

@@ -24,50 +24,37 @@ Run alone: ``python benchmarks/bench_auth.py [--quick] [--reps N] [--duration S]
 from __future__ import annotations
 
 import http.client
-import json
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from _util import (
-    PYTHON,
-    SERVERS,
     Options,
     Row,
     child_env,
     emit,
     free_port,
+    jwt_protection,
     median,
-    pinned,
     spread,
     stop,
     wait_for_port,
 )
-from bench_http import Client, HTTPFailure, Load, Target, echo_body, verify_echo, wrk
+from bench_http import (
+    Client,
+    HTTPFailure,
+    Load,
+    Target,
+    echo_body,
+    start_server,
+    verify_echo,
+    wrk,
+)
 from bench_stdio import main as _main
 
 CONNECTIONS = 16
 TARGET = 0.8
-ISSUER = "https://auth.bench.invalid"
-
-
-def start(impl: str, cpu: int | None, log: Path, env_extra: dict[str, str]) -> Target:
-    port = free_port()
-    env = child_env()
-    env.update(env_extra)
-    env["BENCH_RESOURCE"] = f"http://127.0.0.1:{port}/mcp"
-    with log.open("ab") as err:
-        proc = subprocess.Popen(
-            pinned([PYTHON, str(SERVERS / "http_server.py"), impl, "stateful", str(port)], cpu),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-    return Target(impl, "stateful", port, proc)
 
 
 def refused_without_token(target: Target) -> None:
@@ -92,9 +79,6 @@ def refused_without_token(target: Target) -> None:
 def run(opts: Options) -> list[Row]:
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get update && apt-get install -y wrk")
-    from joserfc import jwt
-    from joserfc.jwk import RSAKey
-
     reps = opts.reps(5)
     emit(
         f"== auth: stateful tools/call echo, unprotected vs ProtectedResource + JWTVerifier "
@@ -103,34 +87,14 @@ def run(opts: Options) -> list[Row]:
     workdir = Path(tempfile.mkdtemp(prefix="mcpkit-bench-auth-"))
     body = workdir / "echo.json"
     body.write_bytes(echo_body("__ID__"))
-    key = RSAKey.generate_key(2048, parameters={"kid": "bench"})
-    jwks = workdir / "jwks.json"
-    jwks.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
     log = workdir / "servers.log"
-    plain = start("mcpkit", opts.server_cpu, log, {})
-    protected = start(
-        "mcpkit-auth",
-        opts.server_cpu,
-        log,
-        {"BENCH_JWKS_FILE": str(jwks), "BENCH_ISSUER": ISSUER},
-    )
-    now = int(time.time())
-    token = jwt.encode(
-        {"alg": "RS256", "kid": "bench"},
-        {
-            "iss": ISSUER,
-            "sub": "bench-user",
-            "aud": f"http://127.0.0.1:{protected.port}/mcp",
-            "scope": "mcp:read mcp:write",
-            "iat": now,
-            "exp": now + 24 * 3600,
-        },
-        key,
-    )
-    headers = {"Authorization": f"Bearer {token}"}
+    plain = start_server("mcpkit", "stateful", opts.server_cpu, log)
+    port, env = free_port(), child_env()
+    headers = jwt_protection(env, workdir, f"http://127.0.0.1:{port}/mcp")
+    protected = start_server("mcpkit-auth", "stateful", opts.server_cpu, log, port=port, env=env)
     # The unprotected server sent the same Authorization header (ignored): how much of
     # the difference is only the bigger request, which any protected server receives.
-    plain_hdr = start("mcpkit", opts.server_cpu, log, {})
+    plain_hdr = start_server("mcpkit", "stateful", opts.server_cpu, log)
     targets = {"mcpkit": plain, "mcpkit-auth": protected, "mcpkit+header": plain_hdr}
     loads: dict[str, list[Load]] = {name: [] for name in targets}
     failed: dict[str, str] = {}

@@ -176,15 +176,23 @@ class Target:
         return f"{self.impl}/{self.mode}"
 
 
-def start_server(impl: str, mode: str, cpu: int | None, log: Path) -> Target:
-    port = free_port()
+def start_server(
+    impl: str,
+    mode: str,
+    cpu: int | None,
+    log: Path,
+    *,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+) -> Target:
+    port = free_port() if port is None else port
     with log.open("ab") as err:
         proc = subprocess.Popen(
             pinned([PYTHON, str(SERVERS / "http_server.py"), impl, mode, str(port)], cpu),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
-            env=child_env(),
+            env=child_env() if env is None else env,
         )
     return Target(impl, mode, port, proc)
 

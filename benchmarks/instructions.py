@@ -54,22 +54,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
-from _util import PROTOCOL_VERSION, SERVERS, child_env, free_port
+from _util import PROTOCOL_VERSION, SERVERS, child_env, free_port, jwt_protection
+from bench_http import INITIALIZE, INITIALIZED, TEXT
 
 PATHS = ("stdio", "http-stateful", "http-stateless", "http-2026", "http-auth", "http-bearer")
-AUTH_ISSUER = "https://auth.bench.invalid"
-TEXT = "hello from the bench"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {},
-        "clientInfo": {"name": "mcpkit-bench", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -179,7 +167,7 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     impl, auth_headers = "mcpkit", {}
     if path in ("http-auth", "http-bearer"):
         impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
-        auth_headers = _protect(env, out.parent, f"http://127.0.0.1:{port}/mcp")
+        auth_headers = jwt_protection(env, out.parent, f"http://127.0.0.1:{port}/mcp")
     proc = subprocess.Popen(
         [*callgrind(out), str(SERVERS / "http_server.py"), impl, mode, str(port)],
         stdout=subprocess.DEVNULL,
@@ -218,20 +206,6 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
         if proc.poll() is None:
             proc.kill()
     return total(out)
-
-
-def _protect(env: dict[str, str], workdir: Path, resource: str) -> dict[str, str]:
-    """Set up the protected server's JWKS (env) and return the request's bearer header."""
-    from joserfc import jwt
-    from joserfc.jwk import RSAKey
-
-    key = RSAKey.generate_key(2048, parameters={"kid": "bench"})
-    jwks = workdir / "jwks.json"
-    jwks.write_bytes(orjson.dumps({"keys": [key.as_dict(private=False)]}))
-    env.update(BENCH_JWKS_FILE=str(jwks), BENCH_ISSUER=AUTH_ISSUER, BENCH_RESOURCE=resource)
-    now = int(time.time())
-    claims = {"iss": AUTH_ISSUER, "sub": "bench", "aud": resource, "iat": now, "exp": now + 86400}
-    return {"Authorization": "Bearer " + jwt.encode({"alg": "RS256", "kid": "bench"}, claims, key)}
 
 
 def count(path: str, n: int, workdir: Path, seed: int) -> int:

@@ -91,9 +91,9 @@ async def summarize(text: str, ctx: Context) -> str:
 
 
 @server.tool
-async def list_roots(ctx: Context) -> list[str]:
-    """The URIs of the client's roots."""
-    return [root.uri for root in await ctx.list_roots(key="roots")]
+async def list_roots(ctx: Context) -> str:
+    """The URIs of the client's roots, one per line."""
+    return "\n".join(root.uri for root in await ctx.list_roots(key="roots"))
 
 
 @server.tool

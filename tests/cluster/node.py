@@ -62,9 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print("node.py: RedisStore takes no node_ttl yet; --node-ttl ignored", file=sys.stderr)
     store = RedisStore(args.redis, prefix=args.redis_prefix, **store_options)
-    server.store = store
-    # MCPServer(store=...) also makes it the input-round store; assigning late must too.
-    server.input_rounds.store = store.input_rounds
+    if hasattr(server, "use_store"):  # what mcpkit run --redis calls, where it exists
+        server.use_store(store)
+    else:
+        server.store = store
+        # MCPServer(store=...) also makes it the input-round store; assigning late must too.
+        server.input_rounds.store = store.input_rounds
     options: dict[str, Any] = {"retry_interval_ms": args.retry_ms}
     if args.session_idle_timeout is not None:
         options["session_idle_timeout"] = args.session_idle_timeout

@@ -178,3 +178,37 @@ async def test_pay_charges_once_over_three_2026_rounds_on_one_node(cluster: Clus
     assert await cluster.paid() == 1
     rounds = [r for r in cluster.proxy.log if r.rpc == "tools/call"]
     assert len(rounds) == 3 and {r.backend for r in rounds} == {2}
+
+
+async def test_a_get_stream_the_client_drops_at_the_proxy_ends_on_the_node(
+    cluster: Cluster,
+) -> None:
+    # One GET stream per session (409 for a second one while the first is open): a new
+    # GET succeeding soon after the client dropped the first shows the node saw it go.
+    cluster.proxy.pin(0)
+    async with asyncio.timeout(TIMEOUT), httpx.AsyncClient(timeout=TIMEOUT) as http:
+        c = HTTPClient(http, cluster.url)
+        await c.initialize()
+        headers = c.headers("text/event-stream")
+        async with http.stream("GET", cluster.url, headers=headers) as first:
+            assert first.status_code == 200
+            second = await http.get(cluster.url, headers=headers)
+            assert second.status_code == 409  # the first one is open
+        statuses = []
+        while not statuses or statuses[-1] == 409:
+            async with http.stream("GET", cluster.url, headers=headers) as again:
+                statuses.append(again.status_code)
+            assert len(statuses) < 20, statuses
+            await asyncio.sleep(0.05)
+        assert statuses[-1] == 200 and len(statuses) <= 3, statuses
+    assert cluster.proxy.disconnects >= 1
+
+
+@pytest.mark.cluster(nodes=1, json_response=True)
+async def test_marker_options_reach_the_nodes(cluster: Cluster) -> None:
+    assert len(cluster.nodes) == 1
+    async with httpx.AsyncClient(timeout=TIMEOUT) as http:
+        c = HTTPClient(http, cluster.url)
+        init = await c.initialize()
+        assert init.headers["content-type"].startswith("application/json")
+        assert text((await c.call_tool("whoami")).result) == str(cluster.pids[0])

@@ -17,6 +17,7 @@ process is killed at teardown (SIGTERM, then SIGKILL after a bounded wait).
         cluster.proxy.log        # [Record(method, path, session_id, backend, status, rpc)]
         cluster.pids[i], cluster.urls[i]   # a node's pid and http://127.0.0.1:<port>/mcp
         cluster.kill(i)          # SIGKILL; the proxy skips it from then on
+        cluster.stop(i)          # SIGTERM (graceful)
         await cluster.restart(i) # same port, a new process
         await cluster.paid()     # the pay tool's charge counter
 """
@@ -47,13 +48,16 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE = Path(__file__).with_name("node.py")
 START_TIMEOUT = 15.0  # a node prints its URL within this (two shared cores, cold imports)
 STOP_TIMEOUT = 3.0
+# Seconds a node's liveness key lives (RedisStore(node_ttl=...), once the store takes it):
+# short, so that a killed node is noticed in seconds, not the default 15.
+NODE_TTL = 2.0
 _BANNER = re.compile(r"mcpkit: serving .* on (http://127\.0\.0\.1:(\d+)/mcp)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cluster(nodes=3, node_ttl=None, session_idle_timeout=None, json_response=False): "
+        "cluster(nodes=3, node_ttl=2.0, session_idle_timeout=None, json_response=False): "
         "options of the cluster fixture",
     )
 
@@ -172,6 +176,10 @@ class Cluster:
         """SIGKILL node ``index`` (the proxy then skips it: connection refused)."""
         self.nodes[index].kill()
 
+    def stop(self, index: int) -> None:
+        """SIGTERM node ``index``: a graceful stop (its SSE streams end with a retry hint)."""
+        self.nodes[index].stop()
+
     async def restart(self, index: int) -> int:
         """Start node ``index`` again on its port (killing it first if it runs); its pid."""
         node = self.nodes[index]
@@ -215,7 +223,7 @@ async def start_nodes(
     directory: Path,
     *,
     nodes: int = 3,
-    node_ttl: float | None = None,
+    node_ttl: float | None = NODE_TTL,
     session_idle_timeout: float | None = None,
     json_response: bool = False,
     target: str | None = None,

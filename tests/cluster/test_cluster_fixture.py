@@ -153,7 +153,7 @@ async def test_sticky_sessions_spread_over_the_nodes(cluster: Cluster) -> None:
 
 
 @pytest.mark.cluster(nodes=2)
-async def test_a_killed_node_is_skipped_and_a_restarted_one_serves_again(
+async def test_a_killed_or_stopped_node_is_skipped_and_a_restarted_one_serves_again(
     cluster: Cluster,
 ) -> None:
     async with Client(url=cluster.url, protocol_version=MODERN, timeout=TIMEOUT) as client:
@@ -167,6 +167,11 @@ async def test_a_killed_node_is_skipped_and_a_restarted_one_serves_again(
         assert new != old and cluster.urls[0] == url  # same port, a new process
         pids = {int(text(await client.call_tool("whoami", {}))) for _ in range(4)}
         assert pids == {new, cluster.pids[1]}
+        cluster.stop(1)  # graceful: the process ends by itself, with status 0
+        assert cluster.nodes[1].process is not None
+        assert cluster.nodes[1].process.returncode == 0
+        pids = {int(text(await client.call_tool("whoami", {}))) for _ in range(2)}
+        assert pids == {new}
 
 
 async def test_pay_charges_once_over_three_2026_rounds_on_one_node(cluster: Cluster) -> None:

@@ -16,8 +16,9 @@ load balancer only makes likely. Design: docs/design/scale-out.md § 15.1.
   connection aborted, not ended cleanly, so the client sees a cut stream (and resumes).
 * When the client goes away while a response is streaming, the upstream connection is
   closed at once, so the node sees its SSE stream dropped as it would without a proxy.
-* ``log`` records one :class:`Record` per request, when the response head arrives (a
-  long SSE stream is logged at once), so tests assert which node served what.
+* ``log`` records one :class:`Record` per request, in the order they were sent to the
+  backends; its status is filled in when the response head arrives (a long SSE stream
+  shows its 200 at once), so tests assert which node served what.
 
 ``pin(i)`` sends everything to backend ``i``; ``sticky()`` sends each request carrying an
 ``Mcp-Session-Id`` to the backend whose response issued that id (session affinity, what
@@ -34,6 +35,7 @@ import contextlib
 import re
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -49,14 +51,15 @@ _RPC_METHOD = re.compile(rb'"method"\s*:\s*"([^"]{1,200})"')
 _SNIFF = 64 * 1024  # bytes of a request body searched for its JSON-RPC method
 
 
-class Record(NamedTuple):
+@dataclass
+class Record:
     """One proxied request: what was asked, of which backend, and the status it got."""
 
     method: str  # HTTP method
     path: str
     session_id: str | None  # the request's Mcp-Session-Id header
-    backend: int | None  # index in the proxy's backends; None when none answered (502)
-    status: int
+    backend: int | None  # index in the proxy's backends; None when none accepted (502)
+    status: int  # 0 until the response head arrives (or when the backend never answered)
     rpc: str | None = None  # the JSON-RPC method in the body (first one of a batch), if any
 
 
@@ -292,18 +295,21 @@ class RoundRobinProxy:
 
     # -- serving ---------------------------------------------------------------------------
     def _order(self, session_id: str | None) -> list[int]:
-        """Backends to try, in order, for the next request."""
+        """Backends to try, in order, for the next request (taking its turn at once, so
+        that concurrent requests get different backends)."""
         if self._pinned is not None:
             return [self._pinned]
         if self._sticky and session_id is not None and session_id in self._owner:
             return [self._owner[session_id]]
         n = len(self.backends)
-        return [(self._next + k) % n for k in range(n)]
+        first, self._next = self._next, (self._next + 1) % n
+        return [(first + k) % n for k in range(n)]
 
     async def _connect(
-        self, session_id: str | None
-    ) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter] | None:
-        for index in self._order(session_id):
+        self, record: Record
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        order = self._order(record.session_id)
+        for index in order:
             host, port = self.backends[index]
             try:
                 reader, writer = await asyncio.wait_for(
@@ -311,9 +317,10 @@ class RoundRobinProxy:
                 )
             except (OSError, TimeoutError):
                 continue  # refused (a dead node) or unreachable: the next one
-            if self._pinned is None:
+            if index != order[0]:  # dead ones were skipped: the turn goes on after this one
                 self._next = (index + 1) % len(self.backends)
-            return index, reader, writer
+            record.backend = index
+            return reader, writer
         return None
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -346,16 +353,19 @@ class RoundRobinProxy:
         method, target, version = parts
         session_id = head.get("mcp-session-id")
         keep = version == "HTTP/1.1" and (head.get("connection") or "").lower() != "close"
-        connected = await self._connect(session_id)
+        record = Record(method, target, session_id, None, 0)
+        self.log.append(record)  # now: the log is in the order requests were received
+        connected = await self._connect(record)
         if connected is None:
-            self.log.append(Record(method, target, session_id, None, 502))
+            record.status = 502
             # The body is not read: close the connection after the answer.
             writer.write(_plain(502, "no backend accepted the connection"))
             await writer.drain()
             return False
-        index, up_reader, up_writer = connected
-        host, port = self.backends[index]
-        request = _Request(head, method, target, session_id, keep, index, f"{host}:{port}")
+        up_reader, up_writer = connected
+        assert record.backend is not None
+        host, port = self.backends[record.backend]
+        request = _Request(head, record, keep, f"{host}:{port}")
         try:
             return await self._relay(inbound, writer, request, _Inbound(up_reader), up_writer)
         finally:
@@ -376,7 +386,8 @@ class RoundRobinProxy:
         with contextlib.suppress(OSError):  # a node may answer (and close) before the body
             await _copy_body(inbound, up_writer, head, until_eof=False, sniff=sniff)
         found = _RPC_METHOD.search(sniff)
-        rpc = found.group(1).decode() if found else None
+        record = request.record
+        record.rpc = found.group(1).decode() if found else None
         while True:
             raw = await upstream.until(b"\r\n\r\n", MAX_HEAD)
             if raw is None:
@@ -391,13 +402,11 @@ class RoundRobinProxy:
                 await writer.drain()
                 continue
             break
-        self.log.append(
-            Record(request.method, request.target, request.session_id, request.index, status, rpc)
-        )
+        record.status = status
         issued = answer.get("mcp-session-id")
-        if issued is not None:
-            self._owner[issued] = request.index
-        bodyless = request.method == "HEAD" or status in (204, 304)
+        if issued is not None and record.backend is not None:
+            self._owner[issued] = record.backend
+        bodyless = record.method == "HEAD" or status in (204, 304)
         keep = request.keep and (bodyless or answer.chunked() or answer.length() is not None)
         out = answer.forwarded() if keep else [*answer.forwarded(), ("Connection", "close")]
         writer.write(_encode(answer.start, out))
@@ -426,12 +435,9 @@ class RoundRobinProxy:
 
 class _Request(NamedTuple):
     head: _Head
-    method: str
-    target: str
-    session_id: str | None
-    keep: bool
-    index: int
-    netloc: str
+    record: Record
+    keep: bool  # the client's connection may carry another request
+    netloc: str  # the backend's, for the Host header
 
 
 async def _watch(inbound: _Inbound) -> bool:

@@ -125,6 +125,19 @@ async def test_each_request_goes_to_the_next_backend_even_on_one_keep_alive_conn
         assert proxy.served() == served
 
 
+async def test_concurrent_requests_take_turns_too() -> None:
+    async with (
+        backends(3) as (_, urls),
+        RoundRobinProxy(urls) as proxy,
+        httpx.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        answers = await asyncio.gather(*(http.get(proxy.url + "/who") for _ in range(9)))
+        served = sorted(a.json()["backend"] for a in answers)
+        assert served == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+        # The log is in the order the requests arrived, each on the next backend.
+        assert [r.backend for r in proxy.log] == [0, 1, 2] * 3
+
+
 async def test_headers_pass_through_and_host_names_the_backend() -> None:
     sent = {
         "Mcp-Session-Id": "abc",

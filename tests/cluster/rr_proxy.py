@@ -16,8 +16,8 @@ load balancer only makes likely. Design: docs/design/scale-out.md § 15.1.
   connection aborted, not ended cleanly, so the client sees a cut stream (and resumes).
 * When the client goes away while a response is streaming, the upstream connection is
   closed at once, so the node sees its SSE stream dropped as it would without a proxy.
-* ``log`` records one :class:`Record` per request, in the order they were sent to the
-  backends; its status is filled in when the response head arrives (a long SSE stream
+* ``log`` records one :class:`Record` per request, in the order the requests arrived
+  (each took its turn then); its status is filled in when the response head arrives (a long SSE stream
   shows its 200 at once), so tests assert which node served what.
 
 ``pin(i)`` sends everything to backend ``i``; ``sticky()`` sends each request carrying an
@@ -42,8 +42,9 @@ from urllib.parse import urlsplit
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 2.0
 READ_SIZE = 65536
-# Hop-by-hop headers (RFC 9110 § 7.6.1): about one connection, never forwarded. The
-# message framing (Content-Length / Transfer-Encoding) is kept: bodies are copied framed.
+# Hop-by-hop headers (RFC 9110 § 7.6.1): about one connection, never forwarded (and Host,
+# written for the backend). The framing (Content-Length / Transfer-Encoding) is kept:
+# bodies are copied with it.
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"}
 )

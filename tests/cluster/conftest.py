@@ -46,6 +46,8 @@ from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = Path(__file__).with_name("node.py")
+DEFAULT_TARGET = "tests/cluster/app.py:server"
+RETRY_MS = 100  # the SSE retry hint: clients reconnect after a tenth of a second
 START_TIMEOUT = 15.0  # a node prints its URL within this (two shared cores, cold imports)
 STOP_TIMEOUT = 3.0
 # Seconds a node's liveness key lives (RedisStore(node_ttl=...), once the store takes it):
@@ -57,7 +59,8 @@ _BANNER = re.compile(r"mcpkit: serving .* on (http://127\.0\.0\.1:(\d+)/mcp)")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cluster(nodes=3, node_ttl=2.0, session_idle_timeout=None, json_response=False): "
+        "cluster(nodes=3, node_ttl=2.0, session_idle_timeout=None, json_response=False, "
+        "launcher='node'): "
         "options of the cluster fixture",
     )
 
@@ -65,9 +68,9 @@ def pytest_configure(config: pytest.Config) -> None:
 class Node:
     """One node process; its stdout and stderr go to ``log_path``."""
 
-    def __init__(self, index: int, argv: list[str], env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, index: int, command: list[str], env: dict[str, str], log_path: Path) -> None:
         self.index = index
-        self.argv = argv
+        self.command = command  # without --port, added at each start
         self.env = env
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
@@ -89,7 +92,7 @@ class Node:
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, str(NODE), *self.argv, "--port", str(self.port)],
+                [*self.command, "--port", str(self.port)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -226,20 +229,36 @@ async def start_nodes(
     node_ttl: float | None = NODE_TTL,
     session_idle_timeout: float | None = None,
     json_response: bool = False,
-    target: str | None = None,
+    target: str = DEFAULT_TARGET,
+    launcher: str | None = None,
 ) -> Cluster:
-    """Start ``nodes`` node processes on one new prefix, and the proxy; see the module."""
+    """Start ``nodes`` node processes on one new prefix, and the proxy; see the module.
+
+    ``launcher``: ``"node"`` (tests/cluster/node.py, the default) or ``"cli"`` (``python -m
+    mcpkit run ... --redis``, once it exists; it takes no node_ttl nor idle timeout, so
+    those are not passed); env ``MCPKIT_CLUSTER_LAUNCHER`` sets the default.
+    """
     prefix = f"test-{uuid4().hex}:"
     env = {**os.environ, "MCPKIT_REDIS_URL": redis.url, "MCPKIT_REDIS_PREFIX": prefix}
-    argv = [target] if target else []
-    argv += ["--redis", redis.url, "--redis-prefix", prefix]
-    if node_ttl is not None:
-        argv += ["--node-ttl", str(node_ttl)]
-    if session_idle_timeout is not None:
-        argv += ["--session-idle-timeout", str(session_idle_timeout)]
+    launcher = launcher or os.environ.get("MCPKIT_CLUSTER_LAUNCHER", "node")
+    shared = ["--redis", redis.url, "--redis-prefix", prefix, "--retry-ms", str(RETRY_MS)]
     if json_response:
-        argv.append("--json-response")
-    started = [Node(i, argv, env, directory / f"node-{prefix[5:13]}-{i}.log") for i in range(nodes)]
+        shared.append("--json-response")
+    if launcher == "cli":
+        if session_idle_timeout is not None:
+            raise ValueError("mcpkit run has no session idle timeout option: use the node launcher")
+        command = [sys.executable, "-m", "mcpkit", "run", target, "--transport", "http", *shared]
+    elif launcher == "node":
+        command = [sys.executable, str(NODE), target, *shared]
+        if node_ttl is not None:
+            command += ["--node-ttl", str(node_ttl)]
+        if session_idle_timeout is not None:
+            command += ["--session-idle-timeout", str(session_idle_timeout)]
+    else:
+        raise ValueError(f"launcher is 'node' or 'cli', not {launcher!r}")
+    started = [
+        Node(i, command, env, directory / f"node-{prefix[5:13]}-{i}.log") for i in range(nodes)
+    ]
     proxy = RoundRobinProxy(["http://127.0.0.1:1"] * nodes)  # set once the ports are known
     cluster = Cluster(redis, prefix, started, proxy)
     try:

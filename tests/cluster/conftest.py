@@ -3,13 +3,15 @@
 ``redis_server``: one real ``redis-server`` for the run (:mod:`tests.redis_server`);
 each cluster keeps to a key prefix of its own (``test-<uuid>:``).
 
-``cluster``: N node processes (default 3), each ``tests/cluster/node.py`` serving
-``tests/cluster/app.py:server`` over Streamable HTTP on a free port with
-``RedisStore(url, prefix)``, and a :class:`~tests.cluster.rr_proxy.RoundRobinProxy` in
-front of them, running in the test's event loop. Options per test with the marker
-``@pytest.mark.cluster(nodes=2, node_ttl=2.0, session_idle_timeout=5.0,
-json_response=True)``; ``start_cluster`` makes more clusters in one test. Every node
-process is killed at teardown (SIGTERM, then SIGKILL after a bounded wait).
+``cluster``: N node processes (default 3), each ``tests/cluster/node.py`` (or ``mcpkit
+run --redis`` with ``launcher="cli"``) serving ``tests/cluster/app.py:server`` over
+Streamable HTTP on a free port with ``RedisStore(url, prefix)``, and a
+:class:`~tests.cluster.rr_proxy.RoundRobinProxy` in front of them, running in the test's
+event loop. Options per test with the marker ``@pytest.mark.cluster(nodes=2,
+node_ttl=2.0, session_idle_timeout=5.0, json_response=True, launcher="cli")``;
+``start_cluster`` makes more clusters in one test. Every node process is stopped at
+teardown (SIGTERM, then SIGKILL after a bounded wait); the nodes' output is printed
+then, so pytest shows it under a failed test ("Captured stdout teardown").
 
     async def test_x(cluster: Cluster) -> None:
         async with Client(url=cluster.url, protocol_version="2025-11-25") as client:
@@ -204,7 +206,11 @@ class Cluster:
 
     def logs(self) -> str:
         """Every node's output, for failure messages."""
-        return "\n".join(f"--- node {n.index} ---\n{n.log_text()}" for n in self.nodes)
+        return "\n".join(
+            f"--- node {n.index} (pid {n.process.pid if n.process else None}, {n.url}) ---\n"
+            + n.log_text()
+            for n in self.nodes
+        )
 
     async def aclose(self) -> None:
         await self.proxy.aclose()
@@ -301,6 +307,7 @@ async def start_cluster(
         for cluster in made:
             with contextlib.suppress(Exception):
                 await cluster.aclose()
+            print(cluster.logs())  # captured: shown when the test failed
 
 
 @pytest.fixture

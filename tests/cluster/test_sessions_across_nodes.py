@@ -2,8 +2,10 @@
 
 The proxy sends each request to the next node, so a session initialized on one node
 is used on the others at once: every later request of the session must be served as
-if it had reached the node that created it (the record read from Redis), and a
-DELETE on any node must end it everywhere.
+if it had reached the node that created it (the record read from Redis), a
+``logging/setLevel`` on one node must filter the logs the others send, and a DELETE on
+any node must end it everywhere. A change made on one node may take up to
+``PROPAGATION`` (1 s) to reach the others (an invalidation message, design § 4.3).
 
 These tests need the cross-node session work (issue 13). Before it, a node knows
 only the sessions it created, so they fail with ``404 Session not found`` from the
@@ -145,42 +147,66 @@ async def test_sdk_client_session_is_served_by_every_node(cluster: Cluster) -> N
 
 
 async def expect(
-    cluster: Cluster, c: HTTPClient, node: int | None, status: int, what: str, **kw: Any
+    cluster: Cluster,
+    c: HTTPClient,
+    node: int | None,
+    status: int,
+    what: str,
+    *,
+    within: float = 0.0,
+    **params: Any,
 ) -> Any:
-    """POST ``what`` with the session (to ``node`` directly, or through the proxy)."""
+    """POST ``what`` with the session (to ``node`` directly, or through the proxy) and
+    check its status; ``within`` seconds to get there (what another node learns through
+    an invalidation message may take that long)."""
     c.url = cluster.urls[node] if node is not None else cluster.url
-    if what == "notifications/initialized":
-        ex = await c.post({"jsonrpc": "2.0", "method": what})
-    else:
-        ex = await c.request(what, kw or None)
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        if what == "notifications/initialized":
+            ex = await c.post({"jsonrpc": "2.0", "method": what})
+        else:
+            ex = await c.request(what, params or None)
+        if ex.status == status or asyncio.get_running_loop().time() >= deadline:
+            break
+        await asyncio.sleep(0.02)
     where = f"node {node} (pid {cluster.pids[node]})" if node is not None else "the proxy"
     if ex.status != status:
         hint = " (Session not found: the node does not know it)" if ex.status == 404 else ""
         raise AssertionError(
             f"{what} with session {c.session_id} on {where}: {ex.status}{hint}, "
-            f"expected {status}; proxy log:\n  "
+            f"expected {status}{f' within {within} s' if within else ''}; proxy log:\n  "
             + "\n  ".join(describe(cluster, r) for r in cluster.proxy.log)
         )
     return ex
 
 
+async def initialize(cluster: Cluster, http: httpx.AsyncClient) -> HTTPClient:
+    """A session initialized through the proxy (on node 0), initialized on node 1."""
+    c = HTTPClient(http, cluster.url)
+    init = await c.request(
+        "initialize",
+        {
+            "protocolVersion": HANDSHAKE,
+            "capabilities": {},
+            "clientInfo": {"name": "cluster-test", "version": "1"},
+        },
+    )
+    assert init.status == 200
+    c.session_id = init.headers["mcp-session-id"]
+    assert cluster.proxy.log[0].backend == 0
+    await expect(cluster, c, None, 202, "notifications/initialized")
+    assert cluster.proxy.log[1].backend == 1
+    return c
+
+
+# Seconds for a change made on one node to reach the others (an invalidation message).
+PROPAGATION = 1.0
+
+
 async def test_delete_on_one_node_ends_the_session_on_every_node(cluster: Cluster) -> None:
     async with asyncio.timeout(TIMEOUT), httpx.AsyncClient(timeout=TIMEOUT) as http:
-        c = HTTPClient(http, cluster.url)
-        init = await c.request(
-            "initialize",
-            {
-                "protocolVersion": HANDSHAKE,
-                "capabilities": {},
-                "clientInfo": {"name": "cluster-test", "version": "1"},
-            },
-        )
-        assert init.status == 200
-        c.session_id = init.headers["mcp-session-id"]
-        created = cluster.proxy.log[0].backend
-        assert created == 0
-        await expect(cluster, c, None, 202, "notifications/initialized")  # on node 1
-        # Usable on every node, the creator included.
+        c = await initialize(cluster, http)
+        # Usable on every node, the creator included (each now holds it).
         for node in range(len(cluster.nodes)):
             ex = await expect(cluster, c, node, 200, "tools/call", name="whoami", arguments={})
             assert ex.result["content"][0]["text"] == str(cluster.pids[node])
@@ -188,8 +214,39 @@ async def test_delete_on_one_node_ends_the_session_on_every_node(cluster: Cluste
         deleted = await c.delete()
         assert deleted.status_code == 204, describe(cluster, cluster.proxy.log[-1])
         assert cluster.proxy.log[-1].backend == 2  # not the node that created it
-        # Ended everywhere at once: no node serves it any more, nor the proxy's next turns.
+        # Ended everywhere: no node serves it any more, nor the proxy's next turns.
         for node in range(len(cluster.nodes)):
-            await expect(cluster, c, node, 404, "ping")
+            await expect(cluster, c, node, 404, "ping", within=PROPAGATION)
         for _ in range(len(cluster.nodes)):
             await expect(cluster, c, None, 404, "ping")
+
+
+def logged(ex: Any) -> list[Any]:
+    return [m["params"]["data"] for m in ex.notifications("notifications/message")]
+
+
+async def test_set_level_on_one_node_filters_the_logs_of_the_others(cluster: Cluster) -> None:
+    count = {"name": "slow_count", "arguments": {"n": 2, "delay": 0}}
+    async with asyncio.timeout(TIMEOUT), httpx.AsyncClient(timeout=TIMEOUT) as http:
+        c = await initialize(cluster, http)
+        for node in range(len(cluster.nodes)):  # info logs by default, on every node
+            ex = await expect(cluster, c, node, 200, "tools/call", **count)
+            assert logged(ex) == ["counted 1", "counted 2"]
+        await expect(cluster, c, 0, 200, "logging/setLevel", level="warning")
+        for node in (1, 2):
+            deadline = asyncio.get_running_loop().time() + PROPAGATION
+            while logged(ex := await expect(cluster, c, node, 200, "tools/call", **count)):
+                assert asyncio.get_running_loop().time() < deadline, (
+                    f"node {node} still sends info logs {PROPAGATION} s after "
+                    "logging/setLevel warning on node 0"
+                )
+                await asyncio.sleep(0.02)
+        await expect(cluster, c, 2, 200, "logging/setLevel", level="info")
+        for node in (0, 1):
+            deadline = asyncio.get_running_loop().time() + PROPAGATION
+            while not logged(ex := await expect(cluster, c, node, 200, "tools/call", **count)):
+                assert asyncio.get_running_loop().time() < deadline, (
+                    f"node {node} sends no info logs {PROPAGATION} s after "
+                    "logging/setLevel info on node 2"
+                )
+                await asyncio.sleep(0.02)

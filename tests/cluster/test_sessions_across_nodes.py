@@ -35,6 +35,8 @@ from tests.transports.conftest import HTTPClient
 
 TIMEOUT = 15.0
 HANDSHAKE = "2025-11-25"
+# Seconds for a change made on one node to reach the others (an invalidation message).
+PROPAGATION = 1.0
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -117,11 +119,12 @@ async def test_mcpkit_client_session_is_served_by_every_node(cluster: Cluster) -
     assert set(pids) == set(cluster.pids), (pids, cluster.pids)
     sid = check_log(cluster)
     # The client's DELETE (on closing) ended the session: unknown on every node.
+    assert cluster.proxy.log[-1].method == "DELETE" and cluster.proxy.log[-1].status == 204
     async with httpx.AsyncClient(timeout=TIMEOUT) as http:
-        for url in cluster.urls:
-            c = HTTPClient(http, url)
-            c.session_id = sid
-            assert (await c.request("ping")).status == 404
+        c = HTTPClient(http, cluster.url)
+        c.session_id = sid
+        for node in range(len(cluster.nodes)):
+            await expect(cluster, c, node, 404, "ping", within=PROPAGATION)
 
 
 async def test_sdk_client_session_is_served_by_every_node(cluster: Cluster) -> None:
@@ -197,10 +200,6 @@ async def initialize(cluster: Cluster, http: httpx.AsyncClient) -> HTTPClient:
     await expect(cluster, c, None, 202, "notifications/initialized")
     assert cluster.proxy.log[1].backend == 1
     return c
-
-
-# Seconds for a change made on one node to reach the others (an invalidation message).
-PROPAGATION = 1.0
 
 
 async def test_delete_on_one_node_ends_the_session_on_every_node(cluster: Cluster) -> None:

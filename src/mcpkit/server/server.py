@@ -14,7 +14,7 @@ import contextlib
 import functools
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
@@ -164,6 +164,11 @@ class MCPServer(ServerIntrospection, ServerRunning):
         self.completions = CompletionRegistry()
         self._roots_changed: list[Callable[[ServerSession], Any]] = []
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        # Set by a cluster node (transports/cluster.py): sends a broadcast to the other
+        # processes serving this server's sessions, which deliver it to theirs.
+        self._fanout: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        # The requestState keys were given (else a cluster shares one through its store).
+        self._request_state_keys_given = request_state_keys is not None
         # The method table (methods.METHODS) and the middleware around it, built once:
         # handshake-era sessions dispatch with _dispatch (each handler inside the chain),
         # 2026-07-28 requests run the chain around each round (stateless.serve_stateless)
@@ -543,7 +548,13 @@ class MCPServer(ServerIntrospection, ServerRunning):
         return list(self._sessions)
 
     async def _broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
-        sessions = self.sessions()
+        await self._broadcast_here(method, params)
+        if self._fanout is not None:
+            await self._fanout({"k": "b", "m": method, "p": params})
+
+    async def _broadcast_here(self, method: str, params: dict[str, Any] | None) -> None:
+        """Deliver a broadcast to the sessions this process delivers broadcasts to."""
+        sessions = [s for s in self.sessions() if s.broadcast_here]
         if sessions:
             await asyncio.gather(*(s.notify(method, params) for s in sessions))
 

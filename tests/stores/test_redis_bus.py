@@ -28,6 +28,7 @@ from mcpkit.stores import Bus, MemoryStore
 from mcpkit.stores.redis import RedisStore
 from mcpkit.stores.redis_bus import RedisBus
 from tests.redis_server import RedisServer, free_port
+from tests.stores.conformance import note, replay
 
 
 class Inbox:
@@ -346,5 +347,164 @@ async def test_the_request_state_key_fails_fast_without_redis() -> None:
     try:
         with pytest.raises(StoreUnavailable):
             await store.request_state_key()
+    finally:
+        await store.aclose()
+
+
+# -- the standalone stream across nodes: append_and_publish, read_after -------------------------
+
+
+def entry_of(event_id: str) -> tuple[int, int]:
+    ms, _, seq = event_id.rpartition("#")[2].partition("-")
+    return int(ms), int(seq)
+
+
+@pytest.fixture
+async def two_stores(redis_url: str) -> AsyncIterator[tuple[RedisStore, RedisStore]]:
+    prefix = f"ev-{uuid4().hex}:"
+    a, b = RedisStore(redis_url, prefix=prefix), RedisStore(redis_url, prefix=prefix)
+    try:
+        yield a, b
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_standalone_events_are_delivered_in_their_id_order(
+    two_stores: tuple[RedisStore, RedisStore], raw: Redis
+) -> None:
+    a, b = two_stores
+    inbox = Inbox()
+    await b.bus.start(inbox)  # b holds the session's GET stream
+    await b.bus.join("c:s1")
+
+    async def emit(store: RedisStore, who: str) -> list[str]:
+        ids = []
+        for i in range(50):
+            event_id, receivers = await store.events.append_and_publish(
+                "s1", note(i) | {"who": who}
+            )
+            assert receivers == 1
+            ids.append(event_id)
+        return ids
+
+    ids_a, ids_b = await asyncio.gather(emit(a, "a"), emit(b, "b"))
+    delivered = [await inbox.next() for _ in range(100)]
+    assert {channel for channel, _ in delivered} == {"c:s1"}
+    order = [message["id"] for _, message in delivered]
+    assert order == sorted(order, key=entry_of)  # the publish order is the id order
+    assert sorted(order) == sorted(ids_a + ids_b)
+    assert all(i.startswith("s1/0#") for i in order)
+    # The messages as given, and the same ones in the log, in the same order.
+    by_id = {message["id"]: message["m"] for _, message in delivered}
+    assert [by_id[i]["params"]["data"] for i in ids_a] == list(range(50))
+    logged = await raw.xrange(f"{a.prefix}events:s1")
+    assert [f"s1/0#{entry.decode()}" for entry, _ in logged] == order
+    assert {fields[b"s"] for _, fields in logged} == {b"0"}
+    await inbox.nothing(0.1)
+
+
+async def test_append_and_publish_gives_the_log_a_ttl(
+    two_stores: tuple[RedisStore, RedisStore], raw: Redis
+) -> None:
+    a, _ = two_stores
+    event_id, receivers = await a.events.append_and_publish("s2", note(1))
+    assert receivers == 0  # nobody holds its GET: logged all the same
+    key = f"{a.prefix}events:s2"
+    assert 0 < await raw.pttl(key) <= a.events.ttl * 1000
+    # A log that somehow has no ttl gets one; one that has keeps it.
+    await raw.persist(key)
+    await a.events.append_and_publish("s2", note(2))
+    assert 0 < await raw.pttl(key) <= a.events.ttl * 1000
+    await raw.pexpire(key, 50_000)
+    await a.events.append_and_publish("s2", note(3))
+    assert 0 < await raw.pttl(key) <= 50_000
+    # The standalone stream's events replay like any other stream's.
+    got = await replay(a.events, event_id)
+    assert [m["params"]["data"] for _, m in got[1]] == [2, 3]
+
+
+async def test_read_after_returns_the_streams_events_after_an_id(
+    two_stores: tuple[RedisStore, RedisStore],
+) -> None:
+    a, b = two_stores
+    first = await a.events.store_event("s/1", note(1))
+    await a.events.store_event("s/2", note(100))  # another stream of the session
+    second = await a.events.store_event("s/1", note(2))
+    await a.events.store_event("s/1", None)  # a priming position mid-stream: no event
+    last_other = await a.events.store_event("s/2", note(101))
+    read = await b.events.read_after("s/1", first, 0)
+    assert read.events == [(second, note(2))]
+    assert read.position == "s/1#" + last_other.rpartition("#")[2]  # read up to the end
+    events, position = await b.events.read_after("s/1", None, 0)  # from the start
+    assert events == [(first, note(1)), (second, note(2))]
+    assert await b.events.read_after("s/1", position, 0) == ([], position)  # caught up
+    priming = await a.events.store_event("s/3", None)  # before any entry of the stream
+    third = await a.events.store_event("s/3", note(3))
+    assert (await b.events.read_after("s/3", priming, 0)).events == [(third, note(3))]
+    with pytest.raises(ValueError, match="not an event id"):
+        await b.events.read_after("s/1", "garbage", 0)
+
+
+async def test_read_after_waits_for_an_event_another_node_appends(
+    two_stores: tuple[RedisStore, RedisStore],
+) -> None:
+    a, b = two_stores
+    first = await a.events.store_event("w/1", note(1))
+    started = time.monotonic()
+    reading = asyncio.create_task(b.events.read_after("w/1", first, 5000))
+    await asyncio.sleep(0.3)
+    assert not reading.done()
+    await a.events.store_event("w/2", note(50))  # another stream: read past, still waiting
+    await asyncio.sleep(0.2)
+    assert not reading.done()
+    appended = await a.events.store_event("w/1", note(2))
+    events, position = await asyncio.wait_for(reading, 2)
+    assert events == [(appended, note(2))]
+    assert position == appended
+    assert time.monotonic() - started < 2
+
+
+async def test_read_after_returns_nothing_after_block_ms(
+    two_stores: tuple[RedisStore, RedisStore],
+) -> None:
+    a, b = two_stores
+    first = await a.events.store_event("q/1", note(1))
+    other = await a.events.store_event("q/2", note(2))
+    started = time.monotonic()
+    events, position = await b.events.read_after("q/1", first, 400)
+    elapsed = time.monotonic() - started
+    assert events == []
+    assert position == "q/1#" + other.rpartition("#")[2]  # past the other stream's entry
+    assert 0.35 < elapsed < 1.5
+
+
+async def test_waiting_readers_do_not_hold_the_shared_pool(redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix=f"ev-{uuid4().hex}:", max_connections=2)
+    try:
+        first = await store.events.store_event("p/1", note(1))
+        reads = [asyncio.create_task(store.events.read_after("p/1", first, 1500)) for _ in range(5)]
+        await asyncio.sleep(0.2)  # all five are blocked in XREAD now
+        started = time.monotonic()
+        for _ in range(3):  # the two pooled connections are free for other commands
+            assert await store.sessions.load("nothing") is None
+        assert time.monotonic() - started < 0.5
+        assert not any(read.done() for read in reads)
+        second = await store.events.store_event("p/1", note(2))
+        for read in reads:
+            assert (await asyncio.wait_for(read, 2)).events == [(second, note(2))]
+    finally:
+        await store.aclose()
+
+
+async def test_read_after_fails_fast_without_redis(own_redis: RedisServer) -> None:
+    store = RedisStore(own_redis.url, prefix="x:", connect_timeout=0.5, timeout=0.5)
+    try:
+        first = await store.events.store_event("s/1", note(1))
+        own_redis.stop()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match=own_redis.url):
+            await store.events.read_after("s/1", first, 300)
+        assert time.monotonic() - started < 3
     finally:
         await store.aclose()

@@ -27,8 +27,9 @@ the server and the transports use it.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
+from .bus import Bus, BusHandler, new_node_id
 from .events import (
     DEFAULT_MAX_BYTES,
     EventCallback,
@@ -41,6 +42,8 @@ from .sessions import MemorySessionStore, SessionRecord, SessionStore
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "Bus",
+    "BusHandler",
     "EventCallback",
     "EventStore",
     "InMemoryEventStore",
@@ -52,6 +55,7 @@ __all__ = [
     "SessionRecord",
     "SessionStore",
     "Store",
+    "new_node_id",
 ]
 
 
@@ -62,6 +66,11 @@ class Store(Protocol):
     A store that talks to a server may also have ``async def connect()``: the HTTP
     apps await it at startup (ASGI lifespan), so an unreachable store fails the
     start with its own message (``RedisStore`` raises ``StoreUnavailable``).
+
+    Optional attribute ``shared: bool``: True when other processes see the same
+    state (``RedisStore``), so several server processes form a cluster and talk
+    over its :class:`~mcpkit.stores.bus.Bus`; read it with
+    ``getattr(store, "shared", False)``.
     """
 
     @property
@@ -82,6 +91,9 @@ class MemoryStore:
     """
 
     __slots__ = ("events", "input_rounds", "sessions")
+
+    #: Process-local state: no other process sees it (see :class:`Store`).
+    shared: Final = False
 
     def __init__(
         self,

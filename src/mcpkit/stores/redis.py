@@ -46,16 +46,18 @@ of your own); Redis Cluster is not supported (no cluster client, no hash tags).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -64,6 +66,9 @@ from ..errors import ConfigurationError, StoreUnavailable
 from .events import EventCallback
 from .sessions import SessionRecord
 
+if TYPE_CHECKING:
+    from .redis_bus import RedisBus
+
 __all__ = [
     "DEFAULT_EVENT_MAX_LEN",
     "DEFAULT_EVENT_TTL",
@@ -71,6 +76,7 @@ __all__ = [
     "RedisInputRoundStore",
     "RedisSessionStore",
     "RedisStore",
+    "TailRead",
     "redact_url",
 ]
 
@@ -100,6 +106,33 @@ def redact_url(url: str) -> str:
         return "<a malformed Redis URL>"
 
 
+def where_of(client: Redis) -> str:
+    """How to name a client's server in errors: ``redis://host:port/db`` (no password)."""
+    kwargs = client.connection_pool.connection_kwargs
+    where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+    return f"redis://{where}/{kwargs.get('db', 0)}"
+
+
+def sibling_pool(
+    client: Redis, *, max_connections: int, wait: float | None = None, **overrides: Any
+) -> ConnectionPool:
+    """A new pool to the same server as ``client``'s, with its address, credentials and
+    TLS settings, some of them overridden (e.g. ``socket_timeout``). ``wait``: a
+    blocking pool, where taking a connection waits that long for a free one."""
+    pool = client.connection_pool
+    kwargs = {**pool.connection_kwargs, **overrides}
+    if wait is not None:
+        return BlockingConnectionPool(
+            max_connections=max_connections,
+            timeout=wait,
+            connection_class=pool.connection_class,
+            **kwargs,
+        )
+    return ConnectionPool(
+        connection_class=pool.connection_class, max_connections=max_connections, **kwargs
+    )
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -110,13 +143,38 @@ def _ms(seconds: float) -> int:
 
 
 class _Redis:
-    """The client and how to name it in errors, shared by the three stores."""
+    """The client and how to name it in errors, shared by the three stores; and the
+    pool of connections for blocking reads (``XREAD BLOCK``), made on first use so
+    that they never hold the shared pool's connections."""
 
-    __slots__ = ("client", "where")
+    __slots__ = ("_blocking", "client", "timeout", "where")
 
-    def __init__(self, client: Redis, where: str) -> None:
+    def __init__(self, client: Redis, where: str, timeout: float = 2.0) -> None:
         self.client = client
         self.where = where
+        self.timeout = timeout
+        self._blocking: Redis | None = None
+
+    def blocking(self) -> Redis:
+        if self._blocking is None:
+            # No socket timeout: a read blocks as long as its BLOCK argument says; the
+            # caller bounds the whole command (asyncio.timeout), and a connection whose
+            # read is cancelled is closed by redis-py, never reused half-read.
+            pool = sibling_pool(
+                self.client,
+                max_connections=64,
+                wait=self.timeout,
+                socket_timeout=None,
+                retry=Retry(NoBackoff(), 1),
+            )
+            self._blocking = Redis(connection_pool=pool)
+        return self._blocking
+
+    async def aclose(self) -> None:
+        blocking, self._blocking = self._blocking, None
+        if blocking is not None:
+            await blocking.aclose()
+            await blocking.connection_pool.disconnect()
 
     def fail(self, exc: BaseException) -> NoReturn:
         raise StoreUnavailable(
@@ -252,6 +310,42 @@ return #ids
 """
 
 
+# The standalone stream's event, logged and published at once (scale-out.md § 3.2 `emit0`):
+# one script, so the order of the publishes is the order of the entry ids, across nodes.
+# The log gets a ttl if it had none, so that it never lives without one.
+_EMIT0_LUA: Final = """
+local id = redis.call('xadd', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', '0', 'm', ARGV[2])
+if redis.call('pttl', KEYS[1]) == -1 then redis.call('pexpire', KEYS[1], ARGV[3]) end
+local n = redis.call('publish', ARGV[4], ARGV[5] .. id .. ARGV[6])
+return {id, n}
+"""
+
+#: Entries one XREAD of :meth:`RedisEventStore.read_after` asks for.
+_TAIL_COUNT: Final = 256
+
+
+class TailRead(NamedTuple):
+    """What :meth:`RedisEventStore.read_after` read.
+
+    ``events``: ``(event id, message)`` pairs of the stream asked for, in order.
+    ``position``: an event id (``"<stream id>#<entry id>"``) of the last entry
+    read from the session's log, of whichever stream: pass it as the next
+    ``event_id`` to go on from there (the given one when nothing was read).
+    """
+
+    events: list[tuple[str, dict[str, Any]]]
+    position: str
+
+
+def _entries(reply: Any) -> list[Any]:
+    """The entries of an XREAD reply on one key (RESP2: a list of pairs; RESP3: a dict)."""
+    if not reply:
+        return []
+    if isinstance(reply, dict):
+        return [entry for entries in reply.values() for entry in entries[0]]
+    return [entry for _, entries in reply for entry in entries]
+
+
 def _remember(table: OrderedDict[str, Any], key: str, bound: int) -> None:
     """Mark ``key`` as just used in a bounded LRU table (the oldest entries go past ``bound``)."""
     table.move_to_end(key)
@@ -292,6 +386,8 @@ class RedisEventStore:
     """
 
     __slots__ = (
+        "_channels",
+        "_emit0",
         "_forget",
         "_priming",
         "_redis",
@@ -314,6 +410,7 @@ class RedisEventStore:
     ) -> None:
         self._redis = redis
         self.prefix = prefix + "events:"
+        self._channels = prefix + "c:"
         self.ttl = ttl
         self.max_len = max_len
         self.max_tracked = max_tracked
@@ -324,6 +421,7 @@ class RedisEventStore:
         self._written: OrderedDict[str, None] = OrderedDict()
         self._priming = itertools.count(1)
         self._forget = redis.client.register_script(_FORGET_LUA)
+        self._emit0 = redis.client.register_script(_EMIT0_LUA)
 
     async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
         if message is None:
@@ -384,6 +482,82 @@ class RedisEventStore:
             if data and entry_id != position:
                 await send(f"{stream_id}#{entry_id}", orjson.loads(data))
         return stream_id
+
+    async def append_and_publish(self, session_id: str, message: dict[str, Any]) -> tuple[str, int]:
+        """Log ``message`` on the session's standalone stream ``"<session id>/0"`` and
+        publish it on the channel ``<prefix>c:<session id>``, atomically (one
+        EVALSHA running XADD, PTTL, PEXPIRE when the log had no ttl, PUBLISH): the
+        publishes of all nodes come in entry-id order. The channel gets the orjson
+        of ``{"id": <event id>, "m": message}`` (the bus hands it over as channel
+        ``"c:<session id>"``). Returns the event id and how many subscribers got it."""
+        stream_id = f"{session_id}/0"
+        head = b'{"id":' + orjson.dumps(stream_id + "#")[:-1]  # the id's string, unclosed
+        data = orjson.dumps(message)
+        try:
+            entry, receivers = await self._emit0(
+                keys=[self.prefix + session_id],
+                args=[
+                    self.max_len,
+                    data,
+                    _ms(self.ttl),
+                    self._channels + session_id,
+                    head,
+                    b'","m":' + data + b"}",
+                ],
+            )
+        except _FAILURES as exc:
+            self._redis.fail(exc)
+        self._written[stream_id] = None
+        _remember(self._written, stream_id, self.max_tracked)
+        return f"{stream_id}#{_text(entry)}", int(receivers)
+
+    async def read_after(self, stream_id: str, event_id: str | None, block_ms: int) -> TailRead:
+        """The events of ``stream_id`` logged after ``event_id``, waiting up to
+        ``block_ms`` for one: for following a stream another node is writing.
+
+        ``event_id`` is an id as :meth:`store_event` returns it (or a
+        :attr:`TailRead.position`), None for the start of the log. Returns
+        :class:`TailRead` ``(events, position)``: ``events`` empty when none came
+        within ``block_ms`` (``block_ms <= 0``: do not wait). Entries of the
+        session's other streams and empty ones (a priming event's position) are
+        passed over, but move ``position``. A ``ValueError`` for an ``event_id``
+        that is not one.
+
+        ``XREAD BLOCK <ms> COUNT 256`` (1 command, again while only other streams'
+        entries came), on a connection of a pool of its own (at most 64, made on
+        first use), so that waiting readers never hold the shared pool's.
+        """
+        if event_id is None:
+            position = "0-0"
+        else:
+            _, sep, tail = event_id.rpartition("#")
+            found = _position(tail) if sep else None
+            if found is None:
+                raise ValueError(f"read_after: not an event id: {event_id!r}")
+            position = found
+        log, _, suffix = stream_id.rpartition("/")
+        key = self.prefix + log
+        wanted = suffix.encode()
+        client = self._redis.blocking()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, block_ms) / 1000
+        events: list[tuple[str, dict[str, Any]]] = []
+        while True:
+            left = int((deadline - loop.time()) * 1000)
+            block = left if left > 0 else None  # BLOCK 0 would wait for ever
+            try:
+                async with asyncio.timeout((block or 0) / 1000 + self._redis.timeout):
+                    reply = await client.xread({key: position}, count=_TAIL_COUNT, block=block)
+            except (*_FAILURES, TimeoutError) as exc:
+                self._redis.fail(exc)
+            entries = _entries(reply)
+            for entry_id, fields in entries:
+                position = _text(entry_id)
+                data = fields.get(b"m")
+                if data and fields.get(b"s") == wanted:
+                    events.append((f"{stream_id}#{position}", orjson.loads(data)))
+            if events or not entries:
+                return TailRead(events, f"{stream_id}#{position}")
 
     async def delete_streams(self, stream_ids: Iterable[str]) -> None:
         by_log: dict[str, list[str]] = {}
@@ -458,6 +632,15 @@ class RedisStore:
     ``max_connections``
         Size of the pool (default 64); an operation waits at most
         ``connect_timeout`` for a free connection.
+    ``node_ttl``
+        Seconds a node of a cluster counts as alive after its last heartbeat
+        (default 15; refreshed every third of it): see :attr:`bus`.
+
+    ``shared`` is True: the transport knows from it that other processes see
+    this store's state (a cluster). :attr:`bus` is the cluster's
+    :class:`~mcpkit.stores.redis_bus.RedisBus`, made on first use, with a
+    pub/sub connection of its own; :meth:`request_state_key` the cluster's key
+    for signing 2026-07-28 ``requestState``.
 
     Session records expire after the ``ttl`` the transport gives on each
     write (its ``session_idle_timeout`` plus a margin); input-round claims
@@ -474,6 +657,7 @@ class RedisStore:
         connect_timeout: float = 2.0,
         timeout: float = 2.0,
         max_connections: int = 64,
+        node_ttl: float = 15.0,
     ) -> None:
         if not isinstance(prefix, str):
             raise ConfigurationError(f"RedisStore: prefix must be a string, not {prefix!r}")
@@ -481,6 +665,7 @@ class RedisStore:
             ("event_ttl", event_ttl),
             ("connect_timeout", connect_timeout),
             ("timeout", timeout),
+            ("node_ttl", node_ttl),
         ):
             if not value > 0:
                 raise ConfigurationError(f"RedisStore: {name} must be positive, not {value!r}")
@@ -508,20 +693,58 @@ class RedisStore:
             self._owned = True
         else:
             client = url_or_client
-            kwargs = client.connection_pool.connection_kwargs
-            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
-            self.url = f"redis://{where}/{kwargs.get('db', 0)}"
+            self.url = where_of(client)
             self._owned = False
         self.client = client
         self.prefix = prefix
-        redis = _Redis(client, self.url)
+        self.node_ttl = node_ttl
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self._bus: RedisBus | None = None
+        redis = _Redis(client, self.url, timeout)
         self.sessions = RedisSessionStore(redis, prefix)
         self.events = RedisEventStore(redis, prefix, ttl=event_ttl, max_len=event_max_len)
         self.input_rounds = RedisInputRoundStore(redis, prefix)
         self._redis = redis
 
+    #: Other processes see this store's state (``getattr(store, "shared", False)``).
+    shared: Final = True
+
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
+
+    @property
+    def bus(self) -> RedisBus:
+        """The cluster bus over this Redis (same prefix and server, its own pub/sub
+        connection), made on first use and closed by :meth:`aclose`; not started."""
+        if self._bus is None:
+            from .redis_bus import RedisBus  # it imports this module
+
+            self._bus = RedisBus(
+                self.client,
+                prefix=self.prefix,
+                node_ttl=self.node_ttl,
+                connect_timeout=self.connect_timeout,
+                timeout=self.timeout,
+                where=self.url,
+            )
+        return self._bus
+
+    async def request_state_key(self) -> bytes:
+        """The cluster's HMAC key for 2026-07-28 ``requestState`` (scale-out.md § 8):
+        ``<prefix>rsk``, 32 random bytes set by the first node to ask and kept for
+        good (``SET NX`` then ``GET``, one pipelined round trip)."""
+        key = self.prefix + "rsk"
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(key, secrets.token_bytes(32), nx=True)
+            pipe.get(key)
+            _, value = await pipe.execute()
+        except _FAILURES as exc:
+            self._redis.fail(exc)
+        if not isinstance(value, bytes) or len(value) != 32:
+            raise StoreUnavailable(f"Redis at {self.url}: {key} does not hold a 32-byte key")
+        return value
 
     async def connect(self) -> None:
         """Check that Redis answers (PING), else raise ``StoreUnavailable`` naming the URL.
@@ -537,7 +760,12 @@ class RedisStore:
             ) from exc
 
     async def aclose(self) -> None:
-        """Close the connection pool (only when this store made it from a URL)."""
+        """Close the bus, the blocking reads' pool and the connection pool (the last
+        only when this store made it from a URL)."""
+        bus, self._bus = self._bus, None
+        if bus is not None:
+            await bus.aclose()
+        await self._redis.aclose()
         if self._owned:
             await self.client.aclose()
             await self.client.connection_pool.disconnect()

@@ -559,6 +559,14 @@ class RedisEventStore:
             if events or not entries:
                 return TailRead(events, f"{stream_id}#{position}")
 
+    async def delete_log(self, session_id: str) -> None:
+        """Delete a session's whole log, every node's streams of it (DEL, 1 command): a
+        cluster ends a session this way, since no node knows all of its streams."""
+        try:
+            await self._redis.client.delete(self.prefix + session_id)
+        except _FAILURES as exc:
+            self._redis.fail(exc)
+
     async def delete_streams(self, stream_ids: Iterable[str]) -> None:
         by_log: dict[str, list[str]] = {}
         for stream_id in stream_ids:

@@ -39,8 +39,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from ..errors import INTERNAL_ERROR, ConnectionClosed, StoreUnavailable
 from ..protocol import jsonrpc
 from ..protocol.correlation import Outgoing
@@ -49,11 +47,11 @@ from ..server.context import LOG_LEVELS
 from ..server.request_state import RequestStateCodec
 from .cluster_ids import suffix_parts
 from .http_sessions import (
+    _LEVEL_NAMES,
     CLOSE,
     FINAL,
     HTTPSession,
     StreamQueue,
-    _LEVEL_NAMES,
     record_event,
     session_record,
 )
@@ -176,7 +174,7 @@ class ClusterNode:
             raise StoreUnavailable("too many active sessions on this node")
         session = app.server.create_session(session_id=sid, revision=record.protocol_version)
         session.max_inflight = app.max_inflight
-        self._apply(session, record.log_level, getattr(record, "subscriptions", None))
+        self._apply(session, record.log_level, record.subscriptions)
         session.client_info = record.client_info
         session.client_capabilities = record.client_capabilities
         session.state = State.READY
@@ -195,7 +193,7 @@ class ClusterNode:
         if record is None:
             self.app._sessions.end(entry, forget=False)
             return None
-        self._apply(entry.session, record.log_level, getattr(record, "subscriptions", None))
+        self._apply(entry.session, record.log_level, record.subscriptions)
         entry.verified = True
         return entry
 
@@ -224,8 +222,12 @@ class ClusterNode:
             },
         )
 
-    async def ended(self, entry: HTTPSession) -> None:
-        """DELETE: the session ends everywhere (its record and log are gone already)."""
+    async def delete(self, entry: HTTPSession) -> None:
+        """DELETE: end the session everywhere. Its record goes before the answer, so that
+        no node can rebuild it afterwards; the nodes that cached it are told."""
+        self.app._sessions.end(entry, forget=False)
+        await self.store.sessions.delete(entry.sid)
+        await self.store.events.delete_log(entry.sid)
         await self._publish_quietly("bc", {"k": "end", "o": self.node_id, "sid": entry.sid})
 
     # -- the POST path ---------------------------------------------------------------------------

@@ -257,6 +257,7 @@ def session_record(entry: HTTPSession) -> SessionRecord:
         log_level=_LEVEL_NAMES.get(session.log_level),
         principal=entry.principal,
         created_at=entry.created_at,
+        subscriptions=sorted(session.subscriptions),
     )
 
 

@@ -436,7 +436,11 @@ class StreamableHTTPApp(SessionEndpoints):
             # Another principal's session is answered as an unknown one: nothing leaks.
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
-        if self.cluster is not None and type(msg) is dict and await self.cluster.pass_on(entry, msg):
+        if (
+            self.cluster is not None
+            and type(msg) is dict
+            and await self.cluster.pass_on(entry, msg)
+        ):
             await send_body(send, 202)  # an answer to, or a cancel for, another node's request
             return
         entry.busy += 1

@@ -40,8 +40,8 @@ from .http_streams import open_stream
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
-    from .cluster import ClusterNode
     from ..server.session import ServerSession
+    from .cluster import ClusterNode
 
 __all__ = ["JSON_MODE", "SessionEndpoints", "drop", "new_session_id"]
 
@@ -205,9 +205,10 @@ class SessionEndpoints:
         entry = await self._session_or_error(scope, send, headers)
         if entry is None:
             return
-        self._sessions.end(entry)
         if self.cluster is not None:
-            await self.cluster.ended(entry)
+            await self.cluster.delete(entry)
+        else:
+            self._sessions.end(entry)
         await send_body(send, 204)
 
     # -- GET -------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ the processes, not about sessions crossing workers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -298,3 +299,55 @@ async def test_legacy_sse_with_two_workers_and_redis(redis_url: str) -> None:
             assert await asyncio.wait_for(anext(lines), TIMEOUT) == "event: endpoint"
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+
+
+def _workers_of(parent: int) -> set[int]:
+    """The worker processes of ``parent`` (its spawned children, not the resource tracker)."""
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if int(fields[1]) == parent and fields[0] != "Z" and b"spawn_main" in command:
+            found.add(int(entry.name))
+    return found
+
+
+async def test_workers_that_keep_dying_stop_everything_with_status_1() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
+    async with _running(*args) as proc:
+        await _banner_url(proc)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        killed: set[int] = set()
+        while proc.returncode is None:
+            assert loop.time() < deadline, f"still running after killing {len(killed)} workers"
+            for pid in _workers_of(proc.pid) - killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 0.1)
+        # Five restarts are allowed within a minute; the sixth death stops everything.
+        assert proc.returncode == 1
+        assert 6 <= len(killed) <= 7
+        assert await _gone(killed | _workers_of(proc.pid))
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+        assert rest.splitlines()[-1].startswith("mcpkit: error: worker ")
+        assert "after 5 restarts within 60 s: stopping all workers" in rest
+
+
+async def test_workers_stop_when_their_parent_is_killed() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
+    async with _running(*args) as proc:
+        await _banner_url(proc)
+        workers = _workers_of(proc.pid)
+        assert len(workers) == 2
+        proc.kill()  # no chance to stop them: each notices its parent is gone
+        await proc.wait()
+        assert await _gone(workers), "a worker outlived its killed parent"

@@ -87,8 +87,6 @@ def _worker_main(
     except Exception as exc:
         _send_failure(report, exc)
         sys.exit(1)
-    finally:
-        report.close()
 
 
 def _send_failure(report: Connection, exc: Exception) -> None:
@@ -112,6 +110,12 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="mcpkit-parent-watch", daemon=True).start()
 
 
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"killed by signal {-code}"
+    return f"status {code}"
+
+
 class _Worker:
     """One worker slot: its process and the pipe it reports on."""
 
@@ -120,6 +124,7 @@ class _Worker:
         self.process: Any = None
         self.report: Connection | None = None
         self.ready = False
+        self.alive = False
         self.restart_at: float | None = None
 
 
@@ -155,12 +160,8 @@ class _Supervisor:
         )
         process.start()
         send.close()  # the child holds its end: EOF here once it exits
-        worker.process, worker.report, worker.ready, worker.restart_at = (
-            process,
-            receive,
-            False,
-            None,
-        )
+        worker.process, worker.report = process, receive
+        worker.ready, worker.alive, worker.restart_at = False, True, None
 
     @contextlib.contextmanager
     def signals(self) -> Iterator[None]:
@@ -186,34 +187,45 @@ class _Supervisor:
                 if message is None or message[0] == "failed":
                     error = message[1] if message is not None else None
                     if not isinstance(error, Exception):
-                        code = worker.process.exitcode
+                        how = _exit_text(worker.process.exitcode)
                         error = ConfigurationError(
-                            f"worker {worker.slot} exited while starting (status {code})"
+                            f"worker {worker.slot} exited while starting ({how})"
                         )
                     raise error
                 worker.ready = True
 
     def poll(self, timeout: float | None) -> list[tuple[_Worker, Any]]:
-        """Messages from the workers; ``None`` for a worker whose pipe closed (it exited)."""
-        pipes = [w for w in self.workers if w.report is not None]
-        waited: list[Any] = [w.report for w in pipes]
+        """Messages from the workers, then ``None`` for each worker that exited."""
+        live = [w for w in self.workers if w.alive]
+        waited: list[Any] = [w.report for w in live if w.report is not None]
+        waited += [w.process.sentinel for w in live]
         ready = wait([*waited, self.wake_read], timeout)
         with contextlib.suppress(OSError):
             while self.wake_read.recv(64):
                 pass
         got: list[tuple[_Worker, Any]] = []
-        for worker in pipes:
-            conn = worker.report
-            if conn is None or conn not in ready:
-                continue
-            try:
-                got.append((worker, conn.recv()))
-            except (EOFError, OSError):
-                worker.process.join(self.stop_timeout)
-                conn.close()
-                worker.report = None
+        for worker in live:
+            if worker.report is not None and worker.report in ready:
+                got += self.receive(worker)
+            if worker.process.sentinel in ready:  # it exited (its last words first)
+                while worker.report is not None and worker.report.poll():
+                    got += self.receive(worker)
+                worker.process.join()  # reaps it at once: it is gone
+                if worker.report is not None:
+                    worker.report.close()
+                    worker.report = None
+                worker.alive = False
                 got.append((worker, None))
         return got
+
+    def receive(self, worker: _Worker) -> list[tuple[_Worker, Any]]:
+        assert worker.report is not None
+        try:
+            return [(worker, worker.report.recv())]
+        except (EOFError, OSError):  # closed: the sentinel says when it exits
+            worker.report.close()
+            worker.report = None
+            return []
 
     def supervise(self) -> None:
         """Until a stop signal: restart workers that die; raises when they die too often."""
@@ -223,6 +235,8 @@ class _Supervisor:
             timeout = max(0.0, min(due) - now) if due else None
             for worker, message in self.poll(timeout):
                 if message is not None:
+                    if message[0] == "failed":  # e.g. Redis went away: it will be restarted
+                        log.warning("worker %d failed to start: %s", worker.slot, message[1])
                     worker.ready = worker.ready or message[0] == "ready"
                     continue
                 if self.stopping:
@@ -237,18 +251,18 @@ class _Supervisor:
         now = time.monotonic()
         while self.restarts and self.restarts[0] <= now - RESTART_WINDOW:
             self.restarts.popleft()
-        code = worker.process.exitcode
+        how = _exit_text(worker.process.exitcode)
         if len(self.restarts) >= MAX_RESTARTS:
             raise ConfigurationError(
-                f"worker {worker.slot} exited (status {code}) after {MAX_RESTARTS} restarts "
+                f"worker {worker.slot} exited ({how}) after {MAX_RESTARTS} restarts "
                 f"within {RESTART_WINDOW:.0f} s: stopping all workers"
             )
         self.restarts.append(now)
         log.warning(
-            "worker %d (pid %s) exited unexpectedly (status %s); restarting it in %.0f s",
+            "worker %d (pid %s) exited unexpectedly (%s); restarting it in %.0f s",
             worker.slot,
             worker.process.pid,
-            code,
+            how,
             RESTART_DELAY,
         )
         worker.restart_at = now + RESTART_DELAY

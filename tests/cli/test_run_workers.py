@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -282,8 +283,11 @@ async def test_stateless_workers_need_no_redis() -> None:
             answer = await client.post(url, json=INIT, headers=HEADERS)
         assert answer.status_code == 200
         assert answer.json()["result"]["serverInfo"]["name"] == "pids"
-        proc.send_signal(signal.SIGTERM)
+        workers = _workers_of(proc.pid)
+        assert len(workers) == 2
+        proc.send_signal(signal.SIGINT)  # Ctrl+C: the parent stops them all, status 0
         assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert await _gone(workers)
 
 
 async def test_legacy_sse_with_two_workers_and_redis(redis_url: str) -> None:
@@ -351,3 +355,12 @@ async def test_workers_stop_when_their_parent_is_killed() -> None:
         proc.kill()  # no chance to stop them: each notices its parent is gone
         await proc.wait()
         assert await _gone(workers), "a worker outlived its killed parent"
+
+
+def test_serve_workers_refuses_an_app_factory_that_cannot_reach_a_worker() -> None:
+    from mcpkit.transports.workers import serve_workers
+
+    with pytest.raises(ConfigurationError, match="must be picklable"):
+        serve_workers(lambda: MCPServer(name="s", version="1").http_app(), 2, port=0)
+    with pytest.raises(ConfigurationError, match="positive integer"):
+        serve_workers(functools.partial(MCPServer, name="s", version="1"), 0, port=0)

@@ -32,6 +32,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -315,6 +316,13 @@ def serve_workers(
     if "uds" in options or "fd" in options:
         raise ConfigurationError("serve_workers listens on host:port only (no uds or fd)")
     port = _check_port(port)
+    try:
+        pickle.dumps(make_app)  # what spawn does in start(): say it before anything starts
+    except Exception as exc:
+        raise ConfigurationError(
+            "make_app goes to each worker process, so it must be picklable (a module-level "
+            f"function, or a functools.partial of one), not {make_app!r}: {exc}"
+        ) from None
     _uvicorn()  # a missing extra is said before anything starts
     sockets = _bind(host, port, int(options.get("backlog", 2048)))
     supervisor = _Supervisor(make_app, sockets, host, dict(options), workers)

@@ -146,6 +146,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         # Several workers share the keys and an input_store (used states); see .input_rounds.
         # `store` groups it with the session and event stores the HTTP transport uses.
         self.store = store
+        self._own_input_store = input_store is not None and store is None
         self.input_rounds = InputRounds(
             keys=request_state_keys,
             ttl=max(request_timeout, 1.0),
@@ -232,6 +233,25 @@ class MCPServer(ServerIntrospection, ServerRunning):
             self.resources.callbacks = resources
         if prompts is not None:
             self.prompts.callbacks = prompts
+
+    def use_store(self, store: Store) -> None:
+        """Give the server its shared ``store`` after construction (``mcpkit run --redis``).
+
+        Same as ``MCPServer(store=store)``, so call it before an HTTP app is built
+        (the app takes its session and event stores from ``server.store``). Raises
+        :class:`ConfigurationError` when the server already has a store or an
+        ``input_store`` of its own, which this would silently replace.
+        """
+        if not isinstance(store, Store):
+            raise ConfigurationError(
+                f"store must be a mcpkit.stores.Store such as MemoryStore(), not {type(store).__name__}"
+            )
+        if self.store is not None:
+            raise ConfigurationError("the server already has a store")
+        if self._own_input_store:
+            raise ConfigurationError("the server already has an input_store")
+        self.store = store
+        self.input_rounds.store = store.input_rounds
 
     def _add_derived(
         self,

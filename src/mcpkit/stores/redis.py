@@ -655,6 +655,10 @@ class RedisStore:
     with their ``requestState``.
     """
 
+    #: Every process given the same Redis (and prefix) sees the same state: ``mcpkit run
+    #: --workers N`` accepts a server whose store says so.
+    shared: Final = True
+
     def __init__(
         self,
         url_or_client: str | Redis,

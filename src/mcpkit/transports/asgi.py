@@ -225,7 +225,10 @@ async def lifespan(
                             await on_startup()
                         await server._lifespan.enter()
                     except Exception as exc:  # LifespanError / StoreUnavailable: names the cause
-                        await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                        # The exception rides along for mcpkit's serve(), which raises it
+                        # (ASGI servers ignore keys they do not know).
+                        failed = {"type": "lifespan.startup.failed", "message": str(exc)}
+                        await send({**failed, "mcpkit.error": exc})
                         return
                     entered = True
                 await send({"type": "lifespan.startup.complete"})

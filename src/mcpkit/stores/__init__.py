@@ -21,8 +21,10 @@ The shared implementation is :class:`mcpkit.stores.redis.RedisStore` (the
 never loads ``redis``.
 
 Layering: this package imports only :mod:`mcpkit.errors`, :mod:`mcpkit.protocol`,
-the standard library and orjson (and, in :mod:`mcpkit.stores.redis` alone, ``redis``);
-the server and the transports use it.
+the standard library and orjson (and, in :mod:`mcpkit.stores.redis` and the
+``redis_*`` modules it loads, ``redis``); the server and the transports use it.
+:class:`Bus` (:mod:`mcpkit.stores.bus`) is how the processes of a cluster sharing
+a store talk to each other.
 """
 
 from __future__ import annotations

@@ -37,11 +37,10 @@ from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from ..errors import ConfigurationError, StoreUnavailable
 from .bus import BusHandler, new_node_id
-from .redis import redact_url, sibling_pool, where_of
+from .redis_connection import FAILURES, redact_url, sibling_pool, where_of
 
 __all__ = ["RECONNECT_INTERVAL", "RedisBus"]
 
@@ -49,8 +48,6 @@ logger = logging.getLogger("mcpkit.stores.redis_bus")
 
 #: Seconds between two attempts to get the pub/sub connection back.
 RECONNECT_INTERVAL: Final = 0.5
-
-_FAILURES: Final = (RedisError, OSError)
 
 
 class RedisBus:
@@ -150,7 +147,7 @@ class RedisBus:
             self._reader = asyncio.create_task(self._read(), name=f"mcpkit bus {self.node_id}")
             async with asyncio.timeout(self.timeout):
                 await asyncio.gather(*waiters)
-        except (*_FAILURES, TimeoutError) as exc:
+        except (*FAILURES, TimeoutError) as exc:
             await self.aclose()
             raise StoreUnavailable(
                 f"cannot reach Redis at {self.url}: {type(exc).__name__}: {exc}"
@@ -184,7 +181,7 @@ class RedisBus:
         if self._handler is not None:
             try:
                 await self._client.delete(self._node_key)
-            except _FAILURES as exc:  # it expires by itself within node_ttl
+            except FAILURES as exc:  # it expires by itself within node_ttl
                 logger.debug("could not delete %s: %s", self._node_key, exc)
         await self._pool.disconnect()
         if self._owned:
@@ -200,7 +197,7 @@ class RedisBus:
         """``PUBLISH <prefix><channel> <orjson of message>``: the number of receivers."""
         try:
             count = await self._client.publish(self.prefix + channel, orjson.dumps(message))
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._fail(exc)
         return int(count)
 
@@ -208,7 +205,7 @@ class RedisBus:
         """``EXISTS <prefix>node:<node_id>``."""
         try:
             found = await self._client.exists(f"{self.prefix}node:{node_id}")
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._fail(exc)
         return bool(found)
 
@@ -226,7 +223,7 @@ class RedisBus:
         if pubsub is not None:
             try:
                 await pubsub.subscribe(self.prefix + channel)
-            except _FAILURES:
+            except FAILURES:
                 pass  # the reader sees the loss too; its reconnection subscribes `channel`
         try:
             async with asyncio.timeout(self.timeout):
@@ -256,7 +253,7 @@ class RedisBus:
             await pubsub.unsubscribe(self.prefix + channel)
             async with asyncio.timeout(self.timeout):
                 await waiter
-        except (*_FAILURES, TimeoutError) as exc:
+        except (*FAILURES, TimeoutError) as exc:
             logger.debug("unsubscribing %s unconfirmed: %s", channel, exc)
         finally:
             self._forget(self._leaving, channel, waiter)
@@ -307,7 +304,7 @@ class RedisBus:
         if pubsub is not None:
             try:
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
-            except _FAILURES:
+            except FAILURES:
                 pass
 
     async def _beat(self) -> None:
@@ -321,7 +318,7 @@ class RedisBus:
             await asyncio.sleep(self.node_ttl / 3)
             try:
                 await self._beat()
-            except _FAILURES as exc:  # the reconnection sets it again
+            except FAILURES as exc:  # the reconnection sets it again
                 logger.debug("bus heartbeat of node %s failed: %s", self.node_id, exc)
 
     async def _read(self) -> None:
@@ -346,7 +343,7 @@ class RedisBus:
                     await pubsub.ping()
             except asyncio.CancelledError:
                 raise
-            except (*_FAILURES, TimeoutError) as exc:
+            except (*FAILURES, TimeoutError) as exc:
                 await self._recover(exc)
                 last = time.monotonic()
             except Exception:  # a bug of ours: log it, never stop reading
@@ -366,7 +363,7 @@ class RedisBus:
             await asyncio.sleep(RECONNECT_INTERVAL)
             try:
                 pubsub = await self._open()
-            except (*_FAILURES, TimeoutError) as error:
+            except (*FAILURES, TimeoutError) as error:
                 logger.debug("bus reconnection failed: %s", error)
                 continue
             # Published before subscribing, so a join() meanwhile sends its own SUBSCRIBE
@@ -376,7 +373,7 @@ class RedisBus:
             try:
                 await pubsub.subscribe(*(self.prefix + channel for channel in self._wanted))
                 await self._beat()
-            except (*_FAILURES, TimeoutError) as error:
+            except (*FAILURES, TimeoutError) as error:
                 logger.debug("bus reconnection failed: %s", error)
                 self._recovering = False
                 await self._drop_pubsub()

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
 
+import httpx
 import orjson
 import pytest
 
 from mcpkit import MCPServer
 from mcpkit.stores.redis import RedisStore
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server, next_event, sse_events
+from tests.transports.test_streamable_http_2026 import CAPS, headers_for, post, request
 from tests.transports.test_streamable_http_streams import GetStream, call
 
 
@@ -260,3 +262,42 @@ async def test_a_resumed_stream_whose_node_died_ends_with_an_error(
     assert event.json["error"]["code"] == -32603
     assert event.json["error"]["data"] == {"node": a.store.bus.node_id}
     assert orjson.dumps(event.json)  # a plain JSON-RPC error response
+
+
+async def test_a_2026_round_lands_on_the_other_node_without_configured_keys(
+    cluster: Start, http: httpx.AsyncClient
+) -> None:
+    # No request_state_keys: the nodes sign with the cluster's own key, kept in Redis.
+    a, b = await cluster()
+    msg = request("tools/call", {"name": "ask", "arguments": {}})
+    msg["params"]["_meta"][CAPS] = {"elicitation": {}}
+    first = (await post(http, a.url, msg)).result
+    assert first["resultType"] == "input_required"
+    msg["id"] = 2
+    msg["params"]["requestState"] = first["requestState"]
+    msg["params"]["inputResponses"] = {
+        "elicitation": {"action": "accept", "content": {"name": "Bo"}}
+    }
+    assert (await post(http, b.url, msg)).result["content"][0]["text"] == "hello Bo"
+    refused = await post(http, a.url, msg)  # single use, whichever node sees it again
+    assert refused.error["code"] == -32602 and "already used" in refused.error["message"]
+
+
+async def test_a_2026_listen_stream_gets_a_change_raised_on_the_other_node(
+    cluster: Start, http: httpx.AsyncClient
+) -> None:
+    a, b = await cluster()
+    listen = request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, 7)
+    async with http.stream(
+        "POST", a.url, content=orjson.dumps(listen), headers=headers_for(listen)
+    ) as resp:
+        events = sse_events(resp)
+        ack = await next_event(events)
+        while not ack.data:
+            ack = await next_event(events)
+        assert ack.json["method"] == "notifications/subscriptions/acknowledged"
+        await b.server.tools.notify_list_changed()
+        event = await next_event(events)
+        while not event.data:
+            event = await next_event(events)
+        assert event.json["method"] == "notifications/tools/list_changed"

@@ -91,11 +91,13 @@ def _worker_main(
 
 
 def _send_failure(report: Connection, exc: Exception) -> None:
+    error: Exception = exc
     try:
-        report.send(("failed", exc))
-    except Exception:  # an exception that does not pickle: its text will do
-        with contextlib.suppress(OSError):
-            report.send(("failed", LifespanError(f"{type(exc).__name__}: {exc}")))
+        pickle.loads(pickle.dumps(exc))  # the parent must be able to load it too
+    except Exception:  # an exception that does not round-trip: its text will do
+        error = LifespanError(f"{type(exc).__name__}: {exc}")
+    with contextlib.suppress(OSError):
+        report.send(("failed", error))
 
 
 def _exit_with_parent() -> None:
@@ -160,7 +162,7 @@ class _Supervisor:
             name=f"mcpkit-worker-{worker.slot}",
         )
         process.start()
-        send.close()  # the child holds its end: EOF here once it exits
+        send.close()  # the child holds the writing end
         worker.process, worker.report = process, receive
         worker.ready, worker.alive, worker.restart_at = False, True, None
 

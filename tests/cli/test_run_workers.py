@@ -185,6 +185,27 @@ def _redis_keys(url: str, pattern: str) -> int:
     return int(header[1:])
 
 
+async def test_redis_makes_streams_resumable_with_their_events_in_redis(redis_url: str) -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--redis", redis_url, "--retry-ms", "250"]
+    async with _running(*args, "--redis-prefix", "resumable-test:") as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            init = await client.post(url, json=INIT, headers=HEADERS)
+            sid = init.headers["mcp-session-id"]
+            headers = {**HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await client.post(url, json=note, headers=headers)
+            listed = await client.post(
+                url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
+            )
+        events = [e for e in listed.text.split("\n\n") if e.strip()]
+        priming = dict(line.split(":", 1) for line in events[0].splitlines())
+        assert "id" in priming and priming.get("retry", "").strip() == "250"
+        assert any('"tools"' in e and "id:" in e for e in events[1:])
+        assert _redis_keys(redis_url, f"resumable-test:events:{sid}") == 1
+        assert _redis_keys(redis_url, f"resumable-test:session:{sid}") == 1
+
+
 # -- several workers ----------------------------------------------------------------------------
 
 

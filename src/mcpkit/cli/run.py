@@ -86,7 +86,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retry-ms",
         type=int,
-        help=f"SSE reconnection delay sent to clients with --resumable (default {DEFAULT_RETRY_MS})",
+        help=f"SSE reconnection delay sent to clients with --resumable or --redis "
+        f"(default {DEFAULT_RETRY_MS})",
     )
     scale = parser.add_argument_group("several processes (http, sse)")
     scale.add_argument(
@@ -267,11 +268,11 @@ def run(args: argparse.Namespace) -> int:
     misplaced = _misplaced_options(args)
     if misplaced:
         return _fail(f"{', '.join(misplaced)} cannot be used with --transport {args.transport}")
-    if args.retry_ms is not None and not args.resumable:
-        return _fail("--retry-ms needs --resumable")
     redis_url, redis_prefix, problem = _redis_settings(args)
     if problem is not None:
         return _fail(problem)
+    if args.retry_ms is not None and not args.resumable and redis_url is None:
+        return _fail("--retry-ms needs --resumable (or --redis)")
     workers = 1 if args.workers is None else args.workers
     if workers < 1:
         return _fail(f"--workers must be a positive integer, got {workers}")

@@ -3,8 +3,8 @@
 The workers are real ``spawn``-ed processes sharing the port the parent bound; which
 one answers is the kernel's choice, so the tests ask (a tool returning ``os.getpid()``)
 over fresh connections until they have seen what they need, bounded by a deadline.
-Each call initializes and calls on one keep-alive connection: these tests are about
-the processes, not about sessions crossing workers.
+Most of them initialize and call on one keep-alive connection, so that they are about
+the processes; one checks that a session (in Redis) is served by both workers.
 """
 
 from __future__ import annotations
@@ -385,3 +385,37 @@ def test_serve_workers_refuses_an_app_factory_that_cannot_reach_a_worker() -> No
         serve_workers(lambda: MCPServer(name="s", version="1").http_app(), 2, port=0)
     with pytest.raises(ConfigurationError, match="positive integer"):
         serve_workers(functools.partial(MCPServer, name="s", version="1"), 0, port=0)
+
+
+async def test_one_session_is_served_by_both_workers(redis_url: str) -> None:
+    # The session lives in Redis: calls over new connections land on either worker.
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--redis", redis_url]
+    async with _running(*args, "--redis-prefix", "one-session:", "--json-response") as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            init = await client.post(url, json=INIT, headers=HEADERS)
+            headers = {
+                **HEADERS,
+                "Mcp-Session-Id": init.headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await client.post(url, json=note, headers=headers)).status_code == 202
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        pids: set[int] = set()
+        calls = 0
+        while len(pids) < 2:
+            assert loop.time() < deadline, f"only {pids} answered {calls} calls"
+            calls += 1
+            call = {
+                "jsonrpc": "2.0",
+                "id": calls,
+                "method": "tools/call",
+                "params": {"name": "pid"},
+            }
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:  # a new connection
+                answer = await client.post(url, json=call, headers=headers)
+            assert answer.status_code == 200, answer.text
+            pids.add(int(answer.json()["result"]["content"][0]["text"]))
+        assert proc.pid not in pids

@@ -365,6 +365,12 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.tool_manager", "mcpkit.server.server"): "ToolManager's server",
     ("mcpkit.server.scopes", "mcpkit.server.server"): "scopes are looked up on a server",
     ("mcpkit.client.handlers", "mcpkit.client.session"): "ServerHandlers' session",
+    ("mcpkit.transports.cluster", "mcpkit.transports.streamable_http"): (
+        "a cluster node serves one Streamable HTTP app"
+    ),
+    ("mcpkit.transports.http_sessions", "mcpkit.transports.cluster"): (
+        "a session's streams reach its app's cluster node"
+    ),
     ("mcpkit.client.subscriptions", "mcpkit.client.session"): "Listener's session",
     ("mcpkit.client.era_probe", "mcpkit.client.session"): "the era probe runs on a session",
     ("mcpkit.client.input_rounds", "mcpkit.client.session"): "input rounds run on a session",

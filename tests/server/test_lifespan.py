@@ -123,12 +123,11 @@ async def test_asgi_startup_failure_is_reported_to_the_server() -> None:
     await inbox.put({"type": "lifespan.startup"})
     async with asyncio.timeout(5):
         await app({"type": "lifespan"}, inbox.get, send)
-    assert sent == [
-        {
-            "type": "lifespan.startup.failed",
-            "message": "the lifespan of server 'broken' failed to start: RuntimeError: no database",
-        }
-    ]
+    # The exception itself rides along for mcpkit's serve(), which raises it.
+    error = sent[0].pop("mcpkit.error")
+    text = "the lifespan of server 'broken' failed to start: RuntimeError: no database"
+    assert isinstance(error, LifespanError) and str(error) == text
+    assert sent == [{"type": "lifespan.startup.failed", "message": text}]
 
 
 def test_stdio_startup_failure_exits_with_the_message(tmp_path: Path) -> None:

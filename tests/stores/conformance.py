@@ -160,6 +160,21 @@ class SessionStoreConformance:
         assert await store.load("sid-1") == record
         assert await store.load("other") is None
 
+    async def test_subscriptions_round_trip(self, store: SessionStore) -> None:
+        uris = ["file:///a.txt", "db://shop/orders/{id}", "file:///ü.txt"]
+        assert await store.create(self.record(subscriptions=list(uris)), self.TTL) is True
+        loaded = await store.load("sid-1")
+        assert loaded is not None and loaded.subscriptions == uris
+        loaded.subscriptions.append("file:///changed")  # the caller's own list
+        again = await store.load("sid-1")
+        assert again is not None and again.subscriptions == uris
+        assert await store.save(self.record(subscriptions=uris[:1]), self.TTL) is True
+        saved = await store.load("sid-1")
+        assert saved is not None and saved.subscriptions == uris[:1]
+        await store.create(self.record("sid-2"), self.TTL)
+        plain = await store.load("sid-2")
+        assert plain is not None and plain.subscriptions == []
+
     async def test_create_refuses_an_id_in_use(self, store: SessionStore) -> None:
         assert await store.create(self.record(principal="first"), self.TTL) is True
         assert await store.create(self.record(principal="second"), self.TTL) is False

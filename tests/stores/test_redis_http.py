@@ -43,7 +43,10 @@ async def start(serve_app: Any, url: str, **options: Any) -> tuple[Any, RedisSto
 
 
 async def keys(raw: Redis, store: RedisStore) -> list[str]:
-    return sorted(k.decode() for k in await raw.keys(store.prefix + "*"))
+    """The store's keys of sessions (not the node's liveness key, nor the shared rsk)."""
+    found = sorted(k.decode() for k in await raw.keys(store.prefix + "*"))
+    node = (store.prefix + "node:", store.prefix + "rsk")
+    return [k for k in found if not k.startswith(node)]
 
 
 async def test_sessions_are_recorded_in_redis_and_deleted_with_their_streams(
@@ -99,7 +102,10 @@ async def test_a_cut_stream_is_replayed_from_redis_exactly_once_in_order(
     assert server.finished == [4]
     # After the call finished, the priming id replays the whole stream from Redis.
     log = await raw.xrange(store.prefix + "events:" + str(c.session_id))
-    assert [f[b"s"] for _, f in log] == [b"1"] * 5  # four progress notifications, the response
+    # One stream: four progress notifications, the response; its id names this node.
+    suffix = first.id.partition("#")[0].rpartition("/")[2]
+    assert suffix.startswith(store.bus.node_id + ".1.")
+    assert [f[b"s"] for _, f in log] == [suffix.encode()] * 5
     async with GetStream(c, last_event_id=priming.id) as g:
         async with asyncio.timeout(TIMEOUT):
             whole = [e async for e in g.events]

@@ -37,6 +37,13 @@ def test_a_record_round_trips_through_json() -> None:
     assert SessionRecord.from_json(record.to_json()) == record
 
 
+def test_a_record_without_subscriptions_in_its_json_has_none() -> None:
+    data = SessionRecord("s", "2025-06-18", subscriptions=["file:///a"]).to_json()
+    assert data["subscriptions"] == ["file:///a"]
+    del data["subscriptions"]  # a record written before the field existed
+    assert SessionRecord.from_json(data).subscriptions == []
+
+
 def test_memory_store_groups_one_of_each_store() -> None:
     store = MemoryStore()
     assert isinstance(store, Store)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
+    from ..transports.asgi import ASGIApp
 
 __all__ = ["HELP", "configure", "run"]
 
@@ -18,6 +22,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_PATH = "/mcp"
 DEFAULT_RETRY_MS = 1000
+REDIS_URL_ENV = "MCPKIT_REDIS_URL"
+REDIS_PREFIX_ENV = "MCPKIT_REDIS_PREFIX"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +86,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retry-ms",
         type=int,
-        help=f"SSE reconnection delay sent to clients with --resumable (default {DEFAULT_RETRY_MS})",
+        help=f"SSE reconnection delay sent to clients with --resumable or --redis "
+        f"(default {DEFAULT_RETRY_MS})",
+    )
+    scale = parser.add_argument_group("several processes (http, sse)")
+    scale.add_argument(
+        "--redis",
+        metavar="URL",
+        help=f"keep sessions, resumable event streams and input rounds in Redis "
+        f"(redis://[:password@]host:port/db; env {REDIS_URL_ENV}); implies --resumable. "
+        "Needs pip install 'mcpkit[redis]'",
+    )
+    scale.add_argument(
+        "--redis-prefix",
+        metavar="P",
+        help=f"put before every Redis key, so servers can share a Redis (env "
+        f"{REDIS_PREFIX_ENV}; default 'mcpkit:')",
+    )
+    scale.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="serve from N processes sharing the port (default 1); more than one needs "
+        "--redis (or a shared store=) or --stateless",
     )
     limits = parser.add_argument_group("limits of the embedded server (http, sse)")
     for flag, kind, text in _LIMIT_FLAGS:
@@ -146,10 +174,14 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
         "--json-response": args.json_response,
         "--resumable": args.resumable,
         "--retry-ms": args.retry_ms is not None,
+        "--redis": args.redis is not None,
+        "--redis-prefix": args.redis_prefix is not None,
+        "--workers": args.workers is not None,
     }
+    scale = {"--redis", "--redis-prefix", "--workers"}
     applies = {
         "stdio": set(),
-        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits},
+        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits, *scale},
         "http": set(given),
     }[args.transport]
     return [name for name, on in given.items() if on and name not in applies]
@@ -189,12 +221,61 @@ def _listen_problem(args: argparse.Namespace, host: str, port: int) -> str | Non
     return None
 
 
+@dataclass(frozen=True)
+class _AppSpec:
+    """How to build the app from a loaded server: picklable, for the workers (``spawn``)."""
+
+    transport: str
+    path: str
+    stateless: bool
+    json_response: bool
+    resumable: bool
+    retry_ms: int | None
+    body_timeout: float | None
+    allowed_hosts: list[str] | None
+    allowed_origins: list[str] | None
+    redis_url: str | None
+    redis_prefix: str | None
+
+
+def _redis_settings(args: argparse.Namespace) -> tuple[str | None, str | None, str | None]:
+    """The Redis URL and prefix (flags first, then the environment), or a usage problem."""
+    url = args.redis if args.redis is not None else os.environ.get(REDIS_URL_ENV) or None
+    prefix = args.redis_prefix
+    if prefix is None and url is not None:
+        prefix = os.environ.get(REDIS_PREFIX_ENV) or None
+    if url is None:
+        if args.redis_prefix is not None:
+            return None, None, f"--redis-prefix needs --redis URL (or {REDIS_URL_ENV})"
+        return None, None, None
+    if args.transport == "stdio":  # only the environment can get here (see _misplaced_options)
+        return (
+            None,
+            None,
+            (
+                f"{REDIS_URL_ENV} is set, but --transport stdio serves one client from one process "
+                f"and keeps no shared state: unset it, or use --transport http"
+            ),
+        )
+    try:
+        import redis  # noqa: F401 (only checking that the extra is installed)
+    except ImportError:
+        return None, None, "--redis needs the redis package: pip install 'mcpkit[redis]'"
+    return url, prefix, None
+
+
 def run(args: argparse.Namespace) -> int:
     misplaced = _misplaced_options(args)
     if misplaced:
         return _fail(f"{', '.join(misplaced)} cannot be used with --transport {args.transport}")
-    if args.retry_ms is not None and not args.resumable:
-        return _fail("--retry-ms needs --resumable")
+    redis_url, redis_prefix, problem = _redis_settings(args)
+    if problem is not None:
+        return _fail(problem)
+    if args.retry_ms is not None and not args.resumable and redis_url is None:
+        return _fail("--retry-ms needs --resumable (or --redis)")
+    workers = 1 if args.workers is None else args.workers
+    if workers < 1:
+        return _fail(f"--workers must be a positive integer, got {workers}")
     host = args.host or DEFAULT_HOST
     port = DEFAULT_PORT if args.port is None else args.port
     if args.transport != "stdio":
@@ -212,40 +293,118 @@ def run(args: argparse.Namespace) -> int:
         except LifespanError as exc:  # names the server and the cause: no traceback
             return _fail(str(exc))
         return 0
-    from ..errors import ConfigurationError
+    from ..errors import ConfigurationError, LifespanError, StoreUnavailable
 
-    options: dict[str, Any] = {}
-    if args.body_timeout is not None:
-        options["body_timeout"] = args.body_timeout
+    spec = _AppSpec(
+        transport=args.transport,
+        path=args.path or DEFAULT_PATH,
+        stateless=args.stateless,
+        json_response=args.json_response,
+        resumable=args.resumable,
+        retry_ms=args.retry_ms,
+        body_timeout=args.body_timeout,
+        allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin,
+        redis_url=redis_url,
+        redis_prefix=redis_prefix,
+    )
+    if redis_url is not None:
+        if server.store is not None:
+            return _fail("the server already has a store; drop --redis or the store= argument")
+        try:
+            _use_redis(server, spec)
+        except ConfigurationError as exc:  # a malformed URL, an input_store of its own
+            return _fail(f"--redis: {exc}")
+    if workers > 1 and not (getattr(server.store, "shared", False) or args.stateless):
+        return _fail(_NEEDS_SHARED_STATE)
     serve_options: Any = _serve_options(args)
-    if args.allowed_host is not None:
-        options["allowed_hosts"] = args.allowed_host
-    if args.allowed_origin is not None:
-        options["allowed_origins"] = args.allowed_origin
     try:
-        if args.transport == "http":
-            if args.resumable:
-                from ..stores import MemoryEventStore
+        if workers == 1:
+            from ..transports.serve import serve
 
-                options["event_store"] = MemoryEventStore()
-                options["retry_interval_ms"] = (
-                    DEFAULT_RETRY_MS if args.retry_ms is None else args.retry_ms
-                )
-            # run_http prints where it serves once the port is bound.
-            server.run_http(
-                host,
-                port,
-                args.path or DEFAULT_PATH,
-                stateless=args.stateless,
-                json_response=True if args.json_response else None,
-                serve_options=serve_options,
-                **options,
-            )
+            app = _make_app(server, spec)
+            serve(app, host=host, port=port, banner=_banner(server, spec), **serve_options)
         else:
-            server.run_sse(host, port, serve_options=serve_options, **options)
-    except ConfigurationError as exc:  # port in use, uvicorn missing, a bad option
+            from ..transports.workers import serve_workers
+
+            serve_workers(
+                functools.partial(_worker_app, args.target, spec),
+                workers,
+                host=host,
+                port=port,
+                banner=_banner(server, spec),
+                **serve_options,
+            )
+    except StoreUnavailable as exc:  # Redis unreachable at start: the message names it
+        return _fail(str(exc), status=1)
+    except (ConfigurationError, LifespanError) as exc:  # port in use, uvicorn missing...
         return _fail(str(exc), status=1)
     return 0
+
+
+_NEEDS_SHARED_STATE = (
+    "several workers need shared state: give --redis URL, or --stateless (without Redis, "
+    "2026-07-28 input rounds then need the same request_state_keys in every worker, and a "
+    "replayed requestState is only caught by the worker that saw it first)"
+)
+
+
+def _use_redis(server: MCPServer, spec: _AppSpec) -> None:
+    from ..stores.redis import RedisStore
+
+    assert spec.redis_url is not None
+    if spec.redis_prefix is None:
+        server.use_store(RedisStore(spec.redis_url))
+    else:
+        server.use_store(RedisStore(spec.redis_url, prefix=spec.redis_prefix))
+
+
+def _banner(server: MCPServer, spec: _AppSpec) -> str:
+    from ..server.running import http_banner, sse_banner
+
+    if spec.transport == "http":
+        return http_banner(server.name, spec.path)
+    return sse_banner(server.name, "/sse")
+
+
+def _make_app(server: MCPServer, spec: _AppSpec) -> ASGIApp:
+    """The app ``mcpkit run`` serves: the same in the one process or in each worker."""
+    options: dict[str, Any] = {}
+    if spec.body_timeout is not None:
+        options["body_timeout"] = spec.body_timeout
+    if spec.allowed_hosts is not None:
+        options["allowed_hosts"] = spec.allowed_hosts
+    if spec.allowed_origins is not None:
+        options["allowed_origins"] = spec.allowed_origins
+    if spec.transport == "sse":
+        return server.sse_app(**options)
+    if spec.resumable or spec.redis_url is not None:
+        if spec.redis_url is None:
+            from ..stores import MemoryEventStore
+
+            options["event_store"] = MemoryEventStore()
+        # With --redis the app takes server.store.events: streams resume on any worker.
+        options["retry_interval_ms"] = DEFAULT_RETRY_MS if spec.retry_ms is None else spec.retry_ms
+    return server.http_app(
+        spec.path,
+        stateless=spec.stateless,
+        json_response=True if spec.json_response else None,
+        **options,
+    )
+
+
+def _worker_app(target: str, spec: _AppSpec) -> ASGIApp:
+    """In a worker process (a fresh interpreter): load the target and build its app."""
+    from ..errors import ConfigurationError
+    from .loader import LoadError, UserCodeError, load_server
+
+    try:
+        server = load_server(target)
+    except (LoadError, UserCodeError) as exc:
+        raise ConfigurationError(f"a worker could not load {target}: {exc}") from exc
+    if spec.redis_url is not None:
+        _use_redis(server, spec)
+    return _make_app(server, spec)
 
 
 def _load(target: str, *, quiet_stdout: bool) -> MCPServer | int:

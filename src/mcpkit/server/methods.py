@@ -207,6 +207,8 @@ async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     if not isinstance(uri, str):
         raise InvalidParams("resources/subscribe needs a 'uri' string")
     session.subscriptions.add(uri)
+    if session.on_state_change is not None:
+        await session.on_state_change(session)
     return {}
 
 
@@ -215,6 +217,8 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     if not isinstance(uri, str):
         raise InvalidParams("resources/unsubscribe needs a 'uri' string")
     session.subscriptions.discard(uri)
+    if session.on_state_change is not None:
+        await session.on_state_change(session)
     return {}
 
 

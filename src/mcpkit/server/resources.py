@@ -407,9 +407,16 @@ class ResourceManager:
 
     # -- notifications -----------------------------------------------------------------------
     async def notify_updated(self, uri: str) -> None:
-        """``notifications/resources/updated`` to the sessions subscribed to ``uri``."""
+        """``notifications/resources/updated`` to the sessions subscribed to ``uri``
+        (in a cluster, also those other processes deliver to)."""
+        await self._notify_updated_here(uri)
+        fanout = self._server._fanout
+        if fanout is not None:
+            await fanout({"k": "u", "uri": uri})
+
+    async def _notify_updated_here(self, uri: str) -> None:
         for session in self._server.sessions():
-            if uri in session.subscriptions:
+            if session.broadcast_here and uri in session.subscriptions:
                 await session.notify("notifications/resources/updated", {"uri": uri})
 
     async def notify_list_changed(self) -> None:

@@ -22,9 +22,19 @@ if TYPE_CHECKING:
     from ..transports.asgi import ASGIApp
     from ..transports.serve import ServeOptions
 
-__all__ = ["ServerRunning"]
+__all__ = ["ServerRunning", "http_banner", "sse_banner"]
 
 log = logging.getLogger("mcpkit.server")
+
+
+def http_banner(name: str, path: str) -> str:
+    """What ``run_http`` prints once it listens (``{url}`` becomes ``http://host:port``)."""
+    return f"mcpkit: serving {name!r} on {{url}}{path} (Streamable HTTP); Ctrl+C stops it"
+
+
+def sse_banner(name: str, sse_path: str) -> str:
+    """What ``run_sse`` prints once it listens (``{url}`` becomes ``http://host:port``)."""
+    return f"mcpkit: serving {name!r} on {{url}}{sse_path} (legacy HTTP+SSE); Ctrl+C stops it"
 
 
 class ServerRunning:
@@ -133,10 +143,8 @@ class ServerRunning:
         """
         from ..transports.serve import serve
 
-        banner = (
-            f"mcpkit: serving {self.name!r} on {{url}}{path} (Streamable HTTP); Ctrl+C stops it"
-        )
         app = self.http_app(path, auth=auth, **options)
+        banner = http_banner(self.name, path)
         serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
 
     def run_sse(
@@ -152,8 +160,5 @@ class ServerRunning:
         from ..transports.serve import serve
 
         app = self.sse_app(auth=auth, **options)
-        sse_path = getattr(app, "sse_path", "/sse")
-        banner = (
-            f"mcpkit: serving {self.name!r} on {{url}}{sse_path} (legacy HTTP+SSE); Ctrl+C stops it"
-        )
+        banner = sse_banner(self.name, getattr(app, "sse_path", "/sse"))
         serve(app, host=host, port=port, banner=banner, **(serve_options or {}))

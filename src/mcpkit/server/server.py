@@ -14,7 +14,7 @@ import contextlib
 import functools
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
@@ -146,6 +146,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         # Several workers share the keys and an input_store (used states); see .input_rounds.
         # `store` groups it with the session and event stores the HTTP transport uses.
         self.store = store
+        self._own_input_store = input_store is not None and store is None
         self.input_rounds = InputRounds(
             keys=request_state_keys,
             ttl=max(request_timeout, 1.0),
@@ -164,6 +165,11 @@ class MCPServer(ServerIntrospection, ServerRunning):
         self.completions = CompletionRegistry()
         self._roots_changed: list[Callable[[ServerSession], Any]] = []
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        # Set by a cluster node (transports/cluster.py): sends a broadcast to the other
+        # processes serving this server's sessions, which deliver it to theirs.
+        self._fanout: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        # The requestState keys were given (else a cluster shares one through its store).
+        self._request_state_keys_given = request_state_keys is not None
         # The method table (methods.METHODS) and the middleware around it, built once:
         # handshake-era sessions dispatch with _dispatch (each handler inside the chain),
         # 2026-07-28 requests run the chain around each round (stateless.serve_stateless)
@@ -227,6 +233,25 @@ class MCPServer(ServerIntrospection, ServerRunning):
             self.resources.callbacks = resources
         if prompts is not None:
             self.prompts.callbacks = prompts
+
+    def use_store(self, store: Store) -> None:
+        """Give the server its shared ``store`` after construction (``mcpkit run --redis``).
+
+        Same as ``MCPServer(store=store)``, so call it before an HTTP app is built
+        (the app takes its session and event stores from ``server.store``). Raises
+        :class:`ConfigurationError` when the server already has a store or an
+        ``input_store`` of its own, which this would silently replace.
+        """
+        if not isinstance(store, Store):
+            raise ConfigurationError(
+                f"store must be a mcpkit.stores.Store such as MemoryStore(), not {type(store).__name__}"
+            )
+        if self.store is not None:
+            raise ConfigurationError("the server already has a store")
+        if self._own_input_store:
+            raise ConfigurationError("the server already has an input_store")
+        self.store = store
+        self.input_rounds.store = store.input_rounds
 
     def _add_derived(
         self,
@@ -543,7 +568,13 @@ class MCPServer(ServerIntrospection, ServerRunning):
         return list(self._sessions)
 
     async def _broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
-        sessions = self.sessions()
+        await self._broadcast_here(method, params)
+        if self._fanout is not None:
+            await self._fanout({"k": "b", "m": method, "p": params})
+
+    async def _broadcast_here(self, method: str, params: dict[str, Any] | None) -> None:
+        """Deliver a broadcast to the sessions this process delivers broadcasts to."""
+        sessions = [s for s in self.sessions() if s.broadcast_here]
         if sessions:
             await asyncio.gather(*(s.notify(method, params) for s in sessions))
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import (
@@ -74,12 +74,14 @@ class ServerSession:
         "_handlers",
         "_inflight",
         "_outgoing",
+        "broadcast_here",
         "client_capabilities",
         "client_info",
         "detached",
         "inputs",
         "log_level",
         "max_inflight",
+        "on_state_change",
         "revision",
         "server",
         "session_id",
@@ -112,6 +114,13 @@ class ServerSession:
         self.inputs: ParkedCall | None = None
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
+        # False when another process delivers this session's broadcasts (list_changed,
+        # resources/updated): a session served by several nodes of a cluster gets them
+        # from the node holding its GET stream only (transports/cluster.py).
+        self.broadcast_here = True
+        # Awaited after logging/setLevel and resources/(un)subscribe change the session,
+        # before the answer: a cluster shares the change with the other nodes first.
+        self.on_state_change: Callable[[ServerSession], Awaitable[None]] | None = None
         # The client's requests being served: id -> Request, changed only with the
         # functions of protocol/correlation.py (admit, finish, release, cancelled).
         self._inflight: dict[Any, Request] = {}
@@ -512,6 +521,8 @@ class ServerSession:
                 f"Invalid log level: {got} (expected one of {', '.join(LOG_LEVELS)})"
             )
         self.log_level = LOG_LEVELS[level]
+        if self.on_state_change is not None:
+            await self.on_state_change(self)
         return {}
 
 

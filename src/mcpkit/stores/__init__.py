@@ -21,14 +21,17 @@ The shared implementation is :class:`mcpkit.stores.redis.RedisStore` (the
 never loads ``redis``.
 
 Layering: this package imports only :mod:`mcpkit.errors`, :mod:`mcpkit.protocol`,
-the standard library and orjson (and, in :mod:`mcpkit.stores.redis` alone, ``redis``);
-the server and the transports use it.
+the standard library and orjson (and, in :mod:`mcpkit.stores.redis` and the
+``redis_*`` modules it loads, ``redis``); the server and the transports use it.
+:class:`Bus` (:mod:`mcpkit.stores.bus`) is how the processes of a cluster sharing
+a store talk to each other.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
+from .bus import Bus, BusHandler, new_node_id
 from .events import (
     DEFAULT_MAX_BYTES,
     EventCallback,
@@ -41,6 +44,8 @@ from .sessions import MemorySessionStore, SessionRecord, SessionStore
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "Bus",
+    "BusHandler",
     "EventCallback",
     "EventStore",
     "InMemoryEventStore",
@@ -52,6 +57,7 @@ __all__ = [
     "SessionRecord",
     "SessionStore",
     "Store",
+    "new_node_id",
 ]
 
 
@@ -62,6 +68,11 @@ class Store(Protocol):
     A store that talks to a server may also have ``async def connect()``: the HTTP
     apps await it at startup (ASGI lifespan), so an unreachable store fails the
     start with its own message (``RedisStore`` raises ``StoreUnavailable``).
+
+    Optional attribute ``shared: bool``: True when other processes see the same
+    state (``RedisStore``), so several server processes form a cluster and talk
+    over its :class:`~mcpkit.stores.bus.Bus`; read it with
+    ``getattr(store, "shared", False)``.
     """
 
     @property
@@ -82,6 +93,9 @@ class MemoryStore:
     """
 
     __slots__ = ("events", "input_rounds", "sessions")
+
+    #: Process-local state: no other process sees it (see :class:`Store`).
+    shared: Final = False
 
     def __init__(
         self,

@@ -31,7 +31,18 @@ key                                type        expires
                                                each naming its SSE stream; deleted with
                                                the session's streams
 ``<prefix>round:<token id>``       string      with the ``requestState`` it records
+``<prefix>node:<node id>``         string      ``node_ttl`` after the node's last heartbeat
+                                               (:mod:`mcpkit.stores.redis_bus`)
+``<prefix>rsk``                    string      never: the cluster's ``requestState`` key
+                                               (:meth:`RedisStore.request_state_key`)
 =================================  ==========  ===========================================
+
+and the cluster bus's pub/sub channels ``<prefix>n:<node id>``, ``<prefix>bc``
+and ``<prefix>c:<session id>`` (:mod:`mcpkit.stores.redis_bus`).
+
+Modules: this one (sessions, input rounds, the bundle), :mod:`.redis_events`
+(the event store), :mod:`.redis_bus` (the cluster bus), :mod:`.redis_connection`
+(the client they share); only these import ``redis``.
 
 Faults: every Redis error, refused connection or timeout becomes
 :class:`~mcpkit.errors.StoreUnavailable`, naming the URL with its password
@@ -46,22 +57,19 @@ of your own); Redis Cluster is not supported (no cluster client, no hash tags).
 
 from __future__ import annotations
 
-import itertools
-import re
+import secrets
 import time
-from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Any, Final, NoReturn
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Final
 
 import orjson
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from ..errors import ConfigurationError, StoreUnavailable
-from .events import EventCallback
+from .redis_bus import RedisBus
+from .redis_connection import FAILURES, RedisConnection, ms, redact_url, where_of
+from .redis_events import DEFAULT_EVENT_MAX_LEN, DEFAULT_EVENT_TTL, RedisEventStore, TailRead
 from .sessions import SessionRecord
 
 __all__ = [
@@ -71,58 +79,9 @@ __all__ = [
     "RedisInputRoundStore",
     "RedisSessionStore",
     "RedisStore",
+    "TailRead",
     "redact_url",
 ]
-
-#: Seconds a session's events stay resumable after its log's last refresh.
-DEFAULT_EVENT_TTL: Final = 3600.0
-#: Events kept per session log (about: Redis trims whole stream nodes, ``MAXLEN ~``).
-DEFAULT_EVENT_MAX_LEN: Final = 1000
-
-_FAILURES: Final = (RedisError, OSError)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (in the authority or a ``password=`` parameter) hidden."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if parts.password is not None:
-            user = parts.username or ""
-            host = netloc.rpartition("@")[2]
-            netloc = f"{user}:***@{host}"
-        query = parts.query
-        if "password=" in query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs])
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<a malformed Redis URL>"
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _ms(seconds: float) -> int:
-    """A ttl in whole milliseconds, at least 1 (Redis refuses 0)."""
-    return max(1, int(seconds * 1000))
-
-
-class _Redis:
-    """The client and how to name it in errors, shared by the three stores."""
-
-    __slots__ = ("client", "where")
-
-    def __init__(self, client: Redis, where: str) -> None:
-        self.client = client
-        self.where = where
-
-    def fail(self, exc: BaseException) -> NoReturn:
-        raise StoreUnavailable(
-            f"Redis at {self.where} is unavailable: {type(exc).__name__}: {exc}"
-        ) from exc
-
 
 # -- sessions ----------------------------------------------------------------------------------
 
@@ -167,7 +126,7 @@ class RedisSessionStore:
 
     __slots__ = ("_redis", "_touch", "prefix")
 
-    def __init__(self, redis: _Redis, prefix: str) -> None:
+    def __init__(self, redis: RedisConnection, prefix: str) -> None:
         self._redis = redis
         self.prefix = prefix + "session:"
         self._touch = redis.client.register_script(_TOUCH_LUA)
@@ -175,16 +134,16 @@ class RedisSessionStore:
     async def create(self, record: SessionRecord, ttl: float) -> bool:
         try:
             done = await self._redis.client.set(
-                self.prefix + record.session_id, _dump_record(record), nx=True, px=_ms(ttl)
+                self.prefix + record.session_id, _dump_record(record), nx=True, px=ms(ttl)
             )
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._redis.fail(exc)
         return bool(done)
 
     async def load(self, session_id: str) -> SessionRecord | None:
         try:
             value = await self._redis.client.get(self.prefix + session_id)
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._redis.fail(exc)
         if value is None:
             return None
@@ -193,218 +152,27 @@ class RedisSessionStore:
     async def save(self, record: SessionRecord, ttl: float) -> bool:
         try:
             done = await self._redis.client.set(
-                self.prefix + record.session_id, _dump_record(record), xx=True, px=_ms(ttl)
+                self.prefix + record.session_id, _dump_record(record), xx=True, px=ms(ttl)
             )
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._redis.fail(exc)
         return bool(done)
 
     async def touch(self, session_id: str, ttl: float) -> bool:
         try:
             done = await self._touch(
-                keys=[self.prefix + session_id], args=[_ms(ttl), _seen(time.time())]
+                keys=[self.prefix + session_id], args=[ms(ttl), _seen(time.time())]
             )
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._redis.fail(exc)
         return bool(done)
 
     async def delete(self, session_id: str) -> bool:
         try:
             gone = await self._redis.client.delete(self.prefix + session_id)
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._redis.fail(exc)
         return bool(gone)
-
-
-# -- events ------------------------------------------------------------------------------------
-
-# A stream position: Redis's own "<ms>-<seq>" entry id, both parts 64-bit.
-_POSITION: Final = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
-_U64: Final = 2**64
-
-
-def _position(text: str) -> str | None:
-    match = _POSITION.fullmatch(text)
-    if match is None or int(match[1]) >= _U64 or int(match[2]) >= _U64:
-        return None  # Redis would refuse it: a client's Last-Event-ID must not cost a 503
-    return text
-
-
-# Delete the entries of some streams from a session's log; the key goes once it is empty.
-_FORGET_LUA: Final = """
-local gone = {}
-for i = 1, #ARGV do gone[ARGV[i]] = true end
-local ids = {}
-for _, entry in ipairs(redis.call('xrange', KEYS[1], '-', '+')) do
-  local fields = entry[2]
-  for j = 1, #fields, 2 do
-    if fields[j] == 's' then
-      if gone[fields[j + 1]] then ids[#ids + 1] = entry[1] end
-      break
-    end
-  end
-end
-for i = 1, #ids, 500 do
-  redis.call('xdel', KEYS[1], unpack(ids, i, math.min(i + 499, #ids)))
-end
-if redis.call('xlen', KEYS[1]) == 0 then redis.call('del', KEYS[1]) end
-return #ids
-"""
-
-
-def _remember(table: OrderedDict[str, Any], key: str, bound: int) -> None:
-    """Mark ``key`` as just used in a bounded LRU table (the oldest entries go past ``bound``)."""
-    table.move_to_end(key)
-    while len(table) > bound:
-        table.popitem(last=False)
-
-
-class RedisEventStore:
-    """An :class:`~mcpkit.stores.EventStore` on Redis Streams: one log per session.
-
-    Stream ids are ``"<session id>/<n>"`` (the transport's); all streams of a
-    session share one Redis stream, ``<prefix>events:<session id>``, whose
-    entries name their stream (field ``s``, the ``<n>``). One log per session
-    rather than per SSE stream: every POST answered with SSE is a stream, and a
-    Redis stream key costs about 4 KB as soon as it holds an entry, plus its own
-    ``PEXPIRE``; the session's log is created once and gets its ttl once.
-
-    Event ids are ``"<stream id>#<Redis entry id>"``, so a replay is one
-    ``XRANGE`` from that entry on, keeping the entries of that stream: every
-    later event once, in order. A *priming* event at the start of a stream
-    costs no command: its id is the position before any entry
-    (``"<stream id>#0-<n>"``). A log keeps about ``max_len`` entries
-    (``XADD MAXLEN ~``) and expires ``ttl`` seconds after its last refresh;
-    :meth:`delete_streams` drops a session's streams when it ends.
-
-    Costs, each one round trip: ``store_event`` XADD NOMKSTREAM (1 command);
-    XADD + PEXPIRE (2) for the first event of a session's log this process
-    writes, and again every ``ttl / 4`` or when the log was gone;
-    ``replay_events_after`` XRANGE (1); ``delete_streams`` of one session's
-    streams one EVALSHA (the script runs XRANGE, XDEL, XLEN and DEL: the log's
-    key goes when its last stream does); of several sessions, one per log in a
-    pipeline, after a SCRIPT EXISTS (two round trips).
-
-    This process remembers when it last set each log's ttl (for the
-    ``max_tracked`` most recently written logs) and which streams it wrote
-    events to (as many); a log not remembered gets its ttl set again, so
-    nothing is ever stored without one.
-    """
-
-    __slots__ = (
-        "_forget",
-        "_priming",
-        "_redis",
-        "_refresh_at",
-        "_written",
-        "max_len",
-        "max_tracked",
-        "prefix",
-        "ttl",
-    )
-
-    def __init__(
-        self,
-        redis: _Redis,
-        prefix: str,
-        *,
-        ttl: float = DEFAULT_EVENT_TTL,
-        max_len: int = DEFAULT_EVENT_MAX_LEN,
-        max_tracked: int = 10_000,
-    ) -> None:
-        self._redis = redis
-        self.prefix = prefix + "events:"
-        self.ttl = ttl
-        self.max_len = max_len
-        self.max_tracked = max_tracked
-        # log -> when (monotonic) its key's ttl should be set again
-        self._refresh_at: OrderedDict[str, float] = OrderedDict()
-        # the streams this process wrote an event to: a priming event mid-stream must be
-        # a real position (the transport only primes a stream before its first event)
-        self._written: OrderedDict[str, None] = OrderedDict()
-        self._priming = itertools.count(1)
-        self._forget = redis.client.register_script(_FORGET_LUA)
-
-    async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
-        if message is None:
-            if stream_id not in self._written:
-                # Nothing of this stream written yet: its start is a position already.
-                return f"{stream_id}#0-{next(self._priming)}"
-            data = b""  # mid-stream: a real entry marks the position (never replayed)
-        else:
-            data = orjson.dumps(message)
-        log, _, suffix = stream_id.rpartition("/")
-        key = self.prefix + log
-        fields: dict[Any, Any] = {b"s": suffix.encode(), b"m": data}
-        client = self._redis.client
-        now = time.monotonic()
-        refresh_at = self._refresh_at.get(log)
-        try:
-            entry = None
-            if refresh_at is not None and refresh_at > now:
-                # The key has a ttl we set less than ttl/4 ago; NOMKSTREAM: if it is gone
-                # (deleted, expired, Redis restarted) never create it without one.
-                entry = await client.xadd(
-                    key, fields, maxlen=self.max_len, approximate=True, nomkstream=True
-                )
-            if entry is None:
-                pipe = client.pipeline(transaction=False)
-                pipe.xadd(key, fields, maxlen=self.max_len, approximate=True)
-                pipe.pexpire(key, _ms(self.ttl))
-                entry, _ = await pipe.execute()
-                self._refresh_at[log] = now + self.ttl / 4
-        except _FAILURES as exc:
-            self._redis.fail(exc)
-        _remember(self._refresh_at, log, self.max_tracked)
-        self._written[stream_id] = None
-        _remember(self._written, stream_id, self.max_tracked)
-        return f"{stream_id}#{_text(entry)}"
-
-    async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
-        stream_id, sep, tail = last_event_id.rpartition("#")
-        position = _position(tail) if sep and stream_id else None
-        if position is None:
-            return None
-        log, _, suffix = stream_id.rpartition("/")
-        wanted = suffix.encode()
-        try:
-            # From the position itself: its own entry proves the stream is known even
-            # when nothing came after it.
-            entries: list[Any] = await self._redis.client.xrange(  # type: ignore[assignment]
-                self.prefix + log, position, "+"
-            )
-        except _FAILURES as exc:
-            self._redis.fail(exc)
-        mine = [(_text(i), f) for i, f in entries if f.get(b"s") == wanted]
-        if not mine and not position.startswith("0-"):
-            return None  # deleted, expired, trimmed away or never written: unknown
-        # A priming id ("0-n") names a stream whose events may not have been written yet.
-        for entry_id, fields in mine:
-            data = fields.get(b"m")
-            if data and entry_id != position:
-                await send(f"{stream_id}#{entry_id}", orjson.loads(data))
-        return stream_id
-
-    async def delete_streams(self, stream_ids: Iterable[str]) -> None:
-        by_log: dict[str, list[str]] = {}
-        for stream_id in stream_ids:
-            log, _, suffix = stream_id.rpartition("/")
-            by_log.setdefault(log, []).append(suffix)
-            self._written.pop(stream_id, None)
-        if not by_log:
-            return
-        try:
-            if len(by_log) == 1:  # the transport's case: one session ends
-                ((log, suffixes),) = by_log.items()
-                await self._forget(keys=[self.prefix + log], args=suffixes)
-                return
-            # A pipeline of scripts: redis-py checks they are loaded first (SCRIPT EXISTS).
-            pipe = self._redis.client.pipeline(transaction=False)
-            for log, suffixes in by_log.items():
-                await self._forget(keys=[self.prefix + log], args=suffixes, client=pipe)
-            await pipe.execute()
-        except _FAILURES as exc:
-            self._redis.fail(exc)
 
 
 # -- input rounds ------------------------------------------------------------------------------
@@ -419,7 +187,7 @@ class RedisInputRoundStore:
 
     __slots__ = ("_redis", "prefix")
 
-    def __init__(self, redis: _Redis, prefix: str) -> None:
+    def __init__(self, redis: RedisConnection, prefix: str) -> None:
         self._redis = redis
         self.prefix = prefix + "round:"
 
@@ -428,7 +196,7 @@ class RedisInputRoundStore:
             done = await self._redis.client.set(
                 self.prefix + token_id, b"1", nx=True, pxat=max(1, int(expires_at * 1000) + 1)
             )
-        except _FAILURES as exc:
+        except FAILURES as exc:
             self._redis.fail(exc)
         return bool(done)
 
@@ -458,11 +226,24 @@ class RedisStore:
     ``max_connections``
         Size of the pool (default 64); an operation waits at most
         ``connect_timeout`` for a free connection.
+    ``node_ttl``
+        Seconds a node of a cluster counts as alive after its last heartbeat
+        (default 15; refreshed every third of it): see :attr:`bus`.
+
+    ``shared`` is True: the transport knows from it that other processes see
+    this store's state (a cluster). :attr:`bus` is the cluster's
+    :class:`~mcpkit.stores.redis_bus.RedisBus`, made on first use, with a
+    pub/sub connection of its own; :meth:`request_state_key` the cluster's key
+    for signing 2026-07-28 ``requestState``.
 
     Session records expire after the ``ttl`` the transport gives on each
     write (its ``session_idle_timeout`` plus a margin); input-round claims
     with their ``requestState``.
     """
+
+    #: Every process given the same Redis (and prefix) sees the same state: ``mcpkit run
+    #: --workers N`` accepts a server whose store says so.
+    shared: Final = True
 
     def __init__(
         self,
@@ -474,6 +255,7 @@ class RedisStore:
         connect_timeout: float = 2.0,
         timeout: float = 2.0,
         max_connections: int = 64,
+        node_ttl: float = 15.0,
     ) -> None:
         if not isinstance(prefix, str):
             raise ConfigurationError(f"RedisStore: prefix must be a string, not {prefix!r}")
@@ -481,6 +263,7 @@ class RedisStore:
             ("event_ttl", event_ttl),
             ("connect_timeout", connect_timeout),
             ("timeout", timeout),
+            ("node_ttl", node_ttl),
         ):
             if not value > 0:
                 raise ConfigurationError(f"RedisStore: {name} must be positive, not {value!r}")
@@ -508,20 +291,54 @@ class RedisStore:
             self._owned = True
         else:
             client = url_or_client
-            kwargs = client.connection_pool.connection_kwargs
-            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
-            self.url = f"redis://{where}/{kwargs.get('db', 0)}"
+            self.url = where_of(client)
             self._owned = False
         self.client = client
         self.prefix = prefix
-        redis = _Redis(client, self.url)
+        self.node_ttl = node_ttl
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self._bus: RedisBus | None = None
+        redis = RedisConnection(client, self.url, timeout)
         self.sessions = RedisSessionStore(redis, prefix)
         self.events = RedisEventStore(redis, prefix, ttl=event_ttl, max_len=event_max_len)
         self.input_rounds = RedisInputRoundStore(redis, prefix)
         self._redis = redis
 
+
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
+
+    @property
+    def bus(self) -> RedisBus:
+        """The cluster bus over this Redis (same prefix and server, its own pub/sub
+        connection), made on first use and closed by :meth:`aclose`; not started."""
+        if self._bus is None:
+            self._bus = RedisBus(
+                self.client,
+                prefix=self.prefix,
+                node_ttl=self.node_ttl,
+                connect_timeout=self.connect_timeout,
+                timeout=self.timeout,
+                where=self.url,
+            )
+        return self._bus
+
+    async def request_state_key(self) -> bytes:
+        """The cluster's HMAC key for 2026-07-28 ``requestState`` (scale-out.md § 8):
+        ``<prefix>rsk``, 32 random bytes set by the first node to ask and kept for
+        good (``SET NX`` then ``GET``, one pipelined round trip)."""
+        key = self.prefix + "rsk"
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(key, secrets.token_bytes(32), nx=True)
+            pipe.get(key)
+            _, value = await pipe.execute()
+        except FAILURES as exc:
+            self._redis.fail(exc)
+        if not isinstance(value, bytes) or len(value) != 32:
+            raise StoreUnavailable(f"Redis at {self.url}: {key} does not hold a 32-byte key")
+        return value
 
     async def connect(self) -> None:
         """Check that Redis answers (PING), else raise ``StoreUnavailable`` naming the URL.
@@ -531,13 +348,18 @@ class RedisStore:
         """
         try:
             await self.client.ping()
-        except _FAILURES as exc:
+        except FAILURES as exc:
             raise StoreUnavailable(
                 f"cannot reach Redis at {self.url}: {type(exc).__name__}: {exc}"
             ) from exc
 
     async def aclose(self) -> None:
-        """Close the connection pool (only when this store made it from a URL)."""
+        """Close the bus, the blocking reads' pool and the connection pool (the last
+        only when this store made it from a URL)."""
+        bus, self._bus = self._bus, None
+        if bus is not None:
+            await bus.aclose()
+        await self._redis.aclose()
         if self._owned:
             await self.client.aclose()
             await self.client.connection_pool.disconnect()

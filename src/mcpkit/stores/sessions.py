@@ -60,6 +60,9 @@ class SessionRecord:
     principal: str | None = None  # who initialised it (mcpkit.server.request_state.principal_of)
     created_at: float = field(default_factory=time.time)  # seconds since the epoch
     last_seen: float = field(default_factory=time.time)  # updated by ``touch``
+    # resources/subscribe: the URIs the session asked to hear about (a cluster's nodes
+    # all need them, so they are part of the record, not of the live session)
+    subscriptions: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,7 @@ class SessionRecord:
             "principal": self.principal,
             "created_at": self.created_at,
             "last_seen": self.last_seen,
+            "subscriptions": self.subscriptions,
         }
 
     @classmethod
@@ -84,6 +88,7 @@ class SessionRecord:
             principal=data.get("principal"),
             created_at=float(data.get("created_at", 0.0)),
             last_seen=float(data.get("last_seen", 0.0)),
+            subscriptions=list(data.get("subscriptions") or ()),
         )
 
 
@@ -161,6 +166,7 @@ class MemorySessionStore:
             record,
             client_info=_copy_json(record.client_info),
             client_capabilities=_copy_json(record.client_capabilities),
+            subscriptions=list(record.subscriptions),
         )
 
     async def save(self, record: SessionRecord, ttl: float) -> bool:

@@ -202,6 +202,7 @@ async def lifespan(
     send: Send,
     on_shutdown: Callable[[], Awaitable[None]],
     server: MCPServer | None = None,
+    on_startup: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Answer the ASGI lifespan protocol: on startup connect the server's store (when it
     has a ``connect()``, as ``RedisStore``: an unreachable store fails the startup with a
@@ -220,9 +221,14 @@ async def lifespan(
                         connect = getattr(server.store, "connect", None)
                         if connect is not None:
                             await connect()
+                        if on_startup is not None:
+                            await on_startup()
                         await server._lifespan.enter()
                     except Exception as exc:  # LifespanError / StoreUnavailable: names the cause
-                        await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                        # The exception rides along for mcpkit's serve(), which raises it
+                        # (ASGI servers ignore keys they do not know).
+                        failed = {"type": "lifespan.startup.failed", "message": str(exc)}
+                        await send({**failed, "mcpkit.error": exc})
                         return
                     entered = True
                 await send({"type": "lifespan.startup.complete"})

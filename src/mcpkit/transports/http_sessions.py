@@ -37,9 +37,11 @@ from ..errors import ConnectionClosed, StoreUnavailable
 from ..server.context import LOG_LEVELS
 from ..stores import EventStore, SessionRecord, SessionStore
 from .asgi import PING, Send, sse_event
+from .cluster_ids import stream_suffix
 
 if TYPE_CHECKING:
     from ..server.session import ServerSession
+    from .cluster import ClusterNode
 
 __all__ = [
     "CLOSE",
@@ -73,6 +75,7 @@ class StreamSettings(Protocol):
     keepalive_interval: float | None
     retry_field: bytes  # b"retry: <ms>\n\n", or b"" when no retry interval is set
     max_queued_bytes: int  # per queue-fed stream
+    cluster: ClusterNode | None  # this process as a node of a cluster (a shared store)
 
 
 DROP_WARNING_EVERY = 1000  # a stream that drops messages is logged on its 1st, 1000th, ... drop
@@ -120,6 +123,7 @@ class HTTPSession:
         "get_queue",
         "last_seen",
         "listened",
+        "node",
         "nstreams",
         "order",
         "principal",
@@ -129,6 +133,7 @@ class HTTPSession:
         "stored_at",
         "stored_level",
         "streams",
+        "verified",
     )
 
     def __init__(
@@ -152,13 +157,17 @@ class HTTPSession:
         self.nstreams = 0
         self.order: asyncio.Lock | None = None  # made when events are first recorded
         self.streams: dict[str, RequestStream] | None = None  # live resumable POST streams
+        self.node: str | None = None  # in a cluster: this node's id (names its streams)
+        self.verified = True  # False: the cluster bus was away, re-read the record first
 
     @property
     def standalone_id(self) -> str:
         return self.sid + "/0"
 
-    def new_stream_id(self) -> str:
+    def new_stream_id(self, rid: Any = None) -> str:
         self.nstreams += 1
+        if self.node is not None:  # unique across nodes, and names its node and request
+            return f"{self.sid}/{stream_suffix(self.node, self.nstreams, rid)}"
         return f"{self.sid}/{self.nstreams}"
 
     def owns(self, stream_id: str) -> bool:
@@ -167,6 +176,10 @@ class HTTPSession:
 
     async def __call__(self, message: dict[str, Any]) -> None:
         """``session.standalone``: unrelated notifications and requests (the GET stream)."""
+        cluster = self.settings.cluster
+        if cluster is not None:
+            await cluster.standalone(self, message)
+            return
         store = self.settings.event_store
         if store is not None and self.listened:
             order = self.order
@@ -197,6 +210,11 @@ class HTTPSession:
         forget them (stores written before ``delete_streams`` joined the protocol lack it)."""
         delete = getattr(self.settings.event_store, "delete_streams", None)
         if delete is None:
+            return
+        if self.node is not None:  # in a cluster: the whole log goes, whoever wrote it
+            delete_log = getattr(self.settings.event_store, "delete_log", None)
+            if delete_log is not None:
+                _in_background(delete_log(self.sid), "the event store could not delete a log")
             return
         ids = [f"{self.sid}/{n}" for n in range(self.nstreams + 1)]
         _in_background(delete(ids), "the event store could not delete a session's streams")
@@ -239,6 +257,7 @@ def session_record(entry: HTTPSession) -> SessionRecord:
         log_level=_LEVEL_NAMES.get(session.log_level),
         principal=entry.principal,
         created_at=entry.created_at,
+        subscriptions=sorted(session.subscriptions),
     )
 
 
@@ -252,12 +271,13 @@ class SessionTable:
     __slots__ = (
         "_next_sweep",
         "_sessions",
-        "_store_every",
         "_sweep_every",
         "idle_timeout",
         "max_sessions",
         "record_ttl",
+        "shared",
         "store",
+        "store_every",
     )
 
     def __init__(
@@ -266,6 +286,9 @@ class SessionTable:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self.store = store
+        # A shared store: other processes may serve the same sessions, so this table is a
+        # cache of them; expiry and eviction here drop the cache entry, not the session.
+        self.shared = False  # set by the app when it is a node of a cluster
         self._sessions: OrderedDict[str, HTTPSession] = OrderedDict()
         # Sweeping from the request path (no timer per session, no background task):
         # at most every half timeout, and each sweep stops at the first live session.
@@ -273,8 +296,8 @@ class SessionTable:
         self._next_sweep = clock() + self._sweep_every
         # A record is refreshed at most this often, so it lives a little longer than the
         # idle timeout: it never expires in the store before its session here.
-        self._store_every = min(60.0, idle_timeout / 4)
-        self.record_ttl = idle_timeout + self._store_every
+        self.store_every = min(60.0, idle_timeout / 4)
+        self.record_ttl = idle_timeout + self.store_every
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -306,7 +329,7 @@ class SessionTable:
         if entry.sid in self._sessions:
             self._sessions.move_to_end(entry.sid)
             if self.store is not None and (
-                now - entry.stored_at >= self._store_every
+                now - entry.stored_at >= self.store_every
                 or entry.session.log_level != entry.stored_level
             ):
                 self._refresh(entry, now)
@@ -330,7 +353,7 @@ class SessionTable:
             return None
         now = clock()
         if not entry.busy and now - entry.last_seen > self.idle_timeout:
-            self.end(entry)
+            self.end(entry, forget=not self.shared)
             return None
         entry.last_seen = now
         self._sessions.move_to_end(sid)
@@ -351,11 +374,11 @@ class SessionTable:
         for entry in busy:  # still in use: counts as recently used
             entry.last_seen = now
             self._sessions.move_to_end(entry.sid)
-            if self.store is not None and now - entry.stored_at >= self._store_every:
+            if self.store is not None and now - entry.stored_at >= self.store_every:
                 self._refresh(entry, now)
         for entry in expired:
             log.debug("session expired after %.0f s idle", self.idle_timeout)
-            self.end(entry)
+            self.end(entry, forget=not self.shared)
 
     def make_room(self) -> bool:
         """Room for one more session: sweep, then evict the least recently used idle one."""
@@ -370,7 +393,7 @@ class SessionTable:
                     "session cap (%d) reached: evicting the least recently used idle session",
                     self.max_sessions,
                 )
-                self.end(entry)
+                self.end(entry, forget=not self.shared)
                 return True
         return False
 

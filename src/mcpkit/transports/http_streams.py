@@ -12,7 +12,7 @@ lives in :mod:`.http_sessions`.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,6 +27,9 @@ from .http_sessions import (
     StreamQueue,
     StreamSettings,
 )
+
+if TYPE_CHECKING:
+    from .cluster import ClusterNode
 
 __all__ = ["open_stream", "pump"]
 
@@ -97,11 +100,16 @@ async def open_stream(
     queue = StreamQueue(settings.max_queued_bytes)
     entry.get_queue = queue
     entry.listened = True
+    cluster = settings.cluster
     try:
+        if cluster is not None:
+            await cluster.hold(entry)  # messages raised on any node now come here
         await pump(settings, send, receive, queue, [], set())
     finally:
         if entry.get_queue is queue:
             entry.get_queue = None
+            if cluster is not None:
+                await cluster.release(entry)
 
 
 async def _conflict(send: Send) -> None:
@@ -133,6 +141,14 @@ async def _replay_stream(
     if stream_id is None or not entry.owns(stream_id):
         return False
     queue = StreamQueue(settings.max_queued_bytes)
+    cluster = settings.cluster
+    foreign = cluster.foreign(stream_id) if cluster is not None else None
+    if foreign is not None:
+        assert cluster is not None
+        await _follow_stream(
+            settings, cluster, foreign, stream_id, last_event_id, replay, queue, receive, send
+        )
+        return True
     live: RequestStream | None = None
     attached = True
     if stream_id == entry.standalone_id:
@@ -141,6 +157,8 @@ async def _replay_stream(
         if entry.get_queue is not None:
             entry.get_queue.put_nowait(CLOSE)
         entry.get_queue = queue
+        if cluster is not None:
+            await cluster.hold(entry)  # then replay again: nothing falls in between
     else:
         live = entry.streams.get(stream_id) if entry.streams else None
         if live is None or live.done:
@@ -166,4 +184,32 @@ async def _replay_stream(
             live.resumer = None
         if entry.get_queue is queue:
             entry.get_queue = None
+            if cluster is not None:
+                await cluster.release(entry)
     return True
+
+
+async def _follow_stream(
+    settings: StreamSettings,
+    cluster: ClusterNode,
+    foreign: tuple[str, Any],
+    stream_id: str,
+    last_event_id: str,
+    replay: list[tuple[str, dict[str, Any]]],
+    queue: StreamQueue,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Resume a request stream another node runs: its logged events, then the rest as that
+    node logs them (:meth:`ClusterNode.follow`), until the response."""
+    if replay and "method" not in replay[-1][1]:
+        queue.put_nowait(FINAL)  # the response is in the log: the request is over
+        await pump(settings, send, receive, queue, replay, set())
+        return
+    after = replay[-1][0] if replay else last_event_id
+    owner, rid = foreign
+    follower = asyncio.ensure_future(cluster.follow(stream_id, after, owner, rid, queue))
+    try:
+        await pump(settings, send, receive, queue, replay, set())
+    finally:
+        follower.cancel()

@@ -14,6 +14,11 @@ has no ``allowed_hosts`` (DNS-rebinding protection, see :mod:`.security`), and
 binds the listening sockets itself, so a port in use is one clear
 :class:`~mcpkit.errors.ConfigurationError`. The ``banner`` (``{url}`` in it
 becomes ``http://host:port``) goes to stderr once the server is up.
+
+An app whose ASGI lifespan startup fails (an unreachable ``RedisStore``, a
+failing ``MCPServer(lifespan=...)``) makes :func:`serve` raise the app's own
+exception (``StoreUnavailable``, ``LifespanError``; ``LifespanError`` with the
+message for other apps), instead of uvicorn's log lines and ``SystemExit(3)``.
 """
 
 from __future__ import annotations
@@ -26,12 +31,12 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict
 
-from ..errors import ConfigurationError
-from .asgi import ASGIApp, end_all_streams
+from ..errors import ConfigurationError, LifespanError
+from .asgi import ASGIApp, Receive, Scope, Send, end_all_streams
 from .connection_limits import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
@@ -224,6 +229,36 @@ def _protocol_class(http: object, limits: _LimitSettings) -> object:
     )
 
 
+_STARTUP_FAILED: Final = "Application startup failed. Exiting."
+
+
+class _StartupWatch:
+    """The app, noting why its lifespan startup failed (uvicorn only logs it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.error: BaseException | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                message = dict(message)
+                error = message.pop("mcpkit.error", None)
+                text = message.pop("message", None) or "the application's startup failed"
+                self.error = error if isinstance(error, Exception) else LifespanError(text)
+            await send(message)  # without its message: serve() raises it instead of a log
+
+        await self.app(scope, receive, watch)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Drop uvicorn's own line about the failure, which serve() raises."""
+        return self.error is None or record.getMessage() != _STARTUP_FAILED
+
+
 class _Prepared:
     """A uvicorn server with its sockets bound, ready to run."""
 
@@ -237,6 +272,8 @@ class _Prepared:
         banner: str | None,
         limits: _LimitSettings,
         options: dict[str, Any],
+        sockets: list[socket.socket] | None = None,
+        on_started: Callable[[], None] | None = None,
     ) -> None:
         port = _check_port(port)
         limits = limits.check()
@@ -244,11 +281,39 @@ class _Prepared:
         uv = _uvicorn()  # before binding: a missing extra is reported without side effects
         options["http"] = _protocol_class(options.get("http", "auto"), limits)
         external = "uds" in options or "fd" in options
-        self.sockets = [] if external else _bind(host, port, int(options.get("backlog", 2048)))
+        if sockets is not None:  # already listening (a worker of .workers)
+            self.sockets = list(sockets)
+        else:
+            backlog = int(options.get("backlog", 2048))
+            self.sockets = [] if external else _bind(host, port, backlog)
         if banner is not None:
             where = (options.get("uds") or "fd") if external else _url(self.sockets, host)
             banner = banner.replace("{url}", str(where))
-        self.server = _server(uv, app, host, port, log_level, graceful_timeout, banner, options)
+        self.watch = _StartupWatch(app)
+        self.server = _server(
+            uv, self.watch, host, port, log_level, graceful_timeout, banner, options, on_started
+        )
+
+    def run(self) -> None:
+        with self._quiet():
+            self.server.run(sockets=self.sockets or None)
+
+    async def serve(self) -> None:
+        with self._quiet():
+            await self.server.serve(sockets=self.sockets or None)
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        logger = logging.getLogger("uvicorn.error")
+        logger.addFilter(self.watch.filter)
+        try:
+            yield
+        except SystemExit:
+            if self.watch.error is not None:  # uvicorn's exit for a failed startup
+                raise self.watch.error from None
+            raise
+        finally:
+            logger.removeFilter(self.watch.filter)
 
     def close(self) -> None:
         for sock in self.sockets:
@@ -295,6 +360,7 @@ def _server(
     graceful_timeout: float,
     banner: str | None,
     options: dict[str, Any],
+    on_started: Callable[[], None] | None = None,
 ) -> uvicorn.Server:
     class Server(uv.Server):  # type: ignore[misc]
         """uvicorn's server, ending mcpkit's SSE streams when asked to stop."""
@@ -317,6 +383,8 @@ def _server(
             if banner is not None and not self.should_exit:
                 # After the bind and the lifespan startup: the server really is up.
                 print(banner, file=sys.stderr, flush=True)
+            if on_started is not None and not self.should_exit:
+                on_started()
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -361,6 +429,8 @@ def serve(
     header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
+    sockets: list[socket.socket] | None = None,
+    on_started: Callable[[], None] | None = None,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT/SIGTERM; extra ``options`` go to ``uvicorn.Config``.
@@ -375,13 +445,27 @@ def serve(
     more gets 503. uvicorn's own ``timeout_keep_alive`` (default 5 s),
     ``limit_concurrency``, ``backlog`` and ``h11_max_incomplete_event_size``
     pass through ``options``.
+
+    ``sockets`` are already-listening sockets to serve on instead of binding
+    ``host:port`` (which then only name them), as the workers of
+    :mod:`.workers` do with the sockets their parent bound; ``on_started`` is
+    called once the server is up (after the lifespan startup).
     """
     limits = _LimitSettings(header_timeout, max_connections, max_header_size)
     prepared = _Prepared(
-        app, host, port, log_level, graceful_timeout, banner, limits, dict(options)
+        app,
+        host,
+        port,
+        log_level,
+        graceful_timeout,
+        banner,
+        limits,
+        dict(options),
+        sockets,
+        on_started,
     )
     try:
-        prepared.server.run(sockets=prepared.sockets or None)
+        prepared.run()
     finally:
         prepared.close()
 
@@ -397,14 +481,25 @@ async def serve_async(
     header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
+    sockets: list[socket.socket] | None = None,
+    on_started: Callable[[], None] | None = None,
     **options: Any,
 ) -> None:
     """:func:`serve` inside a running event loop."""
     limits = _LimitSettings(header_timeout, max_connections, max_header_size)
     prepared = _Prepared(
-        app, host, port, log_level, graceful_timeout, banner, limits, dict(options)
+        app,
+        host,
+        port,
+        log_level,
+        graceful_timeout,
+        banner,
+        limits,
+        dict(options),
+        sockets,
+        on_started,
     )
     try:
-        await prepared.server.serve(sockets=prepared.sockets or None)
+        await prepared.serve()
     finally:
         prepared.close()

@@ -93,6 +93,7 @@ from .asgi import (
     send_store_unavailable,
     sse_event,
 )
+from .cluster import cluster_for
 from .http_auth import foreign_principal, refuse_insufficient_scope
 from .http_intake import (
     DEFAULT_BODY_TIMEOUT,
@@ -274,6 +275,9 @@ class StreamableHTTPApp(SessionEndpoints):
             b"retry: %d\n\n" % retry_interval_ms if retry_interval_ms is not None else b""
         )
         self._allow = _ALLOW_STATELESS if stateless else _ALLOW_STATEFUL
+        # A shared store (Redis) makes this app one node of a cluster (.cluster).
+        self.cluster = cluster_for(self)
+        self._sessions.shared = self.cluster is not None
         register_stream_owner(self)
 
     @property
@@ -290,7 +294,7 @@ class StreamableHTTPApp(SessionEndpoints):
         kind = scope["type"]
         if kind != "http":
             if kind == "lifespan":
-                await lifespan(receive, send, self.aclose, self.server)
+                await lifespan(receive, send, self.aclose, self.server, self._start)
             return
         if route_path(scope) not in self._paths:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
@@ -304,6 +308,8 @@ class StreamableHTTPApp(SessionEndpoints):
             return
         method = scope["method"]
         try:
+            if self.cluster is not None and not self.cluster.started:
+                await self.cluster.start()  # not done yet if the host ran no lifespan
             if method == "POST":
                 await self._post(scope, receive, send, headers)
             elif method == "GET" and not self._stateless_era(headers):
@@ -422,13 +428,20 @@ class StreamableHTTPApp(SessionEndpoints):
                     send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
                 )
             return
-        entry = self._lookup(raw_sid)
+        entry = await self._find(raw_sid)
         if entry is None or (
             (entry.principal is not None or auth_info is not None)
             and foreign_principal(entry.principal, auth_info)
         ):
             # Another principal's session is answered as an unknown one: nothing leaks.
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
+            return
+        if (
+            self.cluster is not None
+            and type(msg) is dict
+            and await self.cluster.pass_on(entry, msg)
+        ):
+            await send_body(send, 202)  # an answer to, or a cancel for, another node's request
             return
         entry.busy += 1
         try:
@@ -515,7 +528,7 @@ class StreamableHTTPApp(SessionEndpoints):
         store = self.event_store
         stream_id = None
         if entry is not None and store is not None:
-            stream_id = entry.new_stream_id()
+            stream_id = entry.new_stream_id(msg.get("id"))
         stream = RequestStream(self, entry, send, stream_id)
         await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
         if stream_id is not None:

@@ -41,6 +41,7 @@ from .http_streams import open_stream
 if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..server.session import ServerSession
+    from .cluster import ClusterNode
 
 __all__ = ["JSON_MODE", "SessionEndpoints", "drop", "new_session_id"]
 
@@ -68,6 +69,7 @@ class SessionEndpoints:
     max_queued_bytes: int
     _sessions: SessionTable
     _versions: frozenset[bytes]
+    cluster: ClusterNode | None
 
     def __len__(self) -> int:
         """The number of live sessions."""
@@ -101,6 +103,8 @@ class SessionEndpoints:
         session.max_inflight = self.max_inflight
         entry = HTTPSession(self, sid, session, principal)
         session.standalone = entry
+        if self.cluster is not None:
+            self.cluster.adopt(entry)
         resp = await session.handle(msg, drop, auth_info=auth_info)
         if resp is None:  # cannot happen for initialize, but never answer "null"
             session.close()
@@ -147,6 +151,24 @@ class SessionEndpoints:
     def _lookup(self, raw_sid: bytes) -> HTTPSession | None:
         return self._sessions.lookup(raw_sid.decode("latin-1"))
 
+    async def _find(self, raw_sid: bytes) -> HTTPSession | None:
+        """The session ``raw_sid`` names: a live one here or, in a cluster, one another node
+        created (rebuilt from its record), checked against its record after the bus was away."""
+        entry = self._sessions.lookup(raw_sid.decode("latin-1"))
+        cluster = self.cluster
+        if cluster is None:
+            return entry
+        if entry is None:
+            return await cluster.revive(raw_sid.decode("latin-1"))
+        if not entry.verified:
+            return await cluster.verify(entry)
+        return entry
+
+    async def _start(self) -> None:
+        """At startup (ASGI lifespan): join the cluster when the store is shared."""
+        if self.cluster is not None:
+            await self.cluster.start()
+
     async def _session_or_error(
         self, scope: Scope, send: Send, headers: dict[bytes, bytes]
     ) -> HTTPSession | None:
@@ -161,7 +183,7 @@ class SessionEndpoints:
                 send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
             )
             return None
-        entry = self._lookup(raw_sid)
+        entry = await self._find(raw_sid)
         if entry is not None:
             auth_info = scope.get(AUTH_SCOPE_KEY)
             if (entry.principal is not None or auth_info is not None) and foreign_principal(
@@ -175,13 +197,18 @@ class SessionEndpoints:
     async def aclose(self) -> None:
         """End every session (the ASGI lifespan shutdown calls this)."""
         self._sessions.close_all()
+        if self.cluster is not None:
+            await self.cluster.aclose()
 
     # -- DELETE ----------------------------------------------------------------------------------
     async def _delete(self, scope: Scope, send: Send, headers: dict[bytes, bytes]) -> None:
         entry = await self._session_or_error(scope, send, headers)
         if entry is None:
             return
-        self._sessions.end(entry)
+        if self.cluster is not None:
+            await self.cluster.delete(entry)
+        else:
+            self._sessions.end(entry)
         await send_body(send, 204)
 
     # -- GET -------------------------------------------------------------------------------------

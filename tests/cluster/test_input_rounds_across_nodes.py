@@ -6,10 +6,9 @@ replays the handler from the journal in the signed ``requestState``. The charge 
 happen exactly once (the Redis counter read from outside), driven by mcpkit's client
 and by the official SDK client.
 
-These tests need every node to verify the others' ``requestState`` (a key shared
-through Redis, or ``request_state_keys``). Before that, each node signs with a random
-key of its own and the second round fails with "requestState is invalid or expired".
-Run them alone with::
+They need every node to verify the others' ``requestState`` (the key shared through
+Redis, or ``request_state_keys``): a node signing with a random key of its own fails
+the second round with "requestState is invalid or expired". Run them alone with::
 
     PYTHONPATH=$PWD/src python3 -m pytest -q -p no:cacheprovider tests/cluster/test_input_rounds_across_nodes.py
 """

@@ -7,10 +7,10 @@ if it had reached the node that created it (the record read from Redis), a
 any node must end it everywhere. A change made on one node may take up to
 ``PROPAGATION`` (1 s) to reach the others (an invalidation message, design § 4.3).
 
-These tests need the cross-node session work (issue 13). Before it, a node knows
-only the sessions it created, so they fail with ``404 Session not found`` from the
-second node; the failure message names the request, the node and the node that
-created the session. Run them alone with::
+They check the cross-node session work (issue 13): a node that knew only the
+sessions it created would fail them with ``404 Session not found`` from the second
+node, and the failure message names the request, the node and the node that created
+the session. Run them alone with::
 
     PYTHONPATH=$PWD/src python3 -m pytest -q -p no:cacheprovider tests/cluster/test_sessions_across_nodes.py
 """

@@ -104,6 +104,7 @@ class RedisBus:
             socket_connect_timeout=connect_timeout,
             socket_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
+            decode_responses=False,  # messages are orjson bytes, whatever the client's setting
         )
         self.node_id = new_node_id()
         self.prefix = prefix

@@ -349,6 +349,21 @@ async def test_a_redis_store_is_shared_and_gives_a_bus_with_its_prefix(
     assert await raw.publish(f"{store.prefix}bc", b"{}") == 0
 
 
+async def test_the_bus_reads_bytes_whatever_the_clients_decoding(redis_url: str) -> None:
+    client = Redis.from_url(redis_url, decode_responses=True)
+    store = RedisStore(client, prefix=f"st-{uuid4().hex}:")
+    try:
+        inbox = Inbox()
+        await store.bus.start(inbox)
+        await store.bus.join("c:s")
+        assert await store.bus.publish("c:s", {"ü": [1]}) == 1
+        assert await inbox.next() == ("c:s", {"ü": [1]})
+        assert await store.bus.node_alive(store.bus.node_id) is True
+    finally:
+        await store.aclose()
+        await client.aclose()
+
+
 async def test_the_request_state_key_is_one_per_prefix(redis_url: str) -> None:
     prefix = f"rsk-{uuid4().hex}:"
     a, b = RedisStore(redis_url, prefix=prefix), RedisStore(redis_url, prefix=prefix)

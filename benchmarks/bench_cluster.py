@@ -74,7 +74,7 @@ from bench_http import (
 
 # The real redis-server helper of the Redis store's tests (a child process on a free port).
 sys.path.insert(0, str(HERE.parent / "tests"))
-from redis_server import RedisServer  # noqa: E402
+from redis_server import RedisServer
 
 STORES = ("memory", "redis")
 RESPONSES = ("sse", "json")
@@ -133,9 +133,7 @@ class Count:
         return f"{self.per_call:.3f} per call over {self.calls} calls ({each})"
 
 
-def start(
-    store: str, response: str, redis: RedisServer, opts: Options, log: Path
-) -> Deployment:
+def start(store: str, response: str, redis: RedisServer, opts: Options, log: Path) -> Deployment:
     env = child_env()
     env["BENCH_RESPONSE"] = response
     env["BENCH_REDIS_URL"] = redis.url
@@ -254,7 +252,9 @@ def run(opts: Options, calls: int | None = None) -> list[Row]:
     return report(deployments, counts)
 
 
-def report(deployments: list[Deployment], counts: dict[str, tuple[Count, Count, Count]]) -> list[Row]:
+def report(
+    deployments: list[Deployment], counts: dict[str, tuple[Count, Count, Count]]
+) -> list[Row]:
     rows: list[Row] = []
     by_key = {(d.store, d.response): d for d in deployments}
     for response in RESPONSES:

@@ -78,7 +78,9 @@ def check_log(cluster: Cluster) -> str:
         describe(cluster, r) for r in initializes
     )
     served = [r.backend for r in cluster.proxy.log]
-    assert all(a != b for a, b in itertools.pairwise(served)), served
+    assert all(a != b for a, b in itertools.pairwise(served)), "\n  ".join(
+        describe(cluster, r) for r in cluster.proxy.log
+    )
     assert set(served) == set(range(len(cluster.nodes))), served
     return sessions.pop()
 

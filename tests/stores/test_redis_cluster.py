@@ -25,7 +25,9 @@ import pytest
 
 from mcpkit import MCPServer
 from mcpkit.stores.redis import RedisStore
+from mcpkit.transports.sse_legacy import SSEApp
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server, next_event, sse_events
+from tests.transports.test_sse_legacy import connect
 from tests.transports.test_streamable_http_2026 import CAPS, headers_for, post, request
 from tests.transports.test_streamable_http_streams import GetStream, call
 
@@ -301,3 +303,39 @@ async def test_a_2026_listen_stream_gets_a_change_raised_on_the_other_node(
         while not event.data:
             event = await next_event(events)
         assert event.json["method"] == "notifications/tools/list_changed"
+
+
+async def test_legacy_sse_posts_reaching_another_node_are_forwarded_to_the_stream(
+    serve_app: Any, http: httpx.AsyncClient, redis_url: str
+) -> None:
+    # A 2024-11-05 session lives with its stream on one node; its POSTs may land anywhere.
+    prefix = f"l-{uuid4().hex[:8]}:"
+    bases = []
+    for _ in range(2):
+        server = demo_server(store=RedisStore(redis_url, prefix=prefix))
+        bases.append(await serve_app(SSEApp(server)))
+    async with connect(http, bases[0]) as c:
+        node = c.endpoint.partition("sessionId=")[2].partition(".")[0]
+        assert len(node) == 8  # the session id names the node holding the stream
+        c.base = bases[1]  # every POST goes to the other node from now on
+        answer = await c.initialize(capabilities={"elicitation": {}}, revision="2025-11-25")
+        assert answer["result"]["serverInfo"]["name"] == "http-demo"
+        await c.post(call(6, "ask"))
+        c._methods[6] = "tools/call"
+        asked = await c.receive()
+        assert asked.get("method") == "elicitation/create", asked
+        reply = {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"name": "Lin"}},
+        }
+        assert (await c.post(reply)).status_code == 202
+        final = await c.receive()
+        assert final["id"] == 6 and final["result"]["content"][0]["text"] == "hello Lin"
+        # A session no node holds is unknown: 404 from the node that cannot reach it.
+        lost = await http.post(
+            bases[1] + "/message?sessionId=zzzzzzzz.0123",
+            content=b'{"jsonrpc":"2.0","method":"x"}',
+            headers={"content-type": "application/json"},
+        )
+        assert lost.status_code == 404

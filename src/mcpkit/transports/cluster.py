@@ -45,6 +45,7 @@ from ..protocol.correlation import Outgoing
 from ..protocol.lifecycle import State
 from ..server.context import LOG_LEVELS
 from ..server.request_state import RequestStateCodec
+from ..stores.bus import BusHandler
 from .cluster_ids import suffix_parts
 from .http_sessions import (
     _LEVEL_NAMES,
@@ -60,13 +61,49 @@ if TYPE_CHECKING:
     from ..server.session import ServerSession
     from .streamable_http import StreamableHTTPApp
 
-__all__ = ["ClusterNode", "cluster_for"]
+__all__ = ["ClusterNode", "cluster_for", "join_bus", "leave_bus"]
 
 log = logging.getLogger("mcpkit.transports.cluster")
 
 #: How long a resumed stream of another node waits for its next event before checking
 #: that the node is still alive (milliseconds; the wait is one blocking read of the log).
 TAIL_BLOCK_MS: Final = 2000
+
+
+# The apps of this process listening on each bus: one process may serve a server over
+# Streamable HTTP and legacy SSE at once, each app with its own handler.
+_listeners: dict[int, tuple[Any, list[BusHandler]]] = {}
+
+
+async def join_bus(bus: Any, handler: BusHandler) -> None:
+    """Listen on ``bus`` with ``handler`` (the bus starts with the first listener)."""
+    known = _listeners.get(id(bus))
+    if known is None:
+        handlers: list[BusHandler] = [handler]
+        _listeners[id(bus)] = (bus, handlers)
+
+        def dispatch(channel: str, message: dict[str, Any]) -> None:
+            for each in list(handlers):
+                each(channel, message)
+
+        try:
+            await bus.start(dispatch)
+        except BaseException:
+            del _listeners[id(bus)]
+            raise
+    else:
+        known[1].append(handler)
+
+
+async def leave_bus(bus: Any, handler: BusHandler) -> None:
+    """Stop listening; the bus closes with its last listener."""
+    known = _listeners.get(id(bus))
+    if known is None or handler not in known[1]:
+        return
+    known[1].remove(handler)
+    if not known[1]:
+        del _listeners[id(bus)]
+        await bus.aclose()
 
 
 def cluster_for(app: StreamableHTTPApp) -> ClusterNode | None:
@@ -104,7 +141,7 @@ class ClusterNode:
         async with self._starting:
             if self.started:
                 return
-            await self.bus.start(self._on_message)
+            await join_bus(self.bus, self._on_message)
             self.bus.on_reconnect(self._reconnected)
             server = self.app.server
             server._fanout = self._fanout
@@ -124,7 +161,7 @@ class ClusterNode:
         for task in list(self._tasks):
             task.cancel()
         try:
-            await self.bus.aclose()
+            await leave_bus(self.bus, self._on_message)
         except Exception as exc:  # the store may be gone already: nothing left to undo
             log.debug("closing the bus: %r", exc)
 

@@ -29,8 +29,8 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
-from ..protocol.jsonrpc import Kind, invalid_request
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, StoreUnavailable
+from ..protocol.jsonrpc import Kind, classify, invalid_request
 from ..server.input_rounds import principal_of
 from .asgi import (
     AUTH_SCOPE_KEY,
@@ -49,9 +49,11 @@ from .asgi import (
     send_error,
     send_internal_error,
     send_rejected,
+    send_store_unavailable,
     sse_event,
     watch_disconnect,
 )
+from .cluster import join_bus, leave_bus
 from .http_auth import foreign_principal, refuse_insufficient_scope
 from .http_intake import (
     DEFAULT_BODY_TIMEOUT,
@@ -198,6 +200,12 @@ class SSEApp:
         self.debug = debug or server.debug
         self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self._connections: dict[str, _Connection] = {}
+        # A shared store (Redis): this process is one node of several; a session lives
+        # with its stream on one node, and POSTs reaching another are forwarded there.
+        store: Any = server.store
+        self._bus: Any = store.bus if getattr(store, "shared", False) else None
+        self._node = self._bus.node_id if self._bus is not None else None
+        self._joined = False
         register_stream_owner(self)
 
     def __len__(self) -> int:
@@ -207,7 +215,7 @@ class SSEApp:
         kind = scope["type"]
         if kind != "http":
             if kind == "lifespan":
-                await lifespan(receive, send, self.aclose, self.server)
+                await lifespan(receive, send, self.aclose, self.server, self._join)
             return
         path = route_path(scope)
         if path != self.sse_path and path != self.message_path:
@@ -222,6 +230,8 @@ class SSEApp:
             return
         method = scope["method"]
         try:
+            if self._bus is not None and not self._joined:
+                await self._join()  # not done yet if the host ran no lifespan
             if path == self.sse_path:
                 if method != "GET":
                     await send_error(
@@ -254,7 +264,8 @@ class SSEApp:
                 send, 503, INTERNAL_ERROR, "Service Unavailable: too many active sessions"
             )
             return
-        sid = uuid.uuid4().hex
+        # In a cluster the id names the node holding the stream (see _forward).
+        sid = uuid.uuid4().hex if self._node is None else f"{self._node}.{uuid.uuid4().hex}"
         auth_info = scope.get(AUTH_SCOPE_KEY)
         conn = _Connection(self, sid, None if auth_info is None else principal_of(auth_info))
         conn.session = session = self.server.create_session(session_id=sid, standalone=conn)
@@ -308,6 +319,11 @@ class SSEApp:
             return
         conn = self._connections.get(ids[0])
         auth_info = scope.get(AUTH_SCOPE_KEY)
+        if conn is None and self._bus is not None:
+            node, dot, _ = ids[0].partition(".")
+            if dot and node != self._node:
+                await self._forward(scope, receive, send, headers, ids[0], node)
+                return
         if (
             conn is None
             or conn.session is None
@@ -343,6 +359,71 @@ class SSEApp:
             await send_rejected(send, invalid_request(msg))
             return
         await send_body(send, 202, b"Accepted", content_type=(b"content-type", b"text/plain"))
+
+    # -- across nodes (a shared store) -------------------------------------------------------
+    async def _join(self) -> None:
+        if self._bus is not None and not self._joined:
+            await join_bus(self._bus, self._on_message)
+            self._joined = True
+
+    async def _forward(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: dict[bytes, bytes],
+        sid: str,
+        node: str,
+    ) -> None:
+        """A POST for a session whose stream another node holds: pass the message there."""
+        msg = await read_json_post(
+            receive,
+            send,
+            headers,
+            max_body_size=self.max_body_size,
+            body_timeout=self.body_timeout,
+        )
+        if msg is REFUSED:
+            return
+        auth_info = scope.get(AUTH_SCOPE_KEY)
+        if auth_info is not None and await refuse_insufficient_scope(
+            self.server, msg, auth_info, scope, send
+        ):
+            return
+        if classify(msg) is Kind.INVALID and type(msg) is not list:
+            await send_rejected(send, invalid_request(msg))
+            return
+        principal = None if auth_info is None else principal_of(auth_info)
+        try:
+            reached = await self._bus.publish(
+                f"n:{node}",
+                {"k": "l", "sid": sid, "msg": msg, "who": principal, "auth": auth_info is not None},
+            )
+        except StoreUnavailable:
+            await send_store_unavailable(send)
+            return
+        if not reached:  # its node is gone, and the session with its stream
+            await send_error(send, 404, INVALID_REQUEST, "Session not found")
+            return
+        await send_body(send, 202, b"Accepted", content_type=(b"content-type", b"text/plain"))
+
+    def _on_message(self, channel: str, message: dict[str, Any]) -> None:
+        """A POST another node received for a session whose stream is here."""
+        if message.get("k") != "l" or channel != f"n:{self._node}":
+            return
+        conn = self._connections.get(str(message.get("sid")))
+        if conn is None or conn.session is None:
+            return
+        who = message.get("who")
+        if (conn.principal is not None or message.get("auth")) and conn.principal != who:
+            return  # another principal's POST: dropped, as a 404 would have refused it
+        session = conn.session
+        msg: Any = message.get("msg")
+        kind = session.receive(msg)
+        if kind is Kind.REQUEST:
+            self._spawn(conn, self._run(session, conn, msg, None))
+        elif kind is Kind.BATCH:
+            self._spawn(conn, self._run_batch(session, conn, msg, None))
 
     def end_session(self, conn: _Connection) -> None:
         """Forget ``conn``'s session (its POSTs get 404), close it, cancel its requests."""
@@ -385,3 +466,6 @@ class SSEApp:
             conn.queue.put_nowait(_END)
             if conn.session is not None:
                 conn.session.close()
+        if self._joined:
+            self._joined = False
+            await leave_bus(self._bus, self._on_message)

@@ -22,6 +22,7 @@ from uuid import uuid4
 import httpx
 import orjson
 import pytest
+from redis.asyncio import Redis
 
 from mcpkit import MCPServer
 from mcpkit.stores.redis import RedisStore
@@ -339,3 +340,24 @@ async def test_legacy_sse_posts_reaching_another_node_are_forwarded_to_the_strea
             headers={"content-type": "application/json"},
         )
         assert lost.status_code == 404
+
+
+async def test_a_node_drops_its_copy_of_a_session_whose_record_is_gone(
+    cluster: Start, make_client: Any, redis_url: str
+) -> None:
+    # The record expired (or another node ended it and the message was lost): the next
+    # ttl refresh from a node that still caches the session finds nothing and ends its copy.
+    a, b = await cluster(session_idle_timeout=2.0)  # refreshed every 0.5 s at most
+    c: HTTPClient = make_client(a.url)
+    await c.initialize()
+    assert (await on(c, b).call_tool("add", {"a": 1, "b": 1})).status == 200
+    raw = Redis.from_url(redis_url)
+    try:
+        assert await raw.delete(b.store.prefix + "session:" + str(c.session_id)) == 1
+    finally:
+        await raw.aclose()
+    await asyncio.sleep(0.6)
+    assert (await on(c, b).call_tool("add", {"a": 1, "b": 1})).status == 200  # still cached
+    async with asyncio.timeout(TIMEOUT):
+        while (await on(c, b).call_tool("add", {"a": 1, "b": 1})).status != 404:
+            await asyncio.sleep(0.05)

@@ -344,7 +344,16 @@ class SessionTable:
             write = store.save(session_record(entry), self.record_ttl)
         else:
             write = store.touch(entry.sid, self.record_ttl)
-        _in_background(write, "the session store could not update a session")
+        _in_background(
+            self._still_there(entry, write) if self.shared else write,
+            "the session store could not update a session",
+        )
+
+    async def _still_there(self, entry: HTTPSession, write: Coroutine[Any, Any, bool]) -> None:
+        """In a cluster: a record gone from the store (ended by another node, expired) ends
+        this node's copy, even if the message saying so was lost."""
+        if not await write and self._sessions.get(entry.sid) is entry:
+            self.end(entry, forget=False)
 
     def lookup(self, sid: str) -> HTTPSession | None:
         """The live session ``sid``, marked as just used (None when unknown or expired)."""

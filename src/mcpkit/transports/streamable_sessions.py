@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import multiprocessing
 import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -69,6 +70,7 @@ class SessionEndpoints:
     max_queued_bytes: int
     _sessions: SessionTable
     _versions: frozenset[bytes]
+    stateless: bool
     cluster: ClusterNode | None
 
     def __len__(self) -> int:
@@ -168,6 +170,15 @@ class SessionEndpoints:
         """At startup (ASGI lifespan): join the cluster when the store is shared."""
         if self.cluster is not None:
             await self.cluster.start()
+        elif not self.stateless and multiprocessing.parent_process() is not None:
+            # A worker of a multi-process server (uvicorn --workers, gunicorn) keeping its
+            # sessions to itself: a request reaching another worker gets 404.
+            log.warning(
+                "this process is one of several workers, but its sessions are kept in this "
+                "process only: requests reaching another worker will get 404 Session not found. "
+                "Give the server a shared store (store=RedisStore(url), or mcpkit run --redis "
+                "URL), or serve it stateless (see docs/deployment.md)"
+            )
 
     async def _session_or_error(
         self, scope: Scope, send: Send, headers: dict[bytes, bytes]

@@ -42,6 +42,8 @@ Hierarchy, split by who must act::
     │   └── MessageTooLarge           a server message went past ``max_message_size``
     ├── StoreUnavailable              a shared store (Redis) could not be reached or failed:
     │                                 HTTP 503 / a JSON-RPC error, never a hang
+    ├── ServerBusy                    an HTTP server process has no room for one more
+    │                                 session (all busy): HTTP 503
     ├── AuthorizationFailed           an OAuth flow could not get a token (the authorization
     │                                 server refused, or its answers failed a security check)
     ├── EventTooLarge                 an SSE event went past its bound (also a ValueError)
@@ -108,6 +110,7 @@ __all__ = [
     "RegistrationError",
     "RemoteError",
     "ResourceNotFound",
+    "ServerBusy",
     "ServerExited",
     "ServerJsonError",
     "SessionExpired",
@@ -338,6 +341,13 @@ class StoreUnavailable(MCPKitError):
     JSON-RPC request gets an internal error saying the server's state store is
     unavailable (nothing about the store leaks). The store recovers by itself
     once the server answers again: the next operation opens a fresh connection.
+    """
+
+
+class ServerBusy(MCPKitError):
+    """This server process has no room for one more live session: it holds
+    ``max_sessions``, every one of them busy. The HTTP transport answers ``503``
+    (the client may retry later); in a cluster another node may have room.
     """
 
 

@@ -27,6 +27,7 @@ from redis.asyncio import Redis
 from mcpkit import MCPServer
 from mcpkit.stores.redis import RedisStore
 from mcpkit.transports.sse_legacy import SSEApp
+from tests.redis_server import RedisServer
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server, next_event, sse_events
 from tests.transports.test_sse_legacy import connect
 from tests.transports.test_streamable_http_2026 import CAPS, headers_for, post, request
@@ -361,3 +362,33 @@ async def test_a_node_drops_its_copy_of_a_session_whose_record_is_gone(
     async with asyncio.timeout(TIMEOUT):
         while (await on(c, b).call_tool("add", {"a": 1, "b": 1})).status != 404:
             await asyncio.sleep(0.05)
+
+
+async def test_the_shared_request_state_key_survives_a_redis_that_lost_its_data(
+    serve_app: Any, http: httpx.AsyncClient, own_redis: RedisServer
+) -> None:
+    # Node a signs with the cluster's key; Redis restarts empty; a node started after that
+    # must still open a's requestState: a re-offers its key once its bus is back.
+    prefix = f"k-{uuid4().hex[:8]}:"
+    a_store = RedisStore(own_redis.url, prefix=prefix, connect_timeout=0.5, timeout=0.5)
+    a_url = await serve_app(demo_server(store=a_store).http_app()) + "/mcp"
+    msg = request("tools/call", {"name": "ask", "arguments": {}})
+    msg["params"]["_meta"][CAPS] = {"elicitation": {}}
+    assert (await post(http, a_url, msg)).result["resultType"] == "input_required"
+    own_redis.stop()
+    own_redis.start()
+    raw = Redis.from_url(own_redis.url)
+    try:
+        async with asyncio.timeout(TIMEOUT):  # a's bus reconnects and offers its key again
+            while not await raw.exists(prefix + "rsk"):
+                await asyncio.sleep(0.05)
+    finally:
+        await raw.aclose()
+    first = (await post(http, a_url, msg)).result
+    b_url = await serve_app(demo_server(store=RedisStore(own_redis.url, prefix=prefix)).http_app())
+    msg["id"] = 2
+    msg["params"]["requestState"] = first["requestState"]
+    msg["params"]["inputResponses"] = {
+        "elicitation": {"action": "accept", "content": {"name": "Al"}}
+    }
+    assert (await post(http, b_url + "/mcp", msg)).result["content"][0]["text"] == "hello Al"

@@ -305,7 +305,6 @@ class RedisStore:
         self.input_rounds = RedisInputRoundStore(redis, prefix)
         self._redis = redis
 
-
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
 
@@ -324,14 +323,16 @@ class RedisStore:
             )
         return self._bus
 
-    async def request_state_key(self) -> bytes:
+    async def request_state_key(self, candidate: bytes | None = None) -> bytes:
         """The cluster's HMAC key for 2026-07-28 ``requestState`` (scale-out.md § 8):
-        ``<prefix>rsk``, 32 random bytes set by the first node to ask and kept for
-        good (``SET NX`` then ``GET``, one pipelined round trip)."""
+        ``<prefix>rsk``, 32 bytes set by the first node to ask and kept for good
+        (``SET NX`` then ``GET``, one pipelined round trip). ``candidate``: the key
+        to set if none is (a node that already signs with one offers it again after
+        Redis lost its data, so that the running nodes keep theirs); else random."""
         key = self.prefix + "rsk"
         try:
             pipe = self.client.pipeline(transaction=False)
-            pipe.set(key, secrets.token_bytes(32), nx=True)
+            pipe.set(key, candidate or secrets.token_bytes(32), nx=True)
             pipe.get(key)
             _, value = await pipe.execute()
         except FAILURES as exc:

@@ -39,7 +39,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import INTERNAL_ERROR, ConnectionClosed, StoreUnavailable
+from ..errors import INTERNAL_ERROR, ConnectionClosed, ServerBusy, StoreUnavailable
 from ..protocol import jsonrpc
 from ..protocol.correlation import Outgoing
 from ..protocol.lifecycle import State
@@ -130,6 +130,7 @@ class ClusterNode:
         # Sessions being rebuilt from their record: concurrent requests share one load.
         self._reviving: dict[str, asyncio.Future[HTTPSession | None]] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._key: bytes | None = None  # the requestState key this node signs with
 
     # -- life ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -146,11 +147,20 @@ class ClusterNode:
             server = self.app.server
             server._fanout = self._fanout
             if not server._request_state_keys_given:
-                # Every node must open the requestState another node sealed.
-                key = await self.store.request_state_key()
-                rounds = server.input_rounds
-                rounds.codec = RequestStateCodec([key], ttl=rounds.ttl)
+                await self._share_key()
             self.started = True
+
+    async def _share_key(self) -> None:
+        """Sign requestState with the cluster's key (every node must open what another
+        sealed). Offering our own again after Redis came back keeps the running nodes'
+        key if Redis lost it; a different key found there is taken, ours still opens."""
+        rounds = self.app.server.input_rounds
+        mine = self._key
+        key = await self.store.request_state_key(mine)
+        if key != mine:
+            self._key = key
+            keys = [key] if mine is None else [key, mine]
+            rounds.codec = RequestStateCodec(keys, ttl=rounds.ttl)
 
     async def aclose(self) -> None:
         if not self.started:
@@ -170,6 +180,14 @@ class ClusterNode:
         log.info("the cluster bus is back; re-reading cached sessions on next use")
         for entry in self.app._sessions.values():
             entry.verified = False
+        if not self.app.server._request_state_keys_given:
+            self._spawn(self._reshare_key())
+
+    async def _reshare_key(self) -> None:
+        try:
+            await self._share_key()
+        except StoreUnavailable as exc:  # gone again: the next reconnection tries again
+            log.warning("could not share the requestState key: %s", exc)
 
     # -- sessions --------------------------------------------------------------------------------
     def adopt(self, entry: HTTPSession) -> None:
@@ -208,7 +226,7 @@ class ClusterNode:
         if record is None:
             return None
         if not app._sessions.make_room():
-            raise StoreUnavailable("too many active sessions on this node")
+            raise ServerBusy("too many active sessions on this node to serve one more")
         session = app.server.create_session(session_id=sid, revision=record.protocol_version)
         session.max_inflight = app.max_inflight
         self._apply(session, record.log_level, record.subscriptions)

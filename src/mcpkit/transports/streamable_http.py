@@ -33,11 +33,9 @@ Choices the spec leaves open (2025-11-25 basic/transports):
   10 000) live at once: a new session evicts the least recently used *idle*
   one (its client gets 404 and re-initializes, as the spec prescribes); only
   when every session is busy does ``initialize`` get 503.
-* **Stores.** A session's record (protocol version, client capabilities, log
-  level, principal) goes to the ``session_store`` (default: in memory); its
-  live streams and tasks stay in this process. ``MCPServer(store=...)``
-  supplies both the session store and the event store unless the app is given
-  its own (see :mod:`mcpkit.stores`).
+* **Stores.** A session's record goes to the ``session_store`` (default: in
+  memory), its live streams and tasks stay here; ``MCPServer(store=...)`` gives
+  both stores. A shared one (Redis) makes the app a node of a cluster (:mod:`.cluster`).
 * **Resumability** (only with an ``event_store``): every SSE event carries an
   id; POST streams of 2025-11-25 sessions start with a priming event (id,
   empty data, optional ``retry``); a handler may close its request's stream
@@ -67,7 +65,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import INVALID_REQUEST, ConfigurationError, StoreUnavailable
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ConfigurationError,
+    ServerBusy,
+    StoreUnavailable,
+)
 from ..protocol.envelope import is_stateless_request, unsupported_version
 from ..protocol.jsonrpc import Kind, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
@@ -111,7 +115,7 @@ from .http_sessions import (
 )
 from .security import RequestGuard
 from .streamable_http_2026 import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
-from .streamable_sessions import JSON_MODE, SessionEndpoints, drop, new_session_id
+from .streamable_sessions import BUSY, JSON_MODE, SessionEndpoints, drop, new_session_id
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -329,6 +333,8 @@ class StreamableHTTPApp(SessionEndpoints):
         except StoreUnavailable as exc:  # Redis is away: 503, the client may retry later
             log.warning("cannot serve %s %s: %s", method, scope.get("path"), exc)
             await send_store_unavailable(send)
+        except ServerBusy:  # a session of the cluster, but no room for it on this node
+            await send_error(send, 503, INTERNAL_ERROR, BUSY)
         except Exception as exc:  # never kill the server, never leak internals
             log.exception("error serving %s %s", method, scope.get("path"))
             await send_internal_error(send, exc, self.debug)

@@ -44,9 +44,12 @@ if TYPE_CHECKING:
     from ..server.session import ServerSession
     from .cluster import ClusterNode
 
-__all__ = ["JSON_MODE", "SessionEndpoints", "drop", "new_session_id"]
+__all__ = ["BUSY", "JSON_MODE", "SessionEndpoints", "drop", "new_session_id"]
 
 log = logging.getLogger("mcpkit.transports.http")
+
+#: The answer (503) when this process cannot take one more session.
+BUSY: Final = "Service Unavailable: too many active sessions"
 
 #: A request answered with plain JSON (the other mode is an SSE stream).
 JSON_MODE: Final = 0
@@ -86,9 +89,7 @@ class SessionEndpoints:
     ) -> None:
         """Serve ``initialize`` without a session id: create the session, answer with its id."""
         if not self._sessions.make_room():
-            await send_error(
-                send, 503, INTERNAL_ERROR, "Service Unavailable: too many active sessions"
-            )
+            await send_error(send, 503, INTERNAL_ERROR, BUSY)
             return
         sid = self.session_id_generator()
         if (

@@ -5,6 +5,7 @@ when the figures in ``docs/deployment.md`` ("Sizing Redis") need redoing::
 
     python benchmarks/redis_sizing.py              # 1000 sessions per kind (about 20 s)
     python benchmarks/redis_sizing.py --sessions 200 --events 200   # quicker, coarser
+    python benchmarks/redis_sizing.py --result-chars 430 --stream-node-max-bytes 1024
 
 It starts a real ``redis-server`` (``tests/redis_server.py``: no persistence, a free
 port, a temp directory), serves one mcpkit server with ``RedisStore`` in this process
@@ -15,7 +16,8 @@ port, a temp directory), serves one mcpkit server with ``RedisStore`` in this pr
    each leaves one key, its session record;
 2. as many sessions with one ``tools/call`` answered on an SSE stream: each also
    leaves its event log (a Redis stream holding that response);
-3. one session whose log retains ``--events`` responses (a ``tools/call`` each).
+3. one session whose log retains ``--events`` responses (a ``tools/call`` each, of
+   ``add``, or with ``--result-chars N`` of a tool returning N characters).
 
 After each step it reads ``INFO memory`` ``used_memory`` (what Redis's allocator
 holds: the whole cost, overheads included) and ``MEMORY USAGE`` of the keys
@@ -69,6 +71,11 @@ def make_server(store: RedisStore) -> MCPServer:
         """Add two integers."""
         return a + b
 
+    @server.tool
+    async def text(size: int) -> str:
+        """A text of ``size`` characters (for logs of larger messages)."""
+        return "x" * size
+
     return server
 
 
@@ -102,15 +109,19 @@ async def open_session(http: httpx.AsyncClient, url: str) -> str:
     return sid
 
 
-async def call_add(http: httpx.AsyncClient, url: str, sid: str, rid: int, accept: str) -> None:
+async def call_add(
+    http: httpx.AsyncClient, url: str, sid: str, rid: int, accept: str, size: int = 0
+) -> None:
+    """``tools/call`` of ``add`` or, with ``size``, of ``text`` (a result that much longer)."""
+    name, arguments = ("text", {"size": size}) if size else ("add", {"a": rid, "b": 1})
     msg = {
         "jsonrpc": "2.0",
         "id": rid,
         "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": rid, "b": 1}},
+        "params": {"name": name, "arguments": arguments},
     }
     response = await post(http, url, msg, sid, accept)
-    if str(rid + 1) not in response.text:
+    if (str(rid + 1) if not size else "x" * size) not in response.text:
         raise RuntimeError(f"unexpected answer: {response.text}")
 
 
@@ -150,7 +161,9 @@ def mean(values: list[int]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-async def measure(redis_url: str, n: int, events: int, node_bytes: int | None) -> None:
+async def measure(
+    redis_url: str, n: int, events: int, node_bytes: int | None, size: int = 0
+) -> None:
     if node_bytes is not None:
         async with Redis.from_url(redis_url) as admin:
             await admin.config_set("stream-node-max-bytes", node_bytes)
@@ -230,11 +243,11 @@ async def measure(redis_url: str, n: int, events: int, node_bytes: int | None) -
             )
 
             sid = await open_session(http, url)
-            await call_add(http, url, sid, 2, BOTH)
+            await call_add(http, url, sid, 2, BOTH, size)
             key = f"{PREFIX}events:{sid}"
             (one,) = await usage(raw, [key])
             for rid in range(3, events + 2):
-                await call_add(http, url, sid, rid, BOTH)
+                await call_add(http, url, sid, rid, BOTH, size)
             length = await raw.xlen(key)
             (full,) = await usage(raw, [key])
             entries = await raw.xrange(key)
@@ -262,6 +275,13 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=1000, help="sessions of each kind")
     parser.add_argument("--events", type=int, default=1000, help="events of the one long log")
     parser.add_argument(
+        "--result-chars",
+        type=int,
+        default=0,
+        help="make the long log's responses carry a text of this many characters "
+        "(default: the small result of add)",
+    )
+    parser.add_argument(
         "--stream-node-max-bytes",
         type=int,
         help="CONFIG SET this in Redis first (its default is 4096)",
@@ -271,7 +291,15 @@ def main() -> int:
         redis = RedisServer(Path(directory))
         redis.start()
         try:
-            asyncio.run(measure(redis.url, args.sessions, args.events, args.stream_node_max_bytes))
+            asyncio.run(
+                measure(
+                    redis.url,
+                    args.sessions,
+                    args.events,
+                    args.stream_node_max_bytes,
+                    args.result_chars,
+                )
+            )
         finally:
             redis.stop()
     return 0

@@ -3,7 +3,7 @@
 Not a benchmark of speed and not part of ``benchmarks/run.py``: run it on demand
 when the figures in ``docs/deployment.md`` ("Sizing Redis") need redoing::
 
-    python benchmarks/redis_sizing.py              # 1000 sessions per kind (about 20 s)
+    python benchmarks/redis_sizing.py              # 1000 sessions per kind (about a minute)
     python benchmarks/redis_sizing.py --sessions 200 --events 200   # quicker, coarser
     python benchmarks/redis_sizing.py --result-chars 430 --stream-node-max-bytes 1024
 

@@ -46,6 +46,7 @@ from ..protocol.lifecycle import State
 from ..server.context import LOG_LEVELS
 from ..server.request_state import RequestStateCodec
 from ..stores.bus import BusHandler
+from . import http_sessions
 from .cluster_ids import suffix_parts
 from .http_sessions import (
     _LEVEL_NAMES,
@@ -148,7 +149,17 @@ class ClusterNode:
             server._fanout = self._fanout
             if not server._request_state_keys_given:
                 await self._share_key()
+            self._spawn(self._keep_records())
             self.started = True
+
+    async def _keep_records(self) -> None:
+        """Sweep the table on a timer: a session busy here with nothing but a long stream
+        has its record's ttl restarted even when no other request reaches this node (the
+        sweep otherwise runs from the request path only)."""
+        table = self.app._sessions
+        while True:
+            await asyncio.sleep(table.store_every)
+            table.sweep(http_sessions.clock())
 
     async def _share_key(self) -> None:
         """Sign requestState with the cluster's key (every node must open what another

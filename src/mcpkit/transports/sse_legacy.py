@@ -319,12 +319,12 @@ class SSEApp:
             return
         conn = self._connections.get(ids[0])
         auth_info = scope.get(AUTH_SCOPE_KEY)
+        elsewhere = None  # in a cluster: the node holding the session's stream, if not this
         if conn is None and self._bus is not None:
             node, dot, _ = ids[0].partition(".")
             if dot and node != self._node:
-                await self._forward(scope, receive, send, headers, ids[0], node)
-                return
-        if (
+                elsewhere = node
+        if elsewhere is None and (
             conn is None
             or conn.session is None
             or (
@@ -344,21 +344,30 @@ class SSEApp:
         )
         if msg is REFUSED:
             return
-        session = conn.session
         if auth_info is not None and await refuse_insufficient_scope(
             self.server, msg, auth_info, scope, send
         ):
             return  # 403 insufficient_scope: nothing runs (MCP authorization § scope challenge)
+        if elsewhere is not None:
+            await self._forward(send, ids[0], elsewhere, msg, auth_info)
+            return
+        assert conn is not None and conn.session is not None
+        if not self._take(conn, msg, auth_info):
+            await send_rejected(send, invalid_request(msg))
+            return
+        await send_body(send, 202, b"Accepted", content_type=(b"content-type", b"text/plain"))
+
+    def _take(self, conn: _Connection, msg: Any, auth_info: Any) -> bool:
+        """Receive a POSTed message; requests run in their own task. False: not JSON-RPC."""
+        session = conn.session
+        assert session is not None
         # Notifications and responses are handled in order, right away, by receive.
         kind = session.receive(msg)
         if kind is Kind.REQUEST:
             self._spawn(conn, self._run(session, conn, msg, auth_info))
         elif kind is Kind.BATCH:
             self._spawn(conn, self._run_batch(session, conn, msg, auth_info))
-        elif kind is Kind.INVALID:
-            await send_rejected(send, invalid_request(msg))
-            return
-        await send_body(send, 202, b"Accepted", content_type=(b"content-type", b"text/plain"))
+        return kind is not Kind.INVALID
 
     # -- across nodes (a shared store) -------------------------------------------------------
     async def _join(self) -> None:
@@ -366,30 +375,8 @@ class SSEApp:
             await join_bus(self._bus, self._on_message)
             self._joined = True
 
-    async def _forward(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        headers: dict[bytes, bytes],
-        sid: str,
-        node: str,
-    ) -> None:
+    async def _forward(self, send: Send, sid: str, node: str, msg: Any, auth_info: Any) -> None:
         """A POST for a session whose stream another node holds: pass the message there."""
-        msg = await read_json_post(
-            receive,
-            send,
-            headers,
-            max_body_size=self.max_body_size,
-            body_timeout=self.body_timeout,
-        )
-        if msg is REFUSED:
-            return
-        auth_info = scope.get(AUTH_SCOPE_KEY)
-        if auth_info is not None and await refuse_insufficient_scope(
-            self.server, msg, auth_info, scope, send
-        ):
-            return
         if classify(msg) is Kind.INVALID and type(msg) is not list:
             await send_rejected(send, invalid_request(msg))
             return
@@ -417,13 +404,7 @@ class SSEApp:
         who = message.get("who")
         if (conn.principal is not None or message.get("auth")) and conn.principal != who:
             return  # another principal's POST: dropped, as a 404 would have refused it
-        session = conn.session
-        msg: Any = message.get("msg")
-        kind = session.receive(msg)
-        if kind is Kind.REQUEST:
-            self._spawn(conn, self._run(session, conn, msg, None))
-        elif kind is Kind.BATCH:
-            self._spawn(conn, self._run_batch(session, conn, msg, None))
+        self._take(conn, message.get("msg"), None)
 
     def end_session(self, conn: _Connection) -> None:
         """Forget ``conn``'s session (its POSTs get 404), close it, cancel its requests."""

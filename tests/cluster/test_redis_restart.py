@@ -7,7 +7,8 @@ same port. While it is down:
 * every answer comes within ``BOUND`` seconds (the store fails fast: its
   ``connect_timeout`` / ``timeout``, no retry loop) -- nothing hangs;
 * a call either succeeds (its session is cached on the node and the JSON answer needs
-  no Redis command) or is refused with ``503`` and the JSON-RPC error
+  no Redis command) or is refused with ``503`` (a node that has not seen the session
+  cannot read its record) and the JSON-RPC error
   :data:`~mcpkit.errors.STORE_UNAVAILABLE_TEXT` (mcpkit's client raises it as
   :class:`~mcpkit.errors.HTTPErrorStatus` with ``status == 503``); a new session cannot
   be made (503 too);
@@ -115,6 +116,10 @@ async def test_redis_restart_under_traffic(tmp_path: Path, appendonly: bool) -> 
                 t.task = asyncio.ensure_future(t.run())
             await asyncio.sleep(1.0)
             assert all(any(o == "ok" for _, _, o in t.outcomes) for t in traffic)
+            # A session only node 0 has seen: another node must read its record to serve it.
+            http = await stack.enter_async_context(httpx.AsyncClient(timeout=BOUND + 2))
+            lone = HTTPClient(http, cluster.urls[0])
+            await lone.initialize()
 
             redis.stop()  # SIGTERM; returns once it exited
             for t in traffic:
@@ -133,6 +138,17 @@ async def test_redis_restart_under_traffic(tmp_path: Path, appendonly: bool) -> 
             assert refused.value.status == 503, refused.value
             assert STORE_UNAVAILABLE_TEXT in str(refused.value)
             assert loop.time() - started < BOUND
+            # The lone session on a node that never saw it: its record cannot be read.
+            lone.url = cluster.urls[1]
+            started = loop.time()
+            ex = await lone.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            assert ex.status == 503, ex
+            assert ex.messages[0]["error"]["message"] == STORE_UNAVAILABLE_TEXT, ex.messages
+            assert loop.time() - started < BOUND
+            # ... while node 0, which holds it, still answers it (as JSON: no Redis command).
+            lone.url = cluster.urls[0]
+            ex = await lone.request("tools/call", {"name": "echo", "arguments": {"text": "y"}})
+            assert ex.status == 200 and ex.result["content"][0]["text"] == "y", ex
             await asyncio.sleep(max(0.0, DOWN - (loop.time() - down_at)))
 
             redis.start()

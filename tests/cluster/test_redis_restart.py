@@ -19,7 +19,9 @@ Without persistence the sessions are gone: each node answers ``404`` for them (a
 that cached one re-reads its record once its bus is back, and finds none), and mcpkit's
 client then initializes a new session by itself and sends the call again (documented in
 ``mcpkit.client.transports.streamable_http`` and ``ClientSession.request``: once per
-call). With an append-only file (``appendonly=True``) the same sessions go on.
+call). With an append-only file (``appendonly=True``) the same sessions go on. The
+nodes answer as JSON, and in a third run on SSE streams (their events cannot be
+recorded while Redis is down: delivered anyway, without ids).
 """
 
 from __future__ import annotations
@@ -89,12 +91,18 @@ def session_id(client: Client) -> str | None:
     return sid
 
 
-@pytest.mark.parametrize("appendonly", [False, True], ids=["no-persistence", "appendonly"])
-async def test_redis_restart_under_traffic(tmp_path: Path, appendonly: bool) -> None:
+@pytest.mark.parametrize(
+    ("appendonly", "json_response"),
+    [(False, True), (True, True), (False, False)],
+    ids=["no-persistence", "appendonly", "no-persistence-sse"],
+)
+async def test_redis_restart_under_traffic(
+    tmp_path: Path, appendonly: bool, json_response: bool
+) -> None:
     (tmp_path / "redis").mkdir()
     redis = RedisServer(tmp_path / "redis", appendonly=appendonly)
     redis.start()
-    cluster = await start_nodes(redis, tmp_path, nodes=3, json_response=True)
+    cluster = await start_nodes(redis, tmp_path, nodes=3, json_response=json_response)
     stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()
     traffic: list[Traffic] = []
@@ -145,7 +153,8 @@ async def test_redis_restart_under_traffic(tmp_path: Path, appendonly: bool) -> 
             assert ex.status == 503, ex
             assert ex.messages[0]["error"]["message"] == STORE_UNAVAILABLE_TEXT, ex.messages
             assert loop.time() - started < BOUND
-            # ... while node 0, which holds it, still answers it (as JSON: no Redis command).
+            # ... while node 0, which holds it, still answers it (JSON: no Redis command; SSE:
+            # events not recorded, so not resumable, but delivered).
             lone.url = cluster.urls[0]
             ex = await lone.request("tools/call", {"name": "echo", "arguments": {"text": "y"}})
             assert ex.status == 200 and ex.result["content"][0]["text"] == "y", ex

@@ -68,6 +68,26 @@ async def node_ids(cluster: Cluster) -> dict[int, str]:
         await client.aclose()
 
 
+async def logged_progress(cluster: Cluster) -> list[float]:
+    """The progress values in the event log of the (one) session the proxy saw, in log
+    order: what the nodes recorded before sending, so what a resume must deliver."""
+    from redis.asyncio import Redis
+
+    sessions = {r.session_id for r in cluster.proxy.log if r.session_id}
+    assert len(sessions) == 1, sessions
+    client = Redis.from_url(cluster.redis.url)
+    try:
+        entries = await client.xrange(f"{cluster.prefix}events:{sessions.pop()}")
+    finally:
+        await client.aclose()
+    found = []
+    for _, fields in entries:
+        message = orjson.loads(fields[b"m"])
+        if message.get("method") == "notifications/progress":
+            found.append(float(message["params"]["progress"]))
+    return found
+
+
 async def wait_for(what: str, check: Any, within: float) -> None:
     deadline = asyncio.get_running_loop().time() + within
     while not check():
@@ -144,9 +164,10 @@ async def test_mcpkit_client_resumes_a_call_whose_node_was_killed(cluster: Clust
             assert failed.value.data == {"node": dead_id}, failed.value.data
             assert "stopped before answering" in str(failed.value)
             assert took >= NODE_TTL * 0.5, f"the error came {took:.2f} s after the kill"
-            # Every step the node sent before dying came once, in order; none after.
+            # Every step the node logged before dying came once, in order; none after.
             assert before <= len(progress) < STEPS
             check_steps(progress, logs, len(progress))
+            assert await logged_progress(cluster) == progress
             # The GET stream moved to a survivor and gets what is raised after the kill.
             await wait_for("the GET stream resumed", lambda: get_streams(cluster, at), 5)
             added = await client.call_tool("add_tool", {"name": "after_kill"})
@@ -236,6 +257,7 @@ async def test_sdk_client_resumes_a_call_whose_node_was_killed(cluster: Cluster)
             assert failed.value.error.data == {"node": dead_id}, failed.value.error
             assert before <= len(progress) < STEPS
             assert progress == [float(i) for i in range(1, len(progress) + 1)], progress
+            assert await logged_progress(cluster) == progress
             result = await session.call_tool("echo", {"text": "after"})
             assert not result.is_error and result.content[0].text == "after"  # type: ignore[union-attr]
     check_no_request_after_kill(cluster, 0, at)

@@ -1,7 +1,9 @@
 """A real ``redis-server`` for tests: a child process on a free port, in a temp directory.
 
-No persistence (``--save ""``, no AOF), so a stop loses everything, as a crash
-of a cache-only Redis would. :meth:`RedisServer.stop` and :meth:`start` may be
+No persistence by default (``--save ""``, no AOF), so a stop loses everything, as a
+crash of a cache-only Redis would; ``RedisServer(..., appendonly=True)`` keeps an
+append-only file in its directory (``--appendonly yes --appendfsync always``), so a stop
+and a start on the same port bring every key back, as a persistent Redis would. :meth:`RedisServer.stop` and :meth:`start` may be
 called again on the same port (the Redis-restart tests). When ``redis-server``
 is not installed the tests fail, saying how to install it: they never skip.
 """
@@ -48,10 +50,13 @@ def _ping(port: int) -> bool:
 class RedisServer:
     """``redis-server`` on 127.0.0.1:``port``; ``url`` is its ``redis://`` URL."""
 
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(
+        self, directory: Path, port: int | None = None, *, appendonly: bool = False
+    ) -> None:
         self.binary = redis_server_binary()
         self.directory = directory
         self.port = port if port is not None else free_port()
+        self.appendonly = appendonly
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -71,7 +76,11 @@ class RedisServer:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.appendonly else "no",
+                # Every write on disk before its answer: a SIGTERM loses nothing either way,
+                # this only makes the restart tests independent of the fsync timer.
+                "--appendfsync",
+                "always",
                 "--daemonize",
                 "no",
                 "--dir",

@@ -392,3 +392,30 @@ async def test_the_shared_request_state_key_survives_a_redis_that_lost_its_data(
         "elicitation": {"action": "accept", "content": {"name": "Al"}}
     }
     assert (await post(http, b_url + "/mcp", msg)).result["content"][0]["text"] == "hello Al"
+
+
+async def test_a_session_that_idles_out_takes_its_event_log_with_it(
+    cluster: Start, make_client: Any, redis_url: str
+) -> None:
+    # No node ends a session that idles out (each drops its cache entry; the record's ttl
+    # ends it), so none deletes its event log: a node caps the log's ttl at the record's,
+    # or the events would stay event_ttl (1 h) after the session is gone.
+    from redis.asyncio import Redis
+
+    a, b = await cluster(session_idle_timeout=1.0)
+    record_ttl = 1.0 + 1.0 / 4
+    assert a.store.events.ttl == record_ttl
+    c: HTTPClient = make_client(a.url)
+    await c.initialize()
+    called = await on(c, b).call_tool("add", {"a": 1, "b": 1})
+    assert called.events[-1].id  # the answer went to the session's log
+    raw = Redis.from_url(redis_url)
+    try:
+        log_key = f"{a.store.prefix}events:{c.session_id}"
+        assert 0 < await raw.pttl(log_key) <= record_ttl * 1000
+        async with asyncio.timeout(record_ttl + 3):
+            while await raw.exists(log_key, f"{a.store.prefix}session:{c.session_id}"):
+                await asyncio.sleep(0.05)
+    finally:
+        await raw.aclose()
+    assert (await on(c, a).request("tools/list")).status == 404

@@ -132,6 +132,14 @@ class ClusterNode:
         self._reviving: dict[str, asyncio.Future[HTTPSession | None]] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
         self._key: bytes | None = None  # the requestState key this node signs with
+        # No node ends a session that idles out (each drops its cache entry; the record's
+        # ttl ends it), so none deletes its event log: capped at the record's ttl, the log
+        # goes with the record instead of lingering for event_ttl (1 h by default) with
+        # events no one can resume any more (a resume needs the session).
+        events = store.events
+        record_ttl = app._sessions.record_ttl
+        if isinstance(getattr(events, "ttl", None), (int, float)) and events.ttl > record_ttl:
+            events.ttl = record_ttl
 
     # -- life ------------------------------------------------------------------------------------
     async def start(self) -> None:

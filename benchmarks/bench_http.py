@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,8 @@ _RESULT = re.compile(rb"BENCH_RESULT (.*)")
 class Load:
     rps: float  # requests per second of wall time
     per_cpu: float  # requests per second of the server process's CPU time
+    requests: int = 0  # answers wrk counted
+    server_cpu: float = 0.0  # CPU seconds the server process(es) spent meanwhile
 
 
 def wrk(
@@ -229,8 +232,13 @@ def wrk(
     *,
     protocol_version: str = PROTOCOL_VERSION,
     headers: dict[str, str] | None = None,
+    pids: Sequence[int] | None = None,
 ) -> Load:
-    """One wrk run (raises if any answer was not 2xx or a socket failed)."""
+    """One wrk run (raises if any answer was not 2xx or a socket failed).
+
+    The CPU counted is ``target``'s process's, or the sum over ``pids`` when given
+    (several server processes behind one address).
+    """
     env = dict(os.environ)
     env["BENCH_BODY_FILE"] = str(body_file)
     env["BENCH_PROTOCOL_VERSION"] = protocol_version
@@ -247,9 +255,10 @@ def wrk(
         str(LUA),
         f"http://127.0.0.1:{target.port}/mcp",
     ]
-    cpu_before = cpu_seconds(target.proc.pid)
+    counted = [target.proc.pid] if pids is None else list(pids)
+    cpu_before = sum(map(cpu_seconds, counted))
     proc = subprocess.run(pinned(argv, cpu), capture_output=True, env=env, timeout=seconds + 60)
-    server_cpu = cpu_seconds(target.proc.pid) - cpu_before
+    server_cpu = sum(map(cpu_seconds, counted)) - cpu_before
     found = _RESULT.search(proc.stdout)
     if proc.returncode != 0 or found is None:
         raise HTTPFailure(
@@ -263,7 +272,10 @@ def wrk(
         )
     requests = fields["requests"]
     return Load(
-        requests / (fields["duration_us"] / 1e6), requests / server_cpu if server_cpu else 0.0
+        requests / (fields["duration_us"] / 1e6),
+        requests / server_cpu if server_cpu else 0.0,
+        requests,
+        server_cpu,
     )
 
 

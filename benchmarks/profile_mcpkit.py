@@ -6,6 +6,8 @@
     python benchmarks/profile_mcpkit.py layers    # µs per tools/call at each layer, in process
     python benchmarks/profile_mcpkit.py http --py-spy   # sample with py-spy instead (pip install py-spy)
     python benchmarks/profile_mcpkit.py stdio --py-spy
+    python benchmarks/profile_mcpkit.py http --mode stateful --store redis --response sse
+                                                  # mcpkit with RedisStore (a redis-server started here)
 
 cProfile slows Python code down several times, so read its output for the
 *shares* of time (which functions dominate), not for speeds. py-spy samples
@@ -39,6 +41,7 @@ from stdio_client import StdioPeer, echo_batch, echo_request
 
 def print_stats(path: Path, top: int) -> None:
     stats = pstats.Stats(str(path))
+    by_package(stats)
     stats.strip_dirs()
     for key in ("tottime", "cumulative"):
         emit(f"--- top {top} by {key}")
@@ -89,20 +92,55 @@ def _py_spy(pid: int, raw: Path, seconds: int | None) -> subprocess.Popen[bytes]
     return sampler
 
 
+_PACKAGE = re.compile(r"site-packages/([A-Za-z_][A-Za-z0-9_]*)|/(mcpkit|asyncio)/|/servers/")
+
+
+def by_package(stats: pstats.Stats) -> None:
+    """Own time per package (redis-py, mcpkit, uvicorn, asyncio, ...): whose code the CPU ran."""
+    own: collections.Counter[str] = collections.Counter()
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    for (filename, _, func), (_, _, tottime, _, _) in raw.items():
+        found = _PACKAGE.search(filename)
+        if found:
+            name = found.group(1) or found.group(2) or "bench server"
+        elif filename == "~":
+            name = "built-ins (C): " + func.split(" of ")[-1].strip("<>' ").split("'")[0][:40]
+        else:
+            name = "other Python (stdlib)"
+        own[name] += tottime
+    total = sum(own.values()) or 1.0
+    emit("--- own time by package (cProfile)")
+    for name, seconds in own.most_common(15):
+        emit(f"  {100 * seconds / total:5.1f}%  {name}")
+
+
 def _http_server(
-    argv_prefix: list[str], mode: str, port: int, log: Path
+    argv_prefix: list[str],
+    mode: str,
+    port: int,
+    log: Path,
+    impl: str = "mcpkit",
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     with log.open("ab") as err:
         return subprocess.Popen(
-            [*argv_prefix, str(SERVERS / "http_server.py"), "mcpkit", mode, str(port)],
+            [*argv_prefix, str(SERVERS / "http_server.py"), impl, mode, str(port)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
-            env=child_env(),
+            env=env or child_env(),
         )
 
 
-def profile_http(work: Path, top: int, mode: str, seconds: int, py_spy: bool) -> None:
+def profile_http(
+    work: Path,
+    top: int,
+    mode: str,
+    seconds: int,
+    py_spy: bool,
+    store: str = "none",
+    response: str = "json",
+) -> None:
     from bench_http import Target
 
     body = work / "echo.json"
@@ -110,7 +148,17 @@ def profile_http(work: Path, top: int, mode: str, seconds: int, py_spy: bool) ->
     port = free_port()
     out = work / "http.prof"
     prefix = [PYTHON] if py_spy else [PYTHON, "-m", "cProfile", "-o", str(out)]
-    proc = _http_server(prefix, mode, port, work / "server.log")
+    impl, env, redis = "mcpkit", child_env(), None
+    if store != "none":  # bench_cluster.py's servers: MCPServer(store=...), SSE or JSON answers
+        impl, env["BENCH_RESPONSE"] = f"mcpkit-{store}", response
+        if store == "redis":
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            from redis_server import RedisServer
+
+            redis = RedisServer(work)
+            redis.start()
+            env["BENCH_REDIS_URL"] = redis.url
+    proc = _http_server(prefix, mode, port, work / "server.log", impl, env)
     target = Target("mcpkit", mode, port, proc)
     try:
         wait_for_port(port, proc, timeout=60)
@@ -134,6 +182,8 @@ def profile_http(work: Path, top: int, mode: str, seconds: int, py_spy: bool) ->
             proc.wait(30)
         except subprocess.TimeoutExpired:
             stop(proc)
+        if redis is not None:
+            redis.stop()
     if py_spy:
         summarize_collapsed(raw, top)
     else:
@@ -391,6 +441,13 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--mode", choices=["stateless", "stateful"], default="stateless")
     parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument(
+        "--store",
+        choices=["none", "memory", "redis"],
+        default="none",
+        help="http: serve with MCPServer(store=MemoryStore() or RedisStore(...)) (stateful)",
+    )
+    parser.add_argument("--response", choices=["json", "sse"], default="json", help="with --store")
     parser.add_argument("--small", type=int, default=20_000, help="20-byte round trips (stdio)")
     parser.add_argument("--large", type=int, default=20, help="1 MB round trips (stdio)")
     parser.add_argument("--py-spy", action="store_true", help="sample with py-spy (stdio, http)")
@@ -402,7 +459,9 @@ def main() -> int:
     if args.part == "stdio":
         profile_stdio(work, args.top, args.small, args.large, args.py_spy)
     elif args.part == "http":
-        profile_http(work, args.top, args.mode, args.seconds, args.py_spy)
+        profile_http(
+            work, args.top, args.mode, args.seconds, args.py_spy, args.store, args.response
+        )
     elif args.part == "layers":
         profile_layers(20_000, 5)
     else:

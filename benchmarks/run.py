@@ -3,9 +3,10 @@
     python benchmarks/run.py                      # everything (about 11 minutes)
     python benchmarks/run.py --only stdio,import  # some parts
     python benchmarks/run.py --only http2026      # the stateless era (2026-07-28) over HTTP
+    python benchmarks/run.py --only cluster       # the Redis store against the in-memory one
     python benchmarks/run.py --quick              # tiny run: proves the scripts work, numbers meaningless
 
-Parts: stdio, sync, http, http2026, auth, import, startup, memory, client (see benchmarks/README.md).
+Parts: stdio, sync, http, http2026, auth, cluster, import, startup, memory, client (see benchmarks/README.md).
 Every figure is a median over repetitions, and every comparison is against a
 baseline measured in the same run; read the ratios, not the absolute numbers.
 """
@@ -31,6 +32,7 @@ PARTS: dict[str, str] = {
     "http": "bench_http",
     "http2026": "bench_http2026",
     "auth": "bench_auth",
+    "cluster": "bench_cluster",
     "memory": "bench_memory",
     "client": "client_roundtrip",
 }

@@ -1,9 +1,15 @@
 """Serve one implementation's Streamable HTTP endpoint on uvicorn, all on the same settings.
 
     python http_server.py {minimal,mcpkit,sdk} {stateless,stateful} PORT
+    python http_server.py {mcpkit-memory,mcpkit-redis} stateful PORT   # bench_cluster.py
 
 One worker, uvloop, httptools, no access log: the same for every
 implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
+
+``mcpkit-memory`` and ``mcpkit-redis`` are mcpkit with a store, i.e. with
+resumable SSE streams: ``MCPServer(store=MemoryStore())`` or
+``store=RedisStore($BENCH_REDIS_URL)``; ``BENCH_RESPONSE=sse`` answers
+``tools/call`` on an SSE stream (``json_response=False``), else JSON.
 """
 
 import sys
@@ -31,6 +37,22 @@ def build(impl: str, mode: str) -> Any:
         server = MCPServer(name="bench", version="1.0.0")
         server.tool(echo)
         return server.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl in ("mcpkit-memory", "mcpkit-redis"):
+        import os
+
+        from mcpkit import MCPServer
+        from mcpkit.stores import MemoryStore
+
+        if impl == "mcpkit-redis":
+            from mcpkit.stores.redis import RedisStore
+
+            store: Any = RedisStore(os.environ["BENCH_REDIS_URL"], prefix="bench:")
+        else:
+            store = MemoryStore()
+        server = MCPServer(name="bench", version="1.0.0", store=store)
+        server.tool(echo)
+        sse = os.environ.get("BENCH_RESPONSE", "json") == "sse"
+        return server.http_app("/mcp", stateless=stateless, json_response=not sse)
     if impl == "mcpkit-auth":
         # A protected server (bench_auth.py): JWTs checked against the JWKS in
         # BENCH_JWKS_FILE; the verifier caches a verified token, as deployed.

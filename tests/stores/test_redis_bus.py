@@ -291,6 +291,27 @@ async def test_the_bus_comes_back_after_redis_restarts(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+async def test_a_silent_redis_is_noticed_by_the_idle_ping(own_redis: RedisServer) -> None:
+    # A frozen server closes no connection: only an unanswered PING tells the bus.
+    bus = RedisBus(own_redis.url, prefix="frozen:", node_ttl=1.5, connect_timeout=0.5, timeout=0.5)
+    back = asyncio.Event()
+    bus.on_reconnect(back.set)
+    inbox = Inbox()
+    await bus.start(inbox)
+    assert own_redis.process is not None
+    os.kill(own_redis.process.pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(2.0)  # idle 0.5 s, then no PONG within 0.5 s
+    finally:
+        os.kill(own_redis.process.pid, signal.SIGCONT)
+    try:
+        await asyncio.wait_for(back.wait(), 5)
+        assert await bus.publish(f"n:{bus.node_id}", {"after": True}) == 1
+        assert await inbox.next() == (f"n:{bus.node_id}", {"after": True})
+    finally:
+        await bus.aclose()
+
+
 async def test_join_while_redis_is_down_fails_within_the_timeout(own_redis: RedisServer) -> None:
     bus = RedisBus(own_redis.url, prefix="down:", connect_timeout=0.5, timeout=0.5)
     await bus.start(Inbox())
@@ -326,6 +347,21 @@ async def test_a_redis_store_is_shared_and_gives_a_bus_with_its_prefix(
     await store.aclose()  # closes the bus too
     assert await raw.exists(key) == 0
     assert await raw.publish(f"{store.prefix}bc", b"{}") == 0
+
+
+async def test_the_bus_reads_bytes_whatever_the_clients_decoding(redis_url: str) -> None:
+    client = Redis.from_url(redis_url, decode_responses=True)
+    store = RedisStore(client, prefix=f"st-{uuid4().hex}:")
+    try:
+        inbox = Inbox()
+        await store.bus.start(inbox)
+        await store.bus.join("c:s")
+        assert await store.bus.publish("c:s", {"ü": [1]}) == 1
+        assert await inbox.next() == ("c:s", {"ü": [1]})
+        assert await store.bus.node_alive(store.bus.node_id) is True
+    finally:
+        await store.aclose()
+        await client.aclose()
 
 
 async def test_the_request_state_key_is_one_per_prefix(redis_url: str) -> None:

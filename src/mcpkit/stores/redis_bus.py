@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -81,9 +81,10 @@ class RedisBus:
         if isinstance(client_or_url, str):
             self.url = where or redact_url(client_or_url)
             try:
-                pool = ConnectionPool.from_url(
+                pool = BlockingConnectionPool.from_url(
                     client_or_url,
-                    max_connections=8,
+                    max_connections=16,
+                    timeout=connect_timeout,  # waiting for a free connection
                     socket_connect_timeout=connect_timeout,
                     socket_timeout=timeout,
                     retry=Retry(NoBackoff(), 1),
@@ -104,6 +105,7 @@ class RedisBus:
             socket_connect_timeout=connect_timeout,
             socket_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
+            decode_responses=False,  # messages are orjson bytes, whatever the client's setting
         )
         self.node_id = new_node_id()
         self.prefix = prefix

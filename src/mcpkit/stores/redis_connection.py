@@ -103,6 +103,7 @@ class RedisConnection:
                 max_connections=64,
                 wait=self.timeout,
                 socket_timeout=None,
+                decode_responses=False,  # entries' fields are read as bytes
                 retry=Retry(NoBackoff(), 1),
             )
             self._blocking = Redis(connection_pool=pool)

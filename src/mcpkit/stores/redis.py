@@ -299,12 +299,11 @@ class RedisStore:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self._bus: RedisBus | None = None
-        redis = RedisConnection(client, self.url, timeout)
+        redis = RedisConnection(client, self.url, timeout, connect_timeout)
         self.sessions = RedisSessionStore(redis, prefix)
         self.events = RedisEventStore(redis, prefix, ttl=event_ttl, max_len=event_max_len)
         self.input_rounds = RedisInputRoundStore(redis, prefix)
         self._redis = redis
-
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, prefix={self.prefix!r})"

@@ -128,7 +128,10 @@ class RedisEventStore:
     ``replay_events_after`` XRANGE (1); ``delete_streams`` of one session's
     streams one EVALSHA (the script runs XRANGE, XDEL, XLEN and DEL: the log's
     key goes when its last stream does); of several sessions, one per log in a
-    pipeline, after a SCRIPT EXISTS (two round trips).
+    pipeline, after a SCRIPT EXISTS (two round trips). ``store_event``'s
+    commands go through the store's lane (:mod:`.redis_lane`: one connection,
+    written once per loop turn for every event of that turn), the rest through
+    redis-py.
 
     This process remembers when it last set each log's ttl (for the
     ``max_tracked`` most recently written logs) and which streams it wrote

@@ -59,10 +59,6 @@ class _ErrorReply:
         self.text = text
 
 
-class _ProtocolError(Exception):
-    """A reply that is not RESP2: the stream cannot be resynchronised (internal)."""
-
-
 _CRLF: Final = b"\r\n"
 
 
@@ -100,7 +96,7 @@ def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
                 return None, -1
             items.append(item)
         return items, at
-    raise _ProtocolError(f"not a RESP2 reply: {bytes(buf[pos : pos + 16])!r}")
+    raise ValueError(f"not a RESP2 reply: {bytes(buf[pos : pos + 16])!r}")
 
 
 def _pack(args: tuple[Arg, ...]) -> bytes:
@@ -148,7 +144,7 @@ class _Connection(asyncio.Protocol):
                     break
                 pos = at
                 if not pending:
-                    raise _ProtocolError("a reply to no command")
+                    raise ValueError("a reply to no command")
                 future, _ = pending.popleft()
                 if future.done():
                     continue  # its caller was cancelled
@@ -156,7 +152,7 @@ class _Connection(asyncio.Protocol):
                     future.set_exception(self.lane.error(value.text))
                 else:
                     future.set_result(value)
-        except (_ProtocolError, ValueError) as exc:
+        except ValueError as exc:  # not RESP2: the stream cannot be resynchronised
             self.fail(exc)
             return
         if pos:
@@ -265,7 +261,7 @@ class RedisLane:
     async def _connection(self) -> _Connection:
         loop = asyncio.get_running_loop()
         opening = self._opening
-        if opening is None or opening.get_loop() is not loop:
+        if opening is None or opening.done() or opening.get_loop() is not loop:
             old, self._conn = self._conn, None
             if old is not None and old.loop is not loop:
                 _abandon(old)
@@ -308,9 +304,9 @@ class RedisLane:
                     hello.append((b"SELECT", address.db))
                 for future in [conn.send(args) for args in hello]:
                     await future
-        except StoreUnavailable:
+        except (StoreUnavailable, asyncio.CancelledError):
             if conn is not None:
-                conn.fail(ConnectionAbortedError("handshake failed"))
+                conn.fail(ConnectionAbortedError("not opened"))
             raise
         except (OSError, TimeoutError, ssl.SSLError) as exc:
             if conn is not None:

@@ -295,3 +295,26 @@ def test_clients_the_lane_cannot_open_keep_redis_py() -> None:
     assert tls is not None and tls.address.ssl is not None and tls.address.db == 1
     unix = lane_for(Redis.from_url("unix:///tmp/r.sock?db=2"), "x", connect_timeout=1, timeout=1)
     assert unix is not None and unix.address.path == "/tmp/r.sock" and unix.address.db == 2
+
+
+def test_a_lane_used_from_another_event_loop_opens_a_connection_there(redis_url: str) -> None:
+    lane = make_lane(redis_url)
+
+    async def use() -> tuple[Any, Any]:
+        reply = await lane.call(b"PING")
+        return reply, lane._conn
+
+    one, two = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        first_reply, first = one.run_until_complete(use())
+        second_reply, second = two.run_until_complete(use())
+        assert first_reply == second_reply == b"PONG"
+        assert first is not second and first.loop is one and second.loop is two
+        # The first loop's connection is dropped, on its own loop, when that loop runs.
+        one.run_until_complete(asyncio.sleep(0.05))
+        assert first.lost and not second.lost
+        two.run_until_complete(lane.aclose())
+        assert second.lost
+    finally:
+        one.close()
+        two.close()

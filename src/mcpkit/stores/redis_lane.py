@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -241,10 +242,15 @@ class RedisLane:
         """An error reply, in the shape of the store's other failures."""
         return StoreUnavailable(f"Redis at {self.where} is unavailable: ResponseError: {text}")
 
-    async def call(self, *args: Arg) -> Any:
+    def call(self, *args: Arg) -> Awaitable[Any]:
+        """Send one command (in this loop turn's write); await its reply."""
         conn = self._conn
         if conn is None or conn.lost or conn.loop is not asyncio.get_running_loop():
-            conn = await self._connection()
+            return self._call_opening(args)
+        return conn.send(args)  # the future itself: no coroutine frame on the hot path
+
+    async def _call_opening(self, args: tuple[Arg, ...]) -> Any:
+        conn = await self._connection()
         return await conn.send(args)
 
     async def call_many(self, *commands: tuple[Arg, ...]) -> list[Any]:

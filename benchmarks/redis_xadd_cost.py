@@ -10,7 +10,13 @@ process's CPU time per call (``time.process_time``; Redis's own CPU is not in
 it) for:
 
 * ``RedisStore.events.store_event``: mcpkit's event store as the server calls it
-  (redis-py asyncio client, ``BlockingConnectionPool``, one retry, socket timeouts);
+  (the ``XADD`` on the store's lane, ``stores/redis_lane.py``: one auto-pipelined
+  connection; serialising the message included);
+* ``... store_event_bytes``: the same given the message's bytes (the transport
+  serialises once for the wire and the store);
+* ``... lane off (redis-py)``: the store with its lane removed, i.e. the ``XADD``
+  through redis-py (``BlockingConnectionPool``, one retry, socket timeouts), as
+  before the lane;
 * ``redis-py, default pool``: ``Redis.from_url(url).xadd(...)`` (``ConnectionPool``,
   no timeouts), the same command;
 * ``one pipelined connection``: a bare asyncio protocol on one connection that
@@ -107,6 +113,9 @@ async def measure(url: str, port: int, n: int) -> None:
 
     store = RedisStore(url, prefix="cost:")
     await store.connect()
+    no_lane = RedisStore(url, prefix="cost-no-lane:")
+    no_lane._redis.lane = None  # the redis-py path, as before the lane
+    await no_lane.connect()
     plain = Redis.from_url(url)
     loop = asyncio.get_running_loop()
     _, proto = await loop.create_connection(Pipelined, "127.0.0.1", port)
@@ -114,6 +123,12 @@ async def measure(url: str, port: int, n: int) -> None:
 
     async def via_store(i: int) -> object:
         return await store.events.store_event(f"s{i % 16}/1", MESSAGE)
+
+    async def via_store_bytes(i: int) -> object:
+        return await store.events.store_event_bytes(f"s{i % 16}/1", orjson.dumps(MESSAGE))
+
+    async def via_store_no_lane(i: int) -> object:
+        return await no_lane.events.store_event(f"s{i % 16}/1", MESSAGE)
 
     async def via_redis_py(i: int) -> object:
         data = orjson.dumps(MESSAGE)
@@ -131,6 +146,8 @@ async def measure(url: str, port: int, n: int) -> None:
     emit(f"hiredis: {'yes' if redis.utils.HIREDIS_AVAILABLE else 'no'}; {n} XADDs per figure")
     for name, call in (
         ("RedisStore.events.store_event", via_store),
+        ("  ... store_event_bytes", via_store_bytes),
+        ("  ... lane off (redis-py)", via_store_no_lane),
         ("redis-py, default pool", via_redis_py),
         ("one pipelined connection", via_pipelined),
     ):
@@ -138,6 +155,7 @@ async def measure(url: str, port: int, n: int) -> None:
         emit(f"  {name:<32} c=1 {figures[0]:6.1f} us   c=16 {figures[1]:6.1f} us  client CPU/XADD")
     await plain.aclose()
     await store.aclose()
+    await no_lane.aclose()
 
 
 def main() -> int:

@@ -37,30 +37,65 @@ def free_port() -> int:
         return port
 
 
-def _ping(port: int) -> bool:
+def _auth(password: str | None) -> bytes:
+    """The AUTH command to send first on a server started with ``--requirepass``."""
+    if password is None:
+        return b""
+    return b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(password), password.encode())
+
+
+def _skip_auth_reply(sock: socket.socket, password: str | None) -> None:
+    """Read the ``+OK`` of :func:`_auth`'s command (5 bytes), so the next reply is next."""
+    if password is None:
+        return
+    reply = b""
+    while len(reply) < 5:
+        chunk = sock.recv(5 - len(reply))
+        if not chunk:
+            break
+        reply += chunk
+    if reply != b"+OK\r\n":
+        raise RuntimeError(f"redis-server refused AUTH: {reply!r}")
+
+
+def _ping(port: int, password: str | None = None) -> bool:
     """One RESP PING over a plain socket (no client library: this checks the server only)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
+            sock.sendall(_auth(password) + b"PING\r\n")
+            _skip_auth_reply(sock, password)
             return sock.recv(64).startswith(b"+PONG")
-    except OSError:
+    except (OSError, RuntimeError):
         return False
 
 
 class RedisServer:
-    """``redis-server`` on 127.0.0.1:``port``; ``url`` is its ``redis://`` URL."""
+    """``redis-server`` on 127.0.0.1:``port``; ``url`` is its ``redis://`` URL.
+
+    ``password``: started with ``--requirepass`` (the default user's password); the
+    URL then carries it, and the helpers here send ``AUTH`` first. ``appendonly``:
+    with AOF persistence, so a restart keeps the data.
+    """
 
     def __init__(
-        self, directory: Path, port: int | None = None, *, appendonly: bool = False
+        self,
+        directory: Path,
+        port: int | None = None,
+        *,
+        appendonly: bool = False,
+        password: str | None = None,
     ) -> None:
         self.binary = redis_server_binary()
         self.directory = directory
         self.port = port if port is not None else free_port()
         self.appendonly = appendonly
+        self.password = password
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
+        if self.password is not None:
+            return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
@@ -85,6 +120,7 @@ class RedisServer:
                 "no",
                 "--dir",
                 str(self.directory),
+                *(["--requirepass", self.password] if self.password is not None else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -93,7 +129,7 @@ class RedisServer:
         )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT
-        while not _ping(self.port):
+        while not _ping(self.port, self.password):
             if self.process.poll() is not None:
                 text = (self.directory / "redis.log").read_text(errors="replace")
                 self.process = None
@@ -116,9 +152,10 @@ class RedisServer:
 
     def command_counts(self) -> dict[str, int]:
         """Calls per command since the last ``CONFIG RESETSTAT``, from ``INFO commandstats``
-        (read with redis-cli-free RESP over a socket; the two commands used here excluded)."""
+        (read with redis-cli-free RESP over a socket; the commands used here excluded)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
-            sock.sendall(b"INFO commandstats\r\n")
+            sock.sendall(_auth(self.password) + b"INFO commandstats\r\n")
+            _skip_auth_reply(sock, self.password)
             data = b""
             while True:
                 chunk = sock.recv(65536)
@@ -135,9 +172,14 @@ class RedisServer:
                 calls = int(stats.split(",")[0].partition("=")[2])
                 if name not in ("info", "config|resetstat"):
                     counts[name] = calls
+        if self.password is not None:  # this call's own AUTH
+            counts["auth"] = counts.get("auth", 0) - 1
+            if not counts["auth"]:
+                del counts["auth"]
         return counts
 
     def reset_stats(self) -> None:
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
-            sock.sendall(b"CONFIG RESETSTAT\r\n")
+            sock.sendall(_auth(self.password) + b"CONFIG RESETSTAT\r\n")
+            _skip_auth_reply(sock, self.password)
             assert sock.recv(64).startswith(b"+OK")

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from mcpkit.stores import MemoryEventStore
@@ -235,6 +236,44 @@ async def test_resume_after_the_request_finished_replays_the_response(
             replayed = [e.json for e in [e async for e in g.events]]
     assert [m.get("method") for m in replayed] == ["notifications/progress"] * 2 + [None]
     assert replayed[-1]["result"]["content"][0]["text"] == "2 steps"
+
+
+class BytesEventStore(MemoryEventStore):
+    """A memory store that also takes serialised messages (``store_event_bytes``), keeping
+    what it was given of each kind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given_bytes: list[tuple[str, bytes]] = []
+        self.given_messages: list[dict[str, Any] | None] = []
+
+    async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
+        self.given_messages.append(message)
+        return await super().store_event(stream_id, message)
+
+    async def store_event_bytes(self, stream_id: str, data: bytes) -> str:
+        self.given_bytes.append((stream_id, bytes(data)))
+        return await super().store_event(stream_id, orjson.loads(data))
+
+
+async def test_a_store_with_store_event_bytes_gets_the_bytes_sent_on_the_wire(
+    setup: Any, make_client: Any
+) -> None:
+    store = BytesEventStore()
+    _, _, url = await setup(event_store=store)
+    c: HTTPClient = make_client(url)
+    await c.initialize()
+    async with c.stream(call(5, "steps", {"count": 2, "delay": 0.01}, token="t")) as resp:
+        async with asyncio.timeout(TIMEOUT):
+            events = [e async for e in sse_events(resp)]
+    priming, *sent = events
+    assert not priming.data and len(sent) == 3  # two progress notifications, the result
+    # Each message was serialised once: the store got the very bytes of the SSE data line.
+    assert [data.decode() for _, data in store.given_bytes] == [e.data for e in sent]
+    assert store.given_messages == [None]  # only the priming event came as a message
+    async with GetStream(c, last_event_id=priming.id) as g:  # and they replay
+        async with asyncio.timeout(TIMEOUT):
+            assert [e.data async for e in g.events] == [e.data for e in sent]
 
 
 async def test_sep_1699_priming_retry_server_close_and_replay_of_the_result(

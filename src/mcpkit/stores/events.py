@@ -53,6 +53,12 @@ class EventStore(Protocol):
     Three calls, all async so a network store fits. ``delete_streams`` is
     part of the protocol, but the transport tolerates a store written before
     it was (it then just never deletes: the store's own bounds apply).
+
+    Optional, found with ``getattr``: ``async store_event_bytes(stream_id,
+    data: bytes) -> str``, :meth:`store_event` of a message given as its
+    orjson bytes, which the transport serialised for the wire anyway (so it
+    is serialised once; the Redis store has it). The bytes may be a view of a
+    larger buffer: a store that keeps them should keep a copy.
     """
 
     async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:

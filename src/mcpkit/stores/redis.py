@@ -42,12 +42,16 @@ and ``<prefix>c:<session id>`` (:mod:`mcpkit.stores.redis_bus`).
 
 Modules: this one (sessions, input rounds, the bundle), :mod:`.redis_events`
 (the event store), :mod:`.redis_bus` (the cluster bus), :mod:`.redis_connection`
-(the client they share); only these import ``redis``.
+(the client they share); only these import ``redis``. The hot path's command,
+the ``XADD`` of an event, goes through :mod:`.redis_lane` instead: one
+auto-pipelined connection of the store's own, opened with the same URL (redis-py
+costs the server several times the CPU per command; scale-out.md § 11.4).
 
 Faults: every Redis error, refused connection or timeout becomes
 :class:`~mcpkit.errors.StoreUnavailable`, naming the URL with its password
 hidden, within the bounded ``connect_timeout`` / ``timeout`` (no retry loop,
-no backoff). A pooled connection that broke while Redis was away is retried
+no backoff; the lane's connection alike: when it drops, its pending commands
+fail and the next one reconnects). A pooled connection that broke while Redis was away is retried
 once at once on a fresh connection, so the store recovers by itself on the
 first operation after Redis returns.
 
@@ -299,7 +303,7 @@ class RedisStore:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self._bus: RedisBus | None = None
-        redis = RedisConnection(client, self.url, timeout)
+        redis = RedisConnection(client, self.url, timeout, connect_timeout)
         self.sessions = RedisSessionStore(redis, prefix)
         self.events = RedisEventStore(redis, prefix, ttl=event_ttl, max_len=event_max_len)
         self.input_rounds = RedisInputRoundStore(redis, prefix)

@@ -128,7 +128,10 @@ class RedisEventStore:
     ``replay_events_after`` XRANGE (1); ``delete_streams`` of one session's
     streams one EVALSHA (the script runs XRANGE, XDEL, XLEN and DEL: the log's
     key goes when its last stream does); of several sessions, one per log in a
-    pipeline, after a SCRIPT EXISTS (two round trips).
+    pipeline, after a SCRIPT EXISTS (two round trips). ``store_event``'s
+    commands go through the store's lane (:mod:`.redis_lane`: one connection,
+    written once per loop turn for every event of that turn), the rest through
+    redis-py.
 
     This process remembers when it last set each log's ttl (for the
     ``max_tracked`` most recently written logs) and which streams it wrote
@@ -179,20 +182,66 @@ class RedisEventStore:
             if stream_id not in self._written:
                 # Nothing of this stream written yet: its start is a position already.
                 return f"{stream_id}#0-{next(self._priming)}"
-            data = b""  # mid-stream: a real entry marks the position (never replayed)
-        else:
-            data = orjson.dumps(message)
+            return await self.store_event_bytes(stream_id, b"")  # mid-stream: a real entry
+        return await self.store_event_bytes(stream_id, orjson.dumps(message))
+
+    async def store_event_bytes(self, stream_id: str, data: bytes) -> str:
+        """:meth:`store_event` of a message the caller serialised already (its orjson,
+        as :meth:`replay_events_after` hands it back parsed): the transport writes the
+        same bytes to the wire, so a message is serialised once. ``b""``: a position
+        that is never replayed (a priming event mid-stream)."""
         log, _, suffix = stream_id.rpartition("/")
         key = self.prefix + log
-        fields: dict[Any, Any] = {b"s": suffix.encode(), b"m": data}
-        client = self._redis.client
         now = time.monotonic()
         refresh_at = self._refresh_at.get(log)
-        try:
+        fresh = refresh_at is not None and refresh_at > now
+        lane = self._redis.lane
+        if lane is not None:
+            # The hot path: its own pipelined connection (design scale-out.md § 11.4).
+            s = suffix.encode()
             entry = None
-            if refresh_at is not None and refresh_at > now:
+            if fresh:
                 # The key has a ttl we set less than ttl/4 ago; NOMKSTREAM: if it is gone
                 # (deleted, expired, Redis restarted) never create it without one.
+                entry = await lane.call(
+                    b"XADD",
+                    key,
+                    b"NOMKSTREAM",
+                    b"MAXLEN",
+                    b"~",
+                    self.max_len,
+                    b"*",
+                    b"s",
+                    s,
+                    b"m",
+                    data,
+                )
+            if entry is None:
+                entry, _ = await lane.call_many(
+                    (b"XADD", key, b"MAXLEN", b"~", self.max_len, b"*", b"s", s, b"m", data),
+                    (b"PEXPIRE", key, ms(self.ttl)),
+                )
+                self._refresh_at[log] = now + self.ttl / 4
+        else:
+            entry, refreshed = await self._xadd_redis_py(key, suffix, data, fresh)
+            if refreshed:
+                self._refresh_at[log] = now + self.ttl / 4
+        _remember(self._refresh_at, log, self.max_tracked)
+        self._written[stream_id] = None
+        _remember(self._written, stream_id, self.max_tracked)
+        return f"{stream_id}#{text(entry)}"
+
+    async def _xadd_redis_py(
+        self, key: str, suffix: str, data: bytes, fresh: bool
+    ) -> tuple[Any, bool]:
+        """The XADD of :meth:`store_event_bytes` through redis-py (a client the lane
+        cannot open): NOMKSTREAM while ``fresh``, else (or when the key was gone)
+        XADD + PEXPIRE in one pipeline. Returns the entry id and whether the ttl was set."""
+        fields: dict[Any, Any] = {b"s": suffix.encode(), b"m": data}
+        client = self._redis.client
+        try:
+            entry = None
+            if fresh:
                 entry = await client.xadd(
                     key, fields, maxlen=self.max_len, approximate=True, nomkstream=True
                 )
@@ -201,13 +250,10 @@ class RedisEventStore:
                 pipe.xadd(key, fields, maxlen=self.max_len, approximate=True)
                 pipe.pexpire(key, ms(self.ttl))
                 entry, _ = await pipe.execute()
-                self._refresh_at[log] = now + self.ttl / 4
+                return entry, True
         except FAILURES as exc:
             self._redis.fail(exc)
-        _remember(self._refresh_at, log, self.max_tracked)
-        self._written[stream_id] = None
-        _remember(self._written, stream_id, self.max_tracked)
-        return f"{stream_id}#{text(entry)}"
+        return entry, False
 
     async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
         stream_id, sep, tail = last_event_id.rpartition("#")

@@ -28,7 +28,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
@@ -232,14 +232,22 @@ class HTTPSession:
 
 
 async def record_event(
-    store: EventStore, stream_id: str, message: dict[str, Any] | None
+    store: EventStore,
+    stream_id: str,
+    message: dict[str, Any] | None,
+    store_bytes: Callable[[str, bytes], Awaitable[str]] | None = None,
+    data: bytes = b"",
 ) -> str | None:
     """Record an event; None when a shared store is unavailable (Redis away).
 
     The message is still delivered live, only without an id (not resumable):
     losing the event store must not lose the answer to a request in flight.
+    ``store_bytes``: the store's optional ``store_event_bytes``, given the
+    message's orjson ``data`` serialised already (for the wire).
     """
     try:
+        if store_bytes is not None:
+            return await store_bytes(stream_id, data)
         return await store.store_event(stream_id, message)
     except StoreUnavailable as exc:
         log.warning("an event of stream %s was not recorded (not resumable): %s", stream_id, exc)
@@ -497,16 +505,29 @@ class RequestStream:
         async with order:
             store = self.settings.event_store
             assert store is not None and self.stream_id is not None
-            await self._deliver(await record_event(store, self.stream_id, message), message, final)
+            store_bytes = getattr(store, "store_event_bytes", None)
+            if store_bytes is None:
+                event_id = await record_event(store, self.stream_id, message)
+                await self._deliver(event_id, message, final)
+                return
+            # A store that takes the serialised message: the wire's bytes are logged as
+            # they are, so the message is serialised once (scale-out.md § 11.4).
+            data = orjson.dumps(message)
+            event_id = await record_event(store, self.stream_id, message, store_bytes, data)
+            await self._deliver(event_id, message, final, data)
 
-    async def _deliver(self, event_id: str | None, message: dict[str, Any], final: bool) -> None:
+    async def _deliver(
+        self, event_id: str | None, message: dict[str, Any], final: bool, data: bytes | None = None
+    ) -> None:
         resumer = self.resumer
         if resumer is not None:
             resumer.put_message(event_id, message, final)  # the response always fits
             if final:
                 resumer.put_nowait(FINAL)
         elif self.send is not None:
-            await self.write(sse_event(orjson.dumps(message), event_id), not final)
+            if data is None:
+                data = orjson.dumps(message)
+            await self.write(sse_event(data, event_id), not final)
         if final:
             self._finish()
 

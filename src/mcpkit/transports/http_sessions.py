@@ -1,27 +1,24 @@
 """Sessions and SSE streams of the Streamable HTTP transport.
 
-* :class:`HTTPSession` is what the transport keeps per stateful session (a
-  few slots next to the :class:`ServerSession`; it is also the session's
-  ``standalone`` sender, so no closure is allocated per session).
-* :class:`SessionTable` holds them in least-recently-used order: idle expiry
-  by a sweep that stops at the first live session, and a cap that evicts the
-  least recently used *idle* session. It keeps the durable half of each
-  session, a :class:`~mcpkit.stores.SessionRecord`, in a
+* :class:`HTTPSession` is what the transport keeps per stateful session (a few
+  slots next to the :class:`ServerSession`; also its ``standalone`` sender).
+* :class:`SessionTable` holds them in least-recently-used order (idle expiry by
+  a sweep that stops at the first live session; a cap evicting the least recently
+  used *idle* one) and keeps each one's :class:`~mcpkit.stores.SessionRecord` in a
   :class:`~mcpkit.stores.SessionStore`: written at ``initialize``, refreshed at
   most every ``idle_timeout / 4`` (never per request) or when the log level
-  changes, deleted when the session ends. The live objects (streams, the
-  :class:`ServerSession` and its tasks) never leave the process.
+  changes, deleted when the session ends. Streams and tasks stay in the process.
 * :class:`RequestStream` is the SSE stream answering one POST, written inline
   on the hot path; with an event store a later GET may take it over.
 * Queue-fed streams (the standalone GET stream, a resumed one) are written by
   :mod:`.http_streams`.
 
-Stream ids are ``"<session id>/<n>"``: ``/0`` is the standalone stream, POST
-streams count from 1. An event store only ever sees stream ids, and the
-transport checks that a ``Last-Event-ID`` names a stream of the asking
-session (2025-11-25 transports: never replay another stream's messages).
+Stream ids are ``"<session id>/<suffix>"``: ``/0`` is the standalone stream, POST
+streams count from 1 (in a cluster their suffix also names the node and the
+request: :mod:`.cluster_ids`). The transport checks that a ``Last-Event-ID``
+names a stream of the asking session (2025-11-25 transports: never replay
+another stream's messages).
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -210,11 +207,6 @@ class HTTPSession:
         forget them (stores written before ``delete_streams`` joined the protocol lack it)."""
         delete = getattr(self.settings.event_store, "delete_streams", None)
         if delete is None:
-            return
-        if self.node is not None:  # in a cluster: the whole log goes, whoever wrote it
-            delete_log = getattr(self.settings.event_store, "delete_log", None)
-            if delete_log is not None:
-                _in_background(delete_log(self.sid), "the event store could not delete a log")
             return
         ids = [f"{self.sid}/{n}" for n in range(self.nstreams + 1)]
         _in_background(delete(ids), "the event store could not delete a session's streams")

@@ -1,0 +1,69 @@
+"""Server-to-client requests whose answers come back through another node (issue 13).
+
+A tool on one node asks the client something (elicitation, sampling, roots); through
+the round-robin proxy the client's answer (a POST carrying a JSON-RPC response)
+reaches another node, which must hand it to the node running the tool (the request id
+names it, ``cluster.py``: answers). In the SSE mode the question travels on the
+``tools/call`` POST's own stream; in the JSON-response mode (``json_response=True``)
+that POST waits for one JSON body, so the question travels on the session's
+standalone GET stream, which a third node may hold. Driven by mcpkit's client and by
+the official SDK client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.cluster.conftest import Cluster
+from tests.cluster.drivers import DRIVERS, NAME, ROOTS, SUMMARY, TIMEOUT
+from tests.cluster.rr_proxy import Record
+from tests.cluster.test_sessions_across_nodes import describe, wrong_statuses
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+# tool, arguments, what it returns once the client answered
+ROUND_TRIPS = [
+    ("ask_name", {}, NAME),  # elicitation/create
+    ("summarize", {"text": "a long text"}, SUMMARY),  # sampling/createMessage
+    ("list_roots", {}, "\n".join(ROOTS)),  # roots/list
+]
+
+
+def call_answer_pairs(cluster: Cluster) -> list[tuple[Record, Record]]:
+    """Each ``tools/call`` POST with the first answer POST (no JSON-RPC method) after it."""
+    pairs: list[tuple[Record, Record]] = []
+    call: Record | None = None
+    for record in cluster.proxy.log:
+        if record.method == "POST" and record.rpc == "tools/call":
+            call = record
+        elif record.method == "POST" and record.rpc is None and call is not None:
+            pairs.append((call, record))
+            call = None
+    return pairs
+
+
+@pytest.mark.parametrize(
+    "json_response",
+    [False, pytest.param(True, marks=pytest.mark.cluster(json_response=True))],
+    ids=["sse", "json"],
+)
+@pytest.mark.parametrize("driver", ["mcpkit", "sdk"])
+async def test_answers_to_server_requests_cross_nodes(
+    cluster: Cluster, driver: str, json_response: bool
+) -> None:
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        for tool, arguments, expected in ROUND_TRIPS:
+            assert await client.call(tool, arguments) == expected, tool
+    log = "\n  ".join(describe(cluster, r) for r in cluster.proxy.log)
+    assert not wrong_statuses(cluster), log
+    pairs = call_answer_pairs(cluster)
+    assert len(pairs) == len(ROUND_TRIPS), log
+    for call, answer in pairs:
+        # The answer reached another node than the one running the tool, and was taken.
+        assert call.backend != answer.backend, log
+        assert answer.status == 202 and call.status == 200, log
+    if json_response:
+        # The questions went on the standalone stream: a GET was open (held by some node).
+        assert any(r.method == "GET" and r.status == 200 for r in cluster.proxy.log), log

@@ -22,7 +22,7 @@ load balancer only makes likely. Design: docs/design/scale-out.md § 15.1.
 
 ``pin(i)`` sends everything to backend ``i``; ``sticky()`` sends each request carrying an
 ``Mcp-Session-Id`` to the backend whose response issued that id (session affinity, what
-the cluster needs without shared sessions); ``unpin()`` restores round robin.
+the cluster needs without shared sessions); ``unpin()`` restores round robin; ``turn_to(i)`` makes backend ``i`` the next in turn.
 
 Run it in the test's event loop (``async with RoundRobinProxy(urls) as proxy``) or, for
 blocking clients, in a thread of its own (``with proxy_in_thread(urls) as proxy``).
@@ -261,6 +261,13 @@ class RoundRobinProxy:
     def unpin(self) -> None:
         """Back to plain round robin."""
         self._pinned, self._sticky = None, False
+
+    def turn_to(self, index: int) -> None:
+        """The next request goes to backend ``index`` (then round robin goes on from there):
+        a test arranges which node serves which of its next requests."""
+        if not 0 <= index < len(self.backends):
+            raise IndexError(index)
+        self._next = index
 
     def set_backend(self, index: int, url: str) -> None:
         """Point slot ``index`` at another address (a node restarted on a new port)."""

@@ -1,0 +1,134 @@
+"""Notifications of a session spread over nodes (issue 13), with mcpkit's client and the SDK's.
+
+* A call's progress and log notifications arrive in order, each once.
+* ``tools/list_changed`` raised (by ``add_tool``) on one node, and ``resources/updated``
+  for a subscription made on another node, reach the client's standalone GET stream,
+  held by a third node, exactly once (``cluster.py``: broadcasts are delivered by the
+  node holding the GET only); the client's tool list then shows the new tool.
+* ``logging/setLevel`` sent through one node filters the logs of calls the others serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.cluster.conftest import Cluster
+from tests.cluster.drivers import DRIVERS, SETTLE, TIMEOUT, Driver
+from tests.cluster.rr_proxy import Record
+from tests.cluster.test_sessions_across_nodes import describe, wrong_statuses
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    # The SDK client warns that resources/subscribe and logging/setLevel left 2026-07-28.
+    pytest.mark.filterwarnings("ignore:.*removed as of 2026-07-28"),
+    pytest.mark.parametrize("driver", ["mcpkit", "sdk"]),
+]
+
+
+def proxy_log(cluster: Cluster) -> str:
+    return "\n  ".join(describe(cluster, r) for r in cluster.proxy.log)
+
+
+def last(cluster: Cluster, rpc: str) -> Record:
+    return [r for r in cluster.proxy.log if r.rpc == rpc][-1]
+
+
+async def standalone_stream(cluster: Cluster) -> Record:
+    """The GET stream the client opened (waiting for its 200), once it is the only one."""
+    async with asyncio.timeout(5):
+        while True:
+            streams = [r for r in cluster.proxy.log if r.method == "GET" and r.status == 200]
+            if streams:
+                assert len(streams) == 1, proxy_log(cluster)
+                return streams[0]
+            await asyncio.sleep(0.02)
+
+
+async def test_progress_and_logs_of_a_call_arrive_in_order_once(
+    cluster: Cluster, driver: str
+) -> None:
+    n = 6
+    expected = [
+        event for i in range(1, n + 1) for event in (("progress", f"step {i}"), ("log", f"counted {i}"))
+    ]
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        # Calls until every node served one (the SDK client lists the tools after its
+        # first call, which shifts the turns).
+        while len({r.backend for r in cluster.proxy.log if r.rpc == "tools/call"}) < 3:
+            client.events.clear()
+            assert await client.call("slow_count", {"n": n, "delay": 0.02}, progress=True) == str(n)
+            await asyncio.sleep(0.05)  # nothing more may come after the result
+            assert client.events == expected
+    assert sum(r.rpc == "tools/call" for r in cluster.proxy.log) <= 4, proxy_log(cluster)
+    assert not wrong_statuses(cluster), proxy_log(cluster)
+
+
+async def test_change_notifications_reach_the_stream_another_node_holds_once(
+    cluster: Cluster, driver: str
+) -> None:
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        c: Driver = client
+        holder = await standalone_stream(cluster)
+        assert holder.backend is not None
+        assert "added_1" not in await c.tool_names()
+        cluster.proxy.turn_to((holder.backend + 1) % 3)
+        # tools/list_changed, raised by the node that serves add_tool.
+        assert await c.call("add_tool", {"name": "added_1"}) == "added added_1"
+        adder = last(cluster, "tools/call")
+        assert adder.backend != holder.backend, proxy_log(cluster)
+        await c.arrived("list_changed")
+        await asyncio.sleep(SETTLE)
+        assert c.events == [("list_changed", "tools")], proxy_log(cluster)
+        # The tool exists on the node that added it (the others never ran add_tool): the
+        # client's next list, served there, shows it (mcpkit's cached list was dropped).
+        lists = sum(r.rpc == "tools/list" for r in cluster.proxy.log)
+        assert adder.backend is not None
+        cluster.proxy.pin(adder.backend)
+        try:
+            assert "added_1" in await c.tool_names()
+        finally:
+            cluster.proxy.unpin()
+        assert sum(r.rpc == "tools/list" for r in cluster.proxy.log) == lists + 1
+
+        # resources/updated: subscribed through one node, touched through another.
+        c.events.clear()
+        cluster.proxy.turn_to((holder.backend + 1) % 3)
+        await c.subscribe("note://1")
+        subscribed = last(cluster, "resources/subscribe")
+        assert await c.call("touch_resource", {"uri": "note://1"}) == "touched note://1"
+        toucher = last(cluster, "tools/call")
+        assert len({subscribed.backend, toucher.backend, holder.backend}) == 3, proxy_log(cluster)
+        await c.arrived("updated")
+        await asyncio.sleep(SETTLE)
+        assert c.events == [("updated", "note://1")], proxy_log(cluster)
+    assert await standalone_stream(cluster) is holder  # the same GET carried both
+    assert not wrong_statuses(cluster), proxy_log(cluster)
+
+
+async def test_set_level_through_one_node_filters_the_logs_of_calls_on_others(
+    cluster: Cluster, driver: str
+) -> None:
+    count = {"n": 2, "delay": 0}
+
+    async def logs_of_three_calls(c: Driver) -> list[list[object]]:
+        seen = []
+        for _ in range(3):
+            c.events.clear()
+            await c.call("slow_count", count)
+            seen.append([value for kind, value in c.events if kind == "log"])
+        return seen
+
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        c: Driver = client
+        assert await logs_of_three_calls(c) == [["counted 1", "counted 2"]] * 3
+        await c.set_level("warning")
+        at = last(cluster, "logging/setLevel").backend
+        start = len(cluster.proxy.log)
+        assert await logs_of_three_calls(c) == [[], [], []], proxy_log(cluster)
+        served = {r.backend for r in cluster.proxy.log[start:] if r.rpc == "tools/call"}
+        assert served - {at}, proxy_log(cluster)  # calls on nodes other than setLevel's
+        await c.set_level("info")
+        assert await logs_of_three_calls(c) == [["counted 1", "counted 2"]] * 3
+    assert not wrong_statuses(cluster), proxy_log(cluster)

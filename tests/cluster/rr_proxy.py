@@ -62,6 +62,7 @@ class Record:
     backend: int | None  # index in the proxy's backends; None when none accepted (502)
     status: int  # 0 until the response head arrives (or when the backend never answered)
     rpc: str | None = None  # the JSON-RPC method in the body (first one of a batch), if any
+    last_event_id: str | None = None  # the request's Last-Event-ID header (a resumption)
 
 
 class _Closed(Exception):
@@ -362,6 +363,7 @@ class RoundRobinProxy:
         session_id = head.get("mcp-session-id")
         keep = version == "HTTP/1.1" and (head.get("connection") or "").lower() != "close"
         record = Record(method, target, session_id, None, 0)
+        record.last_event_id = head.get("last-event-id")
         self.log.append(record)  # now: the log is in the order requests were received
         connected = await self._connect(record)
         if connected is None:

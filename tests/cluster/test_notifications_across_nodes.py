@@ -51,7 +51,9 @@ async def test_progress_and_logs_of_a_call_arrive_in_order_once(
 ) -> None:
     n = 6
     expected = [
-        event for i in range(1, n + 1) for event in (("progress", f"step {i}"), ("log", f"counted {i}"))
+        event
+        for i in range(1, n + 1)
+        for event in (("progress", f"step {i}"), ("log", f"counted {i}"))
     ]
     async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
         # Calls until every node served one (the SDK client lists the tools after its

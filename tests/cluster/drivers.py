@@ -13,6 +13,8 @@ and in arrival order, every notification they get outside a call's result:
 * ``("list_changed", "tools")`` and ``("updated", uri)``.
 
 ``client.arrived(kind)`` waits (bounded) for the first event of a kind.
+``proxy_log(cluster)`` describes every request the proxy saw (for failure messages);
+``standalone_stream(cluster)`` waits for the client's GET stream to be open.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcpkit.client import Client
 from tests.cluster.conftest import Cluster
+from tests.cluster.rr_proxy import Record
+from tests.cluster.test_sessions_across_nodes import describe
 
 HANDSHAKE = "2025-11-25"
 TIMEOUT = 15.0
@@ -35,6 +39,28 @@ SUMMARY = "short"
 ROOTS = ["file:///work/a", "file:///work/b"]
 # How long a test keeps listening after a notification, to see that no copy follows.
 SETTLE = 0.6
+
+
+def proxy_log(cluster: Cluster) -> str:
+    return "\n  ".join(
+        describe(cluster, r) + (f" Last-Event-ID {r.last_event_id}" if r.last_event_id else "")
+        for r in cluster.proxy.log
+    )
+
+
+async def standalone_stream(cluster: Cluster) -> Record:
+    """The GET stream the client opened (waiting for its 200), once it is the only one."""
+    async with asyncio.timeout(5):
+        while True:
+            streams = [
+                r
+                for r in cluster.proxy.log
+                if r.method == "GET" and r.status == 200 and r.last_event_id is None
+            ]
+            if streams:
+                assert len(streams) == 1, proxy_log(cluster)
+                return streams[0]
+            await asyncio.sleep(0.02)
 
 
 class Driver(Protocol):

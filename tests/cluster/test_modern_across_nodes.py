@@ -25,9 +25,16 @@ from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from mcpkit.client import Client
 from tests.cluster.conftest import Cluster
-from tests.cluster.drivers import NAME, ROOTS, SETTLE, SUMMARY, TIMEOUT
+from tests.cluster.drivers import (
+    NAME,
+    ROOTS,
+    SETTLE,
+    SUMMARY,
+    TIMEOUT,
+    proxy_log,
+)
 from tests.cluster.rr_proxy import Record
-from tests.cluster.test_sessions_across_nodes import describe, wrong_statuses
+from tests.cluster.test_sessions_across_nodes import wrong_statuses
 
 MODERN = "2026-07-28"
 ROUND_TRIPS = [
@@ -37,10 +44,6 @@ ROUND_TRIPS = [
 ]
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def proxy_log(cluster: Cluster) -> str:
-    return "\n  ".join(describe(cluster, r) for r in cluster.proxy.log)
 
 
 def calls_since(cluster: Cluster, start: int) -> list[Record]:

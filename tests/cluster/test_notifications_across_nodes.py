@@ -15,9 +15,9 @@ import asyncio
 import pytest
 
 from tests.cluster.conftest import Cluster
-from tests.cluster.drivers import DRIVERS, SETTLE, TIMEOUT, Driver
+from tests.cluster.drivers import DRIVERS, SETTLE, TIMEOUT, Driver, proxy_log, standalone_stream
 from tests.cluster.rr_proxy import Record
-from tests.cluster.test_sessions_across_nodes import describe, wrong_statuses
+from tests.cluster.test_sessions_across_nodes import wrong_statuses
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -27,23 +27,8 @@ pytestmark = [
 ]
 
 
-def proxy_log(cluster: Cluster) -> str:
-    return "\n  ".join(describe(cluster, r) for r in cluster.proxy.log)
-
-
 def last(cluster: Cluster, rpc: str) -> Record:
     return [r for r in cluster.proxy.log if r.rpc == rpc][-1]
-
-
-async def standalone_stream(cluster: Cluster) -> Record:
-    """The GET stream the client opened (waiting for its 200), once it is the only one."""
-    async with asyncio.timeout(5):
-        while True:
-            streams = [r for r in cluster.proxy.log if r.method == "GET" and r.status == 200]
-            if streams:
-                assert len(streams) == 1, proxy_log(cluster)
-                return streams[0]
-            await asyncio.sleep(0.02)
 
 
 async def test_progress_and_logs_of_a_call_arrive_in_order_once(

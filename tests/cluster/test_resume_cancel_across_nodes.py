@@ -19,21 +19,14 @@ from uuid import uuid4
 import pytest
 
 from tests.cluster.conftest import Cluster
-from tests.cluster.drivers import DRIVERS, TIMEOUT, Driver
+from tests.cluster.drivers import DRIVERS, TIMEOUT, Driver, proxy_log
 from tests.cluster.rr_proxy import Record
-from tests.cluster.test_sessions_across_nodes import describe, wrong_statuses
+from tests.cluster.test_sessions_across_nodes import wrong_statuses
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.parametrize("driver", ["mcpkit", "sdk"]),
 ]
-
-
-def proxy_log(cluster: Cluster) -> str:
-    return "\n  ".join(
-        describe(cluster, r) + (f" Last-Event-ID {r.last_event_id}" if r.last_event_id else "")
-        for r in cluster.proxy.log
-    )
 
 
 def only(cluster: Cluster, rpc: str) -> Record:

@@ -119,3 +119,31 @@ async def test_set_level_through_one_node_filters_the_logs_of_calls_on_others(
         await c.set_level("info")
         assert await logs_of_three_calls(c) == [["counted 1", "counted 2"]] * 3
     assert not wrong_statuses(cluster), proxy_log(cluster)
+
+
+async def test_changes_reach_the_get_stream_another_node_took_over_once(
+    cluster: Cluster, driver: str
+) -> None:
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        c: Driver = client
+        first = await standalone_stream(cluster)
+        assert first.backend is not None
+        cluster.stop(first.backend)  # graceful: its streams end with a retry hint
+        start = len(cluster.proxy.log)
+        async with asyncio.timeout(5):
+            while True:
+                again = [
+                    r for r in cluster.proxy.log[start:] if r.method == "GET" and r.status == 200
+                ]
+                if again:
+                    break
+                await asyncio.sleep(0.02)
+        holder = again[0]
+        assert holder.backend not in (None, first.backend), proxy_log(cluster)
+        live = {0, 1, 2} - {first.backend, holder.backend}
+        cluster.proxy.turn_to(live.pop())
+        assert await c.call("add_tool", {"name": "added_3"}) == "added added_3"
+        assert last(cluster, "tools/call").backend != holder.backend, proxy_log(cluster)
+        await c.arrived("list_changed")
+        await asyncio.sleep(SETTLE)
+        assert c.events == [("list_changed", "tools")], proxy_log(cluster)

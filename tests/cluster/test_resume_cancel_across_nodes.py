@@ -95,3 +95,25 @@ async def test_a_cancelled_call_stops_on_the_node_running_it(cluster: Cluster, d
         # The session goes on.
         assert await c.call("echo", {"text": "after"}) == "after"
     assert await cluster.run_state(tag) == "cancelled"
+
+
+async def test_a_call_whose_node_dies_ends_with_an_error_on_the_resumed_stream(
+    cluster: Cluster, driver: str
+) -> None:
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        c: Driver = client
+        task = asyncio.create_task(c.call("slow_count", {"n": 50, "delay": 0.1}, progress=True))
+        await c.arrived("progress")
+        running = only(cluster, "tools/call").backend
+        assert running is not None
+        cluster.kill(running)  # the proxy cuts the client's stream: the client resumes
+        with pytest.raises(Exception) as failed:
+            await task
+        assert "stopped before answering" in str(failed.value), repr(failed.value)
+        steps = [value for kind, value in c.events if kind == "progress"]
+        # What the node sent before dying arrived once, in order (a gap-free prefix).
+        assert steps == [f"step {i}" for i in range(1, len(steps) + 1)], steps
+        resumed = [r for r in cluster.proxy.log if r.last_event_id is not None]
+        assert resumed and all(r.backend != running for r in resumed), proxy_log(cluster)
+        # The session goes on, on the nodes left.
+        assert await c.call("echo", {"text": "after"}) == "after"

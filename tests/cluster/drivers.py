@@ -67,7 +67,12 @@ class Driver(Protocol):
     events: list[tuple[str, Any]]
 
     async def call(
-        self, name: str, arguments: dict[str, Any], *, progress: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        progress: bool = False,
+        timeout: float | None = None,
     ) -> str: ...
 
     async def tool_names(self) -> set[str]: ...
@@ -103,12 +108,19 @@ class _Events:
 class MCPKitDriver(_Events):
     client: Client
 
-    async def call(self, name: str, arguments: dict[str, Any], *, progress: bool = False) -> str:
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        progress: bool = False,
+        timeout: float | None = None,
+    ) -> str:
         def on_progress(done: float, total: float | None, message: str | None) -> None:
             self.add("progress", message)
 
         result = await self.client.call_tool(
-            name, arguments, progress=on_progress if progress else None
+            name, arguments, progress=on_progress if progress else None, timeout=timeout
         )
         assert not result.get("isError"), result
         return str(result["content"][0]["text"]) if result["content"] else ""
@@ -126,12 +138,22 @@ class MCPKitDriver(_Events):
 class SDKDriver(_Events):
     session: ClientSession
 
-    async def call(self, name: str, arguments: dict[str, Any], *, progress: bool = False) -> str:
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        progress: bool = False,
+        timeout: float | None = None,
+    ) -> str:
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             self.add("progress", message)
 
         result = await self.session.call_tool(
-            name, arguments, progress_callback=on_progress if progress else None
+            name,
+            arguments,
+            progress_callback=on_progress if progress else None,
+            read_timeout_seconds=timeout,
         )
         assert isinstance(result, types.CallToolResult) and not result.is_error, result
         if not result.content:

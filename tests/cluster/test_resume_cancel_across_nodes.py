@@ -70,19 +70,31 @@ async def wait_for(
         await asyncio.sleep(0.02)
 
 
-async def test_a_cancelled_call_stops_on_the_node_running_it(cluster: Cluster, driver: str) -> None:
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+async def test_a_cancelled_call_stops_on_the_node_running_it(
+    cluster: Cluster, driver: str, how: str
+) -> None:
     tag = uuid4().hex
+    arguments = {"tag": tag, "seconds": 4}
     async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
         c: Driver = client
-        task = asyncio.create_task(c.call("guarded_wait", {"tag": tag, "seconds": 4}))
 
         async def started() -> bool:
             return await cluster.run_state(tag) is not None
 
-        await wait_for(cluster, "started", started)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        if how == "cancel":  # the caller cancels the task awaiting the call
+            task = asyncio.create_task(c.call("guarded_wait", arguments))
+            await wait_for(cluster, "started", started)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        else:  # the call's own timeout gives up on it
+            with pytest.raises(Exception) as failed:
+                await c.call("guarded_wait", arguments, timeout=1.5)
+            # mcpkit: PeerTimeout; the SDK: an MCPError saying it timed out.
+            named = type(failed.value).__name__ + " " + str(failed.value)
+            assert "timeout" in named.lower() or "timed out" in named.lower(), repr(failed.value)
+            assert await started()
 
         async def stopped() -> bool:
             return await cluster.run_state(tag) != "started"

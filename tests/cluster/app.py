@@ -14,7 +14,8 @@ a ``RedisStore``. Each tool exercises one cross-node path:
   under ``<prefix>paid``, read from outside by the tests), then asks for a receipt
   address: three rounds in 2026-07-28, the charge exactly once whichever node serves each;
 * ``pause_and_finish`` closes its own SSE stream mid-call (SEP-1699): the client resumes
-  with ``Last-Event-ID``, on another node through the proxy;
+  with ``Last-Event-ID``, on another node through the proxy; ``pause_then_ask`` asks
+  its question on the resumed stream;
 * ``guarded_wait`` records in Redis (``<prefix>run:<tag>``) that it started, then that
   it completed or was cancelled, so a test sees a cancellation stop it.
 """
@@ -132,6 +133,17 @@ async def pause_and_finish(pause: float, ctx: Context) -> str:
         await ctx.progress(step, 3, f"after the close {step}")
         await ctx.info(f"after the close {step}")
     return "finished"
+
+
+@server.tool
+async def pause_then_ask(ctx: Context) -> str:
+    """Close this request's SSE stream, then ask the user's name on the resumed stream."""
+    await ctx.info("before the close")
+    await ctx.close_sse_stream()
+    await asyncio.sleep(0.1)
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="name")
+    await ctx.info("after the answer")
+    return f"resumed and asked {(answer.content or {}).get('name')}"
 
 
 @server.tool

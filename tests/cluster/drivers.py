@@ -79,6 +79,8 @@ class Driver(Protocol):
 
     async def subscribe(self, uri: str) -> None: ...
 
+    async def unsubscribe(self, uri: str) -> None: ...
+
     async def set_level(self, level: str) -> None: ...
 
     async def arrived(self, kind: str, timeout: float = 5.0) -> None: ...
@@ -131,6 +133,9 @@ class MCPKitDriver(_Events):
     async def subscribe(self, uri: str) -> None:
         await self.client.subscribe_resource(uri)
 
+    async def unsubscribe(self, uri: str) -> None:
+        await self.client.unsubscribe_resource(uri)
+
     async def set_level(self, level: str) -> None:
         await self.client.set_logging_level(level)
 
@@ -167,6 +172,9 @@ class SDKDriver(_Events):
 
     async def subscribe(self, uri: str) -> None:
         await self.session.subscribe_resource(uri)
+
+    async def unsubscribe(self, uri: str) -> None:
+        await self.session.unsubscribe_resource(uri)
 
     async def set_level(self, level: str) -> None:
         await self.session.set_logging_level(level)  # type: ignore[arg-type]

@@ -90,6 +90,14 @@ async def test_change_notifications_reach_the_stream_another_node_holds_once(
         await c.arrived("updated")
         await asyncio.sleep(SETTLE)
         assert c.events == [("updated", "note://1")], proxy_log(cluster)
+        # Unsubscribed through another node: a touch on a third one notifies nobody.
+        await c.unsubscribe("note://1")
+        assert await c.call("touch_resource", {"uri": "note://1"}) == "touched note://1"
+        unsubscribed = last(cluster, "resources/unsubscribe")
+        assert unsubscribed.backend != subscribed.backend, proxy_log(cluster)
+        assert last(cluster, "tools/call").backend != unsubscribed.backend, proxy_log(cluster)
+        await asyncio.sleep(SETTLE)
+        assert c.events == [("updated", "note://1")], proxy_log(cluster)
     assert await standalone_stream(cluster) is holder  # the same GET carried both
     assert not wrong_statuses(cluster), proxy_log(cluster)
 

@@ -19,7 +19,7 @@ from uuid import uuid4
 import pytest
 
 from tests.cluster.conftest import Cluster
-from tests.cluster.drivers import DRIVERS, TIMEOUT, Driver, proxy_log
+from tests.cluster.drivers import DRIVERS, NAME, TIMEOUT, Driver, proxy_log
 from tests.cluster.rr_proxy import Record
 from tests.cluster.test_sessions_across_nodes import wrong_statuses
 
@@ -56,6 +56,25 @@ async def test_a_stream_closed_mid_call_resumes_on_another_node(
     # The first resumption reached another node than the one running the tool.
     assert resumed[0].backend != call.backend and resumed[0].status == 200, proxy_log(cluster)
     assert not wrong_statuses(cluster), proxy_log(cluster)
+
+
+async def test_a_question_asked_after_the_close_reaches_the_resumed_stream(
+    cluster: Cluster, driver: str
+) -> None:
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        c: Driver = client
+        assert await c.call("pause_then_ask", {}) == f"resumed and asked {NAME}"
+        await asyncio.sleep(0.05)
+        assert c.events == [("log", "before the close"), ("log", "after the answer")]
+    log = proxy_log(cluster)
+    call = only(cluster, "tools/call")
+    resumed = [r for r in cluster.proxy.log if r.last_event_id is not None]
+    answers = [r for r in cluster.proxy.log if r.method == "POST" and r.rpc is None]
+    assert resumed and resumed[0].backend != call.backend, log
+    # The question came on the stream resumed on another node; the answer reached a third.
+    assert len(answers) == 1 and answers[0].status == 202, log
+    assert answers[0].backend not in (call.backend, resumed[0].backend), log
+    assert not wrong_statuses(cluster), log
 
 
 async def wait_for(

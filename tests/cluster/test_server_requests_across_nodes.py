@@ -23,10 +23,11 @@ from tests.cluster.drivers import (
     ROOTS,
     SUMMARY,
     TIMEOUT,
+    proxy_log,
     standalone_stream,
 )
 from tests.cluster.rr_proxy import Record
-from tests.cluster.test_sessions_across_nodes import describe, wrong_statuses
+from tests.cluster.test_sessions_across_nodes import wrong_statuses
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -72,7 +73,7 @@ async def test_answers_to_server_requests_cross_nodes(
                 # The call on the next node, the answer on the one after: three nodes.
                 cluster.proxy.turn_to((holder.backend + 1) % 3)
             assert await client.call(tool, arguments) == expected, tool
-    log = "\n  ".join(describe(cluster, r) for r in cluster.proxy.log)
+    log = proxy_log(cluster)
     assert not wrong_statuses(cluster), log
     pairs = call_answer_pairs(cluster)
     assert len(pairs) == len(ROUND_TRIPS), log
@@ -86,3 +87,22 @@ async def test_answers_to_server_requests_cross_nodes(
         assert len(streams) == 1, log
         for call, answer in pairs:
             assert streams[0].backend not in (call.backend, answer.backend), log
+
+
+@pytest.mark.parametrize("driver", ["mcpkit", "sdk"])
+async def test_concurrent_round_trips_on_three_nodes_get_their_own_answers(
+    cluster: Cluster, driver: str
+) -> None:
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        await standalone_stream(cluster)
+        start = len(cluster.proxy.log)
+        results = await asyncio.gather(
+            *(client.call(tool, arguments) for tool, arguments, _ in ROUND_TRIPS * 2)
+        )
+    assert results == [expected for _, _, expected in ROUND_TRIPS * 2]
+    log = proxy_log(cluster)
+    calls = [r for r in cluster.proxy.log[start:] if r.rpc == "tools/call"]
+    answers = [r for r in cluster.proxy.log[start:] if r.method == "POST" and r.rpc is None]
+    assert {r.backend for r in calls} == {0, 1, 2}, log
+    assert len(answers) == 6 and all(r.status == 202 for r in answers), log
+    assert not wrong_statuses(cluster), log

@@ -398,20 +398,22 @@ class RoundRobinProxy:
         found = _RPC_METHOD.search(sniff)
         record = request.record
         record.rpc = found.group(1).decode() if found else None
-        while True:
-            raw = await upstream.until(b"\r\n\r\n", MAX_HEAD)
-            if raw is None:
-                raise _Closed  # the node closed without answering: cut the client too
-            answer = _Head(raw)
-            try:
-                status = int(answer.start.split(" ")[1])
-            except (IndexError, ValueError):
-                raise _Closed from None
-            if 100 <= status < 200 and status != 101:  # interim: pass on, read the final one
-                writer.write(raw)
-                await writer.drain()
-                continue
-            break
+        # Wait for the answer's head while watching the client: one that leaves before the
+        # node answers (a cancelled call whose answer is one JSON body, not a stream) makes
+        # the finally of _one abort the upstream connection, so the node sees the
+        # disconnect, as behind a load balancer that does not ignore client aborts.
+        heading = asyncio.ensure_future(_answer_head(upstream, writer))
+        watch = asyncio.ensure_future(_watch(inbound))
+        try:
+            await asyncio.wait({heading, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (heading, watch):
+                task.cancel()
+            await asyncio.gather(heading, watch, return_exceptions=True)
+        if not heading.done() or heading.cancelled():
+            self.disconnects += 1
+            raise _Closed
+        answer, status = heading.result()
         record.status = status
         issued = answer.get("mcp-session-id")
         if issued is not None and record.backend is not None:
@@ -441,6 +443,24 @@ class RoundRobinProxy:
         # The client left, or the node died mid-body (or sent a malformed one): abort the
         # client connection, so a cut stream never looks like a complete one.
         raise _Closed
+
+
+async def _answer_head(upstream: _Inbound, writer: asyncio.StreamWriter) -> tuple[_Head, int]:
+    """The final response head from the node (interim 1xx heads are passed on)."""
+    while True:
+        raw = await upstream.until(b"\r\n\r\n", MAX_HEAD)
+        if raw is None:
+            raise _Closed  # the node closed without answering: cut the client too
+        answer = _Head(raw)
+        try:
+            status = int(answer.start.split(" ")[1])
+        except (IndexError, ValueError):
+            raise _Closed from None
+        if 100 <= status < 200 and status != 101:  # interim: pass on, read the final one
+            writer.write(raw)
+            await writer.drain()
+            continue
+        return answer, status
 
 
 class _Request(NamedTuple):

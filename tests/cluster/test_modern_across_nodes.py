@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
+from uuid import uuid4
 
 import mcp
 import pytest
@@ -216,3 +217,29 @@ async def test_sdk_listen_stream_gets_changes_raised_on_other_nodes_once(
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(anext(stream), SETTLE)
     assert not wrong_statuses(cluster), proxy_log(cluster)
+
+
+@pytest.mark.parametrize("driver", ["mcpkit", "sdk"])
+async def test_a_cancelled_2026_call_stops_on_its_node(cluster: Cluster, driver: str) -> None:
+    # 2026-07-28 has no session: cancelling a call closes its POST (the proxy passes the
+    # disconnect on to the node running it), whichever node that is.
+    tag = uuid4().hex
+    arguments = {"tag": tag, "seconds": 4}
+    async with contextlib.AsyncExitStack() as stack:
+        if driver == "mcpkit":
+            kit = await stack.enter_async_context(mcpkit_client(cluster, []))
+            call = kit.call_tool("guarded_wait", arguments)
+        else:
+            sdk = await stack.enter_async_context(sdk_client(cluster))
+            call = sdk.call_tool("guarded_wait", arguments)
+        task = asyncio.ensure_future(call)
+        async with asyncio.timeout(5):
+            while await cluster.run_state(tag) is None:
+                await asyncio.sleep(0.02)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        async with asyncio.timeout(3):
+            while await cluster.run_state(tag) == "started":
+                await asyncio.sleep(0.02)
+    assert await cluster.run_state(tag) == "cancelled", proxy_log(cluster)

@@ -243,3 +243,26 @@ async def test_a_cancelled_2026_call_stops_on_its_node(cluster: Cluster, driver:
             while await cluster.run_state(tag) == "started":
                 await asyncio.sleep(0.02)
     assert await cluster.run_state(tag) == "cancelled", proxy_log(cluster)
+
+
+async def test_mcpkit_listen_stream_reopened_on_another_node_gets_changes_once(
+    cluster: Cluster,
+) -> None:
+    # The SDK's listen() ends (or raises SubscriptionLost) when its stream goes, and does
+    # not reopen it ("no replay: re-listen"), so only mcpkit's client is driven here.
+    events: list[tuple[str, Any]] = []
+    async with asyncio.timeout(TIMEOUT), mcpkit_client(cluster, events) as client:
+        first = await listening(cluster, 0)
+        assert first.backend is not None
+        start = len(cluster.proxy.log)
+        cluster.stop(first.backend)  # graceful: its streams end
+        holder = await listening(cluster, start)
+        assert holder.backend not in (None, first.backend), proxy_log(cluster)
+        cluster.proxy.turn_to(({0, 1, 2} - {first.backend, holder.backend}).pop())
+        assert text(await client.call_tool("add_tool", {"name": "added_4"})) == "added added_4"
+        assert calls_since(cluster, start)[-1].backend != holder.backend, proxy_log(cluster)
+        async with asyncio.timeout(5):
+            while not events:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(SETTLE)
+        assert events == [("list_changed", "tools")], proxy_log(cluster)

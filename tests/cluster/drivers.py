@@ -48,14 +48,18 @@ def proxy_log(cluster: Cluster) -> str:
     )
 
 
-async def standalone_stream(cluster: Cluster) -> Record:
-    """The GET stream the client opened (waiting for its 200), once it is the only one."""
+async def standalone_stream(cluster: Cluster, start: int = 0) -> Record:
+    """The GET stream the client opened (waiting for its 200) after the ``start``-th
+    request, once it is the only one (a resumed standalone stream counts, a resumed
+    request stream, whose Last-Event-ID names a stream other than ``/0``, does not)."""
     async with asyncio.timeout(5):
         while True:
             streams = [
                 r
-                for r in cluster.proxy.log
-                if r.method == "GET" and r.status == 200 and r.last_event_id is None
+                for r in cluster.proxy.log[start:]
+                if r.method == "GET"
+                and r.status == 200
+                and (r.last_event_id is None or "/0#" in r.last_event_id)
             ]
             if streams:
                 assert len(streams) == 1, proxy_log(cluster)

@@ -155,3 +155,32 @@ async def test_changes_reach_the_get_stream_another_node_took_over_once(
         await c.arrived("list_changed")
         await asyncio.sleep(SETTLE)
         assert c.events == [("list_changed", "tools")], proxy_log(cluster)
+
+
+async def test_a_change_raised_while_the_get_holder_is_gone_reaches_the_client(
+    cluster: Cluster, driver: str
+) -> None:
+    # Broadcasts are logged for a session only by the node holding (or last holding) its
+    # GET stream: one raised after that node stopped and before the client's GET came back
+    # on another node reached no log. The new holder finds the previous one dead and sends
+    # the hints (scale-out.md § 6.4), so the client's tool list does not stay stale.
+    async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
+        c: Driver = client
+        first = await standalone_stream(cluster)
+        assert first.backend is not None
+        cluster.proxy.turn_to((first.backend + 1) % 3)
+        assert await c.call("add_tool", {"name": "added_5"}) == "added added_5"
+        await c.arrived("list_changed")
+        # stop() blocks this loop until the node exited: the client sees its GET end only
+        # afterwards, and waits the retry hint (0.1 s) before coming back, so the next
+        # call raises its change while no node holds the GET.
+        cluster.stop(first.backend)
+        assert await c.call("add_tool", {"name": "added_6"}) == "added added_6"
+        start = len(cluster.proxy.log)
+        holder = await standalone_stream(cluster, start)
+        assert holder.backend != first.backend, proxy_log(cluster)
+        async with asyncio.timeout(5):
+            while c.events.count(("list_changed", "tools")) < 2:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(SETTLE)
+        assert c.events.count(("list_changed", "tools")) == 2, (c.events, proxy_log(cluster))

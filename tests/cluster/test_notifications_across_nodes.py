@@ -148,6 +148,12 @@ async def test_changes_reach_the_get_stream_another_node_took_over_once(
                 await asyncio.sleep(0.02)
         holder = again[0]
         assert holder.backend not in (None, first.backend), proxy_log(cluster)
+        # The new holder found the previous one dead: it sent the hints of what may have
+        # been missed meanwhile (scale-out.md § 6.4) once; from now on, each change once.
+        await c.arrived("list_changed")
+        await asyncio.sleep(SETTLE)
+        assert c.events.count(("list_changed", "tools")) == 1, c.events
+        c.events.clear()
         live = {0, 1, 2} - {first.backend, holder.backend}
         cluster.proxy.turn_to(live.pop())
         assert await c.call("add_tool", {"name": "added_3"}) == "added added_3"
@@ -175,10 +181,14 @@ async def test_a_change_raised_while_the_get_holder_is_gone_reaches_the_client(
         # afterwards, and waits the retry hint (0.1 s) before coming back, so the next
         # call raises its change while no node holds the GET.
         cluster.stop(first.backend)
-        assert await c.call("add_tool", {"name": "added_6"}) == "added added_6"
         start = len(cluster.proxy.log)
+        assert await c.call("add_tool", {"name": "added_6"}) == "added added_6"
         holder = await standalone_stream(cluster, start)
         assert holder.backend != first.backend, proxy_log(cluster)
+        # The change was raised in the gap: its call came before the GET did.
+        raised = last(cluster, "tools/call")
+        log = cluster.proxy.log
+        assert log.index(raised) < log.index(holder), proxy_log(cluster)
         async with asyncio.timeout(5):
             while c.events.count(("list_changed", "tools")) < 2:
                 await asyncio.sleep(0.02)

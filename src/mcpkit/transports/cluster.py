@@ -24,6 +24,8 @@ nodes goes through the store's *bus* (pub/sub, :mod:`mcpkit.stores.bus`):
   order, each once. Broadcasts (``b``, ``u``) reach every node, and only the node
   that holds (or last held) a session's GET delivers them to it
   (``ServerSession.broadcast_here``; taking the GET over is announced with ``g``).
+  A node taking it over from a dead holder sends the list_changed and
+  resources/updated hints of what may have been raised meanwhile (``gh`` in the store).
 * **Resuming a request stream** on another node replays its log and then
   follows it (blocking reads of the log) until the final response; if the node
   running the request has died, the stream ends with a JSON-RPC error, so the

@@ -72,7 +72,7 @@ async def test_a_question_asked_after_the_close_reaches_the_resumed_stream(
     answers = [r for r in cluster.proxy.log if r.method == "POST" and r.rpc is None]
     assert resumed and resumed[0].backend != call.backend, log
     # The question came on the stream resumed on another node; the answer reached a third.
-    assert len(answers) == 1 and answers[0].status == 202, log
+    assert len(answers) == 1 and answers[0].status in (202, 0), log  # 0: see TAKEN
     assert answers[0].backend not in (call.backend, resumed[0].backend), log
     assert not wrong_statuses(cluster), log
 

@@ -39,6 +39,12 @@ ROUND_TRIPS = [
 ]
 
 
+# The status of an answer POST: 202, or 0 when the client closed before that 202 arrived
+# (the answer was taken: the result it unblocked can come back first, through the tool's
+# node, and the client is then free to close).
+TAKEN = (202, 0)
+
+
 def call_answer_pairs(cluster: Cluster) -> list[tuple[Record, Record]]:
     """Each ``tools/call`` POST with the first answer POST (no JSON-RPC method) after it."""
     pairs: list[tuple[Record, Record]] = []
@@ -80,7 +86,7 @@ async def test_answers_to_server_requests_cross_nodes(
     for call, answer in pairs:
         # The answer reached another node than the one running the tool, and was taken.
         assert call.backend != answer.backend, log
-        assert answer.status == 202 and call.status == 200, log
+        assert answer.status in TAKEN and call.status == 200, log
     if json_response:
         # The questions went on the standalone stream, held by a third node.
         streams = [r for r in cluster.proxy.log if r.method == "GET" and r.status == 200]
@@ -104,5 +110,5 @@ async def test_concurrent_round_trips_on_three_nodes_get_their_own_answers(
     calls = [r for r in cluster.proxy.log[start:] if r.rpc == "tools/call"]
     answers = [r for r in cluster.proxy.log[start:] if r.method == "POST" and r.rpc is None]
     assert {r.backend for r in calls} == {0, 1, 2}, log
-    assert len(answers) == 6 and all(r.status == 202 for r in answers), log
+    assert len(answers) == 6 and all(r.status in TAKEN for r in answers), log
     assert not wrong_statuses(cluster), log

@@ -23,6 +23,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     # The SDK client warns that resources/subscribe and logging/setLevel left 2026-07-28.
     pytest.mark.filterwarnings("ignore:.*removed as of 2026-07-28"),
+    pytest.mark.filterwarnings("ignore:.*deprecated as of 2026-07-28"),
     pytest.mark.parametrize("driver", ["mcpkit", "sdk"]),
 ]
 

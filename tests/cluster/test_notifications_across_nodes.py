@@ -70,7 +70,7 @@ async def test_change_notifications_reach_the_stream_another_node_holds_once(
         await asyncio.sleep(SETTLE)
         assert c.events == [("list_changed", "tools")], proxy_log(cluster)
         # The tool exists on the node that added it (the others never ran add_tool): the
-        # client's next list, served there, shows it (mcpkit's cached list was dropped).
+        # client's next list, served there, shows it.
         lists = sum(r.rpc == "tools/list" for r in cluster.proxy.log)
         assert adder.backend is not None
         cluster.proxy.pin(adder.backend)

@@ -12,7 +12,12 @@ a ``RedisStore``. Each tool exercises one cross-node path:
   ``resources/updated`` (fan-out to streams held by other nodes);
 * ``pay`` asks for a confirmation, charges once inside ``ctx.once`` (a Redis counter
   under ``<prefix>paid``, read from outside by the tests), then asks for a receipt
-  address: three rounds in 2026-07-28, the charge exactly once whichever node serves each.
+  address: three rounds in 2026-07-28, the charge exactly once whichever node serves each;
+* ``pause_and_finish`` closes its own SSE stream mid-call (SEP-1699): the client resumes
+  with ``Last-Event-ID``, on another node through the proxy; ``pause_then_ask`` asks
+  its question on the resumed stream;
+* ``guarded_wait`` records in Redis (``<prefix>run:<tag>``) that it started, then that
+  it completed or was cancelled, so a test sees a cancellation stop it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from mcpkit import Context, MCPServer
 #: Keys of the ``pay`` counter, under the node's Redis prefix.
 PAID_COUNT_KEY = "paid"
 PAID_TOTAL_KEY = "paid:total"
+#: ``guarded_wait``'s state, ``<prefix>run:<tag>``: started, completed or cancelled.
+RUN_KEY = "run:"
 
 NAME_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -113,6 +120,45 @@ async def touch_resource(uri: str) -> str:
     """Announce resources/updated for uri to the sessions subscribed to it."""
     await server.resources.notify_updated(uri)
     return f"touched {uri}"
+
+
+@server.tool
+async def pause_and_finish(pause: float, ctx: Context) -> str:
+    """Report step 1, close this request's SSE stream, then report steps 2 and 3 and finish."""
+    await ctx.progress(1, 3, "before the close")
+    await ctx.info("before the close")
+    await ctx.close_sse_stream()
+    for step in (2, 3):
+        await asyncio.sleep(pause)
+        await ctx.progress(step, 3, f"after the close {step}")
+        await ctx.info(f"after the close {step}")
+    return "finished"
+
+
+@server.tool
+async def pause_then_ask(ctx: Context) -> str:
+    """Close this request's SSE stream, then ask the user's name on the resumed stream."""
+    await ctx.info("before the close")
+    await ctx.close_sse_stream()
+    await asyncio.sleep(0.1)
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="name")
+    await ctx.info("after the answer")
+    return f"resumed and asked {(answer.content or {}).get('name')}"
+
+
+@server.tool
+async def guarded_wait(tag: str, seconds: float) -> str:
+    """Wait, recording under ``<prefix>run:<tag>`` started, then completed or cancelled."""
+    client, prefix = _counter()
+    key = prefix + RUN_KEY + tag
+    await client.set(key, "started")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        await asyncio.shield(client.set(key, "cancelled"))
+        raise
+    await client.set(key, "completed")
+    return "completed"
 
 
 @server.resource("note://1", mime_type="text/plain", description="A note to subscribe to.")

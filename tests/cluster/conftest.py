@@ -22,6 +22,7 @@ then, so pytest shows it under a failed test ("Captured stdout teardown").
         cluster.stop(i)          # SIGTERM (graceful)
         await cluster.restart(i) # same port, a new process
         await cluster.paid()     # the pay tool's charge counter
+        await cluster.run_state(tag)  # guarded_wait's state: started, completed, cancelled
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from uuid import uuid4
 import httpx
 import pytest
 
-from tests.cluster.app import PAID_COUNT_KEY
+from tests.cluster.app import PAID_COUNT_KEY, RUN_KEY
 from tests.cluster.rr_proxy import RoundRobinProxy
 from tests.redis_server import RedisServer
 
@@ -193,16 +194,24 @@ class Cluster:
         await node.ready(self._http)
         return node.pid
 
-    async def paid(self) -> int:
-        """How many charges the ``pay`` tool made (its Redis counter), 0 before any."""
+    async def _get(self, key: str) -> bytes | None:
         from redis.asyncio import Redis
 
         client = Redis.from_url(self.redis.url)
         try:
-            value = await client.get(self.prefix + PAID_COUNT_KEY)
+            value: bytes | None = await client.get(self.prefix + key)
         finally:
             await client.aclose()
-        return int(value or 0)
+        return value
+
+    async def paid(self) -> int:
+        """How many charges the ``pay`` tool made (its Redis counter), 0 before any."""
+        return int(await self._get(PAID_COUNT_KEY) or 0)
+
+    async def run_state(self, tag: str) -> str | None:
+        """``guarded_wait(tag)``'s state: None, "started", "completed" or "cancelled"."""
+        value = await self._get(RUN_KEY + tag)
+        return value.decode() if value is not None else None
 
     def logs(self) -> str:
         """Every node's output, for failure messages."""

@@ -22,7 +22,7 @@ load balancer only makes likely. Design: docs/design/scale-out.md § 15.1.
 
 ``pin(i)`` sends everything to backend ``i``; ``sticky()`` sends each request carrying an
 ``Mcp-Session-Id`` to the backend whose response issued that id (session affinity, what
-the cluster needs without shared sessions); ``unpin()`` restores round robin.
+the cluster needs without shared sessions); ``unpin()`` restores round robin; ``turn_to(i)`` makes backend ``i`` the next in turn.
 
 Run it in the test's event loop (``async with RoundRobinProxy(urls) as proxy``) or, for
 blocking clients, in a thread of its own (``with proxy_in_thread(urls) as proxy``).
@@ -62,6 +62,7 @@ class Record:
     backend: int | None  # index in the proxy's backends; None when none accepted (502)
     status: int  # 0 until the response head arrives (or when the backend never answered)
     rpc: str | None = None  # the JSON-RPC method in the body (first one of a batch), if any
+    last_event_id: str | None = None  # the request's Last-Event-ID header (a resumption)
 
 
 class _Closed(Exception):
@@ -262,6 +263,13 @@ class RoundRobinProxy:
         """Back to plain round robin."""
         self._pinned, self._sticky = None, False
 
+    def turn_to(self, index: int) -> None:
+        """The next request goes to backend ``index`` (then round robin goes on from there):
+        a test arranges which node serves which of its next requests."""
+        if not 0 <= index < len(self.backends):
+            raise IndexError(index)
+        self._next = index
+
     def set_backend(self, index: int, url: str) -> None:
         """Point slot ``index`` at another address (a node restarted on a new port)."""
         self.backends[index] = _backend(url)
@@ -355,6 +363,7 @@ class RoundRobinProxy:
         session_id = head.get("mcp-session-id")
         keep = version == "HTTP/1.1" and (head.get("connection") or "").lower() != "close"
         record = Record(method, target, session_id, None, 0)
+        record.last_event_id = head.get("last-event-id")
         self.log.append(record)  # now: the log is in the order requests were received
         connected = await self._connect(record)
         if connected is None:
@@ -389,20 +398,22 @@ class RoundRobinProxy:
         found = _RPC_METHOD.search(sniff)
         record = request.record
         record.rpc = found.group(1).decode() if found else None
-        while True:
-            raw = await upstream.until(b"\r\n\r\n", MAX_HEAD)
-            if raw is None:
-                raise _Closed  # the node closed without answering: cut the client too
-            answer = _Head(raw)
-            try:
-                status = int(answer.start.split(" ")[1])
-            except (IndexError, ValueError):
-                raise _Closed from None
-            if 100 <= status < 200 and status != 101:  # interim: pass on, read the final one
-                writer.write(raw)
-                await writer.drain()
-                continue
-            break
+        # Wait for the answer's head while watching the client: one that leaves before the
+        # node answers (a cancelled call whose answer is one JSON body, not a stream) makes
+        # the finally of _one abort the upstream connection, so the node sees the
+        # disconnect, as behind a load balancer that does not ignore client aborts.
+        heading = asyncio.ensure_future(_answer_head(upstream, writer))
+        watch = asyncio.ensure_future(_watch(inbound))
+        try:
+            await asyncio.wait({heading, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (heading, watch):
+                task.cancel()
+            await asyncio.gather(heading, watch, return_exceptions=True)
+        if not heading.done() or heading.cancelled():
+            self.disconnects += 1
+            raise _Closed
+        answer, status = heading.result()
         record.status = status
         issued = answer.get("mcp-session-id")
         if issued is not None and record.backend is not None:
@@ -432,6 +443,24 @@ class RoundRobinProxy:
         # The client left, or the node died mid-body (or sent a malformed one): abort the
         # client connection, so a cut stream never looks like a complete one.
         raise _Closed
+
+
+async def _answer_head(upstream: _Inbound, writer: asyncio.StreamWriter) -> tuple[_Head, int]:
+    """The final response head from the node (interim 1xx heads are passed on)."""
+    while True:
+        raw = await upstream.until(b"\r\n\r\n", MAX_HEAD)
+        if raw is None:
+            raise _Closed  # the node closed without answering: cut the client too
+        answer = _Head(raw)
+        try:
+            status = int(answer.start.split(" ")[1])
+        except (IndexError, ValueError):
+            raise _Closed from None
+        if 100 <= status < 200 and status != 101:  # interim: pass on, read the final one
+            writer.write(raw)
+            await writer.drain()
+            continue
+        return answer, status
 
 
 class _Request(NamedTuple):

@@ -45,6 +45,10 @@ class Backend:
             await self.gate(send)
         elif path == "/upload":
             await self.upload(receive, send)
+        elif path == "/hang":  # no answer until the client leaves
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self.disconnected.set()
         else:
             headers = {k.decode(): v.decode() for k, v in scope["headers"]}
             extra = [(b"mcp-session-id", f"s-{self.index}".encode())] if path == "/session" else []
@@ -277,6 +281,26 @@ async def test_a_client_disconnect_reaches_the_backend() -> None:
         await asyncio.sleep(0.1)
         assert apps[0].sent == sent < 100  # and stops sending
         assert proxy.disconnects == 1
+
+
+async def test_a_client_leaving_before_the_answer_reaches_the_backend() -> None:
+    # A cancelled 2026-07-28 call: the node answers with one JSON body at the end, so the
+    # client leaves before any response head; the node must still see the disconnect.
+    async with (
+        backends(1) as (apps, urls),
+        RoundRobinProxy(urls) as proxy,
+        httpx.AsyncClient(timeout=TIMEOUT) as http,
+    ):
+        request = asyncio.ensure_future(http.post(proxy.url + "/hang", content=b"{}"))
+        async with asyncio.timeout(TIMEOUT):
+            while not proxy.log:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)
+            request.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await request
+            await asyncio.wait_for(apps[0].disconnected.wait(), 2)
+        assert proxy.disconnects == 1 and proxy.log[0].status == 0
 
 
 async def test_a_dead_backend_is_skipped_and_no_live_one_gives_502() -> None:

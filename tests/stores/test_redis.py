@@ -101,6 +101,20 @@ async def test_a_session_key_expires_with_its_ttl(store: RedisStore, raw: Redis)
     assert await store.sessions.load("short") is None
 
 
+async def test_swap_holder_returns_the_previous_holder_and_expires(
+    store: RedisStore, raw: Redis
+) -> None:
+    # The holder of a session's GET stream (a cluster's new holder asks who held it).
+    assert await store.sessions.swap_holder("s1", "node-a", 0.3) is None
+    assert await store.sessions.swap_holder("s1", "node-b", 0.3) == "node-a"
+    assert await store.sessions.swap_holder("s2", "node-c", 0.3) is None  # per session
+    key = store.prefix + "gh:s1"
+    assert await raw.get(key) == b"node-b" and 0 < await raw.pttl(key) <= 300
+    await asyncio.sleep(0.6)
+    assert await raw.exists(key) == 0
+    assert await store.sessions.swap_holder("s1", "node-d", 60) is None
+
+
 async def test_a_stream_expires_after_the_event_ttl(redis_url: str, raw: Redis) -> None:
     store = RedisStore(redis_url, prefix=f"t-{uuid4().hex}:", event_ttl=0.3)
     try:

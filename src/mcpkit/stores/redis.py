@@ -125,14 +125,16 @@ class RedisSessionStore:
 
     Costs, each one round trip: ``create`` SET NX PX; ``load`` GET; ``save``
     SET XX PX; ``touch`` EVALSHA of a script running PEXPIRE and SETRANGE (three
-    commands as Redis counts them); ``delete`` DEL.
+    commands as Redis counts them); ``delete`` DEL; ``swap_holder`` GET and SET PX
+    (MULTI).
     """
 
-    __slots__ = ("_redis", "_touch", "prefix")
+    __slots__ = ("_holder", "_redis", "_touch", "prefix")
 
     def __init__(self, redis: RedisConnection, prefix: str) -> None:
         self._redis = redis
         self.prefix = prefix + "session:"
+        self._holder = prefix + "gh:"
         self._touch = redis.client.register_script(_TOUCH_LUA)
 
     async def create(self, record: SessionRecord, ttl: float) -> bool:
@@ -177,6 +179,21 @@ class RedisSessionStore:
         except FAILURES as exc:
             self._redis.fail(exc)
         return bool(gone)
+
+    async def swap_holder(self, session_id: str, node_id: str, ttl: float) -> str | None:
+        """Record that node ``node_id`` holds the session's GET stream now (for ``ttl``
+        seconds, the session record's: the key then expires by itself, also after the
+        session ended); the node that held it before, if any (scale-out.md § 6.3, ``gh``)."""
+        try:
+            pipe = self._redis.client.pipeline(transaction=True)
+            pipe.get(self._holder + session_id)
+            pipe.set(self._holder + session_id, node_id, px=ms(ttl))
+            previous, _ = await pipe.execute()
+        except FAILURES as exc:
+            self._redis.fail(exc)
+        if isinstance(previous, bytes):
+            return previous.decode()
+        return previous if isinstance(previous, str) else None
 
 
 # -- input rounds ------------------------------------------------------------------------------

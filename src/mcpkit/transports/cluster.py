@@ -24,6 +24,8 @@ nodes goes through the store's *bus* (pub/sub, :mod:`mcpkit.stores.bus`):
   order, each once. Broadcasts (``b``, ``u``) reach every node, and only the node
   that holds (or last held) a session's GET delivers them to it
   (``ServerSession.broadcast_here``; taking the GET over is announced with ``g``).
+  A node taking it over from a dead holder sends the list_changed and
+  resources/updated hints of what may have been raised meanwhile (``gh`` in the store).
 * **Resuming a request stream** on another node replays its log and then
   follows it (blocking reads of the log) until the final response; if the node
   running the request has died, the stream ends with a JSON-RPC error, so the
@@ -355,6 +357,38 @@ class ClusterNode:
         await self.bus.join(f"c:{entry.sid}")
         entry.session.broadcast_here = True
         await self._publish_quietly("bc", {"k": "g", "o": self.node_id, "sid": entry.sid})
+        await self._catch_up(entry)
+
+    async def _catch_up(self, entry: HTTPSession) -> None:
+        """Scale-out.md § 6.4: broadcasts (list_changed, resources/updated) are logged for a
+        session only by the node that holds, or last held, its GET stream; those raised
+        after that node died and before this takeover reached no log, so a resume with
+        Last-Event-ID could not replay them and the client kept a stale list. When the
+        previous holder is dead, send the hints they would have been (an extra one only
+        costs the client a re-read). A holder killed without a graceful stop counts as
+        dead once its liveness key expired (node_ttl)."""
+        swap = getattr(self.store.sessions, "swap_holder", None)
+        if swap is None:
+            return
+        try:
+            previous = await swap(entry.sid, self.node_id, self.app._sessions.record_ttl)
+            if previous is None or previous == self.node_id:
+                return
+            if await self.bus.node_alive(previous):
+                return
+            session = entry.session
+            capabilities = self.app.server.capabilities(session.revision)
+            for kind in ("tools", "prompts", "resources"):
+                if (capabilities.get(kind) or {}).get("listChanged"):
+                    await self.standalone(
+                        entry, jsonrpc.notification(f"notifications/{kind}/list_changed")
+                    )
+            for uri in sorted(session.subscriptions):
+                await self.standalone(
+                    entry, jsonrpc.notification("notifications/resources/updated", {"uri": uri})
+                )
+        except StoreUnavailable as exc:
+            log.warning("could not catch up session %s after a GET takeover: %s", entry.sid, exc)
 
     async def release(self, entry: HTTPSession) -> None:
         """The GET stream ended here. Broadcasts for the session go on being logged here

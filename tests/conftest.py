@@ -15,6 +15,7 @@ import pytest
 
 from mcpkit import testing
 from tests import schema as _schema
+from tests.redis_server import RedisServer
 
 schema_dir = _schema.schema_dir()  # fail at collection time when tests/schemas is missing
 
@@ -85,3 +86,15 @@ def _validate_client_sessions(
         return
     for recorder in recorders:
         recorder.check()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real ``redis-server`` for the whole run (tests/redis_server.py); each test keeps
+    to its own key prefix. Shared by the store, cluster and CLI tests."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -16,16 +16,6 @@ from tests.redis_server import RedisServer
 from tests.transports.conftest import http, make_client, serve_app  # noqa: F401 (fixtures)
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url

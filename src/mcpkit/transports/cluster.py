@@ -219,6 +219,16 @@ class ClusterNode:
         session.broadcast_here = False  # until its GET stream is held here
         entry.node = self.node_id
 
+    async def find(self, raw_sid: bytes, entry: HTTPSession | None) -> HTTPSession | None:
+        """The session a request names, given what the local table holds (``entry``): one
+        another node created is rebuilt from its record; after the bus was away, a cached
+        one is checked against its record first."""
+        if entry is None:
+            return await self.revive(raw_sid.decode("latin-1"))
+        if not entry.verified:
+            return await self.verify(entry)
+        return entry
+
     async def revive(self, sid: str) -> HTTPSession | None:
         """The session ``sid`` rebuilt from its record (None: unknown, ended or expired)."""
         pending = self._reviving.get(sid)
@@ -307,9 +317,11 @@ class ClusterNode:
         await self._publish_quietly("bc", {"k": "end", "o": self.node_id, "sid": entry.sid})
 
     # -- the POST path ---------------------------------------------------------------------------
-    async def pass_on(self, entry: HTTPSession, msg: dict[str, Any]) -> bool:
+    async def pass_on(self, entry: HTTPSession, msg: Any) -> bool:
         """Before a POSTed message is received here: forward an answer to the node that
         waits for it (True: done, answer 202); tell the other nodes of a cancellation."""
+        if type(msg) is not dict:
+            return False  # a batch (2025-03-26) is served here, its answers included
         method = msg.get("method")
         if method is None:
             return await self.route_answer(entry, msg)
@@ -413,24 +425,20 @@ class ClusterNode:
         until its final response; if that node died first, end it with an error."""
         events = self.store.events
         position = after
+        dead = False  # once its node is gone: one last read without waiting, then the error
         try:
             while True:
-                found, position = await events.read_after(stream_id, position, TAIL_BLOCK_MS)
+                wait = 0 if dead else TAIL_BLOCK_MS
+                found, position = await events.read_after(stream_id, position, wait)
                 for event_id, message in found:
                     queue.put_message(event_id, message, True)
                     if "method" not in message:  # the response: the stream is complete
                         queue.put_nowait(FINAL)
                         return
-                if found or await self.bus.node_alive(owner):
-                    continue
-                # The node is gone; one more read for what it logged just before dying.
-                found, position = await events.read_after(stream_id, position, 0)
                 if found:
-                    for event_id, message in found:
-                        queue.put_message(event_id, message, True)
-                        if "method" not in message:
-                            queue.put_nowait(FINAL)
-                            return
+                    continue
+                if not dead:
+                    dead = not await self.bus.node_alive(owner)
                     continue
                 error = jsonrpc.error_response(
                     rid,

@@ -19,6 +19,7 @@ request: :mod:`.cluster_ids`). The transport checks that a ``Last-Event-ID``
 names a stream of the asking session (2025-11-25 transports: never replay
 another stream's messages).
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -434,7 +434,9 @@ class StreamableHTTPApp(SessionEndpoints):
                     send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
                 )
             return
-        entry = await self._find(raw_sid)
+        entry = self._lookup(raw_sid)
+        if self.cluster is not None:  # also a session another node made
+            entry = await self.cluster.find(raw_sid, entry)
         if entry is None or (
             (entry.principal is not None or auth_info is not None)
             and foreign_principal(entry.principal, auth_info)
@@ -442,11 +444,7 @@ class StreamableHTTPApp(SessionEndpoints):
             # Another principal's session is answered as an unknown one: nothing leaks.
             await send_error(send, 404, INVALID_REQUEST, "Session not found")
             return
-        if (
-            self.cluster is not None
-            and type(msg) is dict
-            and await self.cluster.pass_on(entry, msg)
-        ):
+        if self.cluster is not None and await self.cluster.pass_on(entry, msg):
             await send_body(send, 202)  # an answer to, or a cancel for, another node's request
             return
         entry.busy += 1

@@ -154,19 +154,6 @@ class SessionEndpoints:
     def _lookup(self, raw_sid: bytes) -> HTTPSession | None:
         return self._sessions.lookup(raw_sid.decode("latin-1"))
 
-    async def _find(self, raw_sid: bytes) -> HTTPSession | None:
-        """The session ``raw_sid`` names: a live one here or, in a cluster, one another node
-        created (rebuilt from its record), checked against its record after the bus was away."""
-        entry = self._sessions.lookup(raw_sid.decode("latin-1"))
-        cluster = self.cluster
-        if cluster is None:
-            return entry
-        if entry is None:
-            return await cluster.revive(raw_sid.decode("latin-1"))
-        if not entry.verified:
-            return await cluster.verify(entry)
-        return entry
-
     async def _start(self) -> None:
         """At startup (ASGI lifespan): join the cluster when the store is shared."""
         if self.cluster is not None:
@@ -195,7 +182,9 @@ class SessionEndpoints:
                 send, 400, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header"
             )
             return None
-        entry = await self._find(raw_sid)
+        entry = self._lookup(raw_sid)
+        if self.cluster is not None:
+            entry = await self.cluster.find(raw_sid, entry)
         if entry is not None:
             auth_info = scope.get(AUTH_SCOPE_KEY)
             if (entry.principal is not None or auth_info is not None) and foreign_principal(

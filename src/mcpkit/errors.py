@@ -40,8 +40,9 @@ Hierarchy, split by who must act::
     │   ├── SessionExpired            an HTTP server forgot our session (404)
     │   ├── Unreachable               an HTTP request could not be made or completed
     │   └── MessageTooLarge           a server message went past ``max_message_size``
-    ├── StoreUnavailable              a shared store (Redis) could not be reached or failed:
-    │                                 HTTP 503 / a JSON-RPC error, never a hang
+    ├── StoreUnavailable              a shared store (Redis, the OAuth token file) could not
+    │                                 be reached or failed: HTTP 503 / a JSON-RPC error,
+    │                                 never a hang
     ├── ServerBusy                    an HTTP server process has no room for one more
     │                                 session (all busy): HTTP 503
     ├── AuthorizationFailed           an OAuth flow could not get a token (the authorization

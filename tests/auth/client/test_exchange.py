@@ -27,6 +27,7 @@ from mcpkit.auth.client import (
     HeadlessAuthorizer,
     MemoryTokenStorage,
 )
+from mcpkit.auth.client.discovery import discover_resource
 from mcpkit.auth.client.exchange import ExchangePolicy, is_loopback
 from mcpkit.client import Client
 from mcpkit.errors import (
@@ -284,7 +285,10 @@ async def elsewhere() -> AsyncIterator[tuple[Recorder, httpx.AsyncClient]]:
     recorder = Recorder()
     async with serve(recorder, path="") as base:
         proxy = httpx.AsyncHTTPTransport(proxy=base)
-        mounts = {f"http://{host}": proxy for host in ("as.example.test", "idp.example.test")}
+        mounts = {
+            f"http://{host}": proxy
+            for host in ("as.example.test", "idp.example.test", "rs.example.test")
+        }
         async with httpx.AsyncClient(mounts=mounts, timeout=GUARD) as http:
             yield recorder, http
 
@@ -326,6 +330,15 @@ async def test_resource_metadata_naming_a_plain_http_authorization_server_is_ref
                 await client.list_tools()
     assert caught.value.error == "insecure_endpoint"
     assert "http://as.example.test" in str(caught.value)
+    assert recorder.requests == []
+
+
+async def test_resource_metadata_over_plain_http_is_refused() -> None:
+    async with elsewhere() as (recorder, http):
+        with pytest.raises(AuthorizationFailed) as caught:
+            await discover_resource(http, "http://rs.example.test/mcp", None)
+    assert caught.value.error == "insecure_endpoint"
+    assert "http://rs.example.test/.well-known/oauth-protected-resource/mcp" in str(caught.value)
     assert recorder.requests == []
 
 

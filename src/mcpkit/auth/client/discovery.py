@@ -213,7 +213,7 @@ async def discover_resource(
         servers = data.get("authorization_servers")
         issuers = tuple(str(s) for s in servers) if isinstance(servers, list) else ()
         for issuer in issuers:
-            # Refused here, not when first used: the metadata is the attacker's lever.
+            # OAuth 2.1 § 1.5: refused on sight, before anything is fetched from it.
             policy.check_url(issuer, f"the authorization server named by {url}")
         scopes = data.get("scopes_supported")
         return ResourceMetadata(

@@ -40,12 +40,15 @@ Hierarchy, split by who must act::
     │   ├── SessionExpired            an HTTP server forgot our session (404)
     │   ├── Unreachable               an HTTP request could not be made or completed
     │   └── MessageTooLarge           a server message went past ``max_message_size``
-    ├── StoreUnavailable              a shared store (Redis) could not be reached or failed:
-    │                                 HTTP 503 / a JSON-RPC error, never a hang
+    ├── StoreUnavailable              a shared store (Redis, the OAuth token file) could not
+    │                                 be reached or failed: HTTP 503 / a JSON-RPC error,
+    │                                 never a hang
     ├── ServerBusy                    an HTTP server process has no room for one more
     │                                 session (all busy): HTTP 503
     ├── AuthorizationFailed           an OAuth flow could not get a token (the authorization
-    │                                 server refused, or its answers failed a security check)
+    │   │                             server refused, or its answers failed a security check)
+    │   ├── OAuthResponseTooLarge     ... an OAuth answer went past ``max_response_size``
+    │   └── OAuthResponseTimeout      ... an OAuth exchange went past its deadline
     ├── EventTooLarge                 an SSE event went past its bound (also a ValueError)
     └── BodyTooLarge, BodyTimeout, ClientGone
                                       an HTTP request body too large, too slow or never sent;
@@ -106,6 +109,8 @@ __all__ = [
     "MCPKitError",
     "MessageTooLarge",
     "MethodNotFound",
+    "OAuthResponseTimeout",
+    "OAuthResponseTooLarge",
     "PeerTimeout",
     "RegistrationError",
     "RemoteError",
@@ -363,6 +368,41 @@ class AuthorizationFailed(MCPKitError):
     def __init__(self, message: str, *, error: str | None = None) -> None:
         super().__init__(message)
         self.error = error
+
+
+class OAuthResponseTooLarge(AuthorizationFailed):
+    """An answer to the OAuth client (metadata, registration, token) was larger than
+    ``max_response_size`` bytes; it was not read further. ``error`` is ``response_too_large``.
+    """
+
+    def __init__(self, url: str, limit: int) -> None:
+        super().__init__(
+            f"{url} sent an OAuth answer larger than max_response_size ({_size(limit)}); "
+            "it was not read further",
+            error="response_too_large",
+        )
+        self.url = url
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.url, self.limit))
+
+
+class OAuthResponseTimeout(AuthorizationFailed):
+    """An exchange of the OAuth client (the request and its whole answer) took longer
+    than its deadline (the OAuth object's ``timeout``). ``error`` is ``response_timeout``.
+    """
+
+    def __init__(self, url: str, timeout: float) -> None:
+        super().__init__(
+            f"{url} did not send its whole OAuth answer within {timeout:g} s; gave up",
+            error="response_timeout",
+        )
+        self.url = url
+        self.timeout = timeout
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.url, self.timeout))
 
 
 class RemoteError(MCPError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +49,16 @@ class World:
 
 @contextlib.asynccontextmanager
 async def world(
-    *, legacy: bool = False, as_options: dict[str, Any] | None = None, **rs_options: Any
+    *,
+    legacy: bool = False,
+    as_options: dict[str, Any] | None = None,
+    wrap: Callable[[str, Any], Any] | None = None,
+    **rs_options: Any,
 ) -> AsyncIterator[World]:
     """``legacy``: a 2025-03-26 server (no resource metadata; the authorization server is
-    served at the MCP server's origin)."""
+    served at the MCP server's origin). ``wrap(role, app)`` (role ``"as"`` or ``"rs"``)
+    returns the app to serve in place of that peer (a misbehaving endpoint in front)."""
+    wrap = wrap or (lambda role, app: app)
     table = TokenTable()
     rs_sock = free_socket()
     rs_base = f"http://127.0.0.1:{rs_sock.getsockname()[1]}"
@@ -67,7 +73,7 @@ async def world(
             fallback=auth_server,
             **rs_options,
         )
-        async with serve(resource, rs_sock) as url:
+        async with serve(wrap("rs", resource), rs_sock) as url:
             yield World(url, auth_server, resource, table)
         return
     as_sock = free_socket()
@@ -80,5 +86,8 @@ async def world(
         issuers=lambda: [auth_server.issuer],
         **rs_options,
     )
-    async with serve(auth_server, as_sock, path=""), serve(resource, rs_sock) as url:
+    async with (
+        serve(wrap("as", auth_server), as_sock, path=""),
+        serve(wrap("rs", resource), rs_sock) as url,
+    ):
         yield World(url, auth_server, resource, table)

@@ -21,6 +21,7 @@ from urllib.parse import urljoin
 import httpx
 
 from ...errors import AuthorizationFailed
+from .exchange import DEFAULT_TIMEOUT, ExchangePolicy, exchange
 
 __all__ = ["Authorizer", "HeadlessAuthorizer"]
 
@@ -67,7 +68,8 @@ class HeadlessAuthorizer:
 
     Useful only with an authorization server that redirects straight back (it
     approved without asking). The redirect URI is never requested: its URL, with
-    the response parameters, is the result.
+    the response parameters, is the result. Each hop is bounded like every other
+    exchange of the OAuth client: ``timeout`` seconds, 1 MiB of body at most.
     """
 
     def __init__(
@@ -75,9 +77,13 @@ class HeadlessAuthorizer:
         redirect_uri: str = "http://127.0.0.1:33418/callback",
         *,
         http_client: httpx.AsyncClient | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self._redirect_uri = redirect_uri
         self._http = http_client
+        # Nothing secret goes out on these requests (the code comes back in a Location),
+        # and the https rule was applied to the authorization endpoint at discovery.
+        self._policy = ExchangePolicy(allow_insecure_http=True, timeout=timeout)
 
     @property
     def redirect_uri(self) -> str:
@@ -85,11 +91,14 @@ class HeadlessAuthorizer:
 
     async def authorize(self, url: str) -> str:
         _redact_http_traces()
-        http = self._http or httpx.AsyncClient(timeout=30.0, follow_redirects=False)
+        http = self._http or httpx.AsyncClient(timeout=self._policy.timeout)
         try:
             for _ in range(_MAX_HOPS):
+                request = http.build_request("GET", url)
                 try:
-                    resp = await http.get(url, follow_redirects=False)
+                    resp = await exchange(
+                        http, request, what="the authorization endpoint", policy=self._policy
+                    )
                 except httpx.HTTPError as exc:
                     raise AuthorizationFailed(
                         f"cannot reach the authorization endpoint: {type(exc).__name__}",

@@ -19,8 +19,12 @@ authorization server is the MCP server's origin, whose RFC 8414 metadata is
 read when served, else the default endpoints ``/authorize``, ``/token`` and
 ``/register`` are assumed (2025-03-26 basic/authorization § 2.3.3).
 
-The functions take an ``httpx.AsyncClient``; nothing here follows a redirect or
-logs a response body.
+The functions take an ``httpx.AsyncClient`` and an
+:class:`~.exchange.ExchangePolicy`: every document is read through
+:func:`~.exchange.exchange` (https or loopback only, a size cap, a deadline), and
+an authorization server whose metadata names a plain ``http`` endpoint is refused
+before any of them is used. Nothing here follows a redirect or logs a response
+body.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from ...errors import AuthorizationFailed
+from .exchange import DEFAULT_POLICY, ExchangePolicy, exchange
 
 __all__ = [
     "AuthServerMetadata",
@@ -159,10 +164,13 @@ def resource_matches(resource: str, server_url: str) -> bool:
     return have == want or have.startswith(want + "/")
 
 
-async def _get_json(http: httpx.AsyncClient, url: str) -> dict[str, Any] | None:
+async def _get_json(
+    http: httpx.AsyncClient, url: str, what: str, policy: ExchangePolicy
+) -> dict[str, Any] | None:
     """The JSON object at ``url``; None for any 4xx/5xx, a non-object, or bad JSON."""
+    request = http.build_request("GET", url, headers={"accept": "application/json"})
     try:
-        resp = await http.get(url, headers={"accept": "application/json"})
+        resp = await exchange(http, request, what=what, policy=policy)
     except httpx.HTTPError as exc:
         raise AuthorizationFailed(
             f"cannot fetch OAuth metadata from {url}: {type(exc).__name__}",
@@ -179,15 +187,20 @@ async def _get_json(http: httpx.AsyncClient, url: str) -> dict[str, Any] | None:
 
 
 async def discover_resource(
-    http: httpx.AsyncClient, server_url: str, header_url: str | None
+    http: httpx.AsyncClient,
+    server_url: str,
+    header_url: str | None,
+    *,
+    policy: ExchangePolicy = DEFAULT_POLICY,
 ) -> ResourceMetadata | None:
     """The server's resource metadata, or None when it serves none (a 2025-03-26 server).
 
-    Raises :class:`AuthorizationFailed` (``resource_mismatch``) when the document
-    names another resource.
+    Raises :class:`AuthorizationFailed` when the document names another resource
+    (``resource_mismatch``) or an authorization server over plain http
+    (``insecure_endpoint``).
     """
     for url in resource_metadata_urls(server_url, header_url):
-        data = await _get_json(http, url)
+        data = await _get_json(http, url, "the protected resource metadata", policy)
         if data is None:
             continue
         resource = data.get("resource")
@@ -198,12 +211,14 @@ async def discover_resource(
                 error="resource_mismatch",
             )
         servers = data.get("authorization_servers")
+        issuers = tuple(str(s) for s in servers) if isinstance(servers, list) else ()
+        for issuer in issuers:
+            # OAuth 2.1 § 1.5: refused on sight, before anything is fetched from it.
+            policy.check_url(issuer, f"the authorization server named by {url}")
         scopes = data.get("scopes_supported")
         return ResourceMetadata(
             resource=resource,
-            authorization_servers=tuple(str(s) for s in servers)
-            if isinstance(servers, list)
-            else (),
+            authorization_servers=issuers,
             scopes_supported=tuple(str(s) for s in scopes) if isinstance(scopes, list) else None,
             url=url,
             raw=data,
@@ -236,11 +251,19 @@ def _server_metadata(data: Mapping[str, Any], *, legacy: bool = False) -> AuthSe
     )
 
 
+def _check_endpoints(data: Mapping[str, Any], url: str, policy: ExchangePolicy) -> None:
+    """Every endpoint the metadata names is https (or loopback): OAuth 2.1 § 1.5, RFC 8414
+    § 2 (``issuer``, ``*_endpoint``, ``jwks_uri``), before any of them is used."""
+    for key, value in data.items():
+        if isinstance(value, str) and (key in ("issuer", "jwks_uri") or key.endswith("_endpoint")):
+            policy.check_url(value, f"the {key} of the authorization server metadata at {url}")
+
+
 async def _metadata_at(
-    http: httpx.AsyncClient, urls: Sequence[str], issuer: str
+    http: httpx.AsyncClient, urls: Sequence[str], issuer: str, policy: ExchangePolicy
 ) -> AuthServerMetadata | None:
     for url in urls:
-        data = await _get_json(http, url)
+        data = await _get_json(http, url, "the authorization server metadata", policy)
         if data is None:
             continue
         if data.get("issuer") != issuer:
@@ -251,13 +274,17 @@ async def _metadata_at(
                 f"{data.get('issuer')!r}, not {issuer!r}; refusing to use it (RFC 8414 § 3.3)",
                 error="issuer_mismatch",
             )
+        _check_endpoints(data, url, policy)
         return _server_metadata(data)
     return None
 
 
-async def discover_authorization_server(http: httpx.AsyncClient, issuer: str) -> AuthServerMetadata:
+async def discover_authorization_server(
+    http: httpx.AsyncClient, issuer: str, *, policy: ExchangePolicy = DEFAULT_POLICY
+) -> AuthServerMetadata:
     """The metadata of ``issuer`` (an entry of the resource's ``authorization_servers``)."""
-    metadata = await _metadata_at(http, authorization_server_urls(issuer), issuer)
+    policy.check_url(issuer, "the authorization server")
+    metadata = await _metadata_at(http, authorization_server_urls(issuer), issuer, policy)
     if metadata is None:
         raise AuthorizationFailed(
             f"authorization server {issuer} serves no OAuth or OpenID Connect metadata",
@@ -267,12 +294,13 @@ async def discover_authorization_server(http: httpx.AsyncClient, issuer: str) ->
 
 
 async def legacy_authorization_server(
-    http: httpx.AsyncClient, server_url: str
+    http: httpx.AsyncClient, server_url: str, *, policy: ExchangePolicy = DEFAULT_POLICY
 ) -> AuthServerMetadata:
     """2025-03-26 § 2.3: the authorization server is the MCP server's origin (the path is
     discarded); its RFC 8414 metadata if served, else the default endpoints."""
     origin = _origin(server_url)
-    metadata = await _metadata_at(http, [f"{origin}{_OAUTH}"], origin)
+    policy.check_url(origin, "the authorization server (the MCP server's origin)")
+    metadata = await _metadata_at(http, [f"{origin}{_OAUTH}"], origin, policy)
     if metadata is not None:
         return metadata
     return _server_metadata(

@@ -26,6 +26,7 @@ import httpx
 from ...errors import AuthorizationFailed
 from .authorizers import Authorizer
 from .discovery import AuthServerMetadata, ResourceMetadata
+from .exchange import DEFAULT_POLICY, ExchangePolicy
 from .pkce import PKCE, new_state
 from .storage import ClientRegistration, OAuthTokens
 from .token_endpoint import TokenEndpoint
@@ -47,6 +48,9 @@ class GrantContext:
     registration: ClientRegistration
     scope: str | None  # space separated; None: leave the parameter out
     token_endpoint: TokenEndpoint
+    # The bounds of the flow's own exchanges; a grant's requests to other servers use
+    # them too (through .exchange.exchange).
+    policy: ExchangePolicy = DEFAULT_POLICY
 
 
 @runtime_checkable

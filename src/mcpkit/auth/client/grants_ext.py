@@ -43,6 +43,7 @@ import httpx
 
 from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata, discover_authorization_server
+from .exchange import DEFAULT_POLICY, ExchangePolicy, exchange
 from .grants import GrantContext
 from .storage import ClientRegistration, OAuthTokens
 from .token_endpoint import CLIENT_AUTH_METHODS, ClientAuthRequest, token_answer
@@ -157,10 +158,12 @@ async def _post_form(
     form: Mapping[str, str],
     headers: Mapping[str, str],
     what: str,
+    policy: ExchangePolicy,
 ) -> dict[str, Any]:
     """POST a form to a token endpoint that is not the MCP authorization server's."""
+    request = http.build_request("POST", url, data=dict(form), headers=dict(headers))
     try:
-        resp = await http.post(url, data=dict(form), headers=dict(headers), follow_redirects=False)
+        resp = await exchange(http, request, what=what, policy=policy)
     except httpx.HTTPError as exc:
         raise AuthorizationFailed(
             f"{what} at {url} failed: {type(exc).__name__}", error="token_request_failed"
@@ -178,6 +181,7 @@ async def exchange_for_id_jag(
     audience: str,
     resource: str,
     scope: str | None = None,
+    policy: ExchangePolicy = DEFAULT_POLICY,
 ) -> str:
     """RFC 8693 token exchange at the enterprise IdP: the user's identity assertion for an ID-JAG.
 
@@ -186,8 +190,10 @@ async def exchange_for_id_jag(
     authenticates to the IdP as ``idp_registration`` says (its
     ``token_endpoint_auth_method``; ``none`` sends ``client_id`` alone). An
     answer whose ``issued_token_type`` is not an ID-JAG is refused rather than
-    forwarded to the authorization server.
+    forwarded to the authorization server. The IdP's endpoint must be https (or
+    loopback) like any other: the request carries the user's identity assertion.
     """
+    policy.check_url(idp_token_endpoint, "the IdP token endpoint")
     form = {
         "grant_type": GRANT_TOKEN_EXCHANGE,
         "requested_token_type": TOKEN_TYPE_ID_JAG,
@@ -213,7 +219,7 @@ async def exchange_for_id_jag(
     )
     await method(req)
     what = "the token exchange for an ID-JAG"
-    data = await _post_form(http, idp_token_endpoint, req.form, req.headers, what)
+    data = await _post_form(http, idp_token_endpoint, req.form, req.headers, what, policy)
     issued = data.get("issued_token_type")
     token = data.get("access_token")
     if issued != TOKEN_TYPE_ID_JAG or not isinstance(token, str) or not token:
@@ -260,10 +266,12 @@ class IdentityAssertionGrant:
     def redirect_uris(self) -> tuple[str, ...]:
         return ()
 
-    async def _idp_token_endpoint(self, http: httpx.AsyncClient) -> str:
+    async def _idp_token_endpoint(self, ctx: GrantContext) -> str:
         if self.idp_token_endpoint is None:
             assert self.idp_registration.issuer is not None
-            idp = await discover_authorization_server(http, self.idp_registration.issuer)
+            idp = await discover_authorization_server(
+                ctx.http, self.idp_registration.issuer, policy=ctx.policy
+            )
             if not idp.token_endpoint:
                 raise AuthorizationFailed(
                     f"the identity provider {idp.issuer} has no token endpoint",
@@ -275,13 +283,14 @@ class IdentityAssertionGrant:
     async def obtain(self, ctx: GrantContext) -> OAuthTokens:
         id_jag = await exchange_for_id_jag(
             ctx.http,
-            idp_token_endpoint=await self._idp_token_endpoint(ctx.http),
+            idp_token_endpoint=await self._idp_token_endpoint(ctx),
             idp_registration=self.idp_registration,
             subject_token=await resolve_assertion(self._id_token),
             subject_token_type=self.subject_token_type,
             audience=ctx.server.issuer,
             resource=ctx.resource,
             scope=ctx.scope,
+            policy=ctx.policy,
         )
         form = _form(GRANT_JWT_BEARER, ctx)
         form["assertion"] = id_jag

@@ -28,6 +28,7 @@ import httpx
 from ...errors import ConfigurationError
 from .assertions import PrivateKeyJWT
 from .dpop import DPoPKey, DPoPSigner
+from .exchange import DEFAULT_MAX_RESPONSE_SIZE
 from .grants_ext import (
     TOKEN_TYPE_ID_TOKEN,
     AssertionSource,
@@ -111,6 +112,8 @@ class ClientCredentials(OAuth):
         hooks: Sequence[RequestHook] = (),
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+        allow_insecure_http: bool = False,
     ) -> None:
         if client_secret is None and private_key is None:
             raise ConfigurationError("ClientCredentials needs client_secret= or private_key=")
@@ -134,6 +137,8 @@ class ClientCredentials(OAuth):
             hooks=_hooks(dpop, hooks),
             http_client=http_client,
             timeout=timeout,
+            max_response_size=max_response_size,
+            allow_insecure_http=allow_insecure_http,
         )
 
 
@@ -174,6 +179,8 @@ class WorkloadIdentity(OAuth):
         hooks: Sequence[RequestHook] = (),
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+        allow_insecure_http: bool = False,
     ) -> None:
         method, methods = _client_auth(
             client_secret,
@@ -195,6 +202,8 @@ class WorkloadIdentity(OAuth):
             hooks=_hooks(dpop, hooks),
             http_client=http_client,
             timeout=timeout,
+            max_response_size=max_response_size,
+            allow_insecure_http=allow_insecure_http,
         )
 
 
@@ -234,6 +243,8 @@ class EnterpriseAuth(OAuth):
         hooks: Sequence[RequestHook] = (),
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+        allow_insecure_http: bool = False,
     ) -> None:
         method, methods = _client_auth(
             client_secret,
@@ -271,4 +282,6 @@ class EnterpriseAuth(OAuth):
             hooks=_hooks(dpop, hooks),
             http_client=http_client,
             timeout=timeout,
+            max_response_size=max_response_size,
+            allow_insecure_http=allow_insecure_http,
         )

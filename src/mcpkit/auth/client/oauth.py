@@ -41,6 +41,7 @@ from .discovery import (
     discover_resource,
     legacy_authorization_server,
 )
+from .exchange import DEFAULT_MAX_RESPONSE_SIZE, ExchangePolicy
 from .grants import AuthorizationCodeGrant, Grant, GrantContext, union_scopes
 from .hooks import RequestHook
 from .registration import (
@@ -87,6 +88,11 @@ class OAuth(httpx.Auth):
     registrations (in memory by default). ``hooks`` decorate requests
     (:mod:`.hooks`); ``client_auth_methods`` adds token endpoint
     authentication methods (:mod:`.token_endpoint`).
+
+    Every request to the authorization servers and every metadata read is bounded
+    (:mod:`.exchange`): ``timeout`` seconds for the whole exchange, answers of at
+    most ``max_response_size`` bytes, and https only except on loopback hosts
+    unless ``allow_insecure_http``.
     """
 
     requires_request_body = True  # the request is sent again after a 401 or 403
@@ -110,6 +116,8 @@ class OAuth(httpx.Auth):
         max_step_up: int = 2,
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
+        allow_insecure_http: bool = False,
     ) -> None:
         if grant is not None and authorizer is not None:
             raise ConfigurationError("OAuth takes authorizer= or grant=, not both")
@@ -144,6 +152,11 @@ class OAuth(httpx.Auth):
         self.hooks = tuple(hooks)
         self.max_step_up = max_step_up
         self.timeout = timeout
+        self.policy = ExchangePolicy(
+            max_response_size=max_response_size,
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+        )
         self._http_client = http_client
         self._servers: dict[str, _Server] = {}
         self._lock: asyncio.Lock | None = None
@@ -276,9 +289,11 @@ class OAuth(httpx.Auth):
     async def _discover(
         self, http: httpx.AsyncClient, url: str, challenge: Mapping[str, str]
     ) -> _Server:
-        metadata = await discover_resource(http, url, challenge.get("resource_metadata"))
+        policy = self.policy
+        header_url = challenge.get("resource_metadata")
+        metadata = await discover_resource(http, url, header_url, policy=policy)
         if metadata is None:
-            server = await legacy_authorization_server(http, url)
+            server = await legacy_authorization_server(http, url, policy=policy)
             resource = url
         else:
             if not metadata.authorization_servers:
@@ -286,7 +301,8 @@ class OAuth(httpx.Auth):
                     f"the protected resource metadata of {url} names no authorization server",
                     error="discovery_failed",
                 )
-            server = await discover_authorization_server(http, metadata.authorization_servers[0])
+            issuer = metadata.authorization_servers[0]
+            server = await discover_authorization_server(http, issuer, policy=policy)
             resource = metadata.resource
         previous = self._servers.get(url)
         found = _Server(resource, metadata, server, previous.scope if previous else None)
@@ -327,6 +343,7 @@ class OAuth(httpx.Auth):
             registration=registration,
             scope=scope,
             token_endpoint=self._token_endpoint(http, found.server, registration),
+            policy=self.policy,
         )
         tokens = await self.grant.obtain(ctx)
         found.scope = scope
@@ -353,7 +370,12 @@ class OAuth(httpx.Auth):
         self, http: httpx.AsyncClient, server: AuthServerMetadata, registration: ClientRegistration
     ) -> TokenEndpoint:
         return TokenEndpoint(
-            http, server, registration, auth_methods=self.client_auth_methods, hooks=self.hooks
+            http,
+            server,
+            registration,
+            auth_methods=self.client_auth_methods,
+            hooks=self.hooks,
+            policy=self.policy,
         )
 
     # -- registration -----------------------------------------------------------------------
@@ -384,7 +406,7 @@ class OAuth(httpx.Auth):
             registration = metadata_document_registration(self.client_metadata_url, server)
         else:
             registration = await dynamic_registration(
-                http, server, self.registration_metadata(server)
+                http, server, self.registration_metadata(server), policy=self.policy
             )
         await self.storage.save_registration(url, registration)
         return registration

@@ -24,6 +24,7 @@ import httpx
 
 from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata
+from .exchange import DEFAULT_POLICY, ExchangePolicy, exchange
 from .storage import ClientRegistration
 
 __all__ = ["client_metadata", "dynamic_registration", "metadata_document_registration", "usable"]
@@ -66,7 +67,11 @@ def metadata_document_registration(url: str, server: AuthServerMetadata) -> Clie
 
 
 async def dynamic_registration(
-    http: httpx.AsyncClient, server: AuthServerMetadata, metadata: Mapping[str, Any]
+    http: httpx.AsyncClient,
+    server: AuthServerMetadata,
+    metadata: Mapping[str, Any],
+    *,
+    policy: ExchangePolicy = DEFAULT_POLICY,
 ) -> ClientRegistration:
     """Register with RFC 7591 § 3.1; the answer's metadata wins over what we asked for."""
     endpoint = server.registration_endpoint
@@ -77,10 +82,11 @@ async def dynamic_registration(
             "from a registration made beforehand",
             error="registration_unavailable",
         )
+    request = http.build_request(
+        "POST", endpoint, json=dict(metadata), headers={"accept": "application/json"}
+    )
     try:
-        resp = await http.post(
-            endpoint, json=dict(metadata), headers={"accept": "application/json"}
-        )
+        resp = await exchange(http, request, what="the registration endpoint", policy=policy)
     except httpx.HTTPError as exc:
         raise AuthorizationFailed(
             f"cannot reach the registration endpoint {endpoint}: {type(exc).__name__}",

@@ -29,6 +29,7 @@ import httpx
 
 from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata
+from .exchange import DEFAULT_POLICY, ExchangePolicy, exchange
 from .hooks import RequestHook
 from .storage import ClientRegistration, OAuthTokens
 
@@ -149,18 +150,22 @@ class TokenEndpoint:
         *,
         auth_methods: Mapping[str, ClientAuthMethod] | None = None,
         hooks: Sequence[RequestHook] = (),
+        policy: ExchangePolicy = DEFAULT_POLICY,
     ) -> None:
         if not server.token_endpoint:
             raise AuthorizationFailed(
                 f"authorization server {server.issuer} has no token endpoint",
                 error="discovery_failed",
             )
-        self.url = server.token_endpoint
+        # Checked before the grant starts (before the user is sent to authorize), and again
+        # by exchange() before anything is sent: no secret, code or verifier on plain http.
+        self.url = policy.check_url(server.token_endpoint, "the token endpoint")
         self.http = http
         self.server = server
         self.registration = registration
         self.auth_methods = {**CLIENT_AUTH_METHODS, **(auth_methods or {})}
         self.hooks = tuple(hooks)
+        self.policy = policy
 
     async def request(
         self, form: Mapping[str, str], *, previous: OAuthTokens | None = None
@@ -193,7 +198,9 @@ class TokenEndpoint:
             for hook in self.hooks:
                 await hook.before(request, purpose="token", tokens=None)
             try:
-                resp = await self.http.send(request)
+                resp = await exchange(
+                    self.http, request, what="the token endpoint", policy=self.policy
+                )
             except httpx.HTTPError as exc:
                 raise AuthorizationFailed(
                     f"cannot reach the token endpoint {self.url}: {type(exc).__name__}",

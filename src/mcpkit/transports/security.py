@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..errors import ConfigurationError
@@ -150,7 +150,7 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-def _head_size(scope: dict[str, Any]) -> int:
+def _head_size(scope: Mapping[str, Any]) -> int:
     """Bytes of the request head as sent: request line, ``name: value`` lines, CRLFs."""
     pairs: Iterable[tuple[bytes, bytes]] = scope["headers"]
     size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + 16
@@ -216,7 +216,7 @@ class RequestGuard:
         """Was ``allowed_hosts`` given (a list of names, or ``["*"]`` to switch the check off)?"""
         return self._hosts is not None or self._any_host
 
-    def admit(self, scope: dict[str, Any], headers: dict[bytes, bytes]) -> Verdict:
+    def admit(self, scope: Mapping[str, Any], headers: dict[bytes, bytes]) -> Verdict:
         """The verdict on a request: its head's size, then :meth:`check`.
 
         ``headers`` is ``dict(scope["headers"])``. The embedded server refuses a big head

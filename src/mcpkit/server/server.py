@@ -36,7 +36,7 @@ from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
 from .scopes import required_scopes
-from .session import ServerSession
+from .session import DEFAULT_MAX_BATCH_SIZE, ServerSession
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
@@ -92,6 +92,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         store: Store | None = None,
         request_state_limit: int = DEFAULT_MAX_STATE,
         listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
         auth: ProtectedResource | None = None,
@@ -120,6 +121,10 @@ class MCPServer(ServerIntrospection, ServerRunning):
         check_cache_scope("cache_scope", cache_scope)
         if page_size is not None and page_size < 1:
             raise ConfigurationError("page_size must be a positive integer or None")
+        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int):
+            raise ConfigurationError(f"max_batch_size must be an integer, not {max_batch_size!r}")
+        if max_batch_size < 1:
+            raise ConfigurationError(f"max_batch_size must be at least 1, not {max_batch_size}")
         if listen_queue_bytes < 1:
             raise ConfigurationError(
                 f"listen_queue_bytes must be a positive number of bytes, not {listen_queue_bytes}"
@@ -155,6 +160,8 @@ class MCPServer(ServerIntrospection, ServerRunning):
         )
         # Notifications waiting for one subscriptions/listen stream before it is dropped.
         self.listen_queue_bytes = listen_queue_bytes
+        # Messages in one JSON-RPC batch (2025-03-26): more get one -32600 error.
+        self.max_batch_size = max_batch_size
         self.debug = debug
         # Protects the HTTP apps (http_app, sse_app, run_http, `mcpkit run -t http`) unless
         # they are given their own; stdio stays unauthenticated (see .running).

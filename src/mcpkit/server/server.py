@@ -22,6 +22,7 @@ from ..auth.resource_server import ProtectedResource
 from ..errors import ConfigurationError, RegistrationError
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
+from ..stores.input_rounds import DEFAULT_MAX_PARKED, DEFAULT_MAX_PARKED_PER_PRINCIPAL, ParkedTable
 from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS
@@ -91,6 +92,8 @@ class MCPServer(ServerIntrospection, ServerRunning):
         input_store: InputRoundStore | None = None,
         store: Store | None = None,
         request_state_limit: int = DEFAULT_MAX_STATE,
+        max_parked_calls: int = DEFAULT_MAX_PARKED,
+        max_parked_per_principal: int = DEFAULT_MAX_PARKED_PER_PRINCIPAL,
         listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         middleware: Sequence[Middleware] | None = None,
@@ -157,6 +160,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
             ttl=max(request_timeout, 1.0),
             store=input_store,
             max_state=request_state_limit,
+            parked=ParkedTable(max_total=max_parked_calls, max_per_owner=max_parked_per_principal),
         )
         # Notifications waiting for one subscriptions/listen stream before it is dropped.
         self.listen_queue_bytes = listen_queue_bytes

@@ -196,3 +196,50 @@ def test_a_port_in_use_is_one_clear_error() -> None:
         f"cannot listen on 127.0.0.1:{port}: the address is already in use "
         "(is another server running?)"
     )
+
+
+@pytest.mark.parametrize("http", [pytest.param("httptools", marks=pytest.mark.uvloop), "h11"])
+@pytest.mark.parametrize("make", [StreamableHTTPApp, SSEApp])
+async def test_the_app_refuses_a_head_over_64_kib_under_a_server_without_a_limit(
+    http: str, make: Any
+) -> None:
+    # Plain uvicorn (no mcpkit limits, h11's incomplete-event cap lifted): the 70 KB head
+    # reaches the app, which refuses it itself, as it must under any ASGI server.
+    app = make(demo_server())
+    path = "/mcp" if make is StreamableHTTPApp else "/message?session_id=x"
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app, http=http, log_level="warning", lifespan="on", h11_max_incomplete_event_size=1 << 20
+    )
+    server = _Quiet(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    body = orjson.dumps(INIT)
+    fillers = "".join(f"x-filler-{i}: {'a' * 1000}\r\n" for i in range(70))
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"accept: application/json\r\ncontent-length: {len(body)}\r\n{fillers}\r\n"
+    )
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            while not server.started:
+                assert not task.done(), "uvicorn stopped before it started"
+                await asyncio.sleep(0.01)
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head.encode() + body)
+            status = await reader.readline()
+            answer = await reader.read(65536)
+            writer.close()
+    finally:
+        end_all_streams()
+        server.should_exit = True
+        async with asyncio.timeout(TIMEOUT):
+            await task
+        sock.close()
+    assert status.startswith(b"HTTP/1.1 431 "), status
+    assert b"more than 65536 bytes" in answer
+    # Lifted on request; a bad value is refused when the app is built.
+    assert make(demo_server(), max_header_size=None).guard.max_header_size is None
+    with pytest.raises(ConfigurationError, match="max_header_size must be a positive number"):
+        make(demo_server(), max_header_size=0)

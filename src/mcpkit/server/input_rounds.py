@@ -54,7 +54,10 @@ expired, re-bound or foreign state gets ``-32602`` and never reaches the
 handler (a foreign one is not used up: its owner can still retry with it).
 
 A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
-one a retry replayed elsewhere left behind).
+one a retry replayed elsewhere left behind), its memory handed back at once.
+Parked calls are bounded in all and per principal (``ParkedTable`` in
+:mod:`mcpkit.stores.input_rounds`); one that gives way is cancelled, and its
+next retry replays it from its journal.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ from ..errors import (
     PeerTimeout,
 )
 from ..protocol import jsonrpc
-from ..stores.input_rounds import InputRoundStore, MemoryInputRoundStore
+from ..stores.input_rounds import InputRoundStore, MemoryInputRoundStore, ParkedTable
 from .request_state import RequestStateCodec, principal_of
 
 if TYPE_CHECKING:
@@ -109,7 +112,6 @@ _KEY_BASE: Final = {
     "sampling/createMessage": "sampling",
     "roots/list": "roots",
 }
-_MAX_PARKED: Final = 10_000
 # Only plain JSON values are step results: what a replay gets back must equal what the
 # first run got (a datetime or a dataclass would come back as a str or a dict).
 _STEP_JSON: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -175,12 +177,14 @@ class ParkedCall:
         send: Send,
         timeout: float,
         *,
+        principal: str | None = None,
         script: Sequence[Entry] = (),
         steps: dict[str, Any] | None = None,
         responses: dict[str, Any] | None = None,
     ) -> None:
         self.id = call_id
         self.binding = binding
+        self.principal = principal  # whose call it is (principal_of)
         self.round = 0
         self.deadline = 0.0  # loop time after which nobody is expected to resume it
         self.relay = _Relay(send)
@@ -417,6 +421,7 @@ class InputRounds:
         ttl: float = 300.0,
         store: InputRoundStore | None = None,
         max_state: int = DEFAULT_MAX_STATE,
+        parked: ParkedTable[ParkedCall] | None = None,
     ) -> None:
         if type(max_state) is not int or max_state < 1024:
             raise ConfigurationError(
@@ -426,10 +431,11 @@ class InputRounds:
         self.ttl = ttl
         self.max_state = max_state
         self.store: InputRoundStore = store if store is not None else MemoryInputRoundStore()
-        self._calls: dict[str, ParkedCall] = {}
+        self.parked: ParkedTable[ParkedCall] = parked if parked is not None else ParkedTable()
+        self._displaced = 0
 
     def __len__(self) -> int:
-        return len(self._calls)
+        return len(self.parked)
 
     async def serve(
         self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
@@ -441,15 +447,16 @@ class InputRounds:
         responses = params.get("inputResponses")
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
+        principal = principal_of(auth_info)
         if state is None:
             # Parked (id, binding, registered with its expiry timer) only once it asks
             # something: most calls never do, and they should not pay for it.
-            call = ParkedCall("", "", send, timeout)
+            call = ParkedCall("", "", send, timeout, principal=principal)
             call.prefilled = dict(responses)
             self._start(call, session, msg, auth_info, run)
         else:
             binding = _binding(msg["method"], params)
-            payload = self.codec.open(state, principal=principal_of(auth_info))
+            payload = self.codec.open(state, principal=principal)
             journal = None if payload is None else _read_journal(payload)
             if payload is None or journal is None:
                 raise InvalidParams("requestState is invalid or expired")
@@ -459,7 +466,7 @@ class InputRounds:
             # Single use on every worker sharing the store (mrtr § server requirements).
             if not await self.store.claim(f"{call_id}.{round_no}", float(payload["exp"])):
                 raise InvalidParams("requestState was already used")
-            found = self._calls.get(call_id)
+            found = self.parked.get(call_id)
             if found is not None:
                 if found.round != round_no:
                     raise InvalidParams("requestState was already used")
@@ -477,6 +484,7 @@ class InputRounds:
                         binding,
                         send,
                         timeout,
+                        principal=principal,
                         script=script,
                         steps=steps,
                         responses=responses,
@@ -497,7 +505,7 @@ class InputRounds:
                     "q": call.journal(),
                     "s": call.steps,
                 },
-                principal=principal_of(auth_info),
+                principal=principal,
             )
             if len(token) > self.max_state:
                 # The client would have to send it back with every retry: end the call
@@ -538,9 +546,16 @@ class InputRounds:
         call.task = asyncio.ensure_future(run(msg, call.relay, auth_info))
 
     def _park(self, call: ParkedCall) -> ParkedCall:
-        if len(self._calls) >= _MAX_PARKED:  # the oldest parked call gives way
-            self._end(next(iter(self._calls.values())))
-        self._calls[call.id] = call
+        for gone, bound in self.parked.add(call.id, call.principal, call):
+            self._displaced += 1
+            if self._displaced % 1000 == 1:  # the first time, then every 1,000th
+                log.warning(
+                    "%d parked input-required call(s) cancelled to make room (%s); their "
+                    "next retry replays them from their requestState",
+                    self._displaced,
+                    bound,
+                )
+            self._end(gone)
         loop = asyncio.get_running_loop()
         call.deadline = loop.time() + self.ttl
         loop.call_later(self.ttl, self._expire, call)
@@ -548,7 +563,7 @@ class InputRounds:
 
     def _expire(self, call: ParkedCall) -> None:
         """Cancel a call not resumed within ``ttl`` of its last round."""
-        if self._calls.get(call.id) is not call:
+        if self.parked.get(call.id) is not call:
             return
         loop = asyncio.get_running_loop()
         left = call.deadline - loop.time()
@@ -558,6 +573,24 @@ class InputRounds:
             self._end(call)
 
     def _end(self, call: ParkedCall) -> None:
-        self._calls.pop(call.id, None)
+        if self.parked.get(call.id) is call:
+            self.parked.pop(call.id)
         if call.task is not None and not call.task.done():
             call.task.cancel()
+            call.task.add_done_callback(_release)
+
+
+def _release(task: asyncio.Future[Any]) -> None:
+    """Let a cancelled handler's memory go at once.
+
+    A cancelled task keeps its CancelledError, whose traceback holds the handler's
+    frames, which hold the call, its context and the task itself: a cycle only the
+    cyclic garbage collector frees, and objects that lived as long as a parked call
+    wait for a full collection, which an idle server may not run for a long time
+    (10,000 expired calls kept ~200 MB). Taking the error out breaks the cycle.
+    """
+    if task.cancelled():
+        try:
+            task.result()
+        except asyncio.CancelledError:
+            pass

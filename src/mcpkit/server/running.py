@@ -143,6 +143,8 @@ class ServerRunning:
         """
         from ..transports.serve import serve
 
+        if serve_options and "max_header_size" in serve_options:  # the app checks heads too
+            options.setdefault("max_header_size", serve_options["max_header_size"])
         app = self.http_app(path, auth=auth, **options)
         banner = http_banner(self.name, path)
         serve(app, host=host, port=port, banner=banner, **(serve_options or {}))
@@ -159,6 +161,8 @@ class ServerRunning:
         """Serve legacy HTTP+SSE (2024-11-05) on the embedded server; see :meth:`run_http`."""
         from ..transports.serve import serve
 
+        if serve_options and "max_header_size" in serve_options:
+            options.setdefault("max_header_size", serve_options["max_header_size"])
         app = self.sse_app(auth=auth, **options)
         banner = sse_banner(self.name, getattr(app, "sse_path", "/sse"))
         serve(app, host=host, port=port, banner=banner, **(serve_options or {}))

@@ -22,6 +22,7 @@ from ..auth.resource_server import ProtectedResource
 from ..errors import ConfigurationError, RegistrationError
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
+from ..stores.input_rounds import DEFAULT_MAX_PARKED, DEFAULT_MAX_PARKED_PER_PRINCIPAL, ParkedTable
 from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS
@@ -36,7 +37,7 @@ from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
 from .scopes import required_scopes
-from .session import ServerSession
+from .session import DEFAULT_MAX_BATCH_SIZE, ServerSession
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
@@ -91,7 +92,10 @@ class MCPServer(ServerIntrospection, ServerRunning):
         input_store: InputRoundStore | None = None,
         store: Store | None = None,
         request_state_limit: int = DEFAULT_MAX_STATE,
+        max_parked_calls: int = DEFAULT_MAX_PARKED,
+        max_parked_per_principal: int = DEFAULT_MAX_PARKED_PER_PRINCIPAL,
         listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
         auth: ProtectedResource | None = None,
@@ -120,6 +124,10 @@ class MCPServer(ServerIntrospection, ServerRunning):
         check_cache_scope("cache_scope", cache_scope)
         if page_size is not None and page_size < 1:
             raise ConfigurationError("page_size must be a positive integer or None")
+        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int):
+            raise ConfigurationError(f"max_batch_size must be an integer, not {max_batch_size!r}")
+        if max_batch_size < 1:
+            raise ConfigurationError(f"max_batch_size must be at least 1, not {max_batch_size}")
         if listen_queue_bytes < 1:
             raise ConfigurationError(
                 f"listen_queue_bytes must be a positive number of bytes, not {listen_queue_bytes}"
@@ -152,9 +160,12 @@ class MCPServer(ServerIntrospection, ServerRunning):
             ttl=max(request_timeout, 1.0),
             store=input_store,
             max_state=request_state_limit,
+            parked=ParkedTable(max_total=max_parked_calls, max_per_owner=max_parked_per_principal),
         )
         # Notifications waiting for one subscriptions/listen stream before it is dropped.
         self.listen_queue_bytes = listen_queue_bytes
+        # Messages in one JSON-RPC batch (2025-03-26): more get one -32600 error.
+        self.max_batch_size = max_batch_size
         self.debug = debug
         # Protects the HTTP apps (http_app, sse_app, run_http, `mcpkit run -t http`) unless
         # they are given their own; stdio stays unauthenticated (see .running).

@@ -15,16 +15,31 @@ The interface is one set-if-absent call, so a shared store is a few lines:
 :class:`MemoryInputRoundStore` is the default: enough for one process (or for
 tests that stand several servers in one process). ``tests/stores/conformance.py``
 is the behaviour every implementation must pass.
+
+The calls *parked* between rounds stay in the process that runs them (a task cannot
+move): :class:`ParkedTable` is their bounded table, in all and per principal.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Protocol, runtime_checkable
+from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConfigurationError
 
-__all__ = ["InputRoundStore", "MemoryInputRoundStore"]
+__all__ = [
+    "DEFAULT_MAX_PARKED",
+    "DEFAULT_MAX_PARKED_PER_PRINCIPAL",
+    "InputRoundStore",
+    "MemoryInputRoundStore",
+    "ParkedTable",
+]
+
+#: Parked calls of one process, in all and per principal, unless told otherwise.
+DEFAULT_MAX_PARKED: Final = 10_000
+DEFAULT_MAX_PARKED_PER_PRINCIPAL: Final = 1_000
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -79,3 +94,68 @@ class MemoryInputRoundStore:
         while len(claims) > self.max_entries:
             del claims[next(iter(claims))]
         return True
+
+
+class ParkedTable(Generic[T]):
+    """Parked calls by id, oldest first, at most ``max_total`` in all and ``max_per_owner``
+    per owner (the principal; None, unauthenticated, is one owner like any other).
+
+    :meth:`add` makes room first and returns what gave way, for the caller to end: the
+    owner's own oldest call when the owner is at its bound, then the oldest of all when
+    the table is full. One owner's flood thus only displaces its own calls (until
+    ``max_total / max_per_owner`` owners flood at once). Memory: a principal without
+    calls has no entry.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_total: int = DEFAULT_MAX_PARKED,
+        max_per_owner: int = DEFAULT_MAX_PARKED_PER_PRINCIPAL,
+    ) -> None:
+        for name, value in (
+            ("max_parked_calls", max_total),
+            ("max_parked_per_principal", max_per_owner),
+        ):
+            if type(value) is not int or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+        self.max_total = max_total
+        self.max_per_owner = max_per_owner
+        self._items: dict[str, tuple[str | None, T]] = {}
+        self._owned: dict[str | None, dict[str, None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def owned(self, owner: str | None) -> int:
+        """How many calls ``owner`` has parked."""
+        return len(self._owned.get(owner, ()))
+
+    def get(self, key: str) -> T | None:
+        found = self._items.get(key)
+        return None if found is None else found[1]
+
+    def add(self, key: str, owner: str | None, item: T) -> list[tuple[T, str]]:
+        """Park ``item``; returns the calls that gave way, each with the bound that made it."""
+        gone: list[tuple[T, str]] = []
+        own = self._owned.get(owner)
+        if own is not None and len(own) >= self.max_per_owner:
+            oldest = next(iter(own))
+            gone.append((self._drop(oldest), "max_parked_per_principal"))
+        if len(self._items) >= self.max_total:
+            oldest = next(iter(self._items))
+            gone.append((self._drop(oldest), "max_parked_calls"))
+        self._items[key] = (owner, item)
+        self._owned.setdefault(owner, {})[key] = None
+        return gone
+
+    def pop(self, key: str) -> T | None:
+        return self._drop(key) if key in self._items else None
+
+    def _drop(self, key: str) -> T:
+        owner, item = self._items.pop(key)
+        own = self._owned[owner]
+        del own[key]
+        if not own:
+            del self._owned[owner]
+        return item

@@ -39,12 +39,19 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
 
 from ..errors import ConfigurationError
+from .connection_limits import DEFAULT_MAX_HEADER_SIZE
 
-__all__ = ["LOCAL_HOSTS", "RequestGuard", "Verdict", "is_loopback_bind"]
+__all__ = [
+    "DEFAULT_MAX_HEADER_SIZE",
+    "LOCAL_HOSTS",
+    "RequestGuard",
+    "Verdict",
+    "is_loopback_bind",
+]
 
 log = logging.getLogger("mcpkit.transports.security")
 
@@ -143,6 +150,15 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
+def _head_size(scope: Mapping[str, Any]) -> int:
+    """Bytes of the request head as sent: request line, ``name: value`` lines, CRLFs."""
+    pairs: Iterable[tuple[bytes, bytes]] = scope["headers"]
+    size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + 16
+    for name, value in pairs:
+        size += len(name) + len(value) + 4
+    return size
+
+
 def is_loopback_bind(host: str) -> bool:
     """Does listening on ``host`` keep the server reachable from this machine only?
 
@@ -157,16 +173,31 @@ class RequestGuard:
     >>> guard = RequestGuard(allowed_hosts=["api.example.com"], allowed_origins=["https://app.example.com"])
     """
 
-    __slots__ = ("_any_host", "_any_origin", "_hosts", "_origins", "_verdicts", "_warned")
+    __slots__ = (
+        "_any_host",
+        "_any_origin",
+        "_hosts",
+        "_origins",
+        "_verdicts",
+        "_warned",
+        "max_header_size",
+    )
 
     def __init__(
         self,
         *,
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
+        max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     ) -> None:
         if isinstance(allowed_hosts, str) or isinstance(allowed_origins, str):
             raise TypeError("allowed_hosts and allowed_origins are lists of patterns, not strings")
+        number = isinstance(max_header_size, int) and not isinstance(max_header_size, bool)
+        if max_header_size is not None and (not number or max_header_size <= 0):
+            raise ConfigurationError(
+                f"max_header_size must be a positive number or None, got {max_header_size!r}"
+            )
+        self.max_header_size = max_header_size
         self._warned = False
         self._any_host = allowed_hosts is not None and "*" in allowed_hosts
         self._any_origin = allowed_origins is not None and "*" in allowed_origins
@@ -184,6 +215,21 @@ class RequestGuard:
     def hosts_configured(self) -> bool:
         """Was ``allowed_hosts`` given (a list of names, or ``["*"]`` to switch the check off)?"""
         return self._hosts is not None or self._any_host
+
+    def admit(self, scope: Mapping[str, Any], headers: dict[bytes, bytes]) -> Verdict:
+        """The verdict on a request: its head's size, then :meth:`check`.
+
+        ``headers`` is ``dict(scope["headers"])``. The embedded server refuses a big head
+        at the socket (:mod:`.connection_limits`); this sees what got past it (a pipelined
+        request, another ASGI server without a limit of its own).
+        """
+        limit = self.max_header_size
+        if limit is not None and _head_size(scope) > limit:
+            return 431, (
+                f"Request Header Fields Too Large: the request line and headers take more "
+                f"than {limit} bytes"
+            )
+        return self.check(scope.get("server"), headers.get(b"host"), headers.get(b"origin"))
 
     @staticmethod
     def _local(server: object) -> bool:

@@ -280,6 +280,10 @@ class _Prepared:
         _refuse_exposure(app, host)
         uv = _uvicorn()  # before binding: a missing extra is reported without side effects
         options["http"] = _protocol_class(options.get("http", "auto"), limits)
+        if limits.max_header_size is not None:
+            # h11 refuses an incomplete head past 16 KiB by default (400): let the head limit
+            # (431 on both stacks) decide; the slack covers blank lines before a request line.
+            options.setdefault("h11_max_incomplete_event_size", limits.max_header_size + 1024)
         external = "uds" in options or "fd" in options
         if sockets is not None:  # already listening (a worker of .workers)
             self.sockets = list(sockets)

@@ -63,7 +63,7 @@ from .http_intake import (
     read_json_post,
 )
 from .http_sessions import DEFAULT_MAX_QUEUED_BYTES
-from .security import RequestGuard
+from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
 
 if TYPE_CHECKING:
     from ..server.server import MCPServer
@@ -166,6 +166,7 @@ class SSEApp:
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
+        max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_inflight: int | None = DEFAULT_MAX_INFLIGHT,
@@ -198,7 +199,11 @@ class SSEApp:
         self.keepalive_interval = keepalive_interval
         self.max_queued_bytes = max_queued_bytes  # per session's stream
         self.debug = debug or server.debug
-        self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        self.guard = RequestGuard(
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            max_header_size=max_header_size,
+        )
         self._connections: dict[str, _Connection] = {}
         # A shared store (Redis): this process is one node of several; a session lives
         # with its stream on one node, and POSTs reaching another are forwarded there.
@@ -222,9 +227,7 @@ class SSEApp:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
-        verdict = self.guard.check(
-            scope.get("server"), headers.get(b"host"), headers.get(b"origin")
-        )
+        verdict = self.guard.admit(scope, headers)
         if verdict is not None:
             await send_error(send, verdict[0], INVALID_REQUEST, verdict[1])
             return

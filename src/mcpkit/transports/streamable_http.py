@@ -113,7 +113,7 @@ from .http_sessions import (
     SessionTable,
     record_event,
 )
-from .security import RequestGuard
+from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
 from .streamable_http_2026 import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 from .streamable_sessions import BUSY, JSON_MODE, SessionEndpoints, drop, new_session_id
 
@@ -177,8 +177,8 @@ class StreamableHTTPApp(SessionEndpoints):
         :class:`~mcpkit.stores.MemorySessionStore`.
     ``allowed_origins``, ``allowed_hosts``
         DNS-rebinding protection (see :mod:`.security`; ``["*"]`` disables).
-    ``max_body_size``
-        Bytes per POST body (default 4 MiB); larger bodies get 413.
+    ``max_body_size``, ``max_header_size``
+        Bytes per POST body (4 MiB; more: 413) and request head (64 KiB; more: 431; None: any).
     ``body_timeout``
         Seconds for a POST body to arrive in full (default 30; None: no limit);
         a slower one gets 408 and the connection is closed.
@@ -219,6 +219,7 @@ class StreamableHTTPApp(SessionEndpoints):
         allowed_origins: Sequence[str] | None = None,
         allowed_hosts: Sequence[str] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
+        max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         session_idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
@@ -268,7 +269,11 @@ class StreamableHTTPApp(SessionEndpoints):
         self.keepalive_interval = keepalive_interval
         self.max_queued_bytes = max_queued_bytes
         self.debug = debug or server.debug
-        self.guard = RequestGuard(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        self.guard = RequestGuard(
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            max_header_size=max_header_size,
+        )
         self._sessions = SessionTable(
             idle_timeout=session_idle_timeout, max_sessions=max_sessions, store=session_store
         )
@@ -304,9 +309,7 @@ class StreamableHTTPApp(SessionEndpoints):
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
-        verdict = self.guard.check(
-            scope.get("server"), headers.get(b"host"), headers.get(b"origin")
-        )
+        verdict = self.guard.admit(scope, headers)
         if verdict is not None:
             await send_error(send, verdict[0], INVALID_REQUEST, verdict[1])
             return

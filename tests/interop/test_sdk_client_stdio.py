@@ -136,11 +136,12 @@ async def test_sdk_progress_read_together_with_the_result_reaches_the_callback()
     async with asyncio.timeout(TIMEOUT * 3):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
+            seen: list[list[float]] = []
+
+            async def on_progress(value: float, total: float | None, message: Any) -> None:
+                seen[-1].append(value)
+
             for _ in range(3):
-                seen: list[float] = []
-
-                async def on_progress(value: float, total: float | None, message: Any) -> None:
-                    seen.append(value)
-
+                seen.append([])
                 await session.call_tool("work", {}, progress_callback=on_progress)
-                assert seen == [0, 50, 100]
+            assert seen == [[0, 50, 100]] * 3

@@ -26,8 +26,9 @@ import pytest
 
 from tests.transports.stdio_peer import INIT_PARAMS, LAUNCHERS, REPO
 
-TIMEOUT = 10.0
-# Shorter than the server's bound on waiting for the client to read (0.25 s), so the
+# Generous: on a loaded machine a server process can take seconds to start.
+TIMEOUT = 30.0
+# Shorter than the server's bound on waiting for the client to read (1 s), so the
 # client's pause is what it waits for.
 NOT_READING_S = 0.1
 

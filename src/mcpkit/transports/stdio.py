@@ -14,7 +14,10 @@ awaiting an elicitation answer or being cancelled never blocks the reader) →
 ``orjson.dumps`` → one ``write`` on the pipe transport. There is no queue, no
 lock and no ``drain`` per message: a single event-loop thread owns the pipe,
 and only notifications sent while the transport's buffer is over its
-high-water mark wait for the client to catch up.
+high-water mark wait for the client to catch up. One ordering wait: a
+response whose request sent notifications is written once the client has
+read them (:meth:`_StdioConnection._let_client_read`), which the official
+TypeScript SDK's client needs to see the last progress of a call.
 
 Backpressure: a client that stops reading stdout must not make the server
 buffer answers without bound. Once more than ``max_buffered_output`` bytes
@@ -92,7 +95,7 @@ MAX_BUFFERED_OUTPUT: Final = 4 * 1024 * 1024
 _BATCH: Final = 64
 #: Longest a response waits for the client to read its request's notifications (see
 #: _StdioConnection._let_client_read), and the pause where that cannot be observed.
-_READ_WAIT: Final = 0.25
+_READ_WAIT: Final = 1.0
 _BLIND_WAIT: Final = 0.002
 _MAX_PAUSE: Final = 0.005
 _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
@@ -332,9 +335,11 @@ class _StdioConnection(asyncio.Protocol):
         the progress handler ran. Only a response whose request saw ``send`` write
         something the client was not yet seen to read waits; others are written at once.
 
-        Bounded by ``_READ_WAIT``: a client that does not read stdout meanwhile gets the
-        response queued behind the rest, as before. Where reading cannot be observed
-        (outside Linux) a short pause stands in.
+        Bounded by ``_READ_WAIT`` (1 s: room for a client that a loaded machine keeps
+        from running): a client that does not read stdout meanwhile gets the response
+        queued behind the rest, as before. Output that stays backed up costs little
+        here: a response written into it would be read after all of it anyway. Where
+        reading cannot be observed (outside Linux) a short pause stands in.
         """
         out = self._out
         if out is None:

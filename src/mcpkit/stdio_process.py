@@ -45,6 +45,7 @@ __all__ = [
     "is_pollable",
     "open_input",
     "open_output",
+    "unread_probe",
 ]
 
 log = logging.getLogger("mcpkit.transports.stdio")
@@ -61,13 +62,15 @@ class Output(Protocol):
     """Where protocol bytes go: ``write`` never blocks the loop for long; ``drain``
     waits while the client is behind. ``paused`` is set while more than the
     high-water mark is buffered; ``on_resume`` (when set) is called once it
-    drops back to the low-water mark."""
+    drops back to the low-water mark. ``all_read()`` says whether the reader has
+    taken every byte written so far (None: that cannot be observed here)."""
 
     paused: bool
     lost: bool
     on_resume: Callable[[], None] | None
 
     def write(self, data: bytes) -> None: ...
+    def all_read(self) -> bool | None: ...
     async def drain(self) -> None: ...
     async def aclose(self, timeout: float) -> None: ...
 
@@ -83,7 +86,9 @@ class PipeOutput(asyncio.BaseProtocol):
     settles: still paused if the transport paused it, else resumed at once.
     """
 
-    def __init__(self, on_lost: Callable[[], None], high_water: int = 64 * 1024) -> None:
+    def __init__(
+        self, on_lost: Callable[[], None], high_water: int = 64 * 1024, *, fd: int | None = None
+    ) -> None:
         self.paused = False
         self.lost = False
         self.on_resume: Callable[[], None] | None = None
@@ -95,6 +100,7 @@ class PipeOutput(asyncio.BaseProtocol):
         self._waiters: list[asyncio.Future[None]] = []
         self._loop = asyncio.get_running_loop()
         self._closed = self._loop.create_future()
+        self._unread = unread_probe(fd) if fd is not None else None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio's ABCs: no isinstance check.
@@ -144,6 +150,17 @@ class PipeOutput(asyncio.BaseProtocol):
                 self.paused = True
                 self._loop.call_soon(self._settle)
 
+    def all_read(self) -> bool | None:
+        if self.lost:
+            return True  # nothing written is waiting any more
+        unread = self._unread
+        if unread is None or self._transport is None:
+            return None
+        try:
+            return not self._transport.get_write_buffer_size() and unread() == 0
+        except OSError:
+            return None
+
     async def drain(self) -> None:
         while self.paused and not self.lost:
             fut = asyncio.get_running_loop().create_future()
@@ -182,12 +199,53 @@ class BlockingOutput:
             self.lost = True
             self._on_lost()
 
+    def all_read(self) -> bool | None:
+        # Writes block until the kernel took them; a file or a terminal has no reader to
+        # race, but a Windows pipe does, and there its reading is not observed.
+        return None if sys.platform == "win32" else True
+
     async def drain(self) -> None:
         return None
 
     async def aclose(self, timeout: float) -> None:
         self.lost = True
         self._file.close()
+
+
+if sys.platform == "linux":
+    import array
+    import fcntl
+    import termios
+
+    def unread_probe(fd: int) -> Callable[[], int] | None:
+        """A function returning how much of what was written to ``fd`` its reader has not
+        read yet, zero once it read everything; None for other kinds of fd.
+
+        A pipe's ``FIONREAD`` counts the bytes in it, from either end. A socket's
+        ``SIOCOUTQ`` (``TIOCOUTQ``, unix(7)) counts the memory its unread data holds
+        (bytes plus overhead: only zero is exact). A host on Node.js gives its child a
+        socketpair for stdout (libuv), one on Python's subprocess a pipe.
+        """
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            request = termios.FIONREAD
+        elif stat.S_ISSOCK(mode):
+            request = termios.TIOCOUTQ
+        else:
+            return None
+        buf = array.array("i", [0])
+
+        def unread() -> int:
+            fcntl.ioctl(fd, request, buf, True)
+            return buf[0]
+
+        return unread
+
+else:
+
+    def unread_probe(fd: int) -> Callable[[], int] | None:
+        """Unread bytes are only observed on Linux (see its twin above)."""
+        return None
 
 
 def is_pollable(fd: int) -> bool:
@@ -215,7 +273,7 @@ async def open_output(
     # a terminal is readable whenever someone types. Blocking writes suit a person.
     if is_pollable(fd) and not os.isatty(fd):
         size = high_water if high_water is not None else 64 * 1024
-        _, protocol = await loop.connect_write_pipe(lambda: PipeOutput(on_lost, size), file)
+        _, protocol = await loop.connect_write_pipe(lambda: PipeOutput(on_lost, size, fd=fd), file)
         return protocol
     return BlockingOutput(file, on_lost)
 

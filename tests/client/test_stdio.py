@@ -84,6 +84,19 @@ async def test_round_trips_with_an_mcpkit_server(traffic: Traffic, era: str) -> 
     )
 
 
+async def test_progress_read_together_with_the_result_still_reaches_the_callback() -> None:
+    # The client matches a progress notification to its call as it reads it, before the
+    # response that follows in the same read settles the call (unlike the TypeScript
+    # SDK's client: see tests/interop/test_ts_sdk_client.py).
+    async with raw("one_write", timeout=5) as client:
+        seen: list[list[Any]] = []
+        for _ in range(3):
+            seen.append([])
+            result = await client.call_tool("work", progress=lambda *a: seen[-1].append(a[0]))
+            assert text_of(result) == "done"
+        assert seen == [[0, 50, 100]] * 3
+
+
 async def test_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
     async with demo(env={"MCPKIT_TEST_VALUE": "xyz"}, cwd=tmp_path, timeout=10) as client:
         assert text_of(await client.call_tool("environ", {"name": "MCPKIT_TEST_VALUE"})) == "xyz"

@@ -125,3 +125,23 @@ async def test_sdk_stdio_client(command: str) -> None:
             # An error from a tool's arguments is a tool error, not a protocol failure.
             bad = await session.call_tool("add", {"a": "not a number", "b": 1})
             assert bad.is_error
+
+
+async def test_sdk_progress_read_together_with_the_result_reaches_the_callback() -> None:
+    # The SDK matches a progress notification to its call when it reads it, before the
+    # response in the same read settles the call: nothing is lost even when a server writes
+    # them at once (unlike the TypeScript SDK's client: see test_ts_sdk_client.py).
+    raw = REPO / "tests" / "client" / "fixtures" / "raw_server.py"
+    params = StdioServerParameters(command=sys.executable, args=[str(raw), "one_write"])
+    async with asyncio.timeout(TIMEOUT * 3):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            seen: list[list[float]] = []
+
+            async def on_progress(value: float, total: float | None, message: Any) -> None:
+                seen[-1].append(value)
+
+            for _ in range(3):
+                seen.append([])
+                await session.call_tool("work", {}, progress_callback=on_progress)
+            assert seen == [[0, 50, 100]] * 3

@@ -14,7 +14,10 @@ awaiting an elicitation answer or being cancelled never blocks the reader) →
 ``orjson.dumps`` → one ``write`` on the pipe transport. There is no queue, no
 lock and no ``drain`` per message: a single event-loop thread owns the pipe,
 and only notifications sent while the transport's buffer is over its
-high-water mark wait for the client to catch up.
+high-water mark wait for the client to catch up. One ordering wait: a
+response whose request sent notifications is written once the client has
+read them (:meth:`_StdioConnection._let_client_read`), which the official
+TypeScript SDK's client needs to see the last progress of a call.
 
 Backpressure: a client that stops reading stdout must not make the server
 buffer answers without bound. Once more than ``max_buffered_output`` bytes
@@ -90,6 +93,11 @@ MAX_IN_FLIGHT: Final = 4096
 MAX_BUFFERED_OUTPUT: Final = 4 * 1024 * 1024
 #: Lines of one read dispatched per event-loop iteration (see _StdioConnection._catch_up).
 _BATCH: Final = 64
+#: Longest a response waits for the client to read its request's notifications (see
+#: _StdioConnection._let_client_read), and the pause where that cannot be observed.
+_READ_WAIT: Final = 1.0
+_BLIND_WAIT: Final = 0.002
+_MAX_PAUSE: Final = 0.005
 _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
 
 
@@ -118,6 +126,9 @@ class _StdioConnection(asyncio.Protocol):
         self._stopped: asyncio.Future[str] = self._loop.create_future()
         self._signalled: asyncio.Future[None] = self._loop.create_future()
         self._eof = False
+        # Messages `send` wrote, and how many of them the client was last seen to have read.
+        self._sent = 0
+        self._seen = 0
         self.session: ServerSession = server.create_session(standalone=self.send)
         # Bound once: read per message, and a bound method is made anew at each lookup.
         self._receive = self.session.receive
@@ -257,8 +268,11 @@ class _StdioConnection(asyncio.Protocol):
             self._update_reading()
 
     async def _serve_request(self, msg: dict[str, Any]) -> None:
+        sent = self._sent
         try:
             response = await self.session.serve(msg, self.send)
+            if self._sent != sent and self._seen != self._sent and response is not None:
+                await self._let_client_read()
         except Exception:  # the session maps handler errors itself; this guards the transport
             log.exception("serving %s failed", msg.get("method"))
             response = jsonrpc.error_response(msg["id"], INTERNAL_ERROR, "Internal error")
@@ -268,8 +282,11 @@ class _StdioConnection(asyncio.Protocol):
             self._write(response)
 
     async def _serve_batch(self, batch: list[Any]) -> None:
+        sent = self._sent
         try:
             responses = await self.session.serve_batch(batch, self.send)
+            if self._sent != sent and self._seen != self._sent and responses:
+                await self._let_client_read()
         except Exception:
             log.exception("serving a batch failed")
             responses = jsonrpc.error_response(None, INTERNAL_ERROR, "Internal error")
@@ -301,8 +318,48 @@ class _StdioConnection(asyncio.Protocol):
         if out is None or out.lost:
             raise ConnectionClosed("stdout is closed")
         out.write(orjson.dumps(message, option=_DUMP_OPTIONS))
+        self._sent += 1
         if out.paused:
             await out.drain()
+
+    async def _let_client_read(self) -> None:
+        """Wait until the client has read what was sent while this request was served.
+
+        The official TypeScript SDK's client hands a notification to its handler in a
+        microtask but settles a response at once, forgetting the request's progress
+        callback; within one read of stdout every line is dispatched before any
+        microtask runs, so a request's last ``notifications/progress`` read together
+        with its response finds no callback and is lost. Node.js runs the microtasks
+        after each read's callback, so a response that reaches stdout only once the
+        client has taken everything before it out of the pipe is read on its own, after
+        the progress handler ran. Only a response whose request saw ``send`` write
+        something the client was not yet seen to read waits; others are written at once.
+
+        Bounded by ``_READ_WAIT`` (1 s: room for a client that a loaded machine keeps
+        from running): a client that does not read stdout meanwhile gets the response
+        queued behind the rest, as before. Output that stays backed up costs little
+        here: a response written into it would be read after all of it anyway. Where
+        reading cannot be observed (outside Linux) a short pause stands in.
+        """
+        out = self._out
+        if out is None:
+            return
+        loop = self._loop
+        deadline = loop.time() + _READ_WAIT
+        pause = 0.0  # the first check after one loop iteration; then backing off
+        while True:
+            sent = self._sent
+            read = out.all_read()
+            if read is None:
+                await asyncio.sleep(_BLIND_WAIT)
+                return
+            if read:
+                self._seen = max(self._seen, sent)
+                return
+            if loop.time() >= deadline:
+                return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2 or _MAX_PAUSE / 8, _MAX_PAUSE)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _stop(self, reason: str) -> None:

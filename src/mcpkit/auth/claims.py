@@ -10,6 +10,7 @@ contains the token.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,7 +49,16 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
     # JSON numbers only: a bool is an int in Python, a string is not a NumericDate.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidToken(f"token claim '{name}' is not a number")
-    return float(value)
+    # A NumericDate is a finite number (RFC 7519 § 2). Python's json reads NaN and
+    # Infinity, and every comparison with NaN is false: an 'exp' of NaN would never
+    # expire. An integer too large for a float overflows.
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise InvalidToken(f"token claim '{name}' is not a finite number")
+    return number
 
 
 def check_times(

@@ -19,8 +19,10 @@ import orjson
 import pytest
 
 from mcpkit import MCPServer
-from mcpkit.auth import parse_www_authenticate
+from mcpkit.auth import AuthInfo, parse_www_authenticate
+from mcpkit.errors import RemoteError
 from mcpkit.stores.redis import RedisStore
+from mcpkit.testing import connect as connect_in_memory
 from tests.auth.protected_support import bearer, client_with, protected
 from tests.auth.test_protected_sse import RESOURCE as SSE_RESOURCE
 from tests.auth.test_protected_sse import connect
@@ -234,3 +236,50 @@ async def test_across_nodes_updates_follow_the_subscribers_scopes(
             await server_a.resources.notify_updated(uri)  # raised on A, delivered by B
         # The narrower token still has mcp:read: the bus carried its scopes, not none.
         assert await next_update() == {"uri": "reader://feed"}
+
+
+async def test_the_handler_refuses_as_reading_does_behind_any_transport() -> None:
+    """Defence in depth: without the HTTP layer's 403 (in memory, auth info given as
+    a transport would), subscribing is refused with the error reading gets."""
+    server = subscription_server()
+    reader = AuthInfo(token="t", subject="alice", scopes=frozenset({"mcp:read"}))
+    async with connect_in_memory(server, auth_info=reader) as client:
+        for uri in ("secret://plan", "vault://x"):
+            with pytest.raises(RemoteError) as read:
+                await client.read_resource(uri)
+            with pytest.raises(RemoteError) as sub:
+                await client.subscribe_resource(uri)
+            assert (sub.value.code, sub.value.data) == (read.value.code, read.value.data)
+            assert sub.value.data == {"requiredScopes": ["mcp:write"]}
+        await client.subscribe_resource("reader://feed")
+    # No auth info (stdio, unprotected HTTP): scopes are not enforced, as for reads.
+    async with connect_in_memory(server) as client:
+        await client.subscribe_resource("secret://plan")
+
+
+async def test_legacy_sse_posts_forwarded_to_the_streams_node_carry_the_scopes(
+    redis_server: RedisServer, http: httpx.AsyncClient
+) -> None:
+    prefix = f"l-{uuid4().hex[:8]}:"
+    servers: list[MCPServer] = []
+    bases: list[str] = []
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(2):
+            server = subscription_server(store=RedisStore(redis_server.url, prefix=prefix))
+            app = server.sse_app(auth=protected(resource=SSE_RESOURCE))
+            bases.append(await stack.enter_async_context(run_app(app)))
+            servers.append(server)
+        async with connect(http, bases[0], "alice-rw") as client:
+            client.base = bases[1]  # every POST reaches the stream's node through the bus
+            await client.initialize(revision="2025-11-25")
+            for uri in ("secret://plan", "reader://feed"):
+                assert (await client.request("resources/subscribe", {"uri": uri}))["result"] == {}
+            client.token = "alice-r"  # narrowed: mcp:read only
+            assert (await client.request("resources/unsubscribe", {"uri": "x://y"}))["result"] == {}
+            for uri in ("secret://plan", "reader://feed"):
+                await servers[0].resources.notify_updated(uri)
+            assert await client.receive() == {
+                "jsonrpc": "2.0",
+                "method": UPDATED,
+                "params": {"uri": "reader://feed"},
+            }

@@ -66,7 +66,7 @@ class AuthInfo:
         if principal is None:
             subject = self.subject
             who: dict[str, Any]
-            if type(subject) is str and subject:
+            if isinstance(subject, str) and subject:
                 who = {
                     k: v
                     for k, v in (

@@ -329,7 +329,7 @@ class ProtectedResource:
                 f"the token verifier returned {type(info).__name__}, not an AuthInfo or None"
             )
         subject = info.subject
-        if subject is not None and (type(subject) is not str or not subject):
+        if subject is not None and (not isinstance(subject, str) or not subject):
             # Sessions and requestState are bound to the subject (AuthInfo.principal):
             # one the verifier could not read is no identity to bind them to.
             raise InvalidToken("the access token's subject is not a non-empty string")

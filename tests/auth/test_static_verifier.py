@@ -81,3 +81,9 @@ def test_static_verifier_needs_no_optional_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_subject_that_is_not_a_non_empty_string_is_a_configuration_error() -> None:
+    for subject in (1, ["alice"], ""):
+        with pytest.raises(ConfigurationError, match="subject must be a non-empty string"):
+            StaticTokenVerifier({"t": {"subject": subject, "scopes": ["a"]}})

@@ -188,12 +188,22 @@ def test_principal_identity_follows_the_identity_fields() -> None:
     )
     assert principal_of({"sub": "ada"}) != principal_of({"sub": "bob"})
     assert principal_of({"sub": "ada", "iss": "a"}) != principal_of({"sub": "ada", "iss": "b"})
-    assert principal_of(Token("app", ["r"], 1)) == principal_of(Token("app", ["w"], 2))
+    # Without a subject, never the client id alone (every user of the client would
+    # share it): the whole token object, so another token is another principal.
+    assert principal_of(Token("app", ["r"], 1)) != principal_of(Token("app", ["w"], 2))
     assert principal_of(Token("app", [], 1)) != principal_of(Token("other", [], 1))
-    # Without identity fields, the whole mapping; an opaque object only by its type,
-    # never by its address (which differs per request and per worker).
+    assert principal_of({"client_id": "app", "token": "t1"}) != principal_of(
+        {"client_id": "app", "token": "t2"}
+    )
+    assert principal_of({"iss": "a", "sub": 7}) != principal_of({"iss": "a", "sub": "7"})
+    assert principal_of({"iss": "a", "sub": ""}) != principal_of({"iss": "a", "sub": "", "x": 1})
+    # Without identity fields, the whole mapping; an opaque object by its attributes,
+    # or only by its type, never by its address (which differs per request and worker).
     assert principal_of({"user_name": "x"}) != principal_of({"user_name": "y"})
     assert principal_of(Opaque()) == principal_of(Opaque())
+    tagged_a, tagged_b = Opaque(), Opaque()
+    tagged_a.token, tagged_b.token = "t1", "t2"  # type: ignore[attr-defined]
+    assert principal_of(tagged_a) != principal_of(tagged_b)
 
 
 def test_a_principal_bound_state_opens_only_for_that_principal() -> None:

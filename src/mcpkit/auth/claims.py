@@ -10,6 +10,7 @@ contains the token.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,7 +49,16 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
     # JSON numbers only: a bool is an int in Python, a string is not a NumericDate.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidToken(f"token claim '{name}' is not a number")
-    return float(value)
+    # A NumericDate is a finite number (RFC 7519 § 2). Python's json reads NaN and
+    # Infinity, and every comparison with NaN is false: an 'exp' of NaN would never
+    # expire. An integer too large for a float overflows.
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise InvalidToken(f"token claim '{name}' is not a finite number")
+    return number
 
 
 def check_times(
@@ -145,12 +155,20 @@ def auth_info_from_claims(
     expires_at: float | None,
     resource: str | None,
 ) -> AuthInfo:
-    """The :class:`AuthInfo` of a verified token from its claims (or introspection answer)."""
+    """The :class:`AuthInfo` of a verified token from its claims (or introspection answer).
+
+    ``sub`` is a string (RFC 7519 § 4.1.2, RFC 7662 § 2.2): one of another type, or
+    empty, is refused rather than dropped, since the subject is what sessions and
+    ``requestState`` are bound to (``AuthInfo.principal``). A token without ``sub``
+    is accepted and is its own principal.
+    """
     sub = claims.get("sub")
+    if sub is not None and (type(sub) is not str or not sub):
+        raise InvalidToken("token claim 'sub' is not a non-empty string")
     iss = claims.get("iss")
     return AuthInfo(
         token=token,
-        subject=sub if isinstance(sub, str) else None,
+        subject=sub,
         client_id=client_id_from(claims),
         issuer=iss if isinstance(iss, str) else None,
         scopes=scopes_from(claims),

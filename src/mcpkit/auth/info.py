@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -54,24 +55,30 @@ class AuthInfo:
     def principal(self) -> str:
         """Who this token speaks for, as sessions and ``requestState`` are bound to it.
 
-        The issuer with the subject and client id (a refreshed token of the same
-        subject is the same principal); a token naming none of them is its own
-        principal, by a SHA-256 digest (never the token itself: principals are stored
-        in session records).
+        With a subject (a non-empty string), the issuer with the subject and client
+        id: a refreshed token of the same subject is the same principal. Without one
+        (a client-credentials token that carries no ``sub``), the token is its own
+        principal, by its SHA-256 digest (never the token itself: principals are
+        stored in session records). Never the client id or the issuer alone: every
+        user of one client would share it.
         """
         principal = self._principal
         if principal is None:
-            who = {
-                k: v
-                for k, v in (
-                    ("iss", self.issuer),
-                    ("sub", self.subject),
-                    ("client_id", self.client_id),
-                )
-                if v is not None
-            }
-            if not who:
-                who = {"token_sha256": hashlib.sha256(self.token.encode()).hexdigest()}
+            subject = self.subject
+            who: dict[str, Any]
+            if isinstance(subject, str) and subject:
+                who = {
+                    k: v
+                    for k, v in (
+                        ("iss", self.issuer),
+                        ("sub", subject),
+                        ("client_id", self.client_id),
+                    )
+                    if v is not None
+                }
+            else:
+                digest = hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()
+                who = {"token_sha256": digest}
             principal = json.dumps(who, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             object.__setattr__(self, "_principal", principal)
         return principal
@@ -85,7 +92,14 @@ class AuthInfo:
         return frozenset(needed) - self.scopes
 
     def expired(self, *, now: float | None = None, leeway: float = 0.0) -> bool:
-        """True when the token has an expiry and it is past (with ``leeway`` seconds)."""
-        if self.expires_at is None:
+        """True when the token has an expiry and it is past (with ``leeway`` seconds).
+
+        An expiry that is not a finite number counts as past: every comparison with
+        NaN is false, so it would otherwise never expire.
+        """
+        expires_at = self.expires_at
+        if expires_at is None:
             return False
-        return (time.time() if now is None else now) > self.expires_at + leeway
+        if type(expires_at) not in (int, float) or not math.isfinite(expires_at):
+            return True
+        return (time.time() if now is None else now) > expires_at + leeway

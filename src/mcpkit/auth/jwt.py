@@ -7,11 +7,15 @@ What is checked, in order, before a token is accepted:
 2. a key of the right type for ``alg`` signs it: the key is chosen by ``kid`` among
    keys whose ``kty`` (and curve) fits the algorithm, so an RSA or EC public key is
    never used as an HMAC secret (the classic algorithm-confusion attack), and joserfc
-   checks the signature (no signature code here);
+   checks the signature (no signature code here). A token without ``kid`` may be
+   signed by any key that fits; more than ``max_keys_tried`` such keys and it is
+   refused rather than tried against each (a key set of thousands would make every
+   forged token cost thousands of signature checks);
 3. ``iss`` is the configured issuer, ``aud`` names this resource (MCP authorization §
    token audience binding: tokens for another resource are refused, never passed
    through), ``exp`` is present and not past, ``nbf`` and ``iat`` not in the future,
-   each with ``leeway`` seconds for clock skew.
+   each with ``leeway`` seconds for clock skew; each is a finite JSON number (NaN,
+   Infinity, a bool or a string is refused: a NaN ``exp`` would never expire).
 
 Keys come from static configuration or a ``jwks_uri``. The key set is fetched on
 first use, again when older than ``jwks_max_age``, and again when a token names an
@@ -53,7 +57,7 @@ from .endpoints import HTTPClientSlot, check_endpoint_url, fetch_json
 from .info import AuthInfo
 from .token_cache import TokenCache
 
-__all__ = ["DEFAULT_ALGORITHMS", "JWTVerifier", "StaticKeys"]
+__all__ = ["DEFAULT_ALGORITHMS", "DEFAULT_MAX_KEYS_TRIED", "JWTVerifier", "StaticKeys"]
 
 log = logging.getLogger("mcpkit.auth")
 
@@ -62,6 +66,9 @@ DEFAULT_ALGORITHMS: Final = (
     "ES256", "ES384", "ES512", "EdDSA", "Ed25519",
 )  # fmt: skip
 """Asymmetric signatures only: the resource server holds no secret a token could be signed with."""
+
+DEFAULT_MAX_KEYS_TRIED: Final = 4
+"""Keys one token's signature is checked against, at most (a rotation overlap fits)."""
 
 # JWA (RFC 7518 § 3.1, RFC 8037, RFC 9864): the key type (and curve) each algorithm
 # needs. An algorithm not listed here cannot be configured.
@@ -185,7 +192,9 @@ class JWTVerifier:
     audience check is what keeps ID tokens and tokens for other resources out);
     a token typed as another kind of JWT (``dpop+jwt``, ``logout+jwt``, ...) is
     refused either way. ``required_scopes`` makes a token without them a 403
-    ``insufficient_scope``.
+    ``insufficient_scope``. ``max_keys_tried`` bounds the keys one token's signature
+    is checked against: a token without ``kid`` (or with one several keys share)
+    against more candidate keys than that is refused.
     """
 
     def __init__(
@@ -206,6 +215,7 @@ class JWTVerifier:
         timeout: float = 5.0,
         http_client: httpx.AsyncClient | None = None,
         allow_insecure_http: bool = False,
+        max_keys_tried: int = DEFAULT_MAX_KEYS_TRIED,
     ) -> None:
         if not isinstance(issuer, str) or not issuer:
             raise ConfigurationError("JWTVerifier: issuer is required")
@@ -223,6 +233,11 @@ class JWTVerifier:
                 "JWTVerifier: HMAC algorithms need a shared secret, which a JWKS URL cannot "
                 "publish; pass the secret as a static 'oct' key instead"
             )
+        if isinstance(max_keys_tried, bool) or not isinstance(max_keys_tried, int):
+            raise ConfigurationError("JWTVerifier: max_keys_tried must be an int")
+        if max_keys_tried < 1:
+            raise ConfigurationError("JWTVerifier: max_keys_tried must be at least 1")
+        self.max_keys_tried = max_keys_tried
         self.issuer = issuer
         self.audience = audience_list(audience, what="JWTVerifier: audience")
         self.algorithms = tuple(algorithms)
@@ -267,6 +282,14 @@ class JWTVerifier:
             return cached
         obj, alg, kid = self._parse(token)
         keys = await self._keys_for(kid, alg)
+        if len(keys) > self.max_keys_tried:
+            # RFC 7515 § 4.1.4: the kid is how a verifier picks the key; without it a
+            # forged token would cost one signature check per key in the set.
+            which = "names no signing key ('kid')" if kid is None else "names a shared 'kid'"
+            raise InvalidToken(
+                f"token {which} and {len(keys)} keys fit it; "
+                f"at most {self.max_keys_tried} are tried"
+            )
         if not any(self._signed_by(obj, key) for key in keys):
             raise InvalidToken("invalid token signature")
         info = self._check_claims(token, obj.payload)

@@ -328,6 +328,11 @@ class ProtectedResource:
             raise TypeError(
                 f"the token verifier returned {type(info).__name__}, not an AuthInfo or None"
             )
+        subject = info.subject
+        if subject is not None and (not isinstance(subject, str) or not subject):
+            # Sessions and requestState are bound to the subject (AuthInfo.principal):
+            # one the verifier could not read is no identity to bind them to.
+            raise InvalidToken("the access token's subject is not a non-empty string")
         if info.expired(leeway=_EXPIRY_LEEWAY):
             raise InvalidToken("the access token has expired")
         return info

@@ -49,6 +49,13 @@ def _entry_info(token: str, entry: StaticTokenEntry, default_client_id: str | No
         scopes = scopes.split()
     fields["scopes"] = frozenset(scopes)
     fields["claims"] = dict(fields.get("claims") or {})
+    subject = fields.get("subject")
+    if subject is not None and (not isinstance(subject, str) or not subject):
+        # Sessions are bound to the subject (AuthInfo.principal); leave it out for a
+        # token that is its own principal.
+        raise ConfigurationError(
+            f"static token entry: subject must be a non-empty string, not {subject!r}"
+        )
     if fields.get("client_id") is None:
         fields["client_id"] = default_client_id
     return AuthInfo(token=token, **fields)

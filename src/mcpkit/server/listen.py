@@ -24,6 +24,7 @@ from ..errors import INTERNAL_ERROR, InvalidParams, MCPError, MethodNotFound
 from ..protocol import jsonrpc
 from ..protocol.envelope import SUBSCRIPTION_ID
 from ..protocol.jsonrpc import json_type
+from .scopes import granted_scopes
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -65,7 +66,17 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     granted: dict[str, Any] = {k: True for k, ok in offered.items() if ok and asked.get(k) is True}
     uris = asked.get("resourceSubscriptions")
     if "resources" in caps and isinstance(uris, list):
-        granted["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+        resources = server.resources
+        if req.auth_info is not None:
+            session.subscriber_scopes = frozenset(granted_scopes(req.auth_info))
+        # A resource's scopes guard its updates as they guard reading it: a URI the
+        # token may not read is left out of the acknowledged filter, so the client
+        # sees it was not granted (and the delivery check refuses it too).
+        granted["resourceSubscriptions"] = [
+            u
+            for u in uris
+            if isinstance(u, str) and resources.may_hear(u, session.subscriber_scopes)
+        ]
     wanted = {_FILTERS[k] for k in granted if k in _FILTERS}
     session.subscriptions = set(granted.get("resourceSubscriptions", ()))
     if session.subscriptions:

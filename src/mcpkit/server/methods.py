@@ -40,7 +40,7 @@ from .context import Context, _current
 from .listen import listen
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
-from .scopes import completion_scopes, enforce, visible
+from .scopes import completion_scopes, enforce, granted_scopes, visible
 from .serve_2026 import discover
 
 if TYPE_CHECKING:
@@ -206,6 +206,12 @@ async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     uri = req.params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("resources/subscribe needs a 'uri' string")
+    resources = session.server.resources
+    if resources.any_scoped:
+        # Updates tell as much as a read (that it changed, when): the same scopes.
+        enforce(req.auth_info, resources.scopes_for(uri), f"resource {uri!r}")
+    if req.auth_info is not None:
+        session.subscriber_scopes = frozenset(granted_scopes(req.auth_info))
     session.subscriptions.add(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)
@@ -216,6 +222,8 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     uri = req.params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("resources/unsubscribe needs a 'uri' string")
+    if req.auth_info is not None:
+        session.subscriber_scopes = frozenset(granted_scopes(req.auth_info))
     session.subscriptions.discard(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)

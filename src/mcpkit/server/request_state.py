@@ -13,6 +13,7 @@ import binascii
 import dataclasses
 import hashlib
 import hmac
+import json
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -48,49 +49,69 @@ def _unb64(text: str) -> bytes:
 
 
 # Fields that name who a principal is (OAuth token introspection, RFC 7662 § 2.2, and
-# JWT claims, RFC 7519 § 4.1), most specific first.
+# JWT claims, RFC 7519 § 4.1), most specific first; the subject ones among them.
 _IDENTITY_FIELDS: Final = ("iss", "sub", "client_id", "subject", "user_id", "user", "username")
+_SUBJECT_FIELDS: Final = frozenset({"sub", "subject", "user_id", "user", "username"})
+
+
+def _names_someone(value: Any) -> bool:
+    """A usable subject: a non-empty string or an integer (orjson writes 1 and "1"
+    apart, so the two never name the same principal)."""
+    return (type(value) is str and value != "") or type(value) is int
 
 
 def principal_of(auth_info: Any) -> str | None:
     """The identity a ``requestState`` is bound to, from what auth middleware put in the
     ASGI scope (``mcpkit.auth``); None for an unauthenticated request.
 
-    A string or number is the identity itself. For a mapping or an object, the
-    identity fields it has (``iss``, ``sub``, ``client_id``, ``subject``,
-    ``user_id``, ``user``, ``username``, as keys or attributes) name it, so a
-    refreshed token of the same subject keeps its states. Without any of those a
-    mapping is named by all its content, a dataclass or pydantic model by its
-    fields, and any other object only by its type (give it a ``sub`` or
-    ``client_id`` for a real binding).
+    An :class:`AuthInfo` says so itself (:attr:`AuthInfo.principal`). A string or
+    number is the identity itself. A mapping or an object with a subject (``sub``,
+    ``subject``, ``user_id``, ``user`` or ``username``: a non-empty string or an
+    integer, as keys or attributes) is named by its identity fields (those and
+    ``iss``, ``client_id``), so a refreshed token of the same subject keeps its
+    states. Without a subject, never by the client id or issuer alone (every user
+    of one client would share them): a mapping is named by all its content, a
+    dataclass or pydantic model by its fields, any other object by its attributes,
+    or only by its type when it has none (give it a ``sub`` for a real binding).
     """
     if auth_info is None:
         return None
-    if type(auth_info) is AuthInfo:
+    if isinstance(auth_info, AuthInfo):
         return auth_info.principal  # mcpkit's own, memoised on the AuthInfo
     if isinstance(auth_info, str | int | float):
         return str(auth_info)
+    whole: Any
     if isinstance(auth_info, Mapping):
         found = {k: auth_info[k] for k in _IDENTITY_FIELDS if auth_info.get(k) is not None}
-        whole: Any = found or dict(auth_info)
+        named = any(_names_someone(found.get(k)) for k in _SUBJECT_FIELDS)
+        whole = found if named else dict(auth_info)
     else:
         found = {k: v for k in _IDENTITY_FIELDS if (v := getattr(auth_info, k, None)) is not None}
         dump = getattr(auth_info, "model_dump", None)
-        if found:
+        if any(_names_someone(found.get(k)) for k in _SUBJECT_FIELDS):
             whole = found
         elif callable(dump):
             whole = dump(mode="json")
         elif dataclasses.is_dataclass(auth_info):
             whole = auth_info
+        elif getattr(auth_info, "__dict__", None):
+            whole = {"type": _type_name(auth_info), "attributes": vars(auth_info)}
         else:
-            whole = {"type": f"{type(auth_info).__module__}.{type(auth_info).__qualname__}"}
+            whole = {"type": _type_name(auth_info)}
     try:
         blob = orjson.dumps(
             whole, default=_identity_part, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
         )
     except TypeError:  # orjson.JSONEncodeError: say, an integer beyond 64 bits
-        blob = type(auth_info).__qualname__.encode()
+        try:
+            return json.dumps(whole, default=_identity_part, sort_keys=True)
+        except (TypeError, ValueError):
+            return _type_name(auth_info)
     return blob.decode()
+
+
+def _type_name(value: Any) -> str:
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 def _identity_part(value: Any) -> Any:

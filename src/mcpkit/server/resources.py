@@ -415,12 +415,30 @@ class ResourceManager:
             await fanout({"k": "u", "uri": uri})
 
     async def _notify_updated_here(self, uri: str) -> None:
+        needed = self.scopes_for(uri) if self.any_scoped else NO_SCOPES
         for session in self._server.sessions():
             if session.broadcast_here and uri in session.subscriptions:
+                if needed and not _covers(session.subscriber_scopes, needed):
+                    continue
                 await session.notify("notifications/resources/updated", {"uri": uri})
+
+    def may_hear(self, uri: str, subscriber_scopes: frozenset[str] | None) -> bool:
+        """Whether updates of ``uri`` may reach a session whose subscriber was granted
+        ``subscriber_scopes`` (its ``subscriber_scopes``; None: no auth info): the
+        resource's scopes as they are now, since it may have gained some after the
+        subscription, or a template may match it."""
+        if not self.any_scoped:
+            return True
+        return _covers(subscriber_scopes, self.scopes_for(uri))
 
     async def notify_list_changed(self) -> None:
         await self._server._broadcast("notifications/resources/list_changed")
+
+
+def _covers(granted: frozenset[str] | None, needed: frozenset[str]) -> bool:
+    # None: a session without auth info (stdio, unprotected HTTP), where scopes are
+    # not enforced (see .scopes).
+    return granted is None or needed.issubset(granted)
 
 
 def _private(hint: CacheHint | None) -> CacheHint:

@@ -12,6 +12,11 @@ needs every one of those scopes in the caller's access token. Three places ask:
   whatever sits in front of the server);
 - :func:`visible`: the list methods leave out what the caller cannot use.
 
+A resource's scopes also guard ``resources/subscribe`` and the 2026-07-28
+``subscriptions/listen`` filter, and ``notifications/resources/updated`` reaches a
+session only when the scopes granted to its subscriber cover them
+(``ResourceManager.may_hear``).
+
 Scopes are enforced only when the request carries auth info. A request without
 any (stdio, in memory, HTTP without ``auth=``) is not checked: the
 specification leaves stdio unauthenticated (credentials come from the
@@ -148,8 +153,9 @@ def required_scopes(
 ) -> frozenset[str]:
     """The scopes a ``method`` call with ``params`` needs on ``server`` (empty: none).
 
-    ``tools/call`` by tool name, ``resources/read`` by static URI or else the first
-    matching template (the order ``resources/read`` serves them in), ``prompts/get``
+    ``tools/call`` by tool name, ``resources/read`` and ``resources/subscribe`` by
+    static URI or else the first matching template (the order ``resources/read``
+    serves them in), ``prompts/get``
     by name and version, ``completion/complete`` by the prompt or template it
     completes. Every other method, an unknown name and a malformed request need
     none: the handler reports those itself.
@@ -162,7 +168,8 @@ def required_scopes(
             return NO_SCOPES
         name = params.get("name")
         return scoped.get(name, NO_SCOPES) if isinstance(name, str) else NO_SCOPES
-    if method == "resources/read":
+    if method == "resources/read" or method == "resources/subscribe":
+        # A subscription's updates say what a read would (that it changed, and when).
         uri = params.get("uri")
         if not server.resources.any_scoped or not isinstance(uri, str):
             return NO_SCOPES

@@ -92,6 +92,7 @@ class ServerSession:
         "standalone",
         "state",
         "stateless",
+        "subscriber_scopes",
         "subscriptions",
     )
 
@@ -118,6 +119,10 @@ class ServerSession:
         self.inputs: ParkedCall | None = None
         self.log_level = LOG_LEVELS[server.default_log_level]
         self.subscriptions: set[str] = set()
+        # The scopes granted to the token behind the last resources/(un)subscribe (or
+        # subscriptions/listen); None: no auth info. The updates of a resource with
+        # scopes reach the session only when these cover them (resources.may_hear).
+        self.subscriber_scopes: frozenset[str] | None = None
         # False when another process delivers this session's broadcasts (list_changed,
         # resources/updated): a session served by several nodes of a cluster gets them
         # from the node holding its GET stream only (transports/cluster.py).

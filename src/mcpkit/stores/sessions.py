@@ -63,6 +63,9 @@ class SessionRecord:
     # resources/subscribe: the URIs the session asked to hear about (a cluster's nodes
     # all need them, so they are part of the record, not of the live session)
     subscriptions: list[str] = field(default_factory=list)
+    # The scopes granted to the token that last changed them (None: no auth info):
+    # updates of a resource with scopes reach the session only when these cover them.
+    subscriber_scopes: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class SessionRecord:
             "created_at": self.created_at,
             "last_seen": self.last_seen,
             "subscriptions": self.subscriptions,
+            "subscriber_scopes": self.subscriber_scopes,
         }
 
     @classmethod
@@ -89,7 +93,14 @@ class SessionRecord:
             created_at=float(data.get("created_at", 0.0)),
             last_seen=float(data.get("last_seen", 0.0)),
             subscriptions=list(data.get("subscriptions") or ()),
+            subscriber_scopes=_strings_or_none(data.get("subscriber_scopes")),
         )
+
+
+def _strings_or_none(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 @runtime_checkable

@@ -260,7 +260,13 @@ class ClusterNode:
             raise ServerBusy("too many active sessions on this node to serve one more")
         session = app.server.create_session(session_id=sid, revision=record.protocol_version)
         session.max_inflight = app.max_inflight
-        self._apply(session, record.log_level, record.subscriptions)
+        self._apply(
+            session,
+            record.log_level,
+            record.subscriptions,
+            record.subscriber_scopes,
+            record.principal,
+        )
         session.client_info = record.client_info
         session.client_capabilities = record.client_capabilities
         session.state = State.READY
@@ -279,14 +285,28 @@ class ClusterNode:
         if record is None:
             self.app._sessions.end(entry, forget=False)
             return None
-        self._apply(entry.session, record.log_level, record.subscriptions)
+        self._apply(
+            entry.session,
+            record.log_level,
+            record.subscriptions,
+            record.subscriber_scopes,
+            record.principal,
+        )
         entry.verified = True
         return entry
 
-    def _apply(self, session: ServerSession, level: str | None, subs: Any) -> None:
+    def _apply(
+        self, session: ServerSession, level: str | None, subs: Any, scopes: Any, principal: Any
+    ) -> None:
         server_default = session.server.default_log_level
         session.log_level = LOG_LEVELS.get(level or server_default, LOG_LEVELS[server_default])
         session.subscriptions = set(subs) if subs else set()
+        if isinstance(scopes, list):
+            session.subscriber_scopes = frozenset(s for s in scopes if isinstance(s, str))
+        else:
+            # An authenticated session whose subscriber's scopes were not shared (a node
+            # of an older version): no updates of scoped resources rather than all.
+            session.subscriber_scopes = None if principal is None else frozenset()
 
     async def _state_changed(self, session: ServerSession) -> None:
         """setLevel / (un)subscribe: write the record, tell the other nodes, then answer."""
@@ -305,6 +325,7 @@ class ClusterNode:
                 "sid": entry.sid,
                 "lvl": _LEVEL_NAMES.get(session.log_level),
                 "sub": sorted(session.subscriptions),
+                "scp": record.subscriber_scopes,
             },
         )
 
@@ -395,7 +416,10 @@ class ClusterNode:
                     await self.standalone(
                         entry, jsonrpc.notification(f"notifications/{kind}/list_changed")
                     )
+            resources = self.app.server.resources
             for uri in sorted(session.subscriptions):
+                if not resources.may_hear(uri, session.subscriber_scopes):
+                    continue
                 await self.standalone(
                     entry, jsonrpc.notification("notifications/resources/updated", {"uri": uri})
                 )
@@ -494,7 +518,9 @@ class ClusterNode:
             if isinstance(inner, dict):
                 entry.session.receive(inner)
         elif kind == "set":
-            self._apply(entry.session, msg.get("lvl"), msg.get("sub"))
+            self._apply(
+                entry.session, msg.get("lvl"), msg.get("sub"), msg.get("scp"), entry.principal
+            )
             entry.stored_level = entry.session.log_level
         elif kind == "g":
             # Another node took the GET stream over: one GET per session, cluster-wide.

@@ -259,6 +259,9 @@ def session_record(entry: HTTPSession) -> SessionRecord:
         principal=entry.principal,
         created_at=entry.created_at,
         subscriptions=sorted(session.subscriptions),
+        subscriber_scopes=(
+            None if session.subscriber_scopes is None else sorted(session.subscriber_scopes)
+        ),
     )
 
 

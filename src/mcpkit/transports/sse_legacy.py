@@ -32,6 +32,7 @@ import orjson
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, StoreUnavailable
 from ..protocol.jsonrpc import Kind, classify, invalid_request
 from ..server.input_rounds import principal_of
+from ..server.scopes import granted_scopes
 from .asgi import (
     AUTH_SCOPE_KEY,
     PING,
@@ -384,11 +385,19 @@ class SSEApp:
             await send_rejected(send, invalid_request(msg))
             return
         principal = None if auth_info is None else principal_of(auth_info)
+        forwarded = {
+            "k": "l",
+            "sid": sid,
+            "msg": msg,
+            "who": principal,
+            "auth": auth_info is not None,
+        }
+        if auth_info is not None and _subscribes(msg):
+            # The stream's node serves it without the token: the scopes its updates need
+            # (resources.may_hear) travel with it.
+            forwarded["scp"] = sorted(granted_scopes(auth_info))
         try:
-            reached = await self._bus.publish(
-                f"n:{node}",
-                {"k": "l", "sid": sid, "msg": msg, "who": principal, "auth": auth_info is not None},
-            )
+            reached = await self._bus.publish(f"n:{node}", forwarded)
         except StoreUnavailable:
             await send_store_unavailable(send)
             return
@@ -407,6 +416,9 @@ class SSEApp:
         who = message.get("who")
         if (conn.principal is not None or message.get("auth")) and conn.principal != who:
             return  # another principal's POST: dropped, as a 404 would have refused it
+        scopes = message.get("scp")
+        if isinstance(scopes, list):
+            conn.session.subscriber_scopes = frozenset(s for s in scopes if isinstance(s, str))
         self._take(conn, message.get("msg"), None)
 
     def end_session(self, conn: _Connection) -> None:
@@ -453,3 +465,12 @@ class SSEApp:
         if self._joined:
             self._joined = False
             await leave_bus(self._bus, self._on_message)
+
+
+_SUBSCRIBING: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
+
+
+def _subscribes(msg: Any) -> bool:
+    """Whether ``msg`` (a message or a batch) changes the session's subscriptions."""
+    items = msg if type(msg) is list else (msg,)
+    return any(type(m) is dict and m.get("method") in _SUBSCRIBING for m in items)

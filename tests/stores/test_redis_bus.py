@@ -194,15 +194,15 @@ async def test_the_node_key_is_refreshed_and_deleted_on_close(redis_url: str, ra
         await b.aclose()
 
 
-async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> None:
-    prefix = f"bus-{uuid4().hex}:"
+def bus_process(redis_url: str, prefix: str, node_ttl: float) -> subprocess.Popen[bytes]:
+    """A child process running a started bus; it prints its node id."""
     code = textwrap.dedent(
         f"""
         import asyncio, sys
         from mcpkit.stores.redis_bus import RedisBus
 
         async def main():
-            bus = RedisBus({redis_url!r}, prefix={prefix!r}, node_ttl=0.5)
+            bus = RedisBus({redis_url!r}, prefix={prefix!r}, node_ttl={node_ttl!r})
             await bus.start(lambda channel, message: None)
             print(bus.node_id, flush=True)
             await asyncio.sleep(60)
@@ -210,7 +210,39 @@ async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> Non
         asyncio.run(main())
         """
     )
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+
+
+async def test_a_killed_node_is_dead_at_once_though_its_key_lives(
+    redis_url: str, raw: Redis
+) -> None:
+    # Issue 18 item 9: Redis drops the subscriptions of a connection the kernel closed
+    # for a killed process; the key would say "alive" for node_ttl more seconds.
+    prefix = f"bus-{uuid4().hex}:"
+    child = bus_process(redis_url, prefix, 30.0)
+    observer = RedisBus(redis_url, prefix=prefix)
+    await observer.start(Inbox())
+    try:
+        assert child.stdout is not None
+        node_id = (await asyncio.to_thread(child.stdout.readline)).decode().strip()
+        assert await observer.node_alive(node_id) is True
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        killed = time.monotonic()
+        while await observer.node_alive(node_id):
+            assert time.monotonic() - killed < 1.0, "still alive 1 s after kill -9"
+            await asyncio.sleep(0.01)
+        assert await raw.exists(f"{prefix}node:{node_id}") == 1  # its key is still there
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        await observer.aclose()
+
+
+async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> None:
+    prefix = f"bus-{uuid4().hex}:"
+    child = bus_process(redis_url, prefix, 0.5)
     observer = RedisBus(redis_url, prefix=prefix)
     await observer.start(Inbox())
     try:

@@ -53,8 +53,8 @@ KILL_AFTER = 5  # progress notifications received before the kill
 # the liveness key to expire (node_ttl) and notices at its next check (TAIL_BLOCK_MS, 2 s).
 ANSWER_WITHIN = 6.0
 # With the default node_ttl (15 s): the survivor finds the killed node's connection gone
-# at two checks in a row, TAIL_BLOCK_MS (1 s) apart, after the resume.
-DEFAULT_TTL_ANSWER_WITHIN = 3.5
+# at two checks in a row, TAIL_BLOCK_MS (1 s) apart, the first right at the resume.
+DEFAULT_TTL_ANSWER_WITHIN = 3.0
 
 
 async def node_ids(cluster: Cluster) -> dict[int, str]:

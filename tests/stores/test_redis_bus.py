@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -238,6 +239,52 @@ async def test_a_killed_node_is_dead_at_once_though_its_key_lives(
             child.kill()
             child.wait()
         await observer.aclose()
+
+
+DOCUMENTED_ACL = re.search(
+    r"^  user mcpkit on (.*)$",
+    (Path(__file__).parents[2] / "docs" / "deployment.md").read_text(),
+    re.MULTILINE,
+)
+
+
+async def acl_user(raw: Redis, redis_url: str, prefix: str, *, numsub: bool) -> str:
+    """A URL with a new ACL user of docs/deployment.md's rules, on ``prefix``'s keys and
+    channels (without ``+pubsub|numsub`` unless ``numsub``)."""
+    assert DOCUMENTED_ACL is not None
+    name, password = f"u-{uuid4().hex[:12]}", uuid4().hex
+    rules = DOCUMENTED_ACL[1].replace("mcpkit:*", prefix + "*").split()
+    rules = [f">{password}" if r.startswith(">") else r for r in rules]
+    assert "+pubsub|numsub" in rules  # the documented user may ask who is alive
+    if not numsub:
+        rules.remove("+pubsub|numsub")
+    await raw.acl_setuser(name, reset=True)
+    await raw.execute_command("ACL", "SETUSER", name, "on", *rules)
+    return redis_url.replace("redis://", f"redis://{name}:{password}@")
+
+
+@pytest.mark.parametrize("numsub", [True, False])
+async def test_liveness_with_the_documented_acl_user(
+    redis_url: str, raw: Redis, numsub: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Without +pubsub|numsub (an ACL written before the signal) the key alone tells, as
+    # before, with one warning.
+    prefix = f"acl-{uuid4().hex}:"
+    url = await acl_user(raw, redis_url, prefix, numsub=numsub)
+    a, b = RedisBus(url, prefix=prefix), RedisBus(url, prefix=prefix)
+    await a.start(Inbox())
+    await b.start(Inbox())
+    try:
+        for _ in range(2):
+            assert await b.node_alive(a.node_id) is True
+        await a.aclose()
+        assert await b.node_alive(a.node_id) is False
+    finally:
+        await a.aclose()
+        await b.aclose()
+        await raw.acl_deluser(url.split("//")[1].split(":")[0])
+    warned = [r for r in caplog.records if "PUBSUB NUMSUB" in r.getMessage()]
+    assert len(warned) == (0 if numsub else 1), [r.getMessage() for r in warned]
 
 
 async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> None:

@@ -19,7 +19,8 @@ without any traffic while the node lives. A machine that vanishes off the
 network closes nothing; its key's expiry tells then. ``node_alive`` is one round
 trip: ``PUBSUB NUMSUB`` and ``EXISTS``, pipelined. A node that lost Redis for a
 moment also has no subscriber until it reconnects (every 0.5 s): a caller that
-must not mistake that for death asks again a second later.
+must not mistake that for death asks again a second later. Where an ACL refuses
+``PUBSUB NUMSUB``, the key alone tells (one warning).
 
 Losing Redis (§ 12.2): the reader notices (a read fails, or a ``PING`` on an
 idle connection gets no answer within ``timeout``), logs one warning and tries
@@ -45,6 +46,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ResponseError
 
 from ..errors import ConfigurationError, StoreUnavailable
 from .bus import BusHandler, new_node_id
@@ -143,6 +145,7 @@ class RedisBus:
         self._reader: asyncio.Task[None] | None = None
         self._heart: asyncio.Task[None] | None = None
         self._closed = False
+        self._numsub = True  # False once Redis refused PUBSUB NUMSUB (an ACL)
 
     def __repr__(self) -> str:
         return f"RedisBus({self.url!r}, prefix={self.prefix!r}, node_id={self.node_id!r})"
@@ -226,12 +229,29 @@ class RedisBus:
         <prefix>node:<node_id>`` in one round trip (see the module docstring)."""
         try:
             pipe = self._client.pipeline(transaction=False)
-            pipe.pubsub_numsub(f"{self.prefix}n:{node_id}")
+            if self._numsub:
+                pipe.pubsub_numsub(f"{self.prefix}n:{node_id}")
             pipe.exists(f"{self.prefix}node:{node_id}")
-            numsub, found = await pipe.execute()
+            *numsub, found = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
             self._fail(exc)
-        return bool(found) and _subscribers(numsub) > 0
+        if isinstance(found, BaseException):
+            self._fail(found)
+        if not numsub:
+            return bool(found)
+        if isinstance(numsub[0], ResponseError):
+            # An ACL user without +pubsub|numsub (docs/deployment.md, Security): the key
+            # alone tells, as before this signal existed.
+            self._numsub = False
+            logger.warning(
+                "Redis at %s refused PUBSUB NUMSUB (%s): a node killed without a graceful "
+                "stop is seen dead only once its heartbeat expires (node_ttl, %s s)",
+                self.url,
+                numsub[0],
+                self.node_ttl,
+            )
+            return bool(found)
+        return bool(found) and _subscribers(numsub[0]) > 0
 
     async def join(self, channel: str) -> None:
         """Subscribe ``channel``; returns once Redis confirmed it (so a message

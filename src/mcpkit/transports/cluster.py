@@ -72,8 +72,8 @@ log = logging.getLogger("mcpkit.transports.cluster")
 #: that the node is still alive (milliseconds; the wait is one blocking read of the log).
 #: The node counts as dead after two such checks in a row found it gone (the second one
 #: rules out a pub/sub connection being replaced, which takes about 0.5 s:
-#: :mod:`mcpkit.stores.redis_bus`), so a call whose node was killed ends 1 to 2 s after
-#: its stream was resumed.
+#: :mod:`mcpkit.stores.redis_bus`); the first check comes right after the catch-up read,
+#: so a call whose node was killed ends about 1 s after its stream was resumed.
 TAIL_BLOCK_MS: Final = 1000
 
 
@@ -431,9 +431,11 @@ class ClusterNode:
         events = self.store.events
         position = after
         missed = 0  # checks in a row that found its node gone
+        wait = 0  # the first read does not wait: a node that died is checked at once
         try:
             while True:
-                found, position = await events.read_after(stream_id, position, TAIL_BLOCK_MS)
+                found, position = await events.read_after(stream_id, position, wait)
+                wait = TAIL_BLOCK_MS
                 for event_id, message in found:
                     queue.put_message(event_id, message, True)
                     if "method" not in message:  # the response: the stream is complete

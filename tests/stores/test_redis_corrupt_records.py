@@ -178,3 +178,27 @@ async def test_a_log_key_of_the_wrong_type_is_an_unknown_stream_not_a_503(
     finally:
         await raw.delete(log)
         await close()
+
+
+async def test_touch_and_holder_swap_on_keys_of_the_wrong_type(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # touch refreshes a cached session's record (the sweep): a record turned unreadable
+    # ends that copy (False, as for a record gone); the GET holder's key is replaced.
+    caplog.set_level(logging.WARNING)
+    store = RedisStore(redis_url, prefix=f"ty-{uuid4().hex[:8]}:")
+    raw = Redis.from_url(redis_url)
+    keys = [f"{store.prefix}session:s1", f"{store.prefix}gh:s1"]
+    try:
+        for key in keys:
+            await raw.rpush(key, b"x")
+        for _ in range(2):
+            assert await store.sessions.touch("s1", 10.0) is False
+        assert await store.sessions.swap_holder("s1", "n1", 10.0) is None
+        assert await store.sessions.swap_holder("s1", "n2", 10.0) == "n1"
+        warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warned) == 1 and "s1" in warned[0], warned
+    finally:
+        await raw.delete(*keys)
+        await raw.aclose()
+        await store.aclose()

@@ -214,6 +214,9 @@ class RedisSessionStore:
                 keys=[self.prefix + session_id], args=[ms(ttl), _seen(time.time())]
             )
         except FAILURES as exc:
+            if wrong_type(exc):  # as load: unreadable is gone (the caller drops its copy)
+                self._unreadable(session_id, "the key is not a string")
+                return False
             self._redis.fail(exc)
         return bool(done)
 
@@ -232,9 +235,12 @@ class RedisSessionStore:
             pipe = self._redis.client.pipeline(transaction=True)
             pipe.get(self._holder + session_id)
             pipe.set(self._holder + session_id, node_id, px=ms(ttl))
-            previous, _ = await pipe.execute()
+            previous, done = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
             self._redis.fail(exc)
+        if isinstance(done, BaseException):
+            self._redis.fail(done)
+        # A key of another type (GET refused; SET replaced it anyway): no holder known.
         if isinstance(previous, bytes):
             return previous.decode()
         return previous if isinstance(previous, str) else None

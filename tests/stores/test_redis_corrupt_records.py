@@ -158,7 +158,7 @@ async def test_a_log_key_of_the_wrong_type_is_an_unknown_stream_not_a_503(
     nodes: tuple[Node, Node], make_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    a, b, c, sid, raw, close = await session_on_a(nodes, make_client)
+    a, _, c, sid, raw, close = await session_on_a(nodes, make_client)
     log = f"{a.store.prefix}events:{sid}"
     try:
         await raw.delete(log)
@@ -172,9 +172,7 @@ async def test_a_log_key_of_the_wrong_type_is_an_unknown_stream_not_a_503(
                 assert resumed.status_code in expected, await resumed.aread()
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
         warned = [r for r in caplog.records if r.levelno == logging.WARNING]
-        assert len(warned) == 1 and log in warned[0].getMessage(), [
-            r.getMessage() for r in warned
-        ]
+        assert len(warned) == 1 and log in warned[0].getMessage(), [r.getMessage() for r in warned]
     finally:
         await raw.delete(log)
         await close()

@@ -49,8 +49,8 @@ TIMEOUT = 30.0  # the whole test
 STEPS = 40
 DELAY = 0.1  # seconds between two steps: the call lasts STEPS * DELAY = 4 s untouched
 KILL_AFTER = 5  # progress notifications received before the kill
-# After the kill: the client waits the retry hint (0.1 s), resumes, the survivor waits for
-# the liveness key to expire (node_ttl) and notices at its next check (TAIL_BLOCK_MS, 2 s).
+# After the kill: the client waits the retry hint (0.1 s) and resumes; the survivor finds
+# the killed node's connection gone at once and again a second later (cluster.follow).
 ANSWER_WITHIN = 6.0
 # With the default node_ttl (15 s): the survivor finds the killed node's connection gone
 # at two checks in a row, TAIL_BLOCK_MS (1 s) apart, the first right at the resume.

@@ -21,6 +21,7 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
+from mcpkit.errors import StoreUnavailable
 from mcpkit.stores.redis import RedisStore
 from tests.stores.test_redis_cluster import Node, on
 from tests.transports.conftest import HTTPClient, demo_server
@@ -198,5 +199,25 @@ async def test_touch_and_holder_swap_on_keys_of_the_wrong_type(
         assert len(warned) == 1 and "s1" in warned[0], warned
     finally:
         await raw.delete(*keys)
+        await raw.aclose()
+        await store.aclose()
+
+
+@pytest.mark.parametrize("bad", ["wrong type", "wrong length"])
+async def test_an_unreadable_request_state_key_is_named(redis_url: str, bad: str) -> None:
+    # The cluster's requestState key cannot be "gone" (another node may sign with it):
+    # the error names the key for the operator, not Redis as unavailable.
+    store = RedisStore(redis_url, prefix=f"rk-{uuid4().hex[:8]}:")
+    raw = Redis.from_url(redis_url)
+    key = f"{store.prefix}rsk"
+    try:
+        if bad == "wrong type":
+            await raw.rpush(key, b"x")
+        else:
+            await raw.set(key, b"short")
+        with pytest.raises(StoreUnavailable, match=f"{key} does not hold a 32-byte key"):
+            await store.request_state_key()
+    finally:
+        await raw.delete(key)
         await raw.aclose()
         await store.aclose()

@@ -405,9 +405,13 @@ class RedisStore:
             pipe = self.client.pipeline(transaction=False)
             pipe.set(key, candidate or secrets.token_bytes(32), nx=True)
             pipe.get(key)
-            _, value = await pipe.execute()
+            _, value = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
             self._redis.fail(exc)
+        if isinstance(value, BaseException) and not wrong_type(value):
+            self._redis.fail(value)
+        # Unreadable (another type, another length): no node may pick a key of its own
+        # instead (the others would not open what it signs): the operator must fix it.
         if not isinstance(value, bytes) or len(value) != 32:
             raise StoreUnavailable(f"Redis at {self.url}: {key} does not hold a 32-byte key")
         return value

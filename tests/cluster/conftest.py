@@ -53,8 +53,9 @@ DEFAULT_TARGET = "tests/cluster/app.py:server"
 RETRY_MS = 100  # the SSE retry hint: clients reconnect after a tenth of a second
 START_TIMEOUT = 15.0  # a node prints its URL within this (two shared cores, cold imports)
 STOP_TIMEOUT = 3.0
-# Seconds a node's liveness key lives (RedisStore(node_ttl=...), once the store takes it):
-# short, so that a killed node is noticed in seconds, not the default 15.
+# Seconds a node's liveness key lives (RedisStore(node_ttl=...)): short, so that a node
+# whose connection to Redis stays open after it stopped is noticed in seconds, not the
+# default 15 (a killed process is noticed at once: its connection closes).
 NODE_TTL = 2.0
 _BANNER = re.compile(r"mcpkit: serving .* on (http://127\.0\.0\.1:(\d+)/mcp)")
 

@@ -20,7 +20,8 @@ load balancer only makes likely. Design: docs/design/scale-out.md § 15.1.
   (each took its turn then); its status is filled in when the response head arrives (a long SSE stream
   shows its 200 at once), so tests assert which node served what.
 
-``pin(i)`` sends everything to backend ``i``; ``sticky()`` sends each request carrying an
+``hold(matching)`` keeps the requests whose :class:`Record` ``matching`` accepts
+waiting, before any backend is chosen, until ``release()``. ``pin(i)`` sends everything to backend ``i``; ``sticky()`` sends each request carrying an
 ``Mcp-Session-Id`` to the backend whose response issued that id (session affinity, what
 the cluster needs without shared sessions); ``unpin()`` restores round robin; ``turn_to(i)`` makes backend ``i`` the next in turn.
 
@@ -34,7 +35,7 @@ import asyncio
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -240,6 +241,7 @@ class RoundRobinProxy:
         self._owner: dict[str, int] = {}  # session id -> backend that issued it
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._held: tuple[Callable[[Record], bool], asyncio.Event] | None = None
 
     # -- control ---------------------------------------------------------------------------
     @property
@@ -269,6 +271,17 @@ class RoundRobinProxy:
         if not 0 <= index < len(self.backends):
             raise IndexError(index)
         self._next = index
+
+    def hold(self, matching: Callable[[Record], bool]) -> None:
+        """Keep the requests ``matching`` accepts waiting (logged, no backend chosen yet)
+        until :meth:`release`: a test orders what a client does on its own."""
+        self._held = (matching, asyncio.Event())
+
+    def release(self) -> None:
+        """Let the held requests go on (each then takes its turn)."""
+        held, self._held = self._held, None
+        if held is not None:
+            held[1].set()
 
     def set_backend(self, index: int, url: str) -> None:
         """Point slot ``index`` at another address (a node restarted on a new port)."""
@@ -365,6 +378,9 @@ class RoundRobinProxy:
         record = Record(method, target, session_id, None, 0)
         record.last_event_id = head.get("last-event-id")
         self.log.append(record)  # now: the log is in the order requests were received
+        held = self._held
+        if held is not None and held[0](record):
+            await held[1].wait()
         connected = await self._connect(record)
         if connected is None:
             record.status = 502

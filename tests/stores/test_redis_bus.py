@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -194,15 +195,15 @@ async def test_the_node_key_is_refreshed_and_deleted_on_close(redis_url: str, ra
         await b.aclose()
 
 
-async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> None:
-    prefix = f"bus-{uuid4().hex}:"
+def bus_process(redis_url: str, prefix: str, node_ttl: float) -> subprocess.Popen[bytes]:
+    """A child process running a started bus; it prints its node id."""
     code = textwrap.dedent(
         f"""
         import asyncio, sys
         from mcpkit.stores.redis_bus import RedisBus
 
         async def main():
-            bus = RedisBus({redis_url!r}, prefix={prefix!r}, node_ttl=0.5)
+            bus = RedisBus({redis_url!r}, prefix={prefix!r}, node_ttl={node_ttl!r})
             await bus.start(lambda channel, message: None)
             print(bus.node_id, flush=True)
             await asyncio.sleep(60)
@@ -210,7 +211,85 @@ async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> Non
         asyncio.run(main())
         """
     )
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+
+
+async def test_a_killed_node_is_dead_at_once_though_its_key_lives(
+    redis_url: str, raw: Redis
+) -> None:
+    # Issue 18 item 9: Redis drops the subscriptions of a connection the kernel closed
+    # for a killed process; the key would say "alive" for node_ttl more seconds.
+    prefix = f"bus-{uuid4().hex}:"
+    child = bus_process(redis_url, prefix, 30.0)
+    observer = RedisBus(redis_url, prefix=prefix)
+    await observer.start(Inbox())
+    try:
+        assert child.stdout is not None
+        node_id = (await asyncio.to_thread(child.stdout.readline)).decode().strip()
+        assert await observer.node_alive(node_id) is True
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        killed = time.monotonic()
+        while await observer.node_alive(node_id):
+            assert time.monotonic() - killed < 1.0, "still alive 1 s after kill -9"
+            await asyncio.sleep(0.01)
+        assert await raw.exists(f"{prefix}node:{node_id}") == 1  # its key is still there
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        await observer.aclose()
+
+
+DOCUMENTED_ACL = re.search(
+    r"^  user mcpkit on (.*)$",
+    (Path(__file__).parents[2] / "docs" / "deployment.md").read_text(),
+    re.MULTILINE,
+)
+
+
+async def acl_user(raw: Redis, redis_url: str, prefix: str, *, numsub: bool) -> str:
+    """A URL with a new ACL user of docs/deployment.md's rules, on ``prefix``'s keys and
+    channels (without ``+pubsub|numsub`` unless ``numsub``)."""
+    assert DOCUMENTED_ACL is not None
+    name, password = f"u-{uuid4().hex[:12]}", uuid4().hex
+    rules = DOCUMENTED_ACL[1].replace("mcpkit:*", prefix + "*").split()
+    rules = [f">{password}" if r.startswith(">") else r for r in rules]
+    assert "+pubsub|numsub" in rules  # the documented user may ask who is alive
+    if not numsub:
+        rules.remove("+pubsub|numsub")
+    await raw.acl_setuser(name, reset=True)
+    await raw.execute_command("ACL", "SETUSER", name, "on", *rules)
+    return redis_url.replace("redis://", f"redis://{name}:{password}@")
+
+
+@pytest.mark.parametrize("numsub", [True, False])
+async def test_liveness_with_the_documented_acl_user(
+    redis_url: str, raw: Redis, numsub: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Without +pubsub|numsub (an ACL written before the signal) the key alone tells, as
+    # before, with one warning.
+    prefix = f"acl-{uuid4().hex}:"
+    url = await acl_user(raw, redis_url, prefix, numsub=numsub)
+    a, b = RedisBus(url, prefix=prefix), RedisBus(url, prefix=prefix)
+    await a.start(Inbox())
+    await b.start(Inbox())
+    try:
+        for _ in range(2):
+            assert await b.node_alive(a.node_id) is True
+        await a.aclose()
+        assert await b.node_alive(a.node_id) is False
+    finally:
+        await a.aclose()
+        await b.aclose()
+        await raw.acl_deluser(url.split("//")[1].split(":")[0])
+    warned = [r for r in caplog.records if "PUBSUB NUMSUB" in r.getMessage()]
+    assert len(warned) == (0 if numsub else 1), [r.getMessage() for r in warned]
+
+
+async def test_a_killed_node_is_dead_once_its_key_expires(redis_url: str) -> None:
+    prefix = f"bus-{uuid4().hex}:"
+    child = bus_process(redis_url, prefix, 0.5)
     observer = RedisBus(redis_url, prefix=prefix)
     await observer.start(Inbox())
     try:

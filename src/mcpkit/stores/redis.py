@@ -61,8 +61,10 @@ of your own); Redis Cluster is not supported (no cluster client, no hash tags).
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
+from collections import OrderedDict
 from typing import Final
 
 import orjson
@@ -72,7 +74,7 @@ from redis.backoff import NoBackoff
 
 from ..errors import ConfigurationError, StoreUnavailable
 from .redis_bus import RedisBus
-from .redis_connection import FAILURES, RedisConnection, ms, redact_url, where_of
+from .redis_connection import FAILURES, RedisConnection, ms, redact_url, where_of, wrong_type
 from .redis_events import DEFAULT_EVENT_MAX_LEN, DEFAULT_EVENT_TTL, RedisEventStore, TailRead
 from .sessions import SessionRecord
 
@@ -87,7 +89,12 @@ __all__ = [
     "redact_url",
 ]
 
+logger = logging.getLogger("mcpkit.stores.redis")
+
 # -- sessions ----------------------------------------------------------------------------------
+
+#: Session ids whose unreadable record was reported (one warning each).
+_WARNED_MAX: Final = 1024
 
 # A record is stored as its ``last_seen`` (``repr`` of the float, padded to a fixed width)
 # followed by the JSON of the rest: ``touch`` rewrites the prefix in place (SETRANGE), so it
@@ -115,8 +122,10 @@ def _dump_record(record: SessionRecord) -> bytes:
 
 
 def _load_record(value: bytes) -> SessionRecord:
-    data = orjson.loads(value[_SEEN_WIDTH:])
-    data["last_seen"] = float(value[:_SEEN_WIDTH])
+    """The record of a stored value; ``ValueError`` when it cannot be read."""
+    data = orjson.loads(value[_SEEN_WIDTH:])  # orjson.JSONDecodeError is a ValueError
+    if isinstance(data, dict):
+        data["last_seen"] = float(value[:_SEEN_WIDTH])
     return SessionRecord.from_json(data)
 
 
@@ -127,15 +136,39 @@ class RedisSessionStore:
     SET XX PX; ``touch`` EVALSHA of a script running PEXPIRE and SETRANGE (three
     commands as Redis counts them); ``delete`` DEL; ``swap_holder`` GET and SET PX
     (MULTI).
+
+    A record that cannot be read (not JSON, cut short, fields of the wrong type, a key
+    of another Redis type) is a session that is gone: ``load`` returns None, and
+    logs one warning per session id (the last 1024 remembered), not one per request.
+    The key is left as it is (a record written by a newer version of mcpkit might
+    look corrupt to an older node during a rolling upgrade); it expires by itself.
     """
 
-    __slots__ = ("_holder", "_redis", "_touch", "prefix")
+    __slots__ = ("_holder", "_redis", "_touch", "_warned", "prefix")
 
     def __init__(self, redis: RedisConnection, prefix: str) -> None:
         self._redis = redis
         self.prefix = prefix + "session:"
         self._holder = prefix + "gh:"
         self._touch = redis.client.register_script(_TOUCH_LUA)
+        self._warned: OrderedDict[str, None] = OrderedDict()
+
+    def _unreadable(self, session_id: str, why: str) -> None:
+        if session_id in self._warned:
+            self._warned.move_to_end(session_id)
+            return
+        self._warned[session_id] = None
+        while len(self._warned) > _WARNED_MAX:
+            self._warned.popitem(last=False)
+        logger.warning(
+            "session %s: its record %s%s in Redis at %s cannot be read (%s); "
+            "answering as for a session that ended",
+            session_id,
+            self.prefix,
+            session_id,
+            self._redis.where,
+            why,
+        )
 
     async def create(self, record: SessionRecord, ttl: float) -> bool:
         try:
@@ -150,10 +183,21 @@ class RedisSessionStore:
         try:
             value = await self._redis.client.get(self.prefix + session_id)
         except FAILURES as exc:
+            if wrong_type(exc):
+                self._unreadable(session_id, "the key is not a string")
+                return None
             self._redis.fail(exc)
         if value is None:
             return None
-        return _load_record(value if isinstance(value, bytes) else value.encode())
+        try:
+            record = _load_record(value if isinstance(value, bytes) else value.encode())
+        except ValueError as exc:
+            self._unreadable(session_id, str(exc))
+            return None
+        if record.session_id != session_id:
+            self._unreadable(session_id, f"it names session {record.session_id!r}")
+            return None
+        return record
 
     async def save(self, record: SessionRecord, ttl: float) -> bool:
         try:
@@ -170,6 +214,9 @@ class RedisSessionStore:
                 keys=[self.prefix + session_id], args=[ms(ttl), _seen(time.time())]
             )
         except FAILURES as exc:
+            if wrong_type(exc):  # as load: unreadable is gone (the caller drops its copy)
+                self._unreadable(session_id, "the key is not a string")
+                return False
             self._redis.fail(exc)
         return bool(done)
 
@@ -188,9 +235,12 @@ class RedisSessionStore:
             pipe = self._redis.client.pipeline(transaction=True)
             pipe.get(self._holder + session_id)
             pipe.set(self._holder + session_id, node_id, px=ms(ttl))
-            previous, _ = await pipe.execute()
+            previous, done = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
             self._redis.fail(exc)
+        if isinstance(done, BaseException):
+            self._redis.fail(done)
+        # A key of another type (GET refused; SET replaced it anyway): no holder known.
         if isinstance(previous, bytes):
             return previous.decode()
         return previous if isinstance(previous, str) else None
@@ -355,9 +405,13 @@ class RedisStore:
             pipe = self.client.pipeline(transaction=False)
             pipe.set(key, candidate or secrets.token_bytes(32), nx=True)
             pipe.get(key)
-            _, value = await pipe.execute()
+            _, value = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
             self._redis.fail(exc)
+        if isinstance(value, BaseException) and not wrong_type(value):
+            self._redis.fail(value)
+        # Unreadable (another type, another length): no node may pick a key of its own
+        # instead (the others would not open what it signs): the operator must fix it.
         if not isinstance(value, bytes) or len(value) != 32:
             raise StoreUnavailable(f"Redis at {self.url}: {key} does not hold a 32-byte key")
         return value

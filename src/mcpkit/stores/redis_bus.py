@@ -8,10 +8,19 @@ Commands (``PUBLISH``, the heartbeat ``SET``, ``EXISTS``) go through the
 ordinary client, never through the pub/sub connection, which Redis reserves
 for (un)subscribing once it subscribed.
 
-Liveness (§ 4.1): ``<prefix>node:<node id>`` holds ``{"host", "pid", "started"}``
-and expires ``node_ttl`` seconds after its last refresh; the bus refreshes it
-every ``node_ttl / 3`` and deletes it when it closes. ``node_alive`` is one
-``EXISTS``.
+Liveness (§ 4.1), two signals, both needed: the node's pub/sub connection,
+subscribed to ``<prefix>n:<node id>``, and ``<prefix>node:<node id>``, which
+holds ``{"host", "pid", "started"}`` and expires ``node_ttl`` seconds after its
+last refresh (the bus refreshes it every ``node_ttl / 3`` and deletes it when it
+closes). A process that dies however abruptly (``kill -9``, a crash, the OOM
+killer) has its socket closed by its operating system, and Redis drops the
+subscription at once: ``PUBSUB NUMSUB`` says so the next time anyone asks,
+without any traffic while the node lives. A machine that vanishes off the
+network closes nothing; its key's expiry tells then. ``node_alive`` is one round
+trip: ``PUBSUB NUMSUB`` and ``EXISTS``, pipelined. A node that lost Redis for a
+moment also has no subscriber until it reconnects (every 0.5 s): a caller that
+must not mistake that for death asks again a second later. Where an ACL refuses
+``PUBSUB NUMSUB``, the key alone tells (one warning).
 
 Losing Redis (§ 12.2): the reader notices (a read fails, or a ``PING`` on an
 idle connection gets no answer within ``timeout``), logs one warning and tries
@@ -37,6 +46,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ResponseError
 
 from ..errors import ConfigurationError, StoreUnavailable
 from .bus import BusHandler, new_node_id
@@ -48,6 +58,15 @@ logger = logging.getLogger("mcpkit.stores.redis_bus")
 
 #: Seconds between two attempts to get the pub/sub connection back.
 RECONNECT_INTERVAL: Final = 0.5
+
+
+def _subscribers(reply: Any) -> int:
+    """The count of a one-channel ``PUBSUB NUMSUB`` reply: ``[(channel, count)]`` as
+    redis-py parses it (a map under RESP3)."""
+    pairs = reply.items() if isinstance(reply, dict) else reply
+    for _, count in pairs or ():
+        return int(count)
+    return 0
 
 
 class RedisBus:
@@ -126,6 +145,7 @@ class RedisBus:
         self._reader: asyncio.Task[None] | None = None
         self._heart: asyncio.Task[None] | None = None
         self._closed = False
+        self._numsub = True  # False once Redis refused PUBSUB NUMSUB (an ACL)
 
     def __repr__(self) -> str:
         return f"RedisBus({self.url!r}, prefix={self.prefix!r}, node_id={self.node_id!r})"
@@ -204,12 +224,34 @@ class RedisBus:
         return int(count)
 
     async def node_alive(self, node_id: str) -> bool:
-        """``EXISTS <prefix>node:<node_id>``."""
+        """Whether node ``node_id``'s pub/sub connection is subscribed to its own channel
+        and its heartbeat key exists: ``PUBSUB NUMSUB <prefix>n:<node_id>`` and ``EXISTS
+        <prefix>node:<node_id>`` in one round trip (see the module docstring)."""
         try:
-            found = await self._client.exists(f"{self.prefix}node:{node_id}")
+            pipe = self._client.pipeline(transaction=False)
+            if self._numsub:
+                pipe.pubsub_numsub(f"{self.prefix}n:{node_id}")
+            pipe.exists(f"{self.prefix}node:{node_id}")
+            *numsub, found = await pipe.execute(raise_on_error=False)
         except FAILURES as exc:
             self._fail(exc)
-        return bool(found)
+        if isinstance(found, BaseException):
+            self._fail(found)
+        if not numsub:
+            return bool(found)
+        if isinstance(numsub[0], ResponseError):
+            # An ACL user without +pubsub|numsub (docs/deployment.md, Security): the key
+            # alone tells, as before this signal existed.
+            self._numsub = False
+            logger.warning(
+                "Redis at %s refused PUBSUB NUMSUB (%s): a node killed without a graceful "
+                "stop is seen dead only once its heartbeat expires (node_ttl, %s s)",
+                self.url,
+                numsub[0],
+                self.node_ttl,
+            )
+            return bool(found)
+        return bool(found) and _subscribers(numsub[0]) > 0
 
     async def join(self, channel: str) -> None:
         """Subscribe ``channel``; returns once Redis confirmed it (so a message

@@ -19,7 +19,7 @@ from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from ..errors import StoreUnavailable
 from .redis_lane import LaneAddress, RedisLane
@@ -33,10 +33,17 @@ __all__ = [
     "sibling_pool",
     "text",
     "where_of",
+    "wrong_type",
 ]
 
 #: What a failed Redis operation raises (redis-py's errors, and the socket's).
 FAILURES: Final = (RedisError, OSError)
+
+
+def wrong_type(exc: BaseException) -> bool:
+    """Redis refused a command for the type of the key's value (``WRONGTYPE``): the key
+    holds something mcpkit did not write there; the server itself is fine."""
+    return isinstance(exc, ResponseError) and str(exc).startswith("WRONGTYPE")
 
 
 def redact_url(url: str) -> str:

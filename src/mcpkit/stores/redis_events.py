@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -18,9 +19,11 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from .events import EventCallback
-from .redis_connection import FAILURES, RedisConnection, ms, text
+from .redis_connection import FAILURES, RedisConnection, ms, text, wrong_type
 
 __all__ = ["DEFAULT_EVENT_MAX_LEN", "DEFAULT_EVENT_TTL", "RedisEventStore", "TailRead"]
+
+logger = logging.getLogger("mcpkit.stores.redis_events")
 
 #: Seconds a session's events stay resumable after its log's last refresh.
 DEFAULT_EVENT_TTL: Final = 3600.0
@@ -97,6 +100,15 @@ def _entries(reply: Any) -> list[Any]:
     return [entry for _, entries in reply for entry in entries]
 
 
+def _parse(data: bytes) -> dict[str, Any] | None:
+    """An entry's message, None when it is not a JSON object (corrupted in Redis)."""
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
 def _remember(table: OrderedDict[str, Any], key: str, bound: int) -> None:
     """Mark ``key`` as just used in a bounded LRU table (the oldest entries go past ``bound``)."""
     table.move_to_end(key)
@@ -146,6 +158,7 @@ class RedisEventStore:
         "_priming",
         "_redis",
         "_refresh_at",
+        "_warned",
         "_written",
         "max_len",
         "max_tracked",
@@ -174,8 +187,29 @@ class RedisEventStore:
         # a real position (the transport only primes a stream before its first event)
         self._written: OrderedDict[str, None] = OrderedDict()
         self._priming = itertools.count(1)
+        self._warned: OrderedDict[str, None] = OrderedDict()  # logs reported unreadable
         self._forget = redis.client.register_script(_FORGET_LUA)
         self._emit0 = redis.client.register_script(_EMIT0_LUA)
+
+    def _message(self, key: str, entry_id: str, data: bytes) -> dict[str, Any] | None:
+        """An entry's message; an unreadable one (corrupted in Redis) is passed over, with
+        one warning per log (for the ``max_tracked`` most recent): a replay or a follow
+        goes on with the events that can be read rather than failing the stream."""
+        message = _parse(data)
+        if message is None:
+            self._unreadable(key, f"entry {entry_id} is not a JSON object")
+        return message
+
+    def _unreadable(self, key: str, why: str) -> None:
+        if key not in self._warned:
+            logger.warning(
+                "passing over unreadable events of %s in Redis at %s (%s)",
+                key,
+                self._redis.where,
+                why,
+            )
+        self._warned[key] = None
+        _remember(self._warned, key, self.max_tracked)
 
     async def store_event(self, stream_id: str, message: dict[str, Any] | None) -> str:
         if message is None:
@@ -269,6 +303,9 @@ class RedisEventStore:
                 self.prefix + log, position, "+"
             )
         except FAILURES as exc:
+            if wrong_type(exc):  # not a log we wrote: nothing of it can be replayed
+                self._unreadable(self.prefix + log, "the key is not a stream")
+                return None
             self._redis.fail(exc)
         mine = [(text(i), f) for i, f in entries if f.get(b"s") == wanted]
         if not mine and not position.startswith("0-"):
@@ -277,7 +314,9 @@ class RedisEventStore:
         for entry_id, fields in mine:
             data = fields.get(b"m")
             if data and entry_id != position:
-                await send(f"{stream_id}#{entry_id}", orjson.loads(data))
+                message = self._message(self.prefix + log, entry_id, data)
+                if message is not None:
+                    await send(f"{stream_id}#{entry_id}", message)
         return stream_id
 
     async def append_and_publish(self, session_id: str, message: dict[str, Any]) -> tuple[str, int]:
@@ -352,7 +391,9 @@ class RedisEventStore:
                 position = text(entry_id)
                 data = fields.get(b"m")
                 if data and fields.get(b"s") == wanted:
-                    events.append((f"{stream_id}#{position}", orjson.loads(data)))
+                    message = self._message(key, position, data)
+                    if message is not None:
+                        events.append((f"{stream_id}#{position}", message))
             if events or not entries:
                 return TailRead(events, f"{stream_id}#{position}")
 

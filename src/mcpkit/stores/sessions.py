@@ -82,7 +82,19 @@ class SessionRecord:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SessionRecord:
+    def from_json(cls, data: Any) -> SessionRecord:
+        """The record of its wire form; ``ValueError`` naming the first field of the wrong
+        type (a store hands over whatever it holds: a record corrupted there must not
+        become a session that fails later, deep in a request)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a session record is a JSON object, not {type(data).__name__}")
+        for name, kinds in _FIELD_TYPES.items():
+            value = data.get(name)
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                raise ValueError(f"session record field {name!r}: {type(value).__name__}")
+        subscriptions = data.get("subscriptions") or []
+        if not all(isinstance(uri, str) for uri in subscriptions):
+            raise ValueError("session record field 'subscriptions': not a list of strings")
         return cls(
             session_id=data["session_id"],
             protocol_version=data["protocol_version"],
@@ -90,9 +102,9 @@ class SessionRecord:
             client_capabilities=data.get("client_capabilities") or {},
             log_level=data.get("log_level"),
             principal=data.get("principal"),
-            created_at=float(data.get("created_at", 0.0)),
-            last_seen=float(data.get("last_seen", 0.0)),
-            subscriptions=list(data.get("subscriptions") or ()),
+            created_at=float(data.get("created_at") or 0.0),
+            last_seen=float(data.get("last_seen") or 0.0),
+            subscriptions=list(subscriptions),
             subscriber_scopes=_strings_or_none(data.get("subscriber_scopes")),
         )
 
@@ -101,6 +113,22 @@ def _strings_or_none(value: Any) -> list[str] | None:
     if value is None:
         return None
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+_NONE: Final = type(None)
+# What each field of a record's JSON may be (absent counts as None).
+_FIELD_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "session_id": (str,),
+    "protocol_version": (str,),
+    "client_info": (dict, _NONE),
+    "client_capabilities": (dict, _NONE),
+    "log_level": (str, _NONE),
+    "principal": (str, _NONE),
+    "created_at": (int, float, _NONE),
+    "last_seen": (int, float, _NONE),
+    "subscriptions": (list, _NONE),
+    "subscriber_scopes": (list, _NONE),
+}
 
 
 @runtime_checkable

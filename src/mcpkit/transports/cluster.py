@@ -70,7 +70,11 @@ log = logging.getLogger("mcpkit.transports.cluster")
 
 #: How long a resumed stream of another node waits for its next event before checking
 #: that the node is still alive (milliseconds; the wait is one blocking read of the log).
-TAIL_BLOCK_MS: Final = 2000
+#: The node counts as dead after two such checks in a row found it gone (the second one
+#: rules out a pub/sub connection being replaced, which takes about 0.5 s:
+#: :mod:`mcpkit.stores.redis_bus`); the first check comes right after the catch-up read,
+#: so a call whose node was killed ends about 1 s after its stream was resumed.
+TAIL_BLOCK_MS: Final = 1000
 
 
 # The apps of this process listening on each bus: one process may serve a server over
@@ -399,7 +403,8 @@ class ClusterNode:
         Last-Event-ID could not replay them and the client kept a stale list. When the
         previous holder is dead, send the hints they would have been (an extra one only
         costs the client a re-read). A holder killed without a graceful stop counts as
-        dead once its liveness key expired (node_ttl)."""
+        dead as soon as Redis saw its connection close (RedisBus.node_alive), one on a
+        machine gone off the network once its liveness key expired (node_ttl)."""
         swap = getattr(self.store.sessions, "swap_holder", None)
         if swap is None:
             return
@@ -449,20 +454,22 @@ class ClusterNode:
         until its final response; if that node died first, end it with an error."""
         events = self.store.events
         position = after
-        dead = False  # once its node is gone: one last read without waiting, then the error
+        missed = 0  # checks in a row that found its node gone
+        wait = 0  # the first read does not wait: a node that died is checked at once
         try:
             while True:
-                wait = 0 if dead else TAIL_BLOCK_MS
                 found, position = await events.read_after(stream_id, position, wait)
+                wait = TAIL_BLOCK_MS
                 for event_id, message in found:
                     queue.put_message(event_id, message, True)
                     if "method" not in message:  # the response: the stream is complete
                         queue.put_nowait(FINAL)
                         return
                 if found:
+                    missed = 0
                     continue
-                if not dead:
-                    dead = not await self.bus.node_alive(owner)
+                missed = 0 if await self.bus.node_alive(owner) else missed + 1
+                if missed < 2:
                     continue
                 error = jsonrpc.error_response(
                     rid,

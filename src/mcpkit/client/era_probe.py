@@ -54,6 +54,7 @@ __all__ = [
     "capabilities",
     "discover",
     "envelope",
+    "first_choice",
     "is_stateless",
     "prefers_handshake",
     "probe_won",
@@ -88,6 +89,13 @@ PROBE_GRACE: Final = 2.0
 # The client capabilities through which a server asks the client during a request: in the
 # handshake era as requests of its own, on 2026-07-28 as input requests (basic/patterns/mrtr).
 INPUT_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
+
+
+def first_choice(supported: tuple[str, ...]) -> str:
+    """What a client without ``protocol_version`` asks for: the newest it supports, a
+    stateless revision before any handshake one."""
+    modern = [v for v in supported if is_stateless(v)]
+    return max(modern) if modern else max(supported)
 
 
 def is_stateless(version: str | None) -> bool:

@@ -120,6 +120,8 @@ def option_problems(values: Mapping[str, Any], label: Callable[[str], str] = str
         if value is not None and not isinstance(value, Mapping):
             yield f"{label(key)} must be a dict, not {type(value).__name__}"
     supported = values.get("supported_versions", ALL_VERSIONS)
+    if not supported:
+        yield f"{label('supported_versions')} must name at least one protocol version"
     unknown = [v for v in supported if v not in REVISIONS and not is_stateless(v)]
     if unknown:
         yield (

@@ -77,7 +77,9 @@ class ClientSession(SessionAPI):
         # No protocol_version: the newest revision, the era chosen for the handlers too
         # (era_probe.prefers_handshake); a pinned one is kept whatever the server offers.
         self.auto_era = options.protocol_version is None
-        self.requested_version = options.protocol_version or era_probe.DEFAULT_VERSION
+        self.requested_version = options.protocol_version or era_probe.first_choice(
+            options.supported_versions
+        )
         self.supported_versions = options.supported_versions
         info = options.client_info
         self.client_info = dict(info) if info is not None else default_client_info()

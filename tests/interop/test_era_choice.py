@@ -223,4 +223,3 @@ def accepted_initialize(wire: Wire) -> list[dict[str, Any]]:
     over stdio is sent ``initialize`` too, the legacy-server race; these refuse it then.)"""
     ids = {m["id"] for m in wire.sent("initialize")}
     return [m for m in wire.received() if m.get("id") in ids and "result" in m]
-

@@ -266,7 +266,7 @@ class ClientSession(SessionAPI):
                 return answer
             if self.stateless_version is None:  # a new process of a modern-only server
                 outcome = await era_probe.discover(self, timeout)
-                if outcome is None:
+                if not isinstance(outcome, dict):  # no grace: never a pending probe
                     raise MCPError(
                         f"MCP server {self.name!r} refused initialize, then server/discover",
                         code=INTERNAL_ERROR,

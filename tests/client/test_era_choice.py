@@ -110,3 +110,18 @@ async def test_a_modern_only_http_server_is_kept_on_2026() -> None:
             assert (await client.call_tool("hello", {}))["content"][0]["text"] == "hello"
     sent = [m["method"] for m in wire.sent()]
     assert sent == ["server/discover", "initialize", "tools/call"]
+
+
+async def test_a_client_that_speaks_only_2026_does_not_try_the_handshake(tmp_path: Path) -> None:
+    log, wire = tmp_path / "starts.log", Wire()
+    async with Client(
+        command=sys.executable,
+        args=[MODERN_ONLY, str(log)],
+        supported_versions=(MODERN,),
+        elicitation_handler=elicit,
+        trace=wire,
+        timeout=10,
+    ) as client:
+        assert client.protocol_version == MODERN
+    assert [m["method"] for m in wire.sent()] == ["server/discover"]
+    assert log.read_text().splitlines() == ["started"]

@@ -144,8 +144,9 @@ async def test_client_defaults_complete_elicitation_and_sampling(
 async def test_mcp_client_defaults_complete_elicitation_and_sampling(
     peer: Peer, transport: str, http_urls: dict[str, str]
 ) -> None:
-    user = User()
-    mcp = MCPClient(servers={"peer": where(peer, transport, http_urls)}, timeout=TIMEOUT)
+    user, wire = User(), Wire()
+    server = {**where(peer, transport, http_urls), "trace": wire}
+    mcp = MCPClient(servers={"peer": server}, timeout=TIMEOUT)
     mcp.elicitation.on_request("peer", user.elicit)
     mcp.sampling.on_request("peer", user.sample)
     async with mcp:
@@ -153,7 +154,13 @@ async def test_mcp_client_defaults_complete_elicitation_and_sampling(
         assert text(await mcp.call_tool("peer", peer.elicit_tool, {})) == peer.elicited
         answer = await mcp.call_tool("peer", "ask_model", {"question": "meaning of life?"})
         assert text(answer) == "forty-two"
+        # The era is remembered: a reconnection to a server that ended on the handshake
+        # goes straight to initialize.
+        await mcp.reconnect("peer")
+        assert mcp.client("peer").protocol_version == peer.era
+        assert text(await mcp.call_tool("peer", peer.elicit_tool, {})) == peer.elicited
     assert user.prompts == ["meaning of life?"]
+    assert len(wire.sent("server/discover")) == (1 if peer.era == HANDSHAKE else 2)
 
 
 def mcpkit_call(target: list[str], tool: str, *options: str) -> subprocess.CompletedProcess[str]:

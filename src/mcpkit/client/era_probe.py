@@ -262,6 +262,8 @@ async def try_handshake(session: ClientSession, timeout: float | None) -> dict[s
     (``session.stateless_version`` is None then). Over HTTP every request stands alone,
     so a refusal is the answer.
     """
+    if all(is_stateless(v) for v in session.supported_versions):
+        return None  # a client that speaks only 2026-07-28 has nothing else to try
     version = session.requested_version
     to_handshake(session)
     # It answered the probe: silence now is a refusal, not a slow start.
@@ -282,7 +284,8 @@ async def try_handshake(session: ClientSession, timeout: float | None) -> dict[s
         await old.aclose()
         await session.transport.start(session)
         try:
-            return await session.handshake(wait)
+            # A new process: its start-up counts, as for any first request.
+            return await session.handshake(timeout)
         except (RemoteError, PeerTimeout) as exc:
             refused = exc
         session.requested_version = version

@@ -1,7 +1,8 @@
 """Which era a server speaks, and the envelope a 2026-07-28 request carries: the client side.
 
-Nothing here awaits or touches a socket except :func:`discover`, which drives a
-:class:`~mcpkit.client.session.ClientSession` through the era probe. The pieces:
+Nothing here awaits or touches a socket except :func:`discover` and
+:func:`try_handshake`, which drive a :class:`~mcpkit.client.session.ClientSession`
+through the era probe. The pieces:
 
 * :func:`discover`: ``server/discover`` as the era probe (2026-07-28
   basic/versioning § backward compatibility): a ``DiscoverResult`` or a
@@ -14,7 +15,8 @@ Nothing here awaits or touches a socket except :func:`discover`, which drives a
 * the versions the client speaks (:data:`ALL_VERSIONS`, :data:`DEFAULT_VERSION`).
 * :func:`prefers_handshake`: whether a client left to choose (no ``protocol_version``)
   takes the handshake with a dual-era server instead of 2026-07-28, because it has
-  handlers for server requests and the server does not say it asks in input rounds.
+  handlers for server requests and the server does not say it asks in input rounds;
+  :func:`try_handshake` then sends ``initialize`` (a new stdio process if need be).
 
 The request metadata headers of Streamable HTTP are written by
 :func:`mcpkit.protocol.http_headers.http_headers`, beside the server's check of

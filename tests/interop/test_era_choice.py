@@ -174,19 +174,31 @@ def mcpkit_call(target: list[str], tool: str, *options: str) -> subprocess.Compl
     )
 
 
+def target(peer: Peer, transport: str, http_urls: dict[str, str]) -> list[str]:
+    """The server options of ``mcpkit call`` for ``peer`` (no --protocol-version)."""
+    if transport == "stdio":
+        return ["--stdio", shlex.join(peer.argv("stdio"))]
+    return ["--url", http_urls[peer.name]]
+
+
 @peers
 @transports
-def test_mcpkit_call_defaults_complete_elicitation_and_sampling(
+def test_mcpkit_call_defaults_complete_elicitation(
     peer: Peer, transport: str, http_urls: dict[str, str]
 ) -> None:
-    if transport == "stdio":
-        target = ["--stdio", shlex.join(peer.argv("stdio"))]
-    else:
-        target = ["--url", http_urls[peer.name]]
-    asked = mcpkit_call(target, peer.elicit_tool, "--elicit", '{"name": "Ada"}')
+    server = target(peer, transport, http_urls)
+    asked = mcpkit_call(server, peer.elicit_tool, "--elicit", '{"name": "Ada"}')
     assert (asked.returncode, printed(asked.stdout), asked.stderr) == (0, peer.elicited, "")
+
+
+@peers
+@transports
+def test_mcpkit_call_defaults_complete_sampling(
+    peer: Peer, transport: str, http_urls: dict[str, str]
+) -> None:
+    question = ("--args", '{"question": "meaning of life?"}')
     sampled = mcpkit_call(
-        target, "ask_model", "--args", '{"question": "meaning of life?"}', "--sample", "forty-two"
+        target(peer, transport, http_urls), "ask_model", *question, "--sample", "forty-two"
     )
     assert (sampled.returncode, printed(sampled.stdout), sampled.stderr) == (0, "forty-two", "")
 

@@ -42,7 +42,16 @@ def test_supported_versions_must_be_known_and_hold_the_requested_one() -> None:
     with pytest.raises(ConfigurationError, match="unknown protocol versions"):
         ClientOptions(supported_versions=("1999-01-01",))
     with pytest.raises(ConfigurationError, match="protocol_version must be one of 2025-06-18"):
-        Client(server=build_server(), supported_versions=("2025-06-18",))
+        Client(
+            server=build_server(), protocol_version="2026-07-28", supported_versions=("2025-06-18",)
+        )
+
+
+async def test_without_protocol_version_the_newest_supported_one_is_asked_for() -> None:
+    async with Client(server=build_server(), supported_versions=("2025-06-18",)) as client:
+        assert client.protocol_version == "2025-06-18"
+    async with Client(server=build_server()) as client:
+        assert client.protocol_version == "2026-07-28"
 
 
 def test_options_are_frozen_and_replace_checks_again() -> None:

@@ -8,14 +8,16 @@ SDK's Streamable HTTP transport and its legacy HTTP+SSE transport. Every message
 mcpkit client sends, and every message it receives, is validated against the JSON schema
 of the revision it belongs to.
 
-The SDK server is dual-era: it answers ``server/discover``, so a default ``Client``
-(which prefers 2026-07-28) speaks 2026-07-28 to it, and one pinned to 2025-11-25 gets the
-handshake. What users rely on in any era (tools, progress, logs, resources, prompts,
-completion, a timed-out call) runs in both over stdio and Streamable HTTP; the HTTP+SSE
-transport belongs to the handshake era and runs only there. This server's sampling,
-elicitation and roots tools ask through the SDK's session back channel, which exists only
-in the handshake era (``tests/interop/test_sdk_server_2026.py`` covers its 2026-07-28
-input-required rounds), so that test is pinned to 2025-11-25.
+The SDK server is dual-era: it answers ``server/discover``, so a ``Client`` pinned to
+2026-07-28 speaks 2026-07-28 to it, and one pinned to 2025-11-25 gets the handshake.
+What users rely on in any era (tools, progress, logs, resources, prompts, completion, a
+timed-out call) runs in both over stdio and Streamable HTTP; the HTTP+SSE transport
+belongs to the handshake era and runs only there. This server's sampling, elicitation
+and roots tools ask through the SDK's session back channel, which exists only in the
+handshake era (``tests/interop/test_sdk_server_2026.py`` covers its 2026-07-28
+input-required rounds). The clients here have those handlers, so with default settings
+they end on the handshake after the probe (the server does not declare input rounds;
+``tests/interop/test_era_choice.py``), and the sampling test runs there too.
 """
 
 from __future__ import annotations
@@ -37,11 +39,14 @@ ROOT = "file:///workspace/sdk"
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 # (transport, protocol_version given to Client): None is the client's default, which
-# must find 2026-07-28 by discovery.
+# probes with server/discover and, having handlers, takes the handshake.
 HANDSHAKE_CASES = [("stdio", HANDSHAKE), ("streamable-http", HANDSHAKE), ("sse", HANDSHAKE)]
-BOTH_ERAS = [*HANDSHAKE_CASES, ("stdio", None), ("streamable-http", None)]
+DEFAULT_CASES = [("stdio", None), ("streamable-http", None)]
+BOTH_ERAS = [*HANDSHAKE_CASES, ("stdio", MODERN), ("streamable-http", MODERN), *DEFAULT_CASES]
 both_eras = pytest.mark.parametrize("case", BOTH_ERAS, ids=lambda c: f"{c[0]}-{c[1] or 'default'}")
-handshake_era = pytest.mark.parametrize("case", HANDSHAKE_CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+handshake_era = pytest.mark.parametrize(
+    "case", [*HANDSHAKE_CASES, *DEFAULT_CASES], ids=lambda c: f"{c[0]}-{c[1] or 'default'}"
+)
 
 
 def _serve(kind: str, path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -73,7 +78,7 @@ def target(request: pytest.FixtureRequest, case: tuple[str, str | None]) -> dict
 
 def era(case: tuple[str, str | None]) -> str:
     """The revision the client must end up speaking."""
-    return case[1] or MODERN
+    return case[1] or HANDSHAKE
 
 
 class Peer:
@@ -164,10 +169,14 @@ async def test_tools_structured_output_and_errors(
         # the probe's answer must still have decided the era.
         assert wire.sent()[0]["method"] == "server/discover" and wire.eras[0] == MODERN
         assert all(r.get("resultType") == "complete" for r in _results(wire, "tools/call"))
+    elif case[1] is None:  # the probe found a modern server; the handlers took the handshake
+        assert wire.sent()[0]["method"] == "server/discover" and wire.eras == [MODERN, HANDSHAKE]
+        assert wire.sent("ping")
     else:
         assert not wire.sent("server/discover") and wire.sent()[0]["method"] == "initialize"
         assert wire.sent("ping")
-    assert wire.eras == [era(case)]
+    if case[1] is not None:
+        assert wire.eras == [era(case)]
 
 
 @both_eras

@@ -6,7 +6,9 @@ or ``--stdio``, the tool's own name is enough.
 
 While the tool runs, its progress notifications are printed to stderr, and
 its questions to the user (elicitation) are answered from ``--elicit JSON``,
-else on the terminal, else declined (see :mod:`.elicit`).
+else on the terminal, else declined (see :mod:`.elicit`). There is no model
+here: a tool that asks the client's model (sampling) gets ``--sample TEXT`` as
+the answer, and without it the client does not declare sampling at all.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "values, e.g. '{\"confirm\": true}'; without it, questions are asked on the "
         "terminal, or declined when stdin is not one",
     )
+    parser.add_argument(
+        "--sample",
+        metavar="TEXT",
+        help="the answer to the tool's requests to the client's model (sampling); "
+        "without it the client offers no sampling",
+    )
     add_server_options(parser)
 
 
@@ -62,9 +70,19 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     elicitor = Elicitor(answers, interactive=_interactive())
 
+    sample = args.sample
+
+    def sampler(params: dict[str, Any]) -> dict[str, Any]:
+        # 2025-11-25 client/sampling: a CreateMessageResult; the "model" is this option.
+        text = "" if sample is None else sample
+        content = {"type": "text", "text": text}
+        return {"role": "assistant", "content": content, "model": "mcpkit-call --sample"}
+
     def prepare(mcp: MCPClient) -> None:
         for server in mcp.server_names:
             mcp.elicitation.on_request(server, elicitor)
+            if sample is not None:
+                mcp.sampling.on_request(server, sampler)
 
     async def act(mcp: MCPClient, server: str, tool: str, arguments: dict[str, Any]) -> int:
         from ..errors import RemoteError

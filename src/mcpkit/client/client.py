@@ -75,8 +75,12 @@ class Client(SessionAPI):
     docstring; ``"streamable-http"``; ``"sse"``). ``timeout`` bounds every wait
     (seconds; each call can override it); ``connect_timeout`` bounds starting
     and initializing instead, when a server is slower to start than to answer.
-    ``protocol_version="2026-07-28"`` asks for the stateless revision (a legacy
-    server gets the handshake instead); ``cache`` keeps cacheable results for
+    ``protocol_version`` pins a revision: ``"2026-07-28"`` the stateless one whenever
+    the server speaks it (a legacy server gets the handshake instead), a handshake
+    revision the handshake. Without it the client asks for 2026-07-28 too, but takes
+    the handshake with a dual-era server that does not say it asks for input in
+    input-required rounds when it has sampling, elicitation or roots handlers (see
+    :func:`~mcpkit.client.era_probe.prefers_handshake`); ``cache`` keeps cacheable results for
     their ``ttlMs`` (a :class:`~mcpkit.client.cache.ResultCache` to share one,
     ``False`` for none). ``max_message_size`` (bytes, 32 MiB by default) bounds
     one message read from the server: a larger one fails with
@@ -104,7 +108,7 @@ class Client(SessionAPI):
         name: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float | None = None,
-        protocol_version: str = era_probe.DEFAULT_VERSION,
+        protocol_version: str | None = None,
         supported_versions: tuple[str, ...] = era_probe.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,

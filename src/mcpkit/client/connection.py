@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 from ..errors import ConnectionClosed
 from .client import Client
 from .config import ServerConfig
-from .era_probe import DEFAULT_VERSION, is_stateless
+from .era_probe import is_stateless
 from .handlers import MAX_SERVER_REQUESTS, ElicitationHandler, RootsSpec, SamplingHandler
 
 __all__ = ["ListKind", "ServerConnection"]
@@ -90,18 +90,21 @@ class ServerConnection:
 
         The era found by the first connection is kept for reconnections (2026-07-28
         basic/versioning: the era is a property of the server; clients SHOULD cache it):
-        a legacy server is not probed again, and a failed reconnection probes afresh.
+        a server that ended on the handshake is not probed again, and a failed
+        reconnection probes afresh.
         """
         remembered = self._era
         if remembered is not None and await self._connect(remembered):
             return
         self._era = None
-        if await self._connect(self.config.protocol_version or DEFAULT_VERSION):
+        if await self._connect(self.config.protocol_version):
             version = self._client.protocol_version if self._client is not None else None
             if self.config.protocol_version is None and not is_stateless(version):
-                self._era = version  # a legacy server: skip the probe next time
+                # A legacy server, or a dual-era one the handlers need the handshake of:
+                # skip the probe next time.
+                self._era = version
 
-    async def _connect(self, protocol_version: str) -> bool:
+    async def _connect(self, protocol_version: str | None) -> bool:
         config = self.config
         client = Client(
             command=config.command,

@@ -1,7 +1,8 @@
 """Which era a server speaks, and the envelope a 2026-07-28 request carries: the client side.
 
-Nothing here awaits or touches a socket except :func:`discover`, which drives a
-:class:`~mcpkit.client.session.ClientSession` through the era probe. The pieces:
+Nothing here awaits or touches a socket except :func:`discover` and
+:func:`try_handshake`, which drive a :class:`~mcpkit.client.session.ClientSession`
+through the era probe. The pieces:
 
 * :func:`discover`: ``server/discover`` as the era probe (2026-07-28
   basic/versioning § backward compatibility): a ``DiscoverResult`` or a
@@ -12,6 +13,10 @@ Nothing here awaits or touches a socket except :func:`discover`, which drives a
   required, client info SHOULD be sent, the log level opts in to
   ``notifications/message`` for that request only).
 * the versions the client speaks (:data:`ALL_VERSIONS`, :data:`DEFAULT_VERSION`).
+* :func:`prefers_handshake`: whether a client left to choose (no ``protocol_version``)
+  takes the handshake with a dual-era server instead of 2026-07-28, because it has
+  handlers for server requests and the server does not say it asks in input rounds;
+  :func:`try_handshake` then sends ``initialize`` (a new stdio process if need be).
 
 The request metadata headers of Streamable HTTP are written by
 :func:`mcpkit.protocol.http_headers.http_headers`, beside the server's check of
@@ -34,6 +39,7 @@ from ..errors import (
     PeerTimeout,
     RemoteError,
 )
+from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
@@ -50,8 +56,12 @@ __all__ = [
     "capabilities",
     "discover",
     "envelope",
+    "first_choice",
     "is_stateless",
+    "prefers_handshake",
     "probe_won",
+    "to_handshake",
+    "try_handshake",
 ]
 
 log = logging.getLogger("mcpkit.client")
@@ -78,6 +88,16 @@ MODERN_ERRORS: Final = frozenset({UNSUPPORTED_VERSION, HEADER_MISMATCH, MISSING_
 # (400/404/405), so only the timeout counts there.
 PROBE_TIMEOUT: Final = 10.0
 PROBE_GRACE: Final = 2.0
+# The client capabilities through which a server asks the client during a request: in the
+# handshake era as requests of its own, on 2026-07-28 as input requests (basic/patterns/mrtr).
+INPUT_CAPABILITIES: Final = ("sampling", "elicitation", "roots")
+
+
+def first_choice(supported: tuple[str, ...]) -> str:
+    """What a client without ``protocol_version`` asks for: the newest it supports, a
+    stateless revision before any handshake one."""
+    modern = [v for v in supported if is_stateless(v)]
+    return max(modern) if modern else max(supported)
 
 
 def is_stateless(version: str | None) -> bool:
@@ -116,6 +136,26 @@ def capabilities(declared: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def prefers_handshake(result: Mapping[str, Any], declared: Mapping[str, Any]) -> bool:
+    """Should a client that may choose its era take the handshake with this modern server?
+
+    ``result`` is the server's ``DiscoverResult``, ``declared`` the client's capabilities.
+    2026-07-28 has no server-to-client requests: a server asks in input-required rounds
+    (basic/patterns/mrtr), and says nothing in its capabilities about whether its tools
+    do. Dual-era servers built on the official Python SDK or FastMCP still make those
+    requests on the handshake era's back channel and fail them on 2026-07-28 (the call
+    errs), while the handshake era serves both styles. So a client with sampling,
+    elicitation or roots handlers prefers the handshake, unless the server lists
+    :data:`~mcpkit.protocol.envelope.INPUT_ROUNDS_EXTENSION` (mcpkit's servers do); a
+    client without them loses nothing on 2026-07-28 and stays there.
+    """
+    if not any(name in declared for name in INPUT_CAPABILITIES):
+        return False
+    caps = result.get("capabilities")
+    extensions = caps.get("extensions") if isinstance(caps, dict) else None
+    return not (isinstance(extensions, dict) and INPUT_ROUNDS_EXTENSION in extensions)
+
+
 # -- the era probe ----------------------------------------------------------------------------
 async def discover(
     session: ClientSession, timeout: float | None, *, grace: float | None = None
@@ -131,7 +171,7 @@ async def discover(
     the two (:func:`probe_won`). A transport with ``handshake_only`` is not probed.
     """
     if getattr(session.transport, "handshake_only", False):
-        _legacy(session)
+        to_handshake(session)
         return None
     # The session's own timeout bounds the probe too: a mute server fails as fast as asked.
     wait = min(PROBE_TIMEOUT, session.timeout) if timeout is None else timeout
@@ -151,17 +191,17 @@ async def discover(
                         session.name,
                         grace,
                     )
-                    _legacy(session)
+                    to_handshake(session)
                     return probe
             result = await probe
         except PeerTimeout:
             log.info("%s did not answer server/discover: a legacy server", session.name)
-            _legacy(session)
+            to_handshake(session)
             return None
         except RemoteError as exc:
             if exc.code not in MODERN_ERRORS:
                 log.info("server/discover failed (%s): a legacy server", exc)
-                _legacy(session)
+                to_handshake(session)
                 return None
             if exc.code != UNSUPPORTED_VERSION:
                 session.stateless_version = None
@@ -174,7 +214,7 @@ async def discover(
                 raise _no_common(session, offered) from exc
             if not is_stateless(chosen):
                 session.requested_version = chosen
-                _legacy(session)
+                to_handshake(session)
                 return None
             version = chosen
             continue
@@ -189,11 +229,11 @@ async def discover(
         chosen = _choose(offered, session.supported_versions)
         if chosen is None:
             # Not a DiscoverResult at all (a legacy server answering anything with `{}`).
-            _legacy(session)
+            to_handshake(session)
             return None
         if not is_stateless(chosen):
             session.requested_version = chosen
-            _legacy(session)
+            to_handshake(session)
             return None
         version = chosen  # discover again with the version the server prefers
     session.stateless_version = None
@@ -213,7 +253,51 @@ def probe_won(probe: asyncio.Future[dict[str, Any]], version: str) -> dict[str, 
     return result if version in _strings(result.get("supportedVersions")) else None
 
 
-def _legacy(session: ClientSession) -> None:
+async def try_handshake(session: ClientSession, timeout: float | None) -> dict[str, Any] | None:
+    """``initialize`` with a server that answered the probe; None when it refuses.
+
+    The session then speaks the handshake era. A stdio server may fix the era of its
+    process with the first message (the official Python SDK and FastMCP do), so one that
+    refuses ``initialize`` after the probe is started again with ``initialize`` first
+    (a transport with ``respawn()``). None means a modern-only server: the session is
+    back on the stateless era, or, after a new process, set up to probe that one
+    (``session.stateless_version`` is None then). Over HTTP every request stands alone,
+    so a refusal is the answer.
+    """
+    if all(is_stateless(v) for v in session.supported_versions):
+        return None  # a client that speaks only 2026-07-28 has nothing else to try
+    version = session.requested_version
+    to_handshake(session)
+    # It answered the probe: silence now is a refusal, not a slow start.
+    wait = min(PROBE_TIMEOUT, session.timeout) if timeout is None else timeout
+    try:
+        return await session.handshake(wait)
+    except (RemoteError, PeerTimeout) as exc:
+        refused: Exception = exc
+    respawn = getattr(session.transport, "respawn", None)
+    if callable(respawn):
+        log.info(
+            "%s serves only 2026-07-28 in this process (initialize: %s); starting it again "
+            "with initialize first, for the sampling, elicitation and roots handlers",
+            session.name,
+            refused,
+        )
+        old, session.transport = session.transport, respawn()
+        await old.aclose()
+        await session.transport.start(session)
+        try:
+            # A new process: its start-up counts, as for any first request.
+            return await session.handshake(timeout)
+        except (RemoteError, PeerTimeout) as exc:
+            refused = exc
+        session.requested_version = version
+    else:
+        session.stateless_version = session.requested_version = version
+    log.info("%s refused initialize (%s): it stays on %s", session.name, refused, version)
+    return None
+
+
+def to_handshake(session: ClientSession) -> None:
     """Give up the stateless era: the handshake follows, with the newest handshake version."""
     session.stateless_version = None
     if is_stateless(session.requested_version):

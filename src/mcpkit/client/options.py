@@ -23,7 +23,7 @@ from ..errors import ConfigurationError
 from ..protocol.versions import REVISIONS
 from .cache import ResultCache
 from .deadlines import timeout_problem, valid_timeout
-from .era_probe import ALL_VERSIONS, DEFAULT_VERSION, is_stateless
+from .era_probe import ALL_VERSIONS, is_stateless
 from .handlers import (
     MAX_SERVER_REQUESTS,
     ElicitationHandler,
@@ -60,7 +60,7 @@ class ClientOptions:
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float | None = None
-    protocol_version: str = DEFAULT_VERSION
+    protocol_version: str | None = None  # None: the newest, era chosen (era_probe)
     supported_versions: tuple[str, ...] = ALL_VERSIONS
     client_info: Mapping[str, Any] | None = None
     capabilities: Mapping[str, Any] | None = None
@@ -120,6 +120,8 @@ def option_problems(values: Mapping[str, Any], label: Callable[[str], str] = str
         if value is not None and not isinstance(value, Mapping):
             yield f"{label(key)} must be a dict, not {type(value).__name__}"
     supported = values.get("supported_versions", ALL_VERSIONS)
+    if not supported:
+        yield f"{label('supported_versions')} must name at least one protocol version"
     unknown = [v for v in supported if v not in REVISIONS and not is_stateless(v)]
     if unknown:
         yield (

@@ -74,7 +74,12 @@ class ClientSession(SessionAPI):
         self.options = options
         self.transport = transport
         self.timeout = options.timeout
-        self.requested_version = options.protocol_version
+        # No protocol_version: the newest revision, the era chosen for the handlers too
+        # (era_probe.prefers_handshake); a pinned one is kept whatever the server offers.
+        self.auto_era = options.protocol_version is None
+        self.requested_version = options.protocol_version or era_probe.first_choice(
+            options.supported_versions
+        )
         self.supported_versions = options.supported_versions
         info = options.client_info
         self.client_info = dict(info) if info is not None else default_client_info()
@@ -222,10 +227,8 @@ class ClientSession(SessionAPI):
             if isinstance(outcome, asyncio.Future):
                 return await self._race(outcome, asked, timeout)
             if outcome is not None:
-                self._discovered(outcome)
-                await self._listen(timeout)
-                return outcome
-        return await self._handshake(timeout)
+                return await self._modern(outcome, timeout)
+        return await self.handshake(timeout)
 
     async def _race(
         self, probe: asyncio.Future[dict[str, Any]], version: str, timeout: float | None
@@ -246,14 +249,32 @@ class ClientSession(SessionAPI):
                 if result is not None:
                     self.stateless_version = version
                     self.requested_version = version
-                    self._discovered(result)
-                    await self._listen(timeout)
-                    return result
+                    return await self._modern(result, timeout)
             return await self._initialized(await init)
         finally:
             for task in (probe, init):
                 if not task.done():
                     task.cancel()
+
+    async def _modern(self, result: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        """A modern server answered the probe: use 2026-07-28, unless the handlers need the
+        handshake era (:func:`mcpkit.client.era_probe.prefers_handshake`) and the server
+        accepts ``initialize`` too (2026-07-28 basic/versioning § dual-era servers)."""
+        if self.auto_era and era_probe.prefers_handshake(result, self._capabilities):
+            answer = await era_probe.try_handshake(self, timeout)
+            if answer is not None:
+                return answer
+            if self.stateless_version is None:  # a new process of a modern-only server
+                outcome = await era_probe.discover(self, timeout)
+                if not isinstance(outcome, dict):  # no grace: never a pending probe
+                    raise MCPError(
+                        f"MCP server {self.name!r} refused initialize, then server/discover",
+                        code=INTERNAL_ERROR,
+                    )
+                result = outcome
+        self._discovered(result)
+        await self._listen(timeout)
+        return result
 
     async def _listen(self, timeout: float | None) -> None:
         """Open ``subscriptions/listen`` and wait for its acknowledgment, so that no change
@@ -277,7 +298,7 @@ class ClientSession(SessionAPI):
         self.instructions = instructions if isinstance(instructions, str) else None
         self._generation += 1
 
-    async def _handshake(self, timeout: float | None) -> dict[str, Any]:
+    async def handshake(self, timeout: float | None) -> dict[str, Any]:
         """The handshake (2025-11-25 basic/lifecycle § initialization)."""
         return await self._initialized(await self._initialize(timeout))
 

@@ -30,6 +30,7 @@ __all__ = [
     "CACHEABLE_METHODS",
     "CLIENT_CAPABILITIES",
     "CLIENT_INFO",
+    "INPUT_ROUNDS_EXTENSION",
     "LOG_LEVEL",
     "PROTOCOL_VERSION",
     "REMOVED_METHODS",
@@ -50,6 +51,15 @@ CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+# mcpkit's own extension (2026-07-28 basic/versioning § extension negotiation): a server
+# that lists it in `capabilities.extensions` of its DiscoverResult promises that every
+# request it makes of the client for a tool, prompt or resource (sampling, elicitation,
+# roots) reaches a 2026-07-28 client as an input-required round (basic/patterns/mrtr).
+# The revision makes that mandatory but gives no way to say it, and dual-era servers
+# that still send those requests on the handshake era's back channel fail them on
+# 2026-07-28; a client that has handlers prefers the handshake with a server that does
+# not list it (mcpkit.client.era_probe.prefers_handshake).
+INPUT_ROUNDS_EXTENSION: Final = "mcpkit/input-rounds"
 
 # Methods of the handshake era that 2026-07-28 removed (changelog §2, §4, §5): a
 # stateless request for one is "method not found" (HTTP 404 on Streamable HTTP).

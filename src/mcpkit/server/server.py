@@ -20,6 +20,7 @@ from typing import Any, TypeVar, overload
 
 from ..auth.resource_server import ProtectedResource
 from ..errors import ConfigurationError, RegistrationError
+from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
 from ..stores.input_rounds import DEFAULT_MAX_PARKED, DEFAULT_MAX_PARKED_PER_PRINCIPAL, ParkedTable
@@ -513,6 +514,10 @@ class MCPServer(ServerIntrospection, ServerRunning):
             revision is None or revision.completions
         ):
             caps["completions"] = {}
+        if revision is not None and revision.era == "stateless":
+            # ctx.elicit, sampling and roots become input rounds on this era: say so, so that
+            # a dual-era client with handlers need not prefer the handshake (envelope.py).
+            caps["extensions"] = {INPUT_ROUNDS_EXTENSION: {}}
         return caps
 
     def implementation_info(self, revision: Revision | None = None) -> dict[str, Any]:

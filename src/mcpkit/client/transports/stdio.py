@@ -120,6 +120,24 @@ class StdioTransport:
         self._drain_waiter: asyncio.Future[None] | None = None
         self._reaper: asyncio.Task[None] | None = None
 
+    def respawn(self) -> StdioTransport:
+        """A new transport, not started, for a new process of the same server.
+
+        The era probe needs it: a dual-era server may fix the era of its process with the
+        first message it reads (see :func:`mcpkit.client.era_probe.try_handshake`).
+        """
+        return StdioTransport(
+            self.command,
+            self.args,
+            env=self.env,
+            cwd=self.cwd,
+            name=self.label,
+            inherit_env=self.inherit_env,
+            close_timeout=self.close_timeout,
+            kill_timeout=self.kill_timeout,
+            max_message_size=self.max_message_size,
+        )
+
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, inbound: Inbound) -> None:
         self._inbound = inbound

@@ -137,8 +137,15 @@ _LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--timeout-keep-alive", int, "seconds an idle keep-alive connection stays open (default 5)"),
     ("--limit-concurrency", int, "uvicorn: requests in progress at most before 503 (default none)"),
     ("--backlog", int, "connections waiting to be accepted at most (default 2048)"),
+    (
+        "--graceful-timeout",
+        float,
+        "seconds requests still running on SIGTERM get to finish; then each is answered "
+        "with a JSON-RPC 'server is shutting down' error (default 5)",
+    ),
 )
 _SERVE_FLAGS = (
+    "graceful_timeout",
     "header_timeout",
     "max_connections",
     "timeout_keep_alive",

@@ -36,7 +36,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict
 
 from ..errors import ConfigurationError, LifespanError
-from .asgi import ASGIApp, Receive, Scope, Send, end_all_streams
+from ..server.request import stop_for_shutdown
+from .asgi import ASGIApp, Receive, Scope, Send, end_all_streams, stop_all_requests
 from .connection_limits import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
@@ -351,6 +352,32 @@ async def _abort_unread_connections(state: Any) -> None:
         paused = now
 
 
+ANSWER_TIME: Final = 2.0
+"""Seconds the requests stopped at the end of the graceful period get to write their answer."""
+
+
+def _stop_late_requests(state: Any, grace: float) -> None:
+    """The graceful period is over: answer what still runs with a JSON-RPC error.
+
+    uvicorn would cancel these tasks itself a little later, and a request cancelled by it
+    ends with a plain-text 500 (or a cut stream) the client cannot tell from a crash.
+    Cancelled here, each request is answered by its session with ``SHUTTING_DOWN`` on its
+    own channel (the JSON body or the SSE stream of its POST), which tells the client to
+    retry on another server.
+    """
+    tasks = [task for task in state.tasks if not task.done()]
+    if tasks:
+        log.warning(
+            "%d request(s) still running after the %.3g s graceful timeout: answering "
+            "them with a 'server is shutting down' error",
+            len(tasks),
+            grace,
+        )
+    for task in tasks:
+        stop_for_shutdown(task)
+    stop_all_requests()
+
+
 def _server(
     uv: Any,
     app: ASGIApp,
@@ -373,10 +400,17 @@ def _server(
 
         async def shutdown(self, sockets: Any = None) -> None:
             watch = asyncio.ensure_future(_abort_unread_connections(self.server_state))
+            late = None
+            if graceful_timeout is not None:
+                late = asyncio.get_running_loop().call_later(
+                    graceful_timeout, _stop_late_requests, self.server_state, graceful_timeout
+                )
             try:
                 await super().shutdown(sockets)
             finally:
                 watch.cancel()
+                if late is not None:
+                    late.cancel()
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
@@ -406,12 +440,15 @@ def _server(
                     signal.signal(sig, handler)
 
     settings: dict[str, Any] = {"loop": "auto", "http": "auto", **options}
+    # uvicorn's own deadline comes ANSWER_TIME after ours (_stop_late_requests): by then
+    # the requests it would cancel (ending them with a bare 500) have been answered.
+    hard = None if graceful_timeout is None else graceful_timeout + ANSWER_TIME
     config = uv.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        timeout_graceful_shutdown=graceful_timeout,
+        timeout_graceful_shutdown=hard,
         **settings,
     )
     server: uvicorn.Server = Server(config)

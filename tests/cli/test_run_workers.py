@@ -10,7 +10,6 @@ the processes; one checks that a session (in Redis) is served by both workers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import signal
@@ -19,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -292,7 +292,7 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(redis_ur
         assert await _gone(workers), "a worker outlived its parent"
         assert proc.stderr is not None
         rest = (await proc.stderr.read()).decode()
-        assert f"pid {victim}) exited unexpectedly" in rest
+        assert f"(pid {victim}) died unexpectedly (killed by SIGKILL)" in rest
         assert "Traceback" not in rest
 
 
@@ -343,28 +343,88 @@ def _workers_of(parent: int) -> set[int]:
     return found
 
 
-async def test_workers_that_keep_dying_stop_everything_with_status_1() -> None:
+async def _call(client: httpx.AsyncClient, url: str, name: str, **arguments: Any) -> Any:
+    """A stateless tools/call (no session needed); its JSON-RPC answer."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    answer = await client.post(url, json=call, headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+async def _stateless_pid(url: str) -> int:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:  # a new connection
+        answer = await _call(client, url, "pid")
+    return int(answer["result"]["content"][0]["text"])
+
+
+async def test_a_crash_storm_leaves_the_service_up_with_restarts_backing_off() -> None:
+    # A tool that kills its worker, called again and again: every crash is one worker lost
+    # and restarted after a growing delay, and every other call is still answered.
     args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
-    async with _running(*args) as proc:
-        await _banner_url(proc)
+    async with _running(*args, "--json-response") as proc:
+        url = await _banner_url(proc)
+        answered: list[int] = []
+        for _ in range(6):
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                with pytest.raises(httpx.TransportError):  # its worker died mid-request
+                    await _call(client, url, "crash")
+            # The next call is answered: by the other worker, or by a restarted one (it
+            # waits in the listen backlog while none is up).
+            answered.append(await asyncio.wait_for(_stateless_pid(url), 3 * TIMEOUT))
+        assert proc.returncode is None, "the parent gave up"
+        after = {await _stateless_pid(url) for _ in range(4)}
+        assert all(_alive(pid) for pid in after)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+    deaths = [line for line in rest.splitlines() if "died unexpectedly" in line]
+    assert len(deaths) == 6, rest
+    assert all("(killed by SIGKILL)" in line for line in deaths), rest
+    # Loud (ERROR), with the back-off: 0.5 s for a slot's first death, doubling after.
+    assert "restarting it in 0.5 s" in rest and "restarting it in 1.0 s" in rest, rest
+    assert "Traceback" not in rest
+
+
+async def test_with_every_worker_down_the_parent_keeps_restarting_them() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
+    async with _running(*args, "--json-response") as proc:
+        url = await _banner_url(proc)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
+        deadline = loop.time() + 30
         killed: set[int] = set()
-        while proc.returncode is None:
-            assert loop.time() < deadline, f"still running after killing {len(killed)} workers"
-            for pid in _workers_of(proc.pid) - killed:
+        while len(killed) < 6:  # both at once, three times: no worker left each time
+            assert loop.time() < deadline, f"killed {len(killed)} workers"
+            workers = _workers_of(proc.pid) - killed
+            if len(workers) < 2:
+                await asyncio.sleep(0.05)
+                continue
+            for pid in workers:
                 os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 0.1)
-        # Five restarts are allowed within a minute; the sixth death stops everything.
-        assert proc.returncode == 1
-        assert 6 <= len(killed) <= 7
+            killed |= workers
+            assert proc.returncode is None
+        pid = await asyncio.wait_for(_stateless_pid(url), 3 * TIMEOUT)
+        assert pid not in killed and proc.returncode is None
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
         assert await _gone(killed | _workers_of(proc.pid))
         assert proc.stderr is not None
         rest = (await proc.stderr.read()).decode()
-        assert rest.splitlines()[-1].startswith("mcpkit: error: worker ")
-        assert "after 5 restarts within 60 s: stopping all workers" in rest
+    assert "no worker is serving: connections wait in the listen backlog" in rest, rest
+    assert rest.count("died unexpectedly") == 6, rest
+
+
+def test_the_restart_back_off_doubles_up_to_its_cap() -> None:
+    from mcpkit.transports.workers import MAX_RESTART_DELAY, RESTART_DELAY, restart_delay
+
+    delays = [restart_delay(deaths) for deaths in range(1, 12)]
+    assert delays[:4] == [RESTART_DELAY, 2 * RESTART_DELAY, 4 * RESTART_DELAY, 8 * RESTART_DELAY]
+    assert max(delays) == delays[-1] == MAX_RESTART_DELAY
 
 
 async def test_workers_stop_when_their_parent_is_killed() -> None:

@@ -230,6 +230,8 @@ def _protocol_class(http: object, limits: _LimitSettings) -> object:
     )
 
 
+DrainHook = Callable[[Callable[[], None]], None]
+
 _STARTUP_FAILED: Final = "Application startup failed. Exiting."
 
 
@@ -275,6 +277,7 @@ class _Prepared:
         options: dict[str, Any],
         sockets: list[socket.socket] | None = None,
         on_started: Callable[[], None] | None = None,
+        drain_hook: DrainHook | None = None,
     ) -> None:
         port = _check_port(port)
         limits = limits.check()
@@ -292,7 +295,16 @@ class _Prepared:
             banner = banner.replace("{url}", str(where))
         self.watch = _StartupWatch(app)
         self.server = _server(
-            uv, self.watch, host, port, log_level, graceful_timeout, banner, options, on_started
+            uv,
+            self.watch,
+            host,
+            port,
+            log_level,
+            graceful_timeout,
+            banner,
+            options,
+            on_started,
+            drain_hook,
         )
 
     def run(self) -> None:
@@ -388,11 +400,13 @@ def _server(
     banner: str | None,
     options: dict[str, Any],
     on_started: Callable[[], None] | None = None,
+    drain_hook: DrainHook | None = None,
 ) -> uvicorn.Server:
     class Server(uv.Server):  # type: ignore[misc]
         """uvicorn's server, ending mcpkit's SSE streams when asked to stop."""
 
         _mcp_loop: asyncio.AbstractEventLoop | None = None
+        _mcp_draining: asyncio.Future[None] | None = None
 
         async def serve(self, sockets: Any = None) -> None:
             self._mcp_loop = asyncio.get_running_loop()
@@ -419,6 +433,24 @@ def _server(
                 print(banner, file=sys.stderr, flush=True)
             if on_started is not None and not self.should_exit:
                 on_started()
+            if drain_hook is not None and not self.should_exit:
+                drain_hook(self.drain)
+
+        def drain(self) -> None:
+            """Stop accepting; let the open connections finish (for up to the graceful
+            timeout: the caller makes their responses close them), then stop as on SIGTERM."""
+            if self.should_exit or self._mcp_draining is not None:
+                return
+            for server in self.servers:
+                server.close()  # this process's listeners only: the sockets stay bound
+            self._mcp_draining = asyncio.ensure_future(self._drained())
+
+        async def _drained(self) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + (graceful_timeout or 0.0)
+            while self.server_state.connections and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+            self.should_exit = True  # uvicorn's main loop notices, then runs shutdown()
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -468,6 +500,7 @@ def serve(
     max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     sockets: list[socket.socket] | None = None,
     on_started: Callable[[], None] | None = None,
+    drain_hook: DrainHook | None = None,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT/SIGTERM; extra ``options`` go to ``uvicorn.Config``.
@@ -486,7 +519,10 @@ def serve(
     ``sockets`` are already-listening sockets to serve on instead of binding
     ``host:port`` (which then only name them), as the workers of
     :mod:`.workers` do with the sockets their parent bound; ``on_started`` is
-    called once the server is up (after the lifespan startup).
+    called once the server is up (after the lifespan startup), then
+    ``drain_hook`` with a function that drains the server (call it on the
+    server's loop): it stops accepting, lets the open connections finish within
+    ``graceful_timeout``, then stops as on SIGTERM (how a worker is recycled).
     """
     limits = _LimitSettings(header_timeout, max_connections, max_header_size)
     prepared = _Prepared(
@@ -500,6 +536,7 @@ def serve(
         dict(options),
         sockets,
         on_started,
+        drain_hook,
     )
     try:
         prepared.run()
@@ -520,6 +557,7 @@ async def serve_async(
     max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     sockets: list[socket.socket] | None = None,
     on_started: Callable[[], None] | None = None,
+    drain_hook: DrainHook | None = None,
     **options: Any,
 ) -> None:
     """:func:`serve` inside a running event loop."""
@@ -535,6 +573,7 @@ async def serve_async(
         dict(options),
         sockets,
         on_started,
+        drain_hook,
     )
     try:
         await prepared.serve()

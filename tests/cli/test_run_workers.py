@@ -427,6 +427,71 @@ def test_the_restart_back_off_doubles_up_to_its_cap() -> None:
     assert max(delays) == delays[-1] == MAX_RESTART_DELAY
 
 
+async def _pids_over(client: httpx.AsyncClient, url: str, calls: int) -> list[int]:
+    """``calls`` tools/call of ``pid`` on one client (keep-alive, as clients do)."""
+    pids = []
+    for _ in range(calls):
+        answer = await _call(client, url, "pid")
+        pids.append(int(answer["result"]["content"][0]["text"]))
+    return pids
+
+
+async def test_recycling_after_max_requests_replaces_workers_and_fails_no_call() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless", "--json-response"]
+    recycle = ["--max-requests", "8", "--max-requests-jitter", "2"]
+    async with _running(*args, *recycle) as proc:
+        url = await _banner_url(proc)
+        first = _workers_of(proc.pid)
+        assert len(first) == 2
+
+        async def load() -> list[int]:
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                return await _pids_over(client, url, 12)
+
+        # 48 calls over 4 keep-alive clients: every one answered (a failed call raises).
+        results = await asyncio.wait_for(asyncio.gather(*(load() for _ in range(4))), 60)
+        seen = {pid for pids in results for pid in pids}
+        assert sum(map(len, results)) == 48
+        assert len(seen) > 2, seen  # workers were replaced...
+        assert await _gone(first), "a recycled worker is still running"  # ...and left
+        assert len(_workers_of(proc.pid)) >= 2
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+    assert "died unexpectedly" not in rest and "Traceback" not in rest, rest
+    recycled = [line for line in rest.splitlines() if "recycling it" in line]
+    assert recycled, rest
+    for line in recycled:
+        limit = int(line.split("(max_requests ")[1].split(")")[0])
+        assert 8 <= limit <= 10, line
+
+
+async def test_a_worker_past_max_memory_is_replaced_after_answering() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless", "--json-response"]
+    async with _running(*args, "--max-memory", "150") as proc:
+        url = await _banner_url(proc)
+        first = _workers_of(proc.pid)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            answer = await _call(client, url, "grow", megabytes=200)
+        leaky = int(answer["result"]["content"][0]["text"])  # the call itself succeeded
+        assert leaky in first
+        # Within a few checks (one a second) it is replaced; calls go on being answered.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while _alive(leaky) or not (_workers_of(proc.pid) - first):
+            assert loop.time() < deadline, "the leaking worker was not replaced"
+            await _stateless_pid(url)
+            await asyncio.sleep(0.1)
+        assert await _stateless_pid(url) != leaky
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+    assert f"(pid {leaky}) uses " in rest and "(max_memory 150 MB): recycling it" in rest, rest
+    assert "died unexpectedly" not in rest
+
+
 async def test_workers_stop_when_their_parent_is_killed() -> None:
     args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
     async with _running(*args) as proc:

@@ -282,7 +282,7 @@ class _Supervisor:
         elif kind == "failed":  # e.g. Redis went away: it exits, and is restarted
             log.error("worker %d (pid %d) failed to start: %s", worker.slot, worker.pid, message[1])
         elif kind == "recycle" and self.slots[worker.slot] is worker:
-            log.info(
+            log.warning(
                 "worker %d (pid %d) %s: recycling it (it finishes its requests); "
                 "starting its replacement",
                 worker.slot,

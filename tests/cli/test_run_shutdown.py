@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from mcpkit.errors import SHUTTING_DOWN, SHUTTING_DOWN_TEXT
 from tests.cli.test_run import INIT, _running
 from tests.cli.test_run_workers import HEADERS, PIDS, _banner_url
 from tests.redis_server import RedisServer
-from tests.transports.stdio_peer import TIMEOUT
+from tests.transports.stdio_peer import TIMEOUT, StdioPeer
 
 GRACE = 0.5
 
@@ -132,3 +133,75 @@ async def test_a_call_that_finishes_within_the_graceful_timeout_gets_its_result(
             response = await asyncio.wait_for(pending, TIMEOUT)
         assert response.json()["result"]["content"][0]["text"] == "finished"
         assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+
+SHUTDOWN_ERROR = {
+    "code": SHUTTING_DOWN,
+    "message": SHUTTING_DOWN_TEXT,
+    "data": {"reason": "shutdown", "retry": "elsewhere"},
+}
+
+
+async def test_legacy_sse_answers_a_late_call_on_its_stream_then_ends_it(tmp_path: Path) -> None:
+    marker = tmp_path / "running"
+    args = [PIDS, "-t", "sse", "--port", "0", "--graceful-timeout", str(GRACE)]
+    async with _running(*args) as proc:
+        url = await _banner_url(proc, "/sse")
+        base = url.rsplit("/", 1)[0]
+        async with (
+            httpx.AsyncClient(timeout=TIMEOUT) as client,
+            client.stream("GET", url) as stream,
+        ):
+            lines = stream.aiter_lines()
+
+            async def next_data() -> Any:
+                while True:
+                    line = await asyncio.wait_for(anext(lines), TIMEOUT)
+                    if line.startswith("data:"):
+                        return line[len("data:") :].strip()
+
+            post = base + await next_data()  # the endpoint event
+            await client.post(post, json=INIT)
+            assert orjson.loads(await next_data())["id"] == 1
+            await client.post(post, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "slow", "arguments": {"marker": str(marker)}},
+            }
+            assert (await client.post(post, json=call)).status_code == 202
+            await _until_exists(marker)
+            proc.send_signal(signal.SIGTERM)
+            # The stream stays open for the call, which is answered at the graceful timeout.
+            answer = orjson.loads(await next_data())
+            assert answer == {"jsonrpc": "2.0", "id": 7, "error": SHUTDOWN_ERROR}
+            rest = [line async for line in lines]  # then the stream ends
+            assert not any(line.startswith("data:") for line in rest), rest
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+
+@pytest.mark.parametrize("how", ["sigterm", "eof"])
+async def test_stdio_answers_a_call_still_running_when_it_stops(tmp_path: Path, how: str) -> None:
+    marker = tmp_path / "running"
+    peer = await StdioPeer.spawn([sys.executable, "-m", "mcpkit", "run", PIDS])
+    try:
+        await peer.initialize()
+        call = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"marker": str(marker)}},
+        }
+        await peer.send(call)
+        await _until_exists(marker)
+        if how == "sigterm":
+            peer.signal(signal.SIGTERM)  # at once: the client has given up waiting
+        else:
+            await peer.close_stdin()  # the call gets the grace (2 s), then the answer
+        answer = await peer.recv_response(9, timeout=TIMEOUT)
+        assert answer == {"jsonrpc": "2.0", "id": 9, "error": SHUTDOWN_ERROR}
+        assert await peer.read_rest() == []
+        assert await peer.wait() == 0
+    finally:
+        await peer.kill()

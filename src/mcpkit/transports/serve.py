@@ -377,7 +377,8 @@ def _stop_late_requests(state: Any, grace: float) -> None:
     own channel (the JSON body or the SSE stream of its POST), which tells the client to
     retry on another server.
     """
-    tasks = [task for task in state.tasks if not task.done()]
+    spared = stop_all_requests()  # legacy SSE: its answers go out on its streams
+    tasks = [task for task in state.tasks if not task.done() and task not in spared]
     if tasks:
         log.warning(
             "%d request(s) still running after the %.3g s graceful timeout: answering "
@@ -387,7 +388,6 @@ def _stop_late_requests(state: Any, grace: float) -> None:
         )
     for task in tasks:
         stop_for_shutdown(task)
-    stop_all_requests()
 
 
 def _server(

@@ -54,6 +54,7 @@ from ..framing import MAX_LINE_SIZE, LineSplitter, Oversized
 from ..loops import new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind
+from ..server.request import stop_for_shutdown
 from ..stdio_process import (
     DaemonExecutor,
     Output,
@@ -354,7 +355,14 @@ class _StdioConnection(asyncio.Protocol):
         finally:
             if restore is not None:
                 restore()
-            self.session.close()  # cancels what is still running; they answer nothing
+            # Still running after the grace (EOF) or at a signal: each request answers that
+            # the server is shutting down, so a client still reading can retry elsewhere.
+            running = [t for t in self._tasks if t not in self._streams and not t.done()]
+            for task in running:
+                stop_for_shutdown(task)
+            if running:
+                await asyncio.wait(running, timeout=1.0)
+            self.session.close()  # cancels what is left; it answers nothing
             if self._tasks:
                 await asyncio.wait(set(self._tasks), timeout=1.0)
                 for task in self._tasks:

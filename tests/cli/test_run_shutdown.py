@@ -51,6 +51,7 @@ async def _until_exists(marker: Path) -> None:
 def _answer(response: httpx.Response, sse: bool) -> Any:
     if not sse:
         assert response.headers["content-type"] == "application/json", response.text
+        assert response.headers["connection"] == "close"  # the server is going away
         return response.json()
     assert response.headers["content-type"] == "text/event-stream", response.text
     datas = [

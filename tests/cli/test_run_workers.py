@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -87,6 +88,31 @@ def _env(**extra: str) -> dict[str, str]:
         (
             [WITH_STORE, "-t", "http", "--redis", "redis://127.0.0.1:1/0"],
             "mcpkit: error: the server already has a store; drop --redis or the store= argument",
+        ),
+        (
+            [PIDS, "--max-requests", "5"],
+            "mcpkit: error: --max-requests cannot be used with --transport stdio",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-requests", "0"],
+            "mcpkit: error: --max-requests must be a positive integer, got 0",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-requests-jitter", "3"],
+            "mcpkit: error: --max-requests-jitter needs --max-requests",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-requests", "5", "--max-requests-jitter", "-1"],
+            "mcpkit: error: --max-requests-jitter must be 0 or more, got -1",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-memory", "0"],
+            "mcpkit: error: --max-memory must be a positive number of megabytes, got 0",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-memory", "100"],
+            "mcpkit: error: --max-requests and --max-memory replace worker processes, so "
+            "sessions must outlive them: give --redis URL, or --stateless",
         ),
     ],
 )
@@ -501,6 +527,21 @@ async def test_workers_stop_when_their_parent_is_killed() -> None:
         proc.kill()  # no chance to stop them: each notices its parent is gone
         await proc.wait()
         assert await _gone(workers), "a worker outlived its killed parent"
+
+
+def test_serve_workers_refuses_bad_recycling_options() -> None:
+    from mcpkit.transports.workers import serve_workers
+
+    make_app = functools.partial(MCPServer, name="s", version="1")
+    for options, message in [
+        ({"max_requests": 0}, "max_requests must be an integer >= 1 or None, got 0"),
+        ({"max_requests": True}, "max_requests must be an integer >= 1 or None, got True"),
+        ({"max_requests_jitter": 5}, "max_requests_jitter needs max_requests"),
+        ({"max_requests": 5, "max_requests_jitter": -1}, "max_requests_jitter must be"),
+        ({"max_memory": -3}, "max_memory must be a positive number of megabytes"),
+    ]:
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            serve_workers(make_app, 2, port=0, **options)
 
 
 def test_serve_workers_refuses_an_app_factory_that_cannot_reach_a_worker() -> None:

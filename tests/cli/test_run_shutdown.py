@@ -206,3 +206,38 @@ async def test_stdio_answers_a_call_still_running_when_it_stops(tmp_path: Path, 
         assert await peer.wait() == 0
     finally:
         await peer.kill()
+
+
+async def test_a_2026_call_running_past_the_graceful_timeout_gets_the_error(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "running"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"marker": str(marker)}, "_meta": meta},
+    }
+    headers = {
+        **HEADERS,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "slow",
+    }
+    args = [PIDS, "-t", "http", "--port", "0", "--graceful-timeout", str(GRACE)]
+    async with _running(*args) as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            pending = asyncio.ensure_future(client.post(url, json=call, headers=headers))
+            await _until_exists(marker)
+            proc.send_signal(signal.SIGTERM)
+            response = await asyncio.wait_for(pending, TIMEOUT)
+        assert response.status_code == 200, response.text
+        answer = _answer(response, response.headers["content-type"] == "text/event-stream")
+        assert answer == {"jsonrpc": "2.0", "id": 5, "error": SHUTDOWN_ERROR}
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0

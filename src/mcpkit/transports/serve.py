@@ -5,8 +5,10 @@ uvicorn picks uvloop and httptools when they are installed (``pip install
 SSE streams of every mcpkit app are closed with a ``retry`` hint (otherwise
 uvicorn would wait for them forever), a connection whose client does not read
 (its writes stay paused for about a second) is aborted, in-flight requests get
-``graceful_timeout`` seconds to finish, sessions are closed through the ASGI
-lifespan, and :func:`serve` returns normally.
+``graceful_timeout`` seconds to finish, those still running are then answered
+with the JSON-RPC error ``SHUTTING_DOWN`` (see :func:`_stop_late_requests`),
+sessions are closed through the ASGI lifespan, and :func:`serve` returns
+normally.
 
 Before anything is printed, :func:`serve` checks the port (0 to 65535; 0 picks
 a free one), refuses to listen on a non-loopback address when the mcpkit app

@@ -241,3 +241,41 @@ async def test_a_2026_call_running_past_the_graceful_timeout_gets_the_error(
         answer = _answer(response, response.headers["content-type"] == "text/event-stream")
         assert answer == {"jsonrpc": "2.0", "id": 5, "error": SHUTDOWN_ERROR}
         assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+
+async def test_a_batch_cut_short_answers_what_finished_and_errors_the_rest(
+    tmp_path: Path,
+) -> None:
+    # 2025-03-26 (the one revision with batches): the quick member keeps its result.
+    marker = tmp_path / "running"
+    args = [PIDS, "-t", "http", "--port", "0", "--json-response", "--graceful-timeout", str(GRACE)]
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}  # type: ignore[dict-item]
+    async with _running(*args) as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            answer = await client.post(url, json=init, headers=HEADERS)
+            headers = {
+                **HEADERS,
+                "Mcp-Session-Id": answer.headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-03-26",
+            }
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await client.post(url, json=note, headers=headers)).status_code == 202
+            batch = [
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {"marker": str(marker)}},
+                },
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid"}},
+            ]
+            pending = asyncio.ensure_future(client.post(url, json=batch, headers=headers))
+            await _until_exists(marker)
+            proc.send_signal(signal.SIGTERM)
+            response = await asyncio.wait_for(pending, TIMEOUT)
+        assert response.status_code == 200, response.text
+        cut, done = response.json()
+        assert cut == {"jsonrpc": "2.0", "id": 1, "error": SHUTDOWN_ERROR}
+        assert done["id"] == 2 and "result" in done
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0

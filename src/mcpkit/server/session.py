@@ -205,7 +205,23 @@ class ServerSession:
                 f"JSON-RPC batches are not supported in protocol revision {self.revision.name}",
             )
         # Each member runs in its own task: cancelling one must not cancel the others.
-        results = await asyncio.gather(*(self.handle(m, send, auth_info=auth_info) for m in batch))
+        members = [asyncio.ensure_future(self.handle(m, send, auth_info=auth_info)) for m in batch]
+        try:
+            results = await asyncio.gather(*members)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not (stopped_for_shutdown(task) and task is not None and task.uncancel() == 0):
+                raise
+            # The server stops (see _serve_request): the answers there are, and for every
+            # request cut short (gather has let each member end), the shutting-down error.
+            results = [
+                member.result()
+                if not member.cancelled()
+                else {"jsonrpc": "2.0", "id": msg["id"], "error": shutting_down_error()}
+                if classify(msg) is Kind.REQUEST
+                else None
+                for msg, member in zip(batch, members, strict=True)
+            ]
         return [r for r in results if r is not None]
 
     handle_batch = serve_batch  # its earlier name

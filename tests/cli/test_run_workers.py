@@ -493,6 +493,41 @@ async def test_recycling_after_max_requests_replaces_workers_and_fails_no_call()
         assert 8 <= limit <= 10, line
 
 
+async def test_a_recycled_worker_ends_its_streams_at_once(redis_url: str) -> None:
+    # A GET stream never ends by itself: the draining worker closes it (with a retry hint)
+    # so that its client reconnects to another process, instead of waiting out the drain.
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "1", "--max-requests", "4"]
+    args.append("--json-response")
+    prefix = ["--redis", redis_url, "--redis-prefix", "recycle-streams:"]
+    async with _running(*args, *prefix, "--graceful-timeout", "5") as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            init = await client.post(url, json=INIT, headers=HEADERS)  # request 1
+            headers = {
+                **HEADERS,
+                "Mcp-Session-Id": init.headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await client.post(url, json=note, headers=headers)).status_code == 202
+            loop = asyncio.get_running_loop()
+            async with httpx.AsyncClient(timeout=TIMEOUT) as other:
+                async with other.stream("GET", url, headers=headers) as stream:  # request 3
+                    assert stream.status_code == 200
+                    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+                    call["params"] = {"name": "pid"}
+                    answer = await client.post(url, json=call, headers=headers)  # request 4
+                    assert answer.headers["connection"] == "close"  # the worker drains
+                    first = int(answer.json()["result"]["content"][0]["text"])
+                    drained_at = loop.time()
+                    rest = await asyncio.wait_for(stream.aread(), TIMEOUT)
+                    assert loop.time() - drained_at < 2.5, "the stream held the drain"
+                    assert b"retry:" in rest
+            # The replacement serves the same session (it lives in Redis).
+            answer = await client.post(url, json={**call, "id": 3}, headers=headers)
+            assert int(answer.json()["result"]["content"][0]["text"]) != first
+
+
 async def test_a_worker_past_max_memory_is_replaced_after_answering() -> None:
     args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless", "--json-response"]
     async with _running(*args, "--max-memory", "150") as proc:

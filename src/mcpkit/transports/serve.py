@@ -445,13 +445,20 @@ def _server(
                 return
             for server in self.servers:
                 server.close()  # this process's listeners only: the sockets stay bound
+            # Long-lived streams would hold the drain to its end: their clients reconnect
+            # (the retry hint) to the processes still accepting.
+            end_all_streams()
             self._mcp_draining = asyncio.ensure_future(self._drained())
 
         async def _drained(self) -> None:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + (graceful_timeout or 0.0)
+            ticks = 0
             while self.server_state.connections and loop.time() < deadline:
                 await asyncio.sleep(0.05)
+                ticks += 1
+                if ticks % 10 == 0:
+                    end_all_streams()  # one opened since, on a connection still open
             self.should_exit = True  # uvicorn's main loop notices, then runs shutdown()
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:

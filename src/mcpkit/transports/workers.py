@@ -231,7 +231,14 @@ class _Supervisor:
         while not self.stopping and not all(
             w is not None and w.ready_at is not None for w in self.slots
         ):
-            for worker, message in self.poll(None):
+            self.restart_due()
+            for worker, message in self.poll(self.next_due()):
+                if message is None and worker in self.retiring:
+                    self.retired(worker)  # recycled already (requests came in early)
+                    continue
+                if message is None and worker.ready_at is not None:
+                    self.died(worker)  # it had started: a death, not a failed start
+                    continue
                 if message is None or message[0] == "failed":
                     error = message[1] if message is not None else None
                     if not isinstance(error, Exception):
@@ -298,28 +305,32 @@ class _Supervisor:
     def supervise(self) -> None:
         """Until a stop signal: restart workers that die, replace recycled ones."""
         while not self.stopping:
-            now = time.monotonic()
-            due = [t for t in self.restart_at if t is not None]
-            due += [w.retired_at + self.retire_timeout for w in self.retiring if w.retired_at]
-            timeout = max(0.0, min(due) - now) if due else None
-            for worker, message in self.poll(timeout):
+            for worker, message in self.poll(self.next_due()):
                 if message is not None:
                     self.note(worker, message)
                 elif worker in self.retiring:
                     self.retired(worker)
                 elif not self.stopping and self.slots[worker.slot] is worker:
                     self.died(worker)
-            now = time.monotonic()
-            for slot, when in enumerate(self.restart_at):
-                if not self.stopping and when is not None and when <= now:
-                    self.start(slot)
-            for worker in self.retiring:
-                assert worker.retired_at is not None
-                if now - worker.retired_at > self.retire_timeout and worker.process.is_alive():
-                    log.warning(
-                        "recycled worker pid %d did not stop in time: killing it", worker.pid
-                    )
-                    worker.process.kill()
+            self.restart_due()
+
+    def next_due(self) -> float | None:
+        """Seconds until the next restart or recycling deadline (None: nothing due)."""
+        due = [t for t in self.restart_at if t is not None]
+        due += [w.retired_at + self.retire_timeout for w in self.retiring if w.retired_at]
+        return max(0.0, min(due) - time.monotonic()) if due else None
+
+    def restart_due(self) -> None:
+        """Start the slots whose back-off is over; kill recycled workers past their time."""
+        now = time.monotonic()
+        for slot, when in enumerate(self.restart_at):
+            if not self.stopping and when is not None and when <= now:
+                self.start(slot)
+        for worker in self.retiring:
+            assert worker.retired_at is not None
+            if now - worker.retired_at > self.retire_timeout and worker.process.is_alive():
+                log.warning("recycled worker pid %d did not stop in time: killing it", worker.pid)
+                worker.process.kill()
 
     def retired(self, worker: _Worker) -> None:
         self.retiring.remove(worker)

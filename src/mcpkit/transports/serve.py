@@ -282,6 +282,11 @@ class _Prepared:
         drain_hook: DrainHook | None = None,
     ) -> None:
         port = _check_port(port)
+        if "timeout_graceful_shutdown" in options:  # set below, from graceful_timeout
+            raise ConfigurationError(
+                "pass graceful_timeout, not uvicorn's timeout_graceful_shutdown (serve() "
+                "gives uvicorn graceful_timeout + 2 s, to answer the requests it stops)"
+            )
         limits = limits.check()
         _refuse_exposure(app, host)
         uv = _uvicorn()  # before binding: a missing extra is reported without side effects

@@ -86,6 +86,8 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
+    "SHUTTING_DOWN",
+    "SHUTTING_DOWN_TEXT",
     "STORE_UNAVAILABLE_TEXT",
     "URL_ELICITATION_REQUIRED",
     "AuthorizationFailed",
@@ -126,6 +128,7 @@ __all__ = [
     "Unreachable",
     "UriTemplateError",
     "VerifierUnavailable",
+    "shutting_down_error",
     "to_jsonrpc_error",
     "tool_error_text",
 ]
@@ -148,6 +151,14 @@ URL_ELICITATION_REQUIRED = -32042
 # legacy use (2026-07-28 basic § error codes: new codes SHOULD be allocated outside the
 # reserved range). MCP defines no code for a refused request; 403 is HTTP's.
 FORBIDDEN = -31403
+# A request still running when its server stops (the graceful period is over) is answered
+# with this rather than dropped, so the client can send it to another server; 503 is
+# HTTP's Service Unavailable. Its ``data`` says so for programs: see shutting_down_error.
+SHUTTING_DOWN = -31503
+SHUTTING_DOWN_TEXT = (
+    "Server is shutting down: the request was stopped before it finished "
+    "(it may have partly run); retry it on another server"
+)
 # 2026-07-28 transport errors.
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
@@ -547,6 +558,15 @@ def to_jsonrpc_error(exc: BaseException, *, debug: bool = False) -> dict[str, An
     if debug:
         return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
     return {"code": INTERNAL_ERROR, "message": "Internal error"}
+
+
+def shutting_down_error() -> dict[str, Any]:
+    """The JSON-RPC error answering a request its stopping server cut short."""
+    return {
+        "code": SHUTTING_DOWN,
+        "message": SHUTTING_DOWN_TEXT,
+        "data": {"reason": "shutdown", "retry": "elsewhere"},
+    }
 
 
 def tool_error_text(exc: Exception, *, tool: str, debug: bool = False) -> str | None:

@@ -10,15 +10,16 @@ the processes; one checks that a session (in Redis) is served by both workers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -87,6 +88,31 @@ def _env(**extra: str) -> dict[str, str]:
         (
             [WITH_STORE, "-t", "http", "--redis", "redis://127.0.0.1:1/0"],
             "mcpkit: error: the server already has a store; drop --redis or the store= argument",
+        ),
+        (
+            [PIDS, "--max-requests", "5"],
+            "mcpkit: error: --max-requests cannot be used with --transport stdio",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-requests", "0"],
+            "mcpkit: error: --max-requests must be a positive integer, got 0",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-requests-jitter", "3"],
+            "mcpkit: error: --max-requests-jitter needs --max-requests",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-requests", "5", "--max-requests-jitter", "-1"],
+            "mcpkit: error: --max-requests-jitter must be 0 or more, got -1",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-memory", "0"],
+            "mcpkit: error: --max-memory must be a positive number of megabytes, got 0",
+        ),
+        (
+            [PIDS, "-t", "http", "--max-memory", "100"],
+            "mcpkit: error: --max-requests and --max-memory replace worker processes, so "
+            "sessions must outlive them: give --redis URL, or --stateless",
         ),
     ],
 )
@@ -292,7 +318,7 @@ async def test_two_workers_share_the_port_and_a_killed_one_is_restarted(redis_ur
         assert await _gone(workers), "a worker outlived its parent"
         assert proc.stderr is not None
         rest = (await proc.stderr.read()).decode()
-        assert f"pid {victim}) exited unexpectedly" in rest
+        assert f"(pid {victim}) died unexpectedly (killed by SIGKILL)" in rest
         assert "Traceback" not in rest
 
 
@@ -343,28 +369,188 @@ def _workers_of(parent: int) -> set[int]:
     return found
 
 
-async def test_workers_that_keep_dying_stop_everything_with_status_1() -> None:
+async def _call(client: httpx.AsyncClient, url: str, name: str, **arguments: Any) -> Any:
+    """A stateless tools/call (no session needed); its JSON-RPC answer."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    answer = await client.post(url, json=call, headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+async def _stateless_pid(url: str) -> int:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:  # a new connection
+        answer = await _call(client, url, "pid")
+    return int(answer["result"]["content"][0]["text"])
+
+
+async def test_a_crash_storm_leaves_the_service_up_with_restarts_backing_off() -> None:
+    # A tool that kills its worker, called again and again: every crash is one worker lost
+    # and restarted after a growing delay, and every other call is still answered.
     args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
-    async with _running(*args) as proc:
-        await _banner_url(proc)
+    async with _running(*args, "--json-response") as proc:
+        url = await _banner_url(proc)
+        answered: list[int] = []
+        for _ in range(6):
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                with pytest.raises(httpx.TransportError):  # its worker died mid-request
+                    await _call(client, url, "crash")
+            # The next call is answered: by the other worker, or by a restarted one (it
+            # waits in the listen backlog while none is up).
+            answered.append(await asyncio.wait_for(_stateless_pid(url), 3 * TIMEOUT))
+        assert proc.returncode is None, "the parent gave up"
+        after = {await _stateless_pid(url) for _ in range(4)}
+        assert all(_alive(pid) for pid in after)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+    deaths = [line for line in rest.splitlines() if "died unexpectedly" in line]
+    assert len(deaths) == 6, rest
+    assert all("(killed by SIGKILL)" in line for line in deaths), rest
+    # Loud (ERROR), with the back-off: 0.5 s for a slot's first death, doubling after.
+    assert "restarting it in 0.5 s" in rest and "restarting it in 1.0 s" in rest, rest
+    assert "Traceback" not in rest
+
+
+async def test_with_every_worker_down_the_parent_keeps_restarting_them() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless"]
+    async with _running(*args, "--json-response") as proc:
+        url = await _banner_url(proc)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
+        deadline = loop.time() + 30
         killed: set[int] = set()
-        while proc.returncode is None:
-            assert loop.time() < deadline, f"still running after killing {len(killed)} workers"
-            for pid in _workers_of(proc.pid) - killed:
+        while len(killed) < 6:  # both at once, three times: no worker left each time
+            assert loop.time() < deadline, f"killed {len(killed)} workers"
+            workers = _workers_of(proc.pid) - killed
+            if len(workers) < 2:
+                await asyncio.sleep(0.05)
+                continue
+            for pid in workers:
                 os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 0.1)
-        # Five restarts are allowed within a minute; the sixth death stops everything.
-        assert proc.returncode == 1
-        assert 6 <= len(killed) <= 7
+            killed |= workers
+            assert proc.returncode is None
+        pid = await asyncio.wait_for(_stateless_pid(url), 3 * TIMEOUT)
+        assert pid not in killed and proc.returncode is None
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
         assert await _gone(killed | _workers_of(proc.pid))
         assert proc.stderr is not None
         rest = (await proc.stderr.read()).decode()
-        assert rest.splitlines()[-1].startswith("mcpkit: error: worker ")
-        assert "after 5 restarts within 60 s: stopping all workers" in rest
+    assert "no worker is serving: connections wait in the listen backlog" in rest, rest
+    assert rest.count("died unexpectedly") == 6, rest
+
+
+def test_the_restart_back_off_doubles_up_to_its_cap() -> None:
+    from mcpkit.transports.workers import MAX_RESTART_DELAY, RESTART_DELAY, restart_delay
+
+    delays = [restart_delay(deaths) for deaths in range(1, 12)]
+    assert delays[:4] == [RESTART_DELAY, 2 * RESTART_DELAY, 4 * RESTART_DELAY, 8 * RESTART_DELAY]
+    assert max(delays) == delays[-1] == MAX_RESTART_DELAY
+
+
+async def _pids_over(client: httpx.AsyncClient, url: str, calls: int) -> list[int]:
+    """``calls`` tools/call of ``pid`` on one client (keep-alive, as clients do)."""
+    pids = []
+    for _ in range(calls):
+        answer = await _call(client, url, "pid")
+        pids.append(int(answer["result"]["content"][0]["text"]))
+    return pids
+
+
+async def test_recycling_after_max_requests_replaces_workers_and_fails_no_call() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless", "--json-response"]
+    recycle = ["--max-requests", "8", "--max-requests-jitter", "2"]
+    async with _running(*args, *recycle) as proc:
+        url = await _banner_url(proc)
+        first = _workers_of(proc.pid)
+        assert len(first) == 2
+
+        async def load() -> list[int]:
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                return await _pids_over(client, url, 12)
+
+        # 48 calls over 4 keep-alive clients: every one answered (a failed call raises).
+        results = await asyncio.wait_for(asyncio.gather(*(load() for _ in range(4))), 60)
+        seen = {pid for pids in results for pid in pids}
+        assert sum(map(len, results)) == 48
+        assert len(seen) > 2, seen  # workers were replaced...
+        assert await _gone(first), "a recycled worker is still running"  # ...and left
+        assert len(_workers_of(proc.pid)) >= 2
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+    assert "died unexpectedly" not in rest and "Traceback" not in rest, rest
+    recycled = [line for line in rest.splitlines() if "recycling it" in line]
+    assert recycled, rest
+    for line in recycled:
+        limit = int(line.split("(max_requests ")[1].split(")")[0])
+        assert 8 <= limit <= 10, line
+
+
+async def test_a_recycled_worker_ends_its_streams_at_once(redis_url: str) -> None:
+    # A GET stream never ends by itself: the draining worker closes it (with a retry hint)
+    # so that its client reconnects to another process, instead of waiting out the drain.
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "1", "--max-requests", "4"]
+    args.append("--json-response")
+    prefix = ["--redis", redis_url, "--redis-prefix", "recycle-streams:"]
+    async with _running(*args, *prefix, "--graceful-timeout", "5") as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            init = await client.post(url, json=INIT, headers=HEADERS)  # request 1
+            headers = {
+                **HEADERS,
+                "Mcp-Session-Id": init.headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await client.post(url, json=note, headers=headers)).status_code == 202
+            loop = asyncio.get_running_loop()
+            async with httpx.AsyncClient(timeout=TIMEOUT) as other:
+                async with other.stream("GET", url, headers=headers) as stream:  # request 3
+                    assert stream.status_code == 200
+                    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+                    call["params"] = {"name": "pid"}
+                    answer = await client.post(url, json=call, headers=headers)  # request 4
+                    assert answer.headers["connection"] == "close"  # the worker drains
+                    first = int(answer.json()["result"]["content"][0]["text"])
+                    drained_at = loop.time()
+                    rest = await asyncio.wait_for(stream.aread(), TIMEOUT)
+                    assert loop.time() - drained_at < 2.5, "the stream held the drain"
+                    assert b"retry:" in rest
+            # The replacement serves the same session (it lives in Redis).
+            answer = await client.post(url, json={**call, "id": 3}, headers=headers)
+            assert int(answer.json()["result"]["content"][0]["text"]) != first
+
+
+async def test_a_worker_past_max_memory_is_replaced_after_answering() -> None:
+    args = [PIDS, "-t", "http", "--port", "0", "--workers", "2", "--stateless", "--json-response"]
+    async with _running(*args, "--max-memory", "150") as proc:
+        url = await _banner_url(proc)
+        first = _workers_of(proc.pid)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            answer = await _call(client, url, "grow", megabytes=200)
+        leaky = int(answer["result"]["content"][0]["text"])  # the call itself succeeded
+        assert leaky in first
+        # Within a few checks (one a second) it is replaced; calls go on being answered.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while _alive(leaky) or not (_workers_of(proc.pid) - first):
+            assert loop.time() < deadline, "the leaking worker was not replaced"
+            await _stateless_pid(url)
+            await asyncio.sleep(0.1)
+        assert await _stateless_pid(url) != leaky
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 3 * TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+    assert f"(pid {leaky}) uses " in rest and "(max_memory 150 MB): recycling it" in rest, rest
+    assert "died unexpectedly" not in rest
 
 
 async def test_workers_stop_when_their_parent_is_killed() -> None:
@@ -376,6 +562,21 @@ async def test_workers_stop_when_their_parent_is_killed() -> None:
         proc.kill()  # no chance to stop them: each notices its parent is gone
         await proc.wait()
         assert await _gone(workers), "a worker outlived its killed parent"
+
+
+def test_serve_workers_refuses_bad_recycling_options() -> None:
+    from mcpkit.transports.workers import serve_workers
+
+    make_app = functools.partial(MCPServer, name="s", version="1")
+    for options, message in [
+        ({"max_requests": 0}, "max_requests must be an integer >= 1 or None, got 0"),
+        ({"max_requests": True}, "max_requests must be an integer >= 1 or None, got True"),
+        ({"max_requests_jitter": 5}, "max_requests_jitter needs max_requests"),
+        ({"max_requests": 5, "max_requests_jitter": -1}, "max_requests_jitter must be"),
+        ({"max_memory": -3}, "max_memory must be a positive number of megabytes"),
+    ]:
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            serve_workers(make_app, 2, port=0, **options)
 
 
 def test_serve_workers_refuses_an_app_factory_that_cannot_reach_a_worker() -> None:

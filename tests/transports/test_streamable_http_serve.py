@@ -149,6 +149,14 @@ def test_a_missing_uvicorn_is_a_configuration_error(monkeypatch: pytest.MonkeyPa
         serve_module.serve(app, port=1)
 
 
+def test_uvicorns_graceful_timeout_is_refused_for_mcpkits_own() -> None:
+    # serve() sets uvicorn's deadline itself, later than graceful_timeout, so that the
+    # requests it stops then are answered with a JSON-RPC error (not a TypeError here).
+    app: Any = object()
+    with pytest.raises(ConfigurationError, match="pass graceful_timeout, not uvicorn's"):
+        serve_module.serve(app, port=0, timeout_graceful_shutdown=3)
+
+
 FLOOD_SCRIPT = textwrap.dedent(
     """
     import sys

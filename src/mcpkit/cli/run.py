@@ -110,6 +110,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="serve from N processes sharing the port (default 1); more than one needs "
         "--redis (or a shared store=) or --stateless",
     )
+    scale.add_argument(
+        "--max-requests",
+        type=int,
+        metavar="N",
+        help="replace a worker after it served N HTTP requests; it finishes them first "
+        "(default: never); like --workers, needs --redis or --stateless",
+    )
+    scale.add_argument(
+        "--max-requests-jitter",
+        type=int,
+        metavar="N",
+        help="add a random 0..N to --max-requests per worker, so they are not all "
+        "replaced at once (default 0)",
+    )
+    scale.add_argument(
+        "--max-memory",
+        type=float,
+        metavar="MB",
+        help="replace a worker once its resident memory passes MB megabytes (checked "
+        "every second); it finishes its requests first (default: no limit)",
+    )
     limits = parser.add_argument_group("limits of the embedded server (http, sse)")
     for flag, kind, text in _LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=text)
@@ -137,8 +158,15 @@ _LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--timeout-keep-alive", int, "seconds an idle keep-alive connection stays open (default 5)"),
     ("--limit-concurrency", int, "uvicorn: requests in progress at most before 503 (default none)"),
     ("--backlog", int, "connections waiting to be accepted at most (default 2048)"),
+    (
+        "--graceful-timeout",
+        float,
+        "seconds requests still running on SIGTERM get to finish; then each is answered "
+        "with a JSON-RPC 'server is shutting down' error (default 5)",
+    ),
 )
 _SERVE_FLAGS = (
+    "graceful_timeout",
     "header_timeout",
     "max_connections",
     "timeout_keep_alive",
@@ -177,8 +205,18 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
         "--redis": args.redis is not None,
         "--redis-prefix": args.redis_prefix is not None,
         "--workers": args.workers is not None,
+        "--max-requests": args.max_requests is not None,
+        "--max-requests-jitter": args.max_requests_jitter is not None,
+        "--max-memory": args.max_memory is not None,
     }
-    scale = {"--redis", "--redis-prefix", "--workers"}
+    scale = {
+        "--redis",
+        "--redis-prefix",
+        "--workers",
+        "--max-requests",
+        "--max-requests-jitter",
+        "--max-memory",
+    }
     applies = {
         "stdio": set(),
         "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits, *scale},
@@ -276,6 +314,10 @@ def run(args: argparse.Namespace) -> int:
     workers = 1 if args.workers is None else args.workers
     if workers < 1:
         return _fail(f"--workers must be a positive integer, got {workers}")
+    problem = _recycling_problem(args)
+    if problem is not None:
+        return _fail(problem)
+    recycle = args.max_requests is not None or args.max_memory is not None
     host = args.host or DEFAULT_HOST
     port = DEFAULT_PORT if args.port is None else args.port
     if args.transport != "stdio":
@@ -315,11 +357,17 @@ def run(args: argparse.Namespace) -> int:
             _use_redis(server, spec)
         except ConfigurationError as exc:  # a malformed URL, an input_store of its own
             return _fail(f"--redis: {exc}")
-    if workers > 1 and not (getattr(server.store, "shared", False) or args.stateless):
-        return _fail(_NEEDS_SHARED_STATE)
+    if (workers > 1 or recycle) and not (getattr(server.store, "shared", False) or args.stateless):
+        return _fail(_NEEDS_SHARED_STATE if workers > 1 else _RECYCLING_NEEDS_SHARED_STATE)
     serve_options: Any = _serve_options(args)
+    if recycle:
+        serve_options.update(
+            max_requests=args.max_requests,
+            max_requests_jitter=args.max_requests_jitter or 0,
+            max_memory=args.max_memory,
+        )
     try:
-        if workers == 1:
+        if workers == 1 and not recycle:
             from ..transports.serve import serve
 
             app = _make_app(server, spec)
@@ -347,6 +395,25 @@ _NEEDS_SHARED_STATE = (
     "2026-07-28 input rounds then need the same request_state_keys in every worker, and a "
     "replayed requestState is only caught by the worker that saw it first)"
 )
+
+
+_RECYCLING_NEEDS_SHARED_STATE = (
+    "--max-requests and --max-memory replace worker processes, so sessions must outlive "
+    "them: give --redis URL, or --stateless"
+)
+
+
+def _recycling_problem(args: argparse.Namespace) -> str | None:
+    if args.max_requests is not None and args.max_requests < 1:
+        return f"--max-requests must be a positive integer, got {args.max_requests}"
+    if args.max_requests_jitter is not None:
+        if args.max_requests is None:
+            return "--max-requests-jitter needs --max-requests"
+        if args.max_requests_jitter < 0:
+            return f"--max-requests-jitter must be 0 or more, got {args.max_requests_jitter}"
+    if args.max_memory is not None and not args.max_memory > 0:
+        return f"--max-memory must be a positive number of megabytes, got {args.max_memory:g}"
+    return None
 
 
 def _use_redis(server: MCPServer, spec: _AppSpec) -> None:

@@ -8,6 +8,7 @@ progress token, cancellation signal and auth info through it.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +18,26 @@ from .context import CancelSignal
 if TYPE_CHECKING:
     from .session import ServerSession
 
-__all__ = ["Request", "Send"]
+__all__ = ["Request", "Send", "stop_for_shutdown", "stopped_for_shutdown"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+# Tasks cancelled because their server stops while they run (its graceful period is
+# over): the session answers their requests with a SHUTTING_DOWN error instead of
+# nothing, on the stream each came in on, so the client knows to retry elsewhere.
+# Marked here, not by a cancel message, which a handler's own awaits may replace.
+_stopping: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+
+
+def stop_for_shutdown(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task``, serving a request, because the server is stopping."""
+    _stopping.add(task)
+    task.cancel()
+
+
+def stopped_for_shutdown(task: asyncio.Task[Any] | None) -> bool:
+    """Was ``task`` cancelled by :func:`stop_for_shutdown`?"""
+    return task is not None and task in _stopping
 
 
 class Request:

@@ -31,6 +31,7 @@ from ..errors import (
     MCPError,
     PeerTimeout,
     RemoteError,
+    shutting_down_error,
     to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
@@ -40,7 +41,7 @@ from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS
-from .request import Request, Send
+from .request import Request, Send, stopped_for_shutdown
 from .serve_2026 import serve_stateless
 
 if TYPE_CHECKING:
@@ -222,11 +223,13 @@ class ServerSession:
                 {"maxBatchSize": limit},
             )
         results: list[dict[str, Any] | None] = [None] * len(batch)
+        finished = [False] * len(batch)
         members = iter(enumerate(batch))
 
         async def work() -> None:
             for i, msg in members:
                 results[i] = await self.handle(msg, send, auth_info=auth_info)
+                finished[i] = True
 
         # A few workers share the members (JSON-RPC 2.0 § 6 lets a batch run at any
         # width): a task per member cost ~1 KB each, kept until the garbage collector
@@ -237,6 +240,15 @@ class ServerSession:
         workers = [asyncio.ensure_future(work()) for _ in range(width)]
         try:
             await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not (stopped_for_shutdown(task) and task is not None and task.uncancel() == 0):
+                raise
+            # The server stops (see _serve_request): the answers there are, and for every
+            # request cut short or not started, the shutting-down error.
+            for i, msg in enumerate(batch):
+                if not finished[i] and classify(msg) is Kind.REQUEST:
+                    results[i] = {"jsonrpc": "2.0", "id": msg["id"], "error": shutting_down_error()}
         finally:
             for worker in workers:
                 worker.cancel()
@@ -323,8 +335,13 @@ class ServerSession:
                 self.state = State.NEW  # a refused handshake may be retried
             return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
         except asyncio.CancelledError:
-            if req.cancelled and req.task is not None and req.task.uncancel() == 0:
+            task = req.task
+            if req.cancelled and task is not None and task.uncancel() == 0:
                 return None  # cancelled by the client: no response (utilities/cancellation)
+            if stopped_for_shutdown(task) and task is not None and task.uncancel() == 0:
+                # The server stops with the request unfinished: say so, and that another
+                # server may take it, rather than leave the client without an answer.
+                return {"jsonrpc": "2.0", "id": rid, "error": shutting_down_error()}
             raise
         except Exception as exc:
             if method == "initialize" and not self.stateless:

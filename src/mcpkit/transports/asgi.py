@@ -43,6 +43,7 @@ __all__ = [
     "check_max_inflight",
     "end_all_streams",
     "route_path",
+    "stop_all_requests",
     "watch_disconnect",
 ]
 
@@ -85,6 +86,22 @@ def end_all_streams() -> None:
             owner.end_streams()
         except Exception:  # pragma: no cover - defensive: shutdown must go on
             log.exception("could not end the streams of %r", owner)
+
+
+def stop_all_requests() -> set[asyncio.Task[Any]]:
+    """The graceful period is over: every mcpkit app that runs requests in tasks of its own
+    (legacy SSE) answers them with the shutting-down error (call on the loop). Returns the
+    tasks of the streams carrying those answers, which must not be cancelled."""
+    spared: set[asyncio.Task[Any]] = set()
+    for owner in list(_stream_owners):
+        stop = getattr(owner, "stop_requests", None)
+        if stop is None:
+            continue
+        try:
+            spared |= stop()
+        except Exception:  # pragma: no cover - defensive: shutdown must go on
+            log.exception("could not stop the requests of %r", owner)
+    return spared
 
 
 def route_path(scope: Scope) -> str:

@@ -5,8 +5,10 @@ uvicorn picks uvloop and httptools when they are installed (``pip install
 SSE streams of every mcpkit app are closed with a ``retry`` hint (otherwise
 uvicorn would wait for them forever), a connection whose client does not read
 (its writes stay paused for about a second) is aborted, in-flight requests get
-``graceful_timeout`` seconds to finish, sessions are closed through the ASGI
-lifespan, and :func:`serve` returns normally.
+``graceful_timeout`` seconds to finish, those still running are then answered
+with the JSON-RPC error ``SHUTTING_DOWN`` (see :func:`_stop_late_requests`),
+sessions are closed through the ASGI lifespan, and :func:`serve` returns
+normally.
 
 Before anything is printed, :func:`serve` checks the port (0 to 65535; 0 picks
 a free one), refuses to listen on a non-loopback address when the mcpkit app
@@ -36,7 +38,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict
 
 from ..errors import ConfigurationError, LifespanError
-from .asgi import ASGIApp, Receive, Scope, Send, end_all_streams
+from ..server.request import stop_for_shutdown
+from .asgi import ASGIApp, Receive, Scope, Send, end_all_streams, stop_all_requests
 from .connection_limits import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
@@ -229,6 +232,8 @@ def _protocol_class(http: object, limits: _LimitSettings) -> object:
     )
 
 
+DrainHook = Callable[[Callable[[], None]], None]
+
 _STARTUP_FAILED: Final = "Application startup failed. Exiting."
 
 
@@ -274,8 +279,14 @@ class _Prepared:
         options: dict[str, Any],
         sockets: list[socket.socket] | None = None,
         on_started: Callable[[], None] | None = None,
+        drain_hook: DrainHook | None = None,
     ) -> None:
         port = _check_port(port)
+        if "timeout_graceful_shutdown" in options:  # set below, from graceful_timeout
+            raise ConfigurationError(
+                "pass graceful_timeout, not uvicorn's timeout_graceful_shutdown (serve() "
+                "gives uvicorn graceful_timeout + 2 s, to answer the requests it stops)"
+            )
         limits = limits.check()
         _refuse_exposure(app, host)
         uv = _uvicorn()  # before binding: a missing extra is reported without side effects
@@ -295,7 +306,16 @@ class _Prepared:
             banner = banner.replace("{url}", str(where))
         self.watch = _StartupWatch(app)
         self.server = _server(
-            uv, self.watch, host, port, log_level, graceful_timeout, banner, options, on_started
+            uv,
+            self.watch,
+            host,
+            port,
+            log_level,
+            graceful_timeout,
+            banner,
+            options,
+            on_started,
+            drain_hook,
         )
 
     def run(self) -> None:
@@ -355,6 +375,32 @@ async def _abort_unread_connections(state: Any) -> None:
         paused = now
 
 
+ANSWER_TIME: Final = 2.0
+"""Seconds the requests stopped at the end of the graceful period get to write their answer."""
+
+
+def _stop_late_requests(state: Any, grace: float) -> None:
+    """The graceful period is over: answer what still runs with a JSON-RPC error.
+
+    uvicorn would cancel these tasks itself a little later, and a request cancelled by it
+    ends with a plain-text 500 (or a cut stream) the client cannot tell from a crash.
+    Cancelled here, each request is answered by its session with ``SHUTTING_DOWN`` on its
+    own channel (the JSON body or the SSE stream of its POST), which tells the client to
+    retry on another server.
+    """
+    spared = stop_all_requests()  # legacy SSE: its answers go out on its streams
+    tasks = [task for task in state.tasks if not task.done() and task not in spared]
+    if tasks:
+        log.warning(
+            "%d request(s) still running after the %.3g s graceful timeout: answering "
+            "them with a 'server is shutting down' error",
+            len(tasks),
+            grace,
+        )
+    for task in tasks:
+        stop_for_shutdown(task)
+
+
 def _server(
     uv: Any,
     app: ASGIApp,
@@ -365,11 +411,13 @@ def _server(
     banner: str | None,
     options: dict[str, Any],
     on_started: Callable[[], None] | None = None,
+    drain_hook: DrainHook | None = None,
 ) -> uvicorn.Server:
     class Server(uv.Server):  # type: ignore[misc]
         """uvicorn's server, ending mcpkit's SSE streams when asked to stop."""
 
         _mcp_loop: asyncio.AbstractEventLoop | None = None
+        _mcp_draining: asyncio.Future[None] | None = None
 
         async def serve(self, sockets: Any = None) -> None:
             self._mcp_loop = asyncio.get_running_loop()
@@ -377,10 +425,17 @@ def _server(
 
         async def shutdown(self, sockets: Any = None) -> None:
             watch = asyncio.ensure_future(_abort_unread_connections(self.server_state))
+            late = None
+            if graceful_timeout is not None:
+                late = asyncio.get_running_loop().call_later(
+                    graceful_timeout, _stop_late_requests, self.server_state, graceful_timeout
+                )
             try:
                 await super().shutdown(sockets)
             finally:
                 watch.cancel()
+                if late is not None:
+                    late.cancel()
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
@@ -389,6 +444,31 @@ def _server(
                 print(banner, file=sys.stderr, flush=True)
             if on_started is not None and not self.should_exit:
                 on_started()
+            if drain_hook is not None and not self.should_exit:
+                drain_hook(self.drain)
+
+        def drain(self) -> None:
+            """Stop accepting; let the open connections finish (for up to the graceful
+            timeout: the caller makes their responses close them), then stop as on SIGTERM."""
+            if self.should_exit or self._mcp_draining is not None:
+                return
+            for server in self.servers:
+                server.close()  # this process's listeners only: the sockets stay bound
+            # Long-lived streams would hold the drain to its end: their clients reconnect
+            # (the retry hint) to the processes still accepting.
+            end_all_streams()
+            self._mcp_draining = asyncio.ensure_future(self._drained())
+
+        async def _drained(self) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + (graceful_timeout or 0.0)
+            ticks = 0
+            while self.server_state.connections and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+                ticks += 1
+                if ticks % 10 == 0:
+                    end_all_streams()  # one opened since, on a connection still open
+            self.should_exit = True  # uvicorn's main loop notices, then runs shutdown()
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -410,12 +490,15 @@ def _server(
                     signal.signal(sig, handler)
 
     settings: dict[str, Any] = {"loop": "auto", "http": "auto", **options}
+    # uvicorn's own deadline comes ANSWER_TIME after ours (_stop_late_requests): by then
+    # the requests it would cancel (ending them with a bare 500) have been answered.
+    hard = None if graceful_timeout is None else graceful_timeout + ANSWER_TIME
     config = uv.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        timeout_graceful_shutdown=graceful_timeout,
+        timeout_graceful_shutdown=hard,
         **settings,
     )
     server: uvicorn.Server = Server(config)
@@ -435,6 +518,7 @@ def serve(
     max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     sockets: list[socket.socket] | None = None,
     on_started: Callable[[], None] | None = None,
+    drain_hook: DrainHook | None = None,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT/SIGTERM; extra ``options`` go to ``uvicorn.Config``.
@@ -453,7 +537,10 @@ def serve(
     ``sockets`` are already-listening sockets to serve on instead of binding
     ``host:port`` (which then only name them), as the workers of
     :mod:`.workers` do with the sockets their parent bound; ``on_started`` is
-    called once the server is up (after the lifespan startup).
+    called once the server is up (after the lifespan startup), then
+    ``drain_hook`` with a function that drains the server (call it on the
+    server's loop): it stops accepting, lets the open connections finish within
+    ``graceful_timeout``, then stops as on SIGTERM (how a worker is recycled).
     """
     limits = _LimitSettings(header_timeout, max_connections, max_header_size)
     prepared = _Prepared(
@@ -467,6 +554,7 @@ def serve(
         dict(options),
         sockets,
         on_started,
+        drain_hook,
     )
     try:
         prepared.run()
@@ -487,6 +575,7 @@ async def serve_async(
     max_header_size: int | None = DEFAULT_MAX_HEADER_SIZE,
     sockets: list[socket.socket] | None = None,
     on_started: Callable[[], None] | None = None,
+    drain_hook: DrainHook | None = None,
     **options: Any,
 ) -> None:
     """:func:`serve` inside a running event loop."""
@@ -502,6 +591,7 @@ async def serve_async(
         dict(options),
         sockets,
         on_started,
+        drain_hook,
     )
     try:
         await prepared.serve()

@@ -32,6 +32,7 @@ import orjson
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, StoreUnavailable
 from ..protocol.jsonrpc import Kind, classify, invalid_request
 from ..server.input_rounds import principal_of
+from ..server.request import stop_for_shutdown
 from ..server.scopes import granted_scopes
 from .asgi import (
     AUTH_SCOPE_KEY,
@@ -87,6 +88,7 @@ class _Connection:
 
     __slots__ = (
         "app",
+        "draining",
         "limit",
         "nbytes",
         "overflowed",
@@ -94,6 +96,7 @@ class _Connection:
         "queue",
         "session",
         "sid",
+        "stream_task",
         "tasks",
     )
 
@@ -107,6 +110,13 @@ class _Connection:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.session: ServerSession | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.draining = False  # the server stops: end the stream once the requests answered
+        self.stream_task: asyncio.Task[Any] | None = None  # the GET's, writing the stream
+
+    def finished(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if self.draining and not self.tasks:
+            self.queue.put_nowait(_END)  # after the last answer, which is queued already
 
     async def __call__(self, message: Any) -> None:
         """Every server message goes on the stream (it is also ``session.standalone``)."""
@@ -272,6 +282,7 @@ class SSEApp:
         sid = uuid.uuid4().hex if self._node is None else f"{self._node}.{uuid.uuid4().hex}"
         auth_info = scope.get(AUTH_SCOPE_KEY)
         conn = _Connection(self, sid, None if auth_info is None else principal_of(auth_info))
+        conn.stream_task = asyncio.current_task()
         conn.session = session = self.server.create_session(session_id=sid, standalone=conn)
         session.max_inflight = self.max_inflight
         self._connections[sid] = conn
@@ -433,7 +444,7 @@ class SSEApp:
     def _spawn(self, conn: _Connection, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
         conn.tasks.add(task)
-        task.add_done_callback(conn.tasks.discard)
+        task.add_done_callback(conn.finished)
 
     @staticmethod
     async def _run(
@@ -453,8 +464,25 @@ class SSEApp:
 
     # -- shutdown ------------------------------------------------------------------------------
     def end_streams(self) -> None:
+        """The server stops: end every stream, once its requests in flight have answered
+        (their answers travel on it); :meth:`stop_requests` ends the wait."""
         for conn in self._connections.values():
-            conn.queue.put_nowait(_END)
+            if conn.tasks:
+                conn.draining = True
+            else:
+                conn.queue.put_nowait(_END)
+
+    def stop_requests(self) -> set[asyncio.Task[Any]]:
+        """The graceful period is over: requests still running answer that the server is
+        shutting down (see ``ServerSession``), on their stream, which then ends. Returns
+        the tasks writing those streams: they must go on until then."""
+        streams: set[asyncio.Task[Any]] = set()
+        for conn in self._connections.values():
+            for task in list(conn.tasks):
+                stop_for_shutdown(task)
+            if conn.tasks and conn.stream_task is not None:
+                streams.add(conn.stream_task)
+        return streams
 
     async def aclose(self) -> None:
         """End every stream and session (the ASGI lifespan shutdown calls this)."""

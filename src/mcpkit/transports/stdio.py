@@ -6,7 +6,8 @@ the server MUST NOT write anything to stdout that is not an MCP message, and
 MAY log to stderr. Lifecycle § shutdown (stdio): the client closes the
 server's stdin, then escalates to SIGTERM and SIGKILL. So the server exits
 with status 0 on stdin EOF and on SIGTERM (and on SIGINT, for people at a
-terminal).
+terminal); a request still running then (after ``shutdown_grace`` on EOF, at
+once on a signal) is first answered with the JSON-RPC error ``SHUTTING_DOWN``.
 
 One process is one session. The hot path is deliberately flat: bytes from the
 pipe → split at ``\\n`` → ``orjson.loads`` → one task per request (so a tool
@@ -57,6 +58,7 @@ from ..framing import MAX_LINE_SIZE, LineSplitter, Oversized
 from ..loops import new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind
+from ..server.request import stop_for_shutdown
 from ..stdio_process import (
     DaemonExecutor,
     Output,
@@ -411,7 +413,14 @@ class _StdioConnection(asyncio.Protocol):
         finally:
             if restore is not None:
                 restore()
-            self.session.close()  # cancels what is still running; they answer nothing
+            # Still running after the grace (EOF) or at a signal: each request answers that
+            # the server is shutting down, so a client still reading can retry elsewhere.
+            running = [t for t in self._tasks if t not in self._streams and not t.done()]
+            for task in running:
+                stop_for_shutdown(task)
+            if running:
+                await asyncio.wait(running, timeout=1.0)
+            self.session.close()  # cancels what is left; it answers nothing
             if self._tasks:
                 await asyncio.wait(set(self._tasks), timeout=1.0)
                 for task in self._tasks:
@@ -458,7 +467,8 @@ async def serve_stdio(
     ``stdin``/``stdout`` default to the process's own (claimed as described in
     the module docstring); pass binary files or fds to serve other streams.
     On stdin EOF, requests still running get ``shutdown_grace`` seconds to
-    answer before the session is closed. ``max_message_size`` bounds an
+    answer before the session is closed; those still running then (or at a
+    signal) are answered with the JSON-RPC error ``SHUTTING_DOWN``. ``max_message_size`` bounds an
     incoming line; ``max_buffered_output`` is how many bytes of output may wait
     for a client that does not read before input is no longer read (see the
     module docstring).

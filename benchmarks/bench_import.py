@@ -39,6 +39,12 @@ SNIPPETS: dict[str, str] = {
         "    return text\n"
     ),
     "sdk import": "import mcp",
+    "sdk MCPServer": (
+        "try:\n"
+        "    from mcp.server.mcpserver import MCPServer\n"
+        "except ImportError:\n"
+        "    from mcp.server.fastmcp import FastMCP as MCPServer\n"
+    ),
     "sdk server": (
         "try:\n"
         "    from mcp.server.mcpserver import MCPServer as Server\n"
@@ -104,12 +110,18 @@ def run(opts: Options) -> list[Row]:
     for name in names:
         net[name] = median(samples[name])
         emit(f"  {name:<16} {spread(samples[name]):>28} ms")
-    whole: dict[str, list[float]] = {"bare": [], "MCPServer": []}
+    codes = {
+        "bare": "pass",
+        "MCPServer": SNIPPETS["mcpkit MCPServer"],
+        "sdk": SNIPPETS["sdk MCPServer"],
+    }
+    whole: dict[str, list[float]] = {name: [] for name in codes}
+    order = list(codes)
     for i in range(n):
-        for name in ("bare", "MCPServer")[:: 1 if i % 2 else -1]:
-            code = "pass" if name == "bare" else SNIPPETS["mcpkit MCPServer"]
-            whole[name].append(process_ms(code))
+        for name in order[i % 3 :] + order[: i % 3]:
+            whole[name].append(process_ms(codes[name]))
     over_bare = median(whole["MCPServer"]) - median(whole["bare"])
+    sdk_over_bare = median(whole["sdk"]) - median(whole["bare"])
     emit(
         f"  python -c 'from mcpkit import MCPServer' {spread(whole['MCPServer'])} ms, "
         f"python -c pass {spread(whole['bare'])} ms: {over_bare:.1f} ms more"
@@ -136,6 +148,7 @@ def run(opts: Options) -> list[Row]:
             baseline_name="",
             target=f"<= {TARGET_MS:.0f} ms",
             ok=net["mcpkit MCPServer"] <= TARGET_MS,
+            sdk=net["sdk MCPServer"],
         ),
         Row(
             metric="python -c 'from mcpkit import MCPServer' over python -c pass",
@@ -145,6 +158,7 @@ def run(opts: Options) -> list[Row]:
             baseline_name="",
             target=f"<= {TARGET_OVER_BARE_MS:.0f} ms",
             ok=over_bare <= TARGET_OVER_BARE_MS,
+            sdk=sdk_over_bare,
         ),
         Row(
             metric="import + MCPServer with 1 tool",

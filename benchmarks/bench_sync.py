@@ -121,7 +121,8 @@ HTTP_CONCURRENCY = (1, 16)
 
 def run_http(opts: Options) -> list[Row]:
     """The HTTP leg: per server CPU-s and per second, each ``def`` flavour against ``async def``."""
-    from bench_http import HTTPFailure, Load, echo_body, prepare, start_server, stop, wrk
+    from _util import stop
+    from bench_http import HTTPFailure, Load, echo_body, prepare, start_server, wrk
 
     if shutil.which("wrk") is None:
         emit("== sync tools over HTTP: skipped (wrk is not installed)")

@@ -301,3 +301,39 @@ def test_a_call_queued_behind_a_blocking_one_still_runs(run: Run) -> None:
             wp._pool = previous
 
     run(main())
+
+
+def test_a_burst_with_a_blocking_call_neither_stalls_the_loop_nor_the_quick_calls(run: Run) -> None:
+    # The burst runs on the awake worker; when that worker blocks, the loop keeps
+    # serving (nothing runs on it) and another worker takes the quick calls.
+    import mcpkit.server.worker_pool as wp
+
+    pool = WorkerPool(max_workers=4)
+    gate = threading.Event()
+    loop_thread = threading.get_ident()
+
+    def call(i: int) -> int:
+        assert threading.get_ident() != loop_thread
+        if i == 0:
+            gate.wait(WAIT)
+        return i
+
+    async def main() -> tuple[int, list[int]]:
+        previous, wp._pool = wp._pool, pool
+        ticks = 0
+        try:
+            burst = [asyncio.ensure_future(call_in_thread(lambda i=i: call(i))) for i in range(10)]
+            quick = asyncio.gather(*burst[1:])
+            while not quick.done():
+                ticks += 1
+                await asyncio.sleep(0.001)
+            assert not burst[0].done()  # the blocking call is still blocked
+            gate.set()
+            return ticks, [await burst[0], *await quick]
+        finally:
+            gate.set()
+            wp._pool = previous
+
+    ticks, results = run(main())
+    assert results == list(range(10))
+    assert ticks >= 2  # the loop ran while the worker was blocked

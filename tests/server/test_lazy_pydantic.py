@@ -54,6 +54,9 @@ def test_registering_plain_tools_and_listing_them_imports_no_pydantic() -> None:
         "def greet(name: str) -> str:\n"
         "    return 'hi ' + name\n"
         "import mcpkit.transports.stdio\n"
+        "(greeting,) = server.prompts.registered.values()\n"
+        "assert greeting.arguments() == [\n"
+        "    {'name': 'name', 'required': True}]\n"
     )
     assert loaded_after(code) == []
 
@@ -169,6 +172,12 @@ def test_a_plain_signatures_schema_is_exactly_pydantics(
     theirs.pop("title", None)
     theirs.setdefault("properties", {})
     assert json.dumps(ours) == json.dumps(theirs)  # the same keys in the same order
+    by_model = [
+        (name, info.description, info.is_required())
+        for name, info in sig.model.model_fields.items()
+    ]
+    sig._model = None
+    assert sig.described_parameters() == by_model  # what prompts/list shows
 
 
 @pytest.mark.parametrize("name", ["_private", "model_name", "json", "schema"])

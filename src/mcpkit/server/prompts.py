@@ -71,11 +71,11 @@ class PromptDefinition:
 
     def arguments(self) -> list[dict[str, Any]]:
         out = []
-        for name, info in self.sig.model.model_fields.items():
+        for name, description, required in self.sig.described_parameters():
             arg: dict[str, Any] = {"name": name}
-            if info.description:
-                arg["description"] = info.description
-            arg["required"] = info.is_required()
+            if description:
+                arg["description"] = description
+            arg["required"] = required
             out.append(arg)
         return out
 

@@ -125,6 +125,20 @@ class FunctionSignature:
         obj = self.model.model_validate(arguments)
         return {name: getattr(obj, name) for name in self.param_names}
 
+    def described_parameters(self) -> list[tuple[str, str | None, bool]]:
+        """``(name, description, required)`` per parameter, without building the model."""
+        schema = self._schema
+        if schema is not None:
+            required = set(schema.get("required", ()))
+            return [
+                (name, prop.get("description"), name in required)
+                for name, prop in schema["properties"].items()
+            ]
+        return [
+            (name, info.description, info.is_required())
+            for name, info in self.model.model_fields.items()
+        ]
+
     def json_schema(self) -> dict[str, Any]:
         """The input schema; raises :class:`SignatureError` naming each type it cannot describe."""
         if self._schema is not None:

@@ -11,15 +11,24 @@ event loop). Each loop (``--loops uvloop,asyncio``) is one leg with its own
 baseline. Figures: round trips per second of wall time and per second of the
 server process's own CPU time (all its threads).
 
-Targets: the default ``def`` >= 0.5x the raw loop, the inline ``def`` >= 0.8x.
+Targets: the default ``def`` >= 0.5x the raw loop, the inline ``def`` >= 0.8x;
+and (issue 18) the default ``def`` at most 1.3x an ``async def`` tool's server
+CPU per call.
 
-Run alone: ``python benchmarks/bench_sync.py [--quick] [--reps N] [--loops uvloop,asyncio]``.
+``--http`` adds a leg over Streamable HTTP (stateful, JSON answers, wrk at 1 and
+16 connections, ``servers/http_server.py``): the raw ASGI app, and mcpkit with
+the tool as ``async def``, ``def`` and inline ``def``, in rotation.
+
+Run alone: ``python benchmarks/bench_sync.py [--quick] [--reps N] [--loops uvloop,asyncio] [--http]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from _util import (
     PYTHON,
@@ -100,7 +109,83 @@ def measure(opts: Options, loop: str) -> tuple[Figures, Figures]:
     return rates, per_cpu
 
 
-def run(opts: Options, loops: tuple[str, ...] = LOOPS) -> list[Row]:
+#: name -> implementation in servers/http_server.py
+HTTP_IMPLS = {
+    "minimal": "minimal",
+    "async def": "mcpkit",
+    "def": "mcpkit-def",
+    "def inline": "mcpkit-inline",
+}
+HTTP_CONCURRENCY = (1, 16)
+
+
+def run_http(opts: Options) -> list[Row]:
+    """The HTTP leg: per server CPU-s and per second, each ``def`` flavour against ``async def``."""
+    from _util import stop
+    from bench_http import HTTPFailure, Load, echo_body, prepare, start_server, wrk
+
+    if shutil.which("wrk") is None:
+        emit("== sync tools over HTTP: skipped (wrk is not installed)")
+        return []
+    reps = opts.reps(3)
+    emit(f"== sync tools over HTTP, stateful, JSON: wrk {opts.duration} s per run (reps={reps})")
+    workdir = Path(tempfile.mkdtemp(prefix="mcpkit-bench-sync-"))
+    body = workdir / "echo.json"
+    body.write_bytes(echo_body("__ID__"))
+    log = workdir / "servers.log"
+    targets = {n: start_server(i, "stateful", opts.server_cpu, log) for n, i in HTTP_IMPLS.items()}
+    loads: dict[tuple[str, int], list[Load]] = {}
+    try:
+        for t in targets.values():
+            prepare(t)
+            if not opts.quick:
+                wrk(t, 16, 1, body, opts.driver_cpu)
+        names = list(targets)
+        for rep in range(reps):
+            for name in names[rep % len(names) :] + names[: rep % len(names)]:
+                for c in HTTP_CONCURRENCY:
+                    load = wrk(targets[name], c, opts.duration, body, opts.driver_cpu)
+                    loads.setdefault((name, c), []).append(load)
+    except HTTPFailure as exc:
+        emit(f"  FAILED: {exc} (server logs: {log})")
+        return []
+    finally:
+        for t in targets.values():
+            stop(t.proc)
+    shutil.rmtree(workdir, ignore_errors=True)
+    rows: list[Row] = []
+    for c in HTTP_CONCURRENCY:
+        for attr, what, unit in (
+            ("per_cpu", "req per server CPU-s", "/cpu-s"),
+            ("rps", "req/s", "/s"),
+        ):
+            med = {n: median([getattr(x, attr) for x in loads[(n, c)]]) for n in targets}
+            for name in targets:
+                values = [getattr(x, attr) for x in loads[(name, c)]]
+                emit(
+                    f"  c={c:<2} {name:<10} {spread(values):>28} {what}  "
+                    f"({med[name] / med['async def']:.2f}x async def, "
+                    f"{med[name] / med['minimal']:.2f}x raw ASGI)"
+                )
+            for name in ("def", "def inline"):
+                # Per CPU-s, 1.3x the CPU per call is 1/1.3 = 0.77x the calls.
+                target = 1 / 1.3 if (name == "def" and attr == "per_cpu") else None
+                ratio = med[name] / med["async def"]
+                rows.append(
+                    Row(
+                        metric=f"HTTP stateful c={c} {name} tool, {what}",
+                        mcpkit=med[name],
+                        baseline=med["async def"],
+                        unit=unit,
+                        baseline_name="async def tool",
+                        target="-" if target is None else f">= {target:.2f}x",
+                        ok=None if target is None else ratio >= target,
+                    )
+                )
+    return rows
+
+
+def run(opts: Options, loops: tuple[str, ...] = LOOPS, *, http: bool = False) -> list[Row]:
     rows: list[Row] = []
     for loop in loops:
         emit(
@@ -138,6 +223,21 @@ def run(opts: Options, loops: tuple[str, ...] = LOOPS) -> list[Row]:
                         ),
                     )
                 )
+            ours, reference = med["def"], med["async def"]
+            if what.endswith("CPU-s") and ours and reference:
+                rows.append(
+                    Row(
+                        metric=f"stdio def tool, {loop}, server CPU per call vs async def",
+                        mcpkit=1e6 / ours,
+                        baseline=1e6 / reference,
+                        unit="us",
+                        baseline_name="async def tool",
+                        target="<= 1.3x",
+                        ok=reference / ours <= 1.3,
+                    )
+                )
+    if http:
+        rows.extend(run_http(opts))
     return rows
 
 
@@ -149,12 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--loops", default=",".join(LOOPS), help="comma-separated event loops: uvloop,asyncio"
     )
+    parser.add_argument("--http", action="store_true", help="add the Streamable HTTP leg")
     args = parser.parse_args(argv)
     loops = tuple(p.strip() for p in args.loops.split(",") if p.strip())
     unknown = [p for p in loops if p not in LOOPS]
     if unknown:
         parser.error(f"unknown loop(s) {unknown}; choose from {list(LOOPS)}")
-    rows = run(options_from(args), loops)
+    rows = run(options_from(args), loops, http=args.http)
     emit()
     emit(summary_table(rows))
     return 0

@@ -2,10 +2,13 @@
 
     python http_server.py {minimal,mcpkit,sdk} {stateless,stateful} PORT
     python http_server.py {mcpkit-memory,mcpkit-redis} stateful PORT   # bench_cluster.py
+    python http_server.py {mcpkit-def,mcpkit-inline} {stateless,stateful} PORT   # bench_sync.py
 
 One worker, uvloop, httptools, no access log: the same for every
 implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
 
+``mcpkit-def`` is mcpkit with the tool written as a plain ``def`` (run in a
+worker thread), ``mcpkit-inline`` the same with ``run_in_thread=False``.
 ``mcpkit-memory`` and ``mcpkit-redis`` are mcpkit with a store, i.e. with
 resumable SSE streams: ``MCPServer(store=MemoryStore())`` or
 ``store=RedisStore($BENCH_REDIS_URL)``; ``BENCH_RESPONSE=sse`` answers
@@ -24,6 +27,11 @@ async def echo(text: str) -> str:
     return text
 
 
+def sync_echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
 def build(impl: str, mode: str) -> Any:
     stateless = mode == "stateless"
     if impl == "minimal":
@@ -36,6 +44,12 @@ def build(impl: str, mode: str) -> Any:
 
         server = MCPServer(name="bench", version="1.0.0")
         server.tool(echo)
+        return server.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl in ("mcpkit-def", "mcpkit-inline"):
+        from mcpkit import MCPServer
+
+        server = MCPServer(name="bench", version="1.0.0")
+        server.tool(sync_echo, name="echo", run_in_thread=impl == "mcpkit-def")
         return server.http_app("/mcp", stateless=stateless, json_response=True)
     if impl in ("mcpkit-memory", "mcpkit-redis"):
         import os

@@ -219,3 +219,121 @@ def test_max_workers_must_be_a_positive_int() -> None:
     for bad in (0, -1, 1.5, "4", True):
         with pytest.raises(ValueError, match="max_workers"):
             WorkerPool(max_workers=bad)  # type: ignore[arg-type]
+
+
+def test_a_burst_of_calls_is_run_by_the_awake_worker_not_a_thread_each(run: Run) -> None:
+    # Issue 18: each call of a burst used to wake (or start) a thread of its own, and
+    # the threads took turns at the GIL; now the awake worker takes the backlog.
+    import mcpkit.server.worker_pool as wp
+
+    pool = WorkerPool(max_workers=8)
+
+    async def main() -> list[int]:
+        previous, wp._pool = wp._pool, pool
+        try:
+            return list(
+                await asyncio.gather(*(call_in_thread(threading.get_ident) for _ in range(50)))
+            )
+        finally:
+            wp._pool = previous
+
+    threads = run(main())
+    assert len(threads) == 50
+    # One thread; two if the machine was too busy to start the first within STALL.
+    assert len(set(threads)) <= 2 and len(pool._workers) <= 2
+
+
+class CountingLoop(asyncio.SelectorEventLoop):
+    """asyncio's loop, counting the wake-ups other threads ask of it."""
+
+    wakeups = 0
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> Any:
+        CountingLoop.wakeups += 1
+        return super().call_soon_threadsafe(*args, **kwargs)
+
+
+def test_results_that_finish_together_wake_the_loop_once() -> None:
+    import mcpkit.server.worker_pool as wp
+
+    pool = WorkerPool(max_workers=1)
+    gate = threading.Event()
+
+    async def main() -> list[int]:
+        previous, wp._pool = wp._pool, pool
+        try:
+            first = asyncio.ensure_future(call_in_thread(lambda: gate.wait(WAIT) and -1))
+            await asyncio.sleep(0.05)  # the only worker is in `first`: the rest queue up
+            rest = asyncio.gather(*(call_in_thread(lambda i=i: i) for i in range(20)))
+            await asyncio.sleep(0.05)
+            CountingLoop.wakeups = 0
+            gate.set()
+            return [await first, *await rest]
+        finally:
+            wp._pool = previous
+
+    with asyncio.Runner(loop_factory=CountingLoop) as runner:
+        assert runner.run(asyncio.wait_for(main(), WAIT)) == [-1, *range(20)]
+    # 21 results, finished back to back by one worker: a wake-up or two, not 21.
+    assert CountingLoop.wakeups <= 3
+
+
+def test_a_call_queued_behind_a_blocking_one_still_runs(run: Run) -> None:
+    # The awake worker is stuck: after STALL another worker takes the backlog.
+    import mcpkit.server.worker_pool as wp
+
+    pool = WorkerPool(max_workers=4)
+    gate = threading.Event()
+
+    async def main() -> None:
+        previous, wp._pool = wp._pool, pool
+        try:
+            blocked = asyncio.ensure_future(call_in_thread(lambda: gate.wait(WAIT)))
+            await asyncio.sleep(0.05)
+            started = time.monotonic()
+            assert await call_in_thread(lambda: "quick") == "quick"
+            assert time.monotonic() - started < 2.0
+            assert not blocked.done()
+            gate.set()
+            assert await blocked is True
+        finally:
+            gate.set()
+            wp._pool = previous
+
+    run(main())
+
+
+def test_a_burst_with_a_blocking_call_neither_stalls_the_loop_nor_the_quick_calls(run: Run) -> None:
+    # The burst runs on the awake worker; when that worker blocks, the loop keeps
+    # serving (nothing runs on it) and another worker takes the quick calls.
+    import mcpkit.server.worker_pool as wp
+
+    pool = WorkerPool(max_workers=4)
+    gate = threading.Event()
+    loop_thread = threading.get_ident()
+
+    def call(i: int) -> int:
+        assert threading.get_ident() != loop_thread
+        if i == 0:
+            gate.wait(WAIT)
+        return i
+
+    async def main() -> tuple[int, list[int]]:
+        previous, wp._pool = wp._pool, pool
+        ticks = 0
+        try:
+            burst = [asyncio.ensure_future(call_in_thread(lambda i=i: call(i))) for i in range(10)]
+            quick = asyncio.gather(*burst[1:])
+            while not quick.done():
+                ticks += 1
+                await asyncio.sleep(0.001)
+            assert not burst[0].done()  # the blocking call is still blocked
+            gate.set()
+            return ticks, [await burst[0], *await quick]
+        finally:
+            gate.set()
+            wp._pool = previous
+
+    ticks, results = run(main())
+    assert results == list(range(10))
+    assert ticks >= 2  # the loop ran while the worker was blocked

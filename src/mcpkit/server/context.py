@@ -17,13 +17,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
-from pydantic import BaseModel, ValidationError
-
 from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
 from .form_validation import answer_errors
+from .lazy_pydantic import model_class, validation_error
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from pydantic_core import ErrorDetails
 
     from ..auth.info import AuthInfo
@@ -306,10 +306,9 @@ class Context:
     async def _elicit(
         self, message: str, schema: Any, timeout: float | None, key: str | None = None
     ) -> ElicitResult[Any]:
-        model: type[BaseModel] | None = None
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            model = schema
-            requested = elicitation_schema(schema)
+        model = model_class(schema)
+        if model is not None:
+            requested = elicitation_schema(model)
         elif isinstance(schema, dict):
             requested = schema
         else:
@@ -350,7 +349,7 @@ class Context:
         if model is not None:
             try:
                 return ElicitResult(action="accept", content=model.model_validate(content or {}))
-            except ValidationError as exc:
+            except validation_error() as exc:
                 raise ElicitationValidationError(content, exc.errors(include_url=False)) from None
         if content is not None and not isinstance(content, dict):
             problem: ErrorDetails = {

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import Field
-
 from ..errors import ConfigurationError
 from ..protocol.http_headers import header_annotations
 
@@ -43,6 +41,8 @@ def McpHeader(name: str, *, description: str | None = None) -> Any:
             f"McpHeader({name!r}): the name must be a non-empty HTTP token (letters, digits, "
             "and !#$%&'*+-.^_`|~)"
         )
+    from pydantic import Field  # only here: see lazy_pydantic
+
     return Field(description=description, json_schema_extra={"x-mcp-header": name})
 
 

@@ -12,11 +12,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
-
 from ..errors import InvalidParams, MCPError, RegistrationError
 from .content import to_content
 from .context import run_sync
+from .lazy_pydantic import validation_error
 from .scopes import enforce, granted_scopes, parse_scopes
 from .signature import (
     FunctionSignature,
@@ -72,11 +71,11 @@ class PromptDefinition:
 
     def arguments(self) -> list[dict[str, Any]]:
         out = []
-        for name, info in self.sig.model.model_fields.items():
+        for name, description, required in self.sig.described_parameters():
             arg: dict[str, Any] = {"name": name}
-            if info.description:
-                arg["description"] = info.description
-            arg["required"] = info.is_required()
+            if description:
+                arg["description"] = description
+            arg["required"] = required
             out.append(arg)
         return out
 
@@ -195,7 +194,7 @@ class PromptManager:
                 enforce(ctx.auth_info if ctx else None, prompt.scopes, f"prompt {name!r}")
             try:
                 kwargs = prompt.sig.validate(args)
-            except ValidationError as exc:
+            except validation_error() as exc:
                 raise InvalidParams(
                     f"Invalid arguments for prompt '{name}': {format_validation_error(exc)}"
                 ) from None

@@ -14,10 +14,9 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from ..errors import InvalidParams, MCPError, RegistrationError, ResourceNotFound
 from .context import run_sync
+from .lazy_pydantic import validation_error
 from .scopes import NO_SCOPES, enforce, granted_scopes, parse_scopes
 from .signature import (
     FunctionSignature,
@@ -351,7 +350,7 @@ class ResourceManager:
             args = {k: v for k, v in values.items() if k in tmpl.sig.param_names}
             try:
                 kwargs = tmpl.sig.validate(args)
-            except ValidationError as exc:
+            except validation_error() as exc:
                 raise InvalidParams(
                     f"Invalid URI {uri!r} for template {tmpl.template.template!r}: "
                     f"{format_validation_error(exc)}"

@@ -16,9 +16,8 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..auth.resource_server import ProtectedResource
 from ..errors import ConfigurationError, RegistrationError
 from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.versions import Revision
@@ -42,9 +41,21 @@ from .session import DEFAULT_MAX_BATCH_SIZE, ServerSession
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
+if TYPE_CHECKING:
+    from ..auth.resource_server import ProtectedResource
+
 __all__ = ["MCPServer", "ToolManager", "shape_listing"]
 
 log = logging.getLogger("mcpkit.server")
+
+
+def _is_protected_resource(auth: object) -> bool:
+    # Imported here, not at the top: a server without auth starts without the
+    # resource-server modules (start-up time, see lazy_pydantic).
+    from ..auth.resource_server import ProtectedResource
+
+    return isinstance(auth, ProtectedResource)
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,7 +125,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
                     "input store)"
                 )
             input_store = store.input_rounds
-        if auth is not None and not isinstance(auth, ProtectedResource):
+        if auth is not None and not _is_protected_resource(auth):
             raise ConfigurationError(
                 "auth must be a mcpkit.auth.ProtectedResource (its resource URL, "
                 f"authorization servers and token verifier), not {type(auth).__name__}"

@@ -4,22 +4,27 @@ Used for tools (arguments as JSON values) and prompts (arguments as strings,
 validated in lax mode). Built at registration; calls only run the prebuilt
 pydantic validator (ARCHITECTURE.md, principle 3), or, for a signature of plain
 parameters, an exact-type check that hands anything else to that validator
-(see :class:`FunctionSignature`).
+(see :class:`FunctionSignature`). A plain signature's JSON Schema is written
+here, the same as pydantic's (tests/server/test_signature_lazy.py), and its
+validator is built the first time an argument needs it, so that a server of
+plain tools starts without importing pydantic (:mod:`.lazy_pydantic`).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
-
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin, get_type_hints
 
 from ..errors import SignatureError
+from .lazy_pydantic import is_model_class
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = [
     "FunctionSignature",
@@ -77,10 +82,22 @@ class FunctionSignature:
     is_async: bool
     context_param: str | None
     param_names: tuple[str, ...]
-    model: type[BaseModel]
     return_annotation: Any
     doc: str | None
     plain: tuple[Plain, ...] | None = None
+    # The pydantic model, or what builds it on first use (a plain signature).
+    _model: type[BaseModel] | None = None
+    _build: Callable[[], type[BaseModel]] | None = None
+    _schema: dict[str, Any] | None = None  # a plain signature's, written by hand
+
+    @property
+    def model(self) -> type[BaseModel]:
+        """The arguments' pydantic model (built on first use for a plain signature)."""
+        model = self._model
+        if model is None:
+            assert self._build is not None
+            model = self._model = self._build()
+        return model
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments; raises ``ValidationError``."""
@@ -108,15 +125,31 @@ class FunctionSignature:
         obj = self.model.model_validate(arguments)
         return {name: getattr(obj, name) for name in self.param_names}
 
+    def described_parameters(self) -> list[tuple[str, str | None, bool]]:
+        """``(name, description, required)`` per parameter, without building the model."""
+        schema = self._schema
+        if schema is not None:
+            required = set(schema.get("required", ()))
+            return [
+                (name, prop.get("description"), name in required)
+                for name, prop in schema["properties"].items()
+            ]
+        return [
+            (name, info.description, info.is_required())
+            for name, info in self.model.model_fields.items()
+        ]
+
     def json_schema(self) -> dict[str, Any]:
         """The input schema; raises :class:`SignatureError` naming each type it cannot describe."""
+        if self._schema is not None:
+            return copy_schema(self._schema)
         try:
             schema = self.model.model_json_schema()
         except Exception:
             fields = {
                 name: (info.annotation, info) for name, info in self.model.model_fields.items()
             }
-            problems = _field_problems(fields, self.model.model_config, schema=True)
+            problems = _field_problems(fields, dict(self.model.model_config), schema=True)
             raise SignatureError(problems or ["cannot build its input schema"]) from None
         schema.pop("title", None)
         schema.setdefault("properties", {})
@@ -218,9 +251,8 @@ def inspect_function(
         hints = resolve_hints(target, sig, problems)
     doc = inspect.getdoc(target)
     descriptions = _param_descriptions(doc)
-    fields: dict[str, Any] = {}
+    params: list[tuple[str, Any, Any, str | None]] = []  # name, annotation, default, doc
     context_param: str | None = None
-    names: list[str] = []
     plain: list[Plain] | None = []
     for name, param in sig.parameters.items():
         if param.kind is param.VAR_KEYWORD:
@@ -248,46 +280,117 @@ def inspect_function(
             context_param = name
             continue
         default: Any = ... if param.default is inspect.Parameter.empty else param.default
-        if isinstance(default, FieldInfo):
-            info = default
-        else:
-            # A docstring description fills in, but never overrides, an explicit
-            # `Annotated[..., Field(description=...)]`.
-            described = descriptions.get(name)
-            if described and not _has_description(annotation):
-                info = Field(default=default, description=described)
-            else:
-                info = Field(default=default)
-        fields[name] = (annotation, info)
-        names.append(name)
+        params.append((name, annotation, default, descriptions.get(name)))
         if plain is not None:
             step = _plain_param(name, annotation, default)
             plain = None if step is None else [*plain, step]
-    config = ConfigDict(arbitrary_types_allowed=True, coerce_numbers_to_str=strings)
-    model: type[BaseModel] | None = None
-    if problems:  # say what else is wrong, too
-        problems.extend(_field_problems(fields, config, schema=schema))
-    else:
-        try:
-            model = create_model(model_name, __config__=config, **fields)
-            if schema:
-                model.model_json_schema()
-        except Exception:
-            problems.extend(_field_problems(fields, config, schema=schema))
-    if problems or model is None:
-        raise SignatureError(problems)
-    ret = hints.get("return", inspect.Parameter.empty)
-    return FunctionSignature(
+    config = {"arbitrary_types_allowed": True, "coerce_numbers_to_str": strings}
+    out = FunctionSignature(
         fn=fn,
         is_async=inspect.iscoroutinefunction(fn)
         or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),  # noqa: B004 (async callables)
         context_param=context_param,
-        param_names=tuple(names),
-        model=model,
-        return_annotation=ret,
+        param_names=tuple(p[0] for p in params),
+        return_annotation=hints.get("return", inspect.Parameter.empty),
         doc=doc,
         plain=tuple(plain) if plain is not None else None,
     )
+    if not problems and plain is not None and all(_hand_written(p[0], p[2]) for p in params):
+        # Plain parameters: pydantic takes them all and its schema is known (module docstring).
+        out._schema = _plain_schema(params)
+        out._build = lambda: _create_model(model_name, config, _fields(params))
+        return out
+    fields = _fields(params)
+    if problems:  # say what else is wrong, too
+        problems.extend(_field_problems(fields, config, schema=schema))
+        raise SignatureError(problems)
+    try:
+        out._model = _create_model(model_name, config, fields)
+        if schema:
+            out._model.model_json_schema()
+    except Exception:
+        raise SignatureError(_field_problems(fields, config, schema=schema)) from None
+    return out
+
+
+def _create_model(name: str, config: dict[str, Any], fields: dict[str, Any]) -> type[BaseModel]:
+    from pydantic import create_model
+
+    return create_model(name, __config__=config, **fields)  # type: ignore[call-overload, no-any-return]
+
+
+def _fields(params: list[tuple[str, Any, Any, str | None]]) -> dict[str, Any]:
+    """pydantic's ``(annotation, FieldInfo)`` per parameter."""
+    from pydantic import Field
+    from pydantic.fields import FieldInfo
+
+    fields: dict[str, Any] = {}
+    for name, annotation, default, described in params:
+        if isinstance(default, FieldInfo):
+            info = default
+        # A docstring description fills in, but never overrides, an explicit
+        # `Annotated[..., Field(description=...)]`.
+        elif described and not _has_description(annotation):
+            info = Field(default=default, description=described)
+        else:
+            info = Field(default=default)
+        fields[name] = (annotation, info)
+    return fields
+
+
+# Names pydantic refuses or warns about as fields (private, or shadowing BaseModel's
+# attributes): those signatures keep going through pydantic at registration, so that
+# what it says about them is still said. A test pins this against ``dir(BaseModel)``.
+_MODEL_ATTRIBUTES = frozenset(
+    {
+        "construct", "copy", "dict", "from_orm", "json", "parse_file", "parse_obj",
+        "parse_raw", "schema", "schema_json", "update_forward_refs", "validate",
+    }
+)  # fmt: skip
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _hand_written(name: str, default: Any) -> bool:
+    """Can this plain parameter's schema be written here (not by pydantic)?"""
+    if name.startswith(("_", "model_")) or name in _MODEL_ATTRIBUTES:
+        return False
+    return not (type(default) is float and not math.isfinite(default))
+
+
+def _plain_schema(params: list[tuple[str, Any, Any, str | None]]) -> dict[str, Any]:
+    """pydantic's JSON Schema of plain parameters, keys sorted as pydantic sorts them."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, annotation, default, described in params:
+        prop: dict[str, Any] = {}
+        if annotation is not Any:
+            members = [m for m in get_args(annotation) or (annotation,) if m is not type(None)]
+            kind = {"type": _JSON_TYPES[members[0]]}
+            if annotation in _JSON_TYPES:
+                prop.update(kind)
+            else:  # `T | None`, in either order: pydantic puts the null last
+                prop["anyOf"] = [kind, {"type": "null"}]
+        if default is ...:
+            required.append(name)
+        else:
+            prop["default"] = default
+        if described:
+            prop["description"] = described
+        prop["title"] = name.title().replace("_", " ").strip()
+        properties[name] = dict(sorted(prop.items()))
+    out: dict[str, Any] = {"properties": properties}
+    if required:
+        out["required"] = required
+    out["type"] = "object"
+    return out
+
+
+def copy_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy the caller may change (the plain schemas hold only JSON values)."""
+    return {
+        k: copy_schema(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
+        for k, v in schema.items()
+    }
 
 
 def parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
@@ -339,12 +442,12 @@ def resolve_hints(
     return hints
 
 
-def _field_problems(fields: dict[str, Any], config: ConfigDict, *, schema: bool) -> list[str]:
+def _field_problems(fields: dict[str, Any], config: dict[str, Any], *, schema: bool) -> list[str]:
     """One problem per parameter whose type pydantic cannot validate (or describe)."""
     problems = []
     for name, field in fields.items():
         try:
-            one = create_model("parameter", __config__=config, **{name: field})
+            one = _create_model("parameter", config, {name: field})
             if schema:
                 one.model_json_schema()
         except Exception as exc:
@@ -382,6 +485,8 @@ def _plain_param(name: str, annotation: Any, default: Any) -> Plain | None:
 def _has_description(annotation: Any) -> bool:
     if get_origin(annotation) is not Annotated:
         return False
+    from pydantic.fields import FieldInfo
+
     return any(isinstance(m, FieldInfo) and m.description for m in get_args(annotation)[1:])
 
 
@@ -405,7 +510,7 @@ def is_object_type(annotation: Any) -> bool:
         annotation = get_args(annotation)[0]
     origin = get_origin(annotation) or annotation
     if isinstance(origin, type):
-        if issubclass(origin, BaseModel):
+        if is_model_class(origin):
             return True
         if origin in _OBJECT_ORIGINS or (origin is not str and issubclass(origin, dict)):
             return True
@@ -423,6 +528,8 @@ def is_object_type(annotation: Any) -> bool:
 
 
 def output_adapter(annotation: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
+    from pydantic import TypeAdapter
+
     adapter: TypeAdapter[Any] = TypeAdapter(annotation)
     schema = adapter.json_schema(mode="serialization")
     schema.pop("title", None)

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_origin
 
 import orjson
-from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import InvalidParams, MCPKitError, RegistrationError, tool_error_text
 from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
+from .lazy_pydantic import is_model, is_model_class, model_class, validation_error
 from .mcp_header import header_problems
 from .scopes import parse_scopes
 from .signature import (
@@ -37,6 +37,8 @@ from .signature import (
 from .worker_pool import InPlaceWait
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter
+
     from .context import Context
 
 __all__ = ["ToolAnnotations", "ToolDefinition", "create_tool"]
@@ -146,7 +148,7 @@ class ToolDefinition:
         """
         try:
             kwargs = self._validate(dict(arguments or {}))
-        except ValidationError as exc:
+        except validation_error() as exc:
             return _error_result(
                 f"Invalid arguments for tool '{self.name}': {format_validation_error(exc)}"
             )
@@ -173,7 +175,7 @@ class ToolDefinition:
             return _error_result(text)
         try:
             return self.to_result(value)
-        except ValidationError as exc:
+        except validation_error() as exc:
             # 2025-06-18 server/tools § output schema: structured results MUST conform.
             return _error_result(
                 f"Tool '{self.name}' returned a value that does not match its output schema: "
@@ -248,8 +250,7 @@ def _structured_dumper(adapter: TypeAdapter[Any], output_type: Any) -> Callable[
     origin = get_origin(output_type) or output_type
     exact = (
         origin
-        if isinstance(origin, type)
-        and (issubclass(origin, BaseModel) or dataclasses.is_dataclass(origin))
+        if isinstance(origin, type) and (is_model_class(origin) or dataclasses.is_dataclass(origin))
         else None
     )
     dump = functools.partial(adapter.dump_python, mode="json")
@@ -263,10 +264,12 @@ def _structured_dumper(adapter: TypeAdapter[Any], output_type: Any) -> Callable[
 
 
 def _dump_any(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if is_model(value):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
         return value
+    from pydantic import TypeAdapter
+
     return TypeAdapter(type(value)).dump_python(value, mode="json")
 
 
@@ -386,16 +389,15 @@ def create_tool(
         problems.extend(f"execute: {p}" for p in exc.problems)
     out_type: Any = None
     out_schema: dict[str, Any] | None = None
-    if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
+    if is_model_class(output_schema):
         out_type = output_schema
     elif isinstance(output_schema, dict):
         out_schema = output_schema
     elif output_schema is not None:
         problems.append("output_schema must be a pydantic model or a JSON-Schema dict")
-    model: type[BaseModel] | None = None
     schema: dict[str, Any] = {"type": "object", "properties": {}}
-    if isinstance(input_schema, type) and issubclass(input_schema, BaseModel):
-        model = input_schema
+    model = model_class(input_schema)
+    if model is not None:
         try:
             schema = model.model_json_schema()
         except Exception:

@@ -22,10 +22,28 @@ one of two ways:
   skip the wait (:class:`InPlaceWait`), so a function that blocks costs the
   loop at most that short wait, now and then, never the length of its call;
 * **awaited**: otherwise the loop goes on serving while the call runs, and
-  the worker wakes it with ``call_soon_threadsafe`` when the call ends.
+  the worker posts the result to the loop's inbox (:class:`_Inbox`), which
+  wakes the loop with one ``call_soon_threadsafe`` for all the results that
+  finish before the loop gets round to them.
 
-Threads are added when no worker is idle, up to ``max_workers``, and stay
-for the life of the process, as a thread pool's do. They are daemons: a sync
+Bursts (many requests at once, e.g. HTTP with many connections): a call that
+finds a worker awake joins the backlog without waking anyone, and that worker
+runs the backlog before it sleeps; one wake-up of one thread serves the burst,
+instead of a thread per call taking turns at the GIL. Should every awake
+worker be stuck in a blocking call, a check on the loop :data:`STALL` seconds
+later starts another worker for the backlog (:meth:`WorkerPool._check`).
+
+Where the rest of a sync call's cost goes (issue 18; ``perf record`` of a stdio
+server under sequential calls): over half of the server's CPU sits in the
+kernel's scheduler (``finish_task_switch``, the wake-up path), not in Python.
+Each call hands the GIL to another thread and back, and CPython 3.11's GIL
+always wakes a sleeping thread to take it: two wake-ups per call, ~5 us on the
+development VM (a bare two-thread pipe ping-pong costs 4.9 us of CPU per round
+trip), against ~10 us for a whole ``async def`` call. No hand-off design takes
+a sequential call under that; only not hopping (``run_in_thread=False``) does.
+
+Threads are added when no worker is idle and none is awake, up to
+``max_workers``, and stay for the life of the process, as a thread pool's do. They are daemons: a sync
 call still running when the server is told to stop (stdin EOF, SIGTERM) does
 not keep the process alive; its result is dropped. A child process started
 with ``fork`` gets a fresh pool.
@@ -38,6 +56,7 @@ import collections
 import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, Generic, TypeVar
 
@@ -49,6 +68,10 @@ T = TypeVar("T")
 #: enough for a thread switch on a busy machine, short enough to go unnoticed.
 WAIT_IN_PLACE: Final = 0.001
 _MAX_SKIP: Final = 1024
+#: How long queued calls may wait, with no call starting, before another worker is
+#: started for them (seconds): longer than the interpreter's GIL switch interval (5 ms),
+#: so a worker that only waits for the GIL is not mistaken for one that blocks.
+STALL: Final = 0.006
 
 # Settles the race between a worker finishing a call and the loop giving up waiting
 # in place for it (one of the two must deliver the result, and only one).
@@ -83,14 +106,69 @@ class InPlaceWait:
         self._skip = self._backoff
 
 
+class _Inbox:
+    """Results finished for one event loop, handed over by one wake-up of that loop.
+
+    A worker appends a result and schedules :meth:`drain` only when none is
+    scheduled yet, so results that finish while the loop is busy or asleep
+    cost one ``call_soon_threadsafe`` (one self-pipe write, one wake-up) between
+    them. ``drain`` clears the flag before it reads, so a result appended after
+    that schedules the next drain.
+    """
+
+    __slots__ = ("done", "loop", "scheduled", "watching")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Weak: the inbox is the value of a weak-keyed dict of loops (see _inbox).
+        self.loop = weakref.ref(loop)
+        self.done: collections.deque[_Call[Any]] = collections.deque()
+        self.scheduled = False
+        self.watching = False  # a WorkerPool._check is scheduled on this loop
+
+    def post(self, call: _Call[Any]) -> None:  # on a worker
+        self.done.append(call)
+        if not self.scheduled:
+            self.scheduled = True
+            loop = self.loop()
+            try:
+                if loop is not None:
+                    loop.call_soon_threadsafe(self.drain)
+            except RuntimeError:  # the loop is closed: nobody is left to read the result
+                pass
+
+    def drain(self) -> None:  # on the loop
+        self.scheduled = False
+        done = self.done
+        while done:
+            _settle(done.popleft())
+
+
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+
+
+_last_inbox: _Inbox | None = None  # the last one looked up: most processes have one loop
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+    global _last_inbox
+    inbox = _last_inbox
+    if inbox is not None and inbox.loop() is loop:
+        return inbox
+    inbox = _inboxes.get(loop)
+    if inbox is None:
+        inbox = _inboxes[loop] = _Inbox(loop)
+    _last_inbox = inbox
+    return inbox
+
+
 class _Call(Generic[T]):
     """One sync call on its way to a worker and back."""
 
-    __slots__ = ("done", "fn", "future", "loop", "ok", "value")
+    __slots__ = ("done", "fn", "future", "inbox", "ok", "value")
 
-    def __init__(self, fn: Callable[[], T], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, fn: Callable[[], T], inbox: _Inbox) -> None:
         self.fn: Callable[[], T] | None = fn
-        self.loop = loop
+        self.inbox = inbox
         self.done = threading.Lock()
         self.done.acquire()  # released by the worker when the loop waits in place
         self.future: asyncio.Future[T] | None = None  # set when the loop stops waiting in place
@@ -129,26 +207,60 @@ class WorkerPool:
         self._idle: list[_Worker] = []  # workers asleep on (or going to) their pipe
         self._workers: list[_Worker] = []
         self._grow_lock = threading.Lock()
+        self._started = 0  # calls started, ever: progress, as seen by _check
 
-    def _submit(self, call: _Call[Any]) -> bool:
-        """Start ``call``; whether an idle worker took it at once."""
+    def _submit(self, call: _Call[Any], loop: asyncio.AbstractEventLoop) -> bool:
+        """Start ``call``; whether an idle worker took it at once.
+
+        While a worker is awake, calls join the backlog without waking anyone:
+        that worker takes them one after the other before it sleeps, so a burst
+        of calls costs one wake-up of one thread instead of one each (and no
+        convoy of threads taking turns at the GIL). Should the awake workers all
+        block, :meth:`_check` starts another worker for the backlog.
+        """
         idle = self._idle
+        if len(idle) < len(self._workers):  # a worker is awake
+            self._backlog.append(call)
+            if len(idle) == len(self._workers):  # ...or was: it went idle just now
+                self._spare()
+            else:
+                self._watch(loop, call.inbox)
+            return False
         try:
             worker = idle.pop()
-        except IndexError:
-            pass
-        else:
-            worker.handed = call
-            os.write(worker.wake_w, b"\0")
-            return True
-        self._backlog.append(call)
-        try:  # a worker may have gone idle since: wake it to take the backlog
-            worker = idle.pop()
-        except IndexError:
+        except IndexError:  # no worker yet
+            self._backlog.append(call)
             self._grow()
             return False
+        worker.handed = call
         os.write(worker.wake_w, b"\0")
-        return False
+        return True
+
+    def _spare(self) -> None:
+        """Wake an idle worker, or start a new one, to take calls from the backlog."""
+        try:
+            worker = self._idle.pop()
+        except IndexError:
+            self._grow()
+        else:
+            os.write(worker.wake_w, b"\0")
+
+    def _watch(self, loop: asyncio.AbstractEventLoop, inbox: _Inbox) -> None:
+        # Per loop: a loop closed before its check ran takes its flag with it.
+        if not inbox.watching:
+            inbox.watching = True
+            try:
+                loop.call_later(STALL, self._check, loop, inbox, self._started)
+            except RuntimeError:  # a closed loop
+                inbox.watching = False
+
+    def _check(self, loop: asyncio.AbstractEventLoop, inbox: _Inbox, started: int) -> None:
+        """Calls still queued after :data:`STALL`: if none started meanwhile, add a worker."""
+        inbox.watching = False
+        if self._backlog:
+            if self._started == started:  # every awake worker is stuck in a call
+                self._spare()
+            self._watch(loop, inbox)
 
     def _grow(self) -> None:
         with self._grow_lock:
@@ -174,6 +286,7 @@ class WorkerPool:
             future = call.future
             skip = future is not None and future.cancelled()  # cancelled while queued
             fn, call.fn = call.fn, None
+            self._started += 1
             if not skip and fn is not None:
                 try:
                     call.value = fn()
@@ -194,10 +307,7 @@ class WorkerPool:
                 if future is None:
                     call.done.release()
             if future is not None and not skip:
-                try:
-                    call.loop.call_soon_threadsafe(_settle, call)
-                except RuntimeError:  # the loop is closed: nobody is left to read the result
-                    pass
+                call.inbox.post(call)
             del future
             call = following if following is not None else self._wait(worker)
             del following
@@ -267,10 +377,12 @@ def default_pool() -> WorkerPool:
 
 def _forget_pool() -> None:
     # After fork the child has none of the parent's threads: start a fresh pool on demand.
-    global _pool
+    global _pool, _last_inbox
     if _pool is not None:
         _pool._close_pipes()
     _pool = None
+    _inboxes.clear()
+    _last_inbox = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -293,8 +405,8 @@ async def call_in_thread(
     if loop is None:
         loop = asyncio.get_running_loop()
     pool = _pool or default_pool()
-    call: _Call[T] = _Call(fn, loop)
-    handed = pool._submit(call)
+    call: _Call[T] = _Call(fn, _inbox(loop))
+    handed = pool._submit(call, loop)
     if wait is not None and handed and wait.wanted():
         if call.done.acquire(timeout=WAIT_IN_PLACE):
             wait.finished_in_time()

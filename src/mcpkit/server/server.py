@@ -531,32 +531,6 @@ class MCPServer(ServerIntrospection, ServerRunning):
             caps["extensions"] = {INPUT_ROUNDS_EXTENSION: {}}
         return caps
 
-    def implementation_info(self, revision: Revision | None = None) -> dict[str, Any]:
-        """``serverInfo`` (an ``Implementation``): ``title`` is 2025-06-18, the rest 2025-11-25.
-
-        Every 2026-07-28 result carries it: built once per revision, and again only
-        when one of the fields it is made of was reassigned. The dict is shared:
-        callers must not change it.
-        """
-        key = (self.name, self.version, self.title, self.description, self.website_url, self.icons)
-        name = revision.name if revision is not None else None
-        cached = self._implementation_info.get(name)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        info: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.title and (revision is None or revision.titles):
-            info["title"] = self.title
-        if revision is None or revision.icons:
-            for field, value in (
-                ("description", self.description),
-                ("websiteUrl", self.website_url),
-                ("icons", self.icons),
-            ):
-                if value:
-                    info[field] = value
-        self._implementation_info[name] = (key, info)
-        return info
-
     def _initialize_result(self, revision: Revision) -> dict[str, Any]:
         result: dict[str, Any] = {
             "protocolVersion": revision.name,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from mcpkit.transports.asgi import end_all_streams
+from mcpkit.transports.asgi import end_all_streams, stop_all_requests
 
 TIMEOUT = 10.0
 
@@ -37,6 +37,9 @@ def unused_port() -> int:
     return port
 
 
+GRACE = 0.5  # seconds the requests running at shutdown get to finish
+
+
 @contextlib.asynccontextmanager
 async def serve(
     app: Any, sock: socket.socket | None = None, *, path: str = "/mcp"
@@ -55,8 +58,15 @@ async def serve(
                 await asyncio.sleep(0.005)
         yield f"http://127.0.0.1:{port}{path}"
     finally:
+        # What mcpkit's serve() does at shutdown, with a short graceful period: streams
+        # end once their requests answered; requests still running then get the
+        # shutting-down error on their stream (legacy SSE runs them in tasks of its own).
         end_all_streams()
         server.should_exit = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), GRACE)
+        if not task.done():
+            stop_all_requests()
         async with asyncio.timeout(TIMEOUT):
             await task
         sock.close()

@@ -18,7 +18,7 @@ from mcpkit.client import Client
 from mcpkit.client.transports.base import HTTPErrorStatus, Unreachable
 from mcpkit.client.transports.sse import SSETransport
 from mcpkit.client.transports.streamable_http import StreamableHTTPTransport
-from mcpkit.errors import ConnectionClosed, PeerTimeout, RemoteError
+from mcpkit.errors import SHUTTING_DOWN, PeerTimeout, RemoteError
 from tests.client.conftest import Traffic
 from tests.client.fixtures.demo_server import build_server
 from tests.client.http_servers import Recorder, free_socket, serve, unused_port
@@ -197,9 +197,12 @@ async def test_a_dropped_stream_fails_waiting_calls_and_a_restart_reinitializes(
         hanging = asyncio.create_task(client.call_tool("hang"))
         await asyncio.sleep(0.1)
         start = time.monotonic()
-    # The server went away with our session: the waiting call fails at once, not at its timeout.
-    with pytest.raises(ConnectionClosed, match="SSE stream"):
+    # The server went away with our session: the waiting call fails when its graceful period
+    # is over, saying why (the server answered it on its stream before ending that), not at
+    # its timeout.
+    with pytest.raises(RemoteError, match="shutting down") as failed:
         await asyncio.wait_for(hanging, TIMEOUT)
+    assert failed.value.code == SHUTTING_DOWN
     assert time.monotonic() - start < 3.0
     # A new server on the same port: the next calls open a new stream and a new session.
     async with serve(build_server().sse_app(), free_socket(port)):

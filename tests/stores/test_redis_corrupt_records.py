@@ -221,3 +221,34 @@ async def test_an_unreadable_request_state_key_is_named(redis_url: str, bad: str
         await raw.delete(key)
         await raw.aclose()
         await store.aclose()
+
+
+async def test_an_event_log_key_of_the_wrong_type_warns_once_a_stream(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Events of a session whose log key Redis holds as another type still go out (no
+    id: not resumable), with one warning for the stream, not one per event."""
+    from mcpkit.transports.http_sessions import record_event
+
+    prefix = f"w-{uuid4().hex[:8]}:"
+    store = RedisStore(redis_url, prefix=prefix)
+    sid = uuid4().hex
+    raw = Redis.from_url(redis_url)
+    try:
+        await raw.set(f"{prefix}events:{sid}", b"not a stream")
+        caplog.set_level(logging.WARNING, logger="mcpkit.transports.http")
+        for stream in (f"{sid}/1", f"{sid}/1", f"{sid}/1", f"{sid}/2"):
+            message = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+            assert await record_event(store.events, stream, message) is None
+            data = orjson.dumps(message)
+            assert (
+                await record_event(store.events, stream, None, store.events.store_event_bytes, data)
+                is None
+            )
+        warned = [r.getMessage() for r in caplog.records if "not recorded" in r.getMessage()]
+        assert len(warned) == 2, warned
+        assert f"{sid}/1" in warned[0] and f"{sid}/2" in warned[1]
+    finally:
+        await raw.delete(f"{prefix}events:{sid}")
+        await raw.aclose()
+        await store.aclose()

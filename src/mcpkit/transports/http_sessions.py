@@ -231,20 +231,26 @@ async def record_event(
     store_bytes: Callable[[str, bytes], Awaitable[str]] | None = None,
     data: bytes = b"",
 ) -> str | None:
-    """Record an event; None when a shared store is unavailable (Redis away).
-
-    The message is still delivered live, only without an id (not resumable):
-    losing the event store must not lose the answer to a request in flight.
-    ``store_bytes``: the store's optional ``store_event_bytes``, given the
-    message's orjson ``data`` serialised already (for the wire).
+    """Record an event; None when a shared store is unavailable (Redis away, or a log
+    key it cannot use). The message is still delivered live, only without an id (not
+    resumable): losing the event store must not lose the answer to a request in flight.
+    Warned once a stream, not once an event. ``store_bytes``: the store's optional
+    ``store_event_bytes``, given the message's orjson ``data`` serialised already.
     """
     try:
         if store_bytes is not None:
             return await store_bytes(stream_id, data)
         return await store.store_event(stream_id, message)
     except StoreUnavailable as exc:
-        log.warning("an event of stream %s was not recorded (not resumable): %s", stream_id, exc)
+        if stream_id not in _UNRECORDED:
+            _UNRECORDED[stream_id] = None
+            if len(_UNRECORDED) > 1024:  # bounded: the streams warned about last
+                _UNRECORDED.popitem(last=False)
+            log.warning("events of stream %s are not recorded (not resumable): %s", stream_id, exc)
         return None
+
+
+_UNRECORDED: Final[OrderedDict[str, None]] = OrderedDict()
 
 
 def session_record(entry: HTTPSession) -> SessionRecord:

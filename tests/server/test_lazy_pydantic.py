@@ -180,6 +180,8 @@ def test_a_plain_signatures_schema_is_exactly_pydantics(
     assert sig.described_parameters() == by_model  # what prompts/list shows
 
 
+# pydantic warns that `json` and `schema` shadow BaseModel attributes: its own word, as before.
+@pytest.mark.filterwarnings("ignore:Field name .* shadows an attribute:UserWarning")
 @pytest.mark.parametrize("name", ["_private", "model_name", "json", "schema"])
 def test_special_names_still_go_through_pydantic_at_registration(name: str) -> None:
     namespace: dict[str, Any] = {}

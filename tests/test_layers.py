@@ -81,6 +81,15 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.running", "mcpkit.transports.asgi", "type"): (
         "http_app()/sse_app() return the ASGI app type"
     ),
+    ("mcpkit.server.running", "mcpkit.transports.stdio", "type"): (
+        "server.stdio_transport is the StdioConnection serving it"
+    ),
+    ("mcpkit.server.running", "mcpkit.transports.sse_legacy", "type"): (
+        "server.sse_transport is the SSEApp serving it"
+    ),
+    ("mcpkit.server.running", "mcpkit.transports.streamable_http", "type"): (
+        "server.streamable_http_transport is the StreamableHTTPApp serving it"
+    ),
     # Agent adapters register themselves (server.agents.register_agent_adapter); the core
     # only knows their module names, to import one the first time its kind of agent is
     # registered, so MCPServer(agents={...}) works with no import by the user.

@@ -8,12 +8,21 @@ module level (``tests/test_layers.py`` allows exactly these lazy imports).
 ``MCPServer`` mixes :class:`ServerRunning` in; each method hands the server
 itself to the transport (``cast``: only ``MCPServer`` mixes this in, and naming
 it here would be an import loop).
+
+The other direction goes through one public hook: a transport that starts
+serving the server calls :meth:`ServerRunning.register_transport`, and
+:meth:`~ServerRunning.unregister_transport` when it stops, which is what
+``stdio_transport``, ``sse_transport`` and ``streamable_http_transport`` read
+(Mastra's ``getStdioTransport()`` and friends, "mainly for internal checks and
+tests"). Both happen at start and stop only, never per request.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
+
+from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import Container
@@ -21,8 +30,15 @@ if TYPE_CHECKING:
     from ..auth.resource_server import ProtectedResource
     from ..transports.asgi import ASGIApp
     from ..transports.serve import ServeOptions
+    from ..transports.sse_legacy import SSEApp
+    from ..transports.stdio import StdioConnection
+    from ..transports.streamable_http import StreamableHTTPApp
 
-__all__ = ["ServerRunning", "http_banner", "sse_banner"]
+__all__ = ["TRANSPORT_KINDS", "ServerRunning", "TransportKind", "http_banner", "sse_banner"]
+
+#: What :meth:`ServerRunning.register_transport` is told a transport is.
+TransportKind = Literal["stdio", "sse", "streamable_http"]
+TRANSPORT_KINDS: Final[tuple[TransportKind, ...]] = get_args(TransportKind)
 
 log = logging.getLogger("mcpkit.server")
 
@@ -44,7 +60,73 @@ class ServerRunning:
     tools: Container[str]
     back_channel_needs: dict[str, tuple[str, ...]]
     auth: ProtectedResource | None
+    # The transports serving this server now, per kind, oldest first (register_transport).
+    # A class-level None until the first registration: a server that is never served, or
+    # only in memory, carries nothing, and MCPServer.__init__ needs no line for it.
+    _running_transports: dict[TransportKind, list[object]] | None = None
 
+    # -- the transports serving this server (Mastra's getStdioTransport() and friends) --------
+    @property
+    def stdio_transport(self) -> StdioConnection | None:
+        """The stdio connection serving this server, or None.
+
+        Set while ``run_stdio``/``serve_stdio`` (``mcpkit run``) serves: from
+        just before the first message is read until the session has ended. Its
+        ``session`` is the one session of the process.
+        """
+        return cast("StdioConnection | None", self._running("stdio"))
+
+    @property
+    def sse_transport(self) -> SSEApp | None:
+        """The legacy HTTP+SSE app (``sse_app()``) serving this server, or None.
+
+        Set from the app's ASGI lifespan startup (``run_sse``, ``mcpkit run -t
+        sse``, uvicorn) to its shutdown, after its sessions have ended. Behind
+        ``auth`` it is the app inside the protection layer.
+        """
+        return cast("SSEApp | None", self._running("sse"))
+
+    @property
+    def streamable_http_transport(self) -> StreamableHTTPApp | None:
+        """The Streamable HTTP app (``http_app()``) serving this server, or None.
+
+        Set from the app's ASGI lifespan startup (``run_http``, ``mcpkit run``,
+        uvicorn) to its shutdown, after its sessions have ended; see
+        :attr:`sse_transport`.
+        """
+        return cast("StreamableHTTPApp | None", self._running("streamable_http"))
+
+    def _running(self, kind: TransportKind) -> object | None:
+        running = self._running_transports
+        stack = running.get(kind) if running is not None else None
+        return stack[-1] if stack else None
+
+    def register_transport(self, kind: TransportKind, transport: object) -> None:
+        """Note that ``transport`` has started serving this server (a hook for transports).
+
+        The built-in transports call it themselves; a custom transport may too.
+        Several transports of one kind may serve at once (two apps in one host):
+        the property of that kind shows the latest still serving.
+        """
+        if kind not in TRANSPORT_KINDS:
+            raise ConfigurationError(
+                f"unknown transport kind {kind!r}: one of {', '.join(TRANSPORT_KINDS)}"
+            )
+        if self._running_transports is None:
+            self._running_transports = {}
+        self._running_transports.setdefault(kind, []).append(transport)
+
+    def unregister_transport(self, kind: TransportKind, transport: object) -> None:
+        """Note that ``transport`` has stopped serving this server; no-op if it was not noted."""
+        stack = self._running_transports.get(kind) if self._running_transports else None
+        if stack is None:
+            return
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is transport:
+                del stack[i]
+                return
+
+    # -- starting it ----------------------------------------------------------------------------
     def run_stdio(self) -> None:
         """Serve on stdin/stdout until stdin closes or SIGTERM."""
         from ..transports.stdio import run_stdio
@@ -92,8 +174,6 @@ class ServerRunning:
         from ..auth.resource_server import ProtectedResource
 
         if not isinstance(auth, ProtectedResource):
-            from ..errors import ConfigurationError
-
             raise ConfigurationError(
                 f"auth must be a mcpkit.auth.ProtectedResource, not {type(auth).__name__}"
             )

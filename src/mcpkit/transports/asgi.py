@@ -27,6 +27,7 @@ from ..errors import (
 )
 
 if TYPE_CHECKING:
+    from ..server.running import TransportKind
     from ..server.server import MCPServer
 
 __all__ = [
@@ -220,12 +221,19 @@ async def lifespan(
     on_shutdown: Callable[[], Awaitable[None]],
     server: MCPServer | None = None,
     on_startup: Callable[[], Awaitable[None]] | None = None,
+    *,
+    transport: tuple[TransportKind, object] | None = None,
 ) -> None:
     """Answer the ASGI lifespan protocol: on startup connect the server's store (when it
     has a ``connect()``, as ``RedisStore``: an unreachable store fails the startup with a
     message naming it) and enter the server's lifespan (``MCPServer(lifespan=...)``); on
-    shutdown end the sessions, then exit it."""
+    shutdown end the sessions, then exit it.
+
+    ``transport`` (kind, app) is registered with the server once started and
+    unregistered once its sessions have ended (``server.streamable_http_transport``,
+    ``server.sse_transport``): the lifespan, not a request, so requests pay nothing."""
     entered = False
+    registered = False
     try:
         while True:
             message = await receive()
@@ -248,10 +256,16 @@ async def lifespan(
                         await send({**failed, "mcpkit.error": exc})
                         return
                     entered = True
+                    if transport is not None:
+                        server.register_transport(*transport)
+                        registered = True
                 await send({"type": "lifespan.startup.complete"})
             elif kind == "lifespan.shutdown":
                 try:
                     await on_shutdown()
+                    if server is not None and transport is not None and registered:
+                        registered = False
+                        server.unregister_transport(*transport)
                     if server is not None and entered:
                         entered = False
                         await server._lifespan.exit()
@@ -262,7 +276,10 @@ async def lifespan(
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     finally:
-        if server is not None and entered:  # the host cancelled the lifespan task
+        # The host cancelled the lifespan task (or shutting down failed).
+        if server is not None and transport is not None and registered:
+            server.unregister_transport(*transport)
+        if server is not None and entered:
             await server._lifespan.exit()
 
 

@@ -231,7 +231,9 @@ class SSEApp:
         kind = scope["type"]
         if kind != "http":
             if kind == "lifespan":
-                await lifespan(receive, send, self.aclose, self.server, self._join)
+                await lifespan(
+                    receive, send, self.aclose, self.server, self._join, transport=("sse", self)
+                )
             return
         path = route_path(scope)
         if path != self.sse_path and path != self.message_path:

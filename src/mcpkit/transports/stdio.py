@@ -17,7 +17,7 @@ lock and no ``drain`` per message: a single event-loop thread owns the pipe,
 and only notifications sent while the transport's buffer is over its
 high-water mark wait for the client to catch up. One ordering wait: a
 response whose request sent notifications is written once the client has
-read them (:meth:`_StdioConnection._let_client_read`), which the official
+read them (:meth:`StdioConnection._let_client_read`), which the official
 TypeScript SDK's client needs to see the last progress of a call.
 
 Backpressure: a client that stops reading stdout must not make the server
@@ -80,6 +80,7 @@ __all__ = [
     "MAX_MESSAGE_SIZE",
     "LineSplitter",
     "Oversized",
+    "StdioConnection",
     "run_stdio",
     "serve_stdio",
 ]
@@ -93,10 +94,10 @@ MAX_MESSAGE_SIZE: Final = MAX_LINE_SIZE
 MAX_IN_FLIGHT: Final = 4096
 #: Bytes of output buffered for a slow client before the server stops reading input.
 MAX_BUFFERED_OUTPUT: Final = 4 * 1024 * 1024
-#: Lines of one read dispatched per event-loop iteration (see _StdioConnection._catch_up).
+#: Lines of one read dispatched per event-loop iteration (see StdioConnection._catch_up).
 _BATCH: Final = 64
 #: Longest a response waits for the client to read its request's notifications (see
-#: _StdioConnection._let_client_read), and the pause where that cannot be observed.
+#: StdioConnection._let_client_read), and the pause where that cannot be observed.
 _READ_WAIT: Final = 1.0
 _BLIND_WAIT: Final = 0.002
 _MAX_PAUSE: Final = 0.005
@@ -106,8 +107,12 @@ _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
 # -- the connection -------------------------------------------------------------------------------
 
 
-class _StdioConnection(asyncio.Protocol):
-    """Drives one :class:`ServerSession` from a byte stream in and a byte stream out."""
+class StdioConnection(asyncio.Protocol):
+    """Drives one :class:`ServerSession` from a byte stream in and a byte stream out.
+
+    What ``server.stdio_transport`` is while :func:`serve_stdio` serves: ``session``
+    is the process's one session, ``send(message)`` writes a message to the client.
+    """
 
     def __init__(
         self, server: MCPServer, *, max_message_size: int, max_buffered_output: int
@@ -485,12 +490,17 @@ async def serve_stdio(
         # The application lifespan (MCPServer(lifespan=...)) is open before the first
         # message is read and closed after the session ends; a failure to start stops here.
         async with server.lifespan_context():
-            conn = _StdioConnection(
+            conn = StdioConnection(
                 server, max_message_size=max_message_size, max_buffered_output=max_buffered_output
             )
-            await conn.run(
-                in_file, out_file, shutdown_grace=shutdown_grace, handle_signals=handle_signals
-            )
+            # server.stdio_transport, until the session has ended (see server/running.py).
+            server.register_transport("stdio", conn)
+            try:
+                await conn.run(
+                    in_file, out_file, shutdown_grace=shutdown_grace, handle_signals=handle_signals
+                )
+            finally:
+                server.unregister_transport("stdio", conn)
 
 
 def run_stdio(server: MCPServer, **options: Any) -> None:

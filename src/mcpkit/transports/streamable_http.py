@@ -87,7 +87,6 @@ from .asgi import (
     Scope,
     Send,
     check_max_inflight,
-    lifespan,
     register_stream_owner,
     route_path,
     send_body,
@@ -303,7 +302,7 @@ class StreamableHTTPApp(SessionEndpoints):
         kind = scope["type"]
         if kind != "http":
             if kind == "lifespan":
-                await lifespan(receive, send, self.aclose, self.server, self._start)
+                await self._lifespan(receive, send)
             return
         if route_path(scope) not in self._paths:
             await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))

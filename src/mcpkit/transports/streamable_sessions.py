@@ -31,6 +31,7 @@ from .asgi import (
     Scope,
     Send,
     accepts_event_stream,
+    lifespan,
     send_body,
     send_error,
     sse_event,
@@ -153,6 +154,18 @@ class SessionEndpoints:
     # -- sessions --------------------------------------------------------------------------------
     def _lookup(self, raw_sid: bytes) -> HTTPSession | None:
         return self._sessions.lookup(raw_sid.decode("latin-1"))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """The ASGI lifespan (:func:`.asgi.lifespan`): this app is the server's
+        ``streamable_http_transport`` from startup until its sessions have ended."""
+        await lifespan(
+            receive,
+            send,
+            self.aclose,
+            self.server,
+            self._start,
+            transport=("streamable_http", self),
+        )
 
     async def _start(self) -> None:
         """At startup (ASGI lifespan): join the cluster when the store is shared."""

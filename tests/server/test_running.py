@@ -71,6 +71,15 @@ async def test_run_stdio_shows_its_connection_to_a_real_client(
     assert json.loads(out.read_text()) == {"before": NOTHING, "after": NOTHING}
 
 
+async def test_mcpkit_run_shows_the_stdio_connection() -> None:
+    args = ["-m", "mcpkit", "run", f"{FIXTURE}:build"]
+    async with Client(
+        command=sys.executable, args=args, protocol_version=LEGACY, timeout=TIMEOUT
+    ) as client:
+        seen = await report(client)
+    assert seen == {**NOTHING, "stdio": "StdioConnection", "holds_session": True}
+
+
 @contextlib.asynccontextmanager
 async def stdio_over_pipes(server: MCPServer) -> AsyncIterator[StdioConnection]:
     """Serve ``server`` with ``serve_stdio`` on fresh pipes until the block ends (then its

@@ -90,8 +90,8 @@ class ServerRunning:
     def streamable_http_transport(self) -> StreamableHTTPApp | None:
         """The Streamable HTTP app (``http_app()``) serving this server, or None.
 
-        Set from the app's ASGI lifespan startup (``run_http``, ``mcpkit run``,
-        uvicorn) to its shutdown, after its sessions have ended; see
+        Set from the app's ASGI lifespan startup (``run_http``, ``mcpkit run -t
+        http``, uvicorn) to its shutdown, after its sessions have ended; see
         :attr:`sse_transport`.
         """
         return cast("StreamableHTTPApp | None", self._running("streamable_http"))

@@ -18,10 +18,10 @@ _EXPORTS: dict[str, str] = {
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
     "ToolAnnotations": "mcpkit.server.tools",
-    "McpHeader": "mcpkit.server.mcp_header",
-    "InputRoundStore": "mcpkit.stores.input_rounds",
-    "MemoryInputRoundStore": "mcpkit.stores.input_rounds",
-    "CacheHint": "mcpkit.server.cache_hints",
+    "McpHeader": "mcpkit.server.stateless.mcp_header",
+    "InputRoundStore": "mcpkit.stores.input_required",
+    "MemoryInputRoundStore": "mcpkit.stores.input_required",
+    "CacheHint": "mcpkit.server.stateless.cache_hints",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
     "Text": "mcpkit.server.content",
@@ -174,7 +174,6 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .server.agents import AgentResponse, as_agent
-    from .server.cache_hints import CacheHint
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
     from .server.declarative import (
@@ -186,14 +185,15 @@ if TYPE_CHECKING:
         mcp_tool,
     )
     from .server.lifespan import LifespanError
-    from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError
     from .server.middleware import CallNext, Middleware, MiddlewareContext
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
+    from .server.stateless.cache_hints import CacheHint
+    from .server.stateless.mcp_header import McpHeader
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate
-    from .stores.input_rounds import InputRoundStore, MemoryInputRoundStore
+    from .stores.input_required import InputRoundStore, MemoryInputRoundStore
     from .workflow.engine import Workflow
     from .workflow.steps import Step, StepContext, step

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpkit.client import Client
-from mcpkit.client.era_probe import PROBE_GRACE
+from mcpkit.client.stateless.discover import PROBE_GRACE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,7 +9,7 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.errors import ConfigurationError
-from mcpkit.server.input_rounds import RequestStateCodec
+from mcpkit.server.stateless.input_required import RequestStateCodec
 from mcpkit.testing import connect
 from tests import schema
 

@@ -20,8 +20,8 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.errors import ConfigurationError
-from mcpkit.server.input_rounds import principal_of
-from mcpkit.stores.input_rounds import ParkedTable
+from mcpkit.server.stateless.input_required import principal_of
+from mcpkit.stores.input_required import ParkedTable
 from tests.server.test_input_rounds_principal import call, post, with_principal
 from tests.transports.conftest import run_app
 

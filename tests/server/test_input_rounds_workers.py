@@ -20,7 +20,7 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.client import Client
-from mcpkit.server.input_rounds import RequestStateCodec
+from mcpkit.server.stateless.input_required import RequestStateCodec
 from mcpkit.stores import MemoryInputRoundStore
 from mcpkit.testing import connect
 from mcpkit.transports.streamable_http import StreamableHTTPApp

@@ -22,14 +22,15 @@ from ..errors import ConfigurationError, RegistrationError
 from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.versions import Revision
 from ..stores import InputRoundStore, Store
-from ..stores.input_rounds import DEFAULT_MAX_PARKED, DEFAULT_MAX_PARKED_PER_PRINCIPAL, ParkedTable
-from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
+from ..stores.input_required import (
+    DEFAULT_MAX_PARKED,
+    DEFAULT_MAX_PARKED_PER_PRINCIPAL,
+    ParkedTable,
+)
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS
-from .input_rounds import DEFAULT_MAX_STATE, InputRounds
 from .introspection import ServerIntrospection
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
-from .listen import DEFAULT_LISTEN_QUEUE_BYTES
 from .metadata import Package, Remote, Repository, ServerMetadata
 from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
@@ -38,6 +39,15 @@ from .resources import MCPServerResources, ResourceManager, bare_resource_proble
 from .running import ServerRunning
 from .scopes import required_scopes
 from .session import DEFAULT_MAX_BATCH_SIZE, ServerSession
+from .stateless.cache_hints import (
+    CacheHint,
+    CacheScope,
+    check_cache_option,
+    check_cache_scope,
+    check_ttl_ms,
+)
+from .stateless.input_required import DEFAULT_MAX_STATE, InputRounds
+from .stateless.listen import DEFAULT_LISTEN_QUEUE_BYTES
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 

@@ -42,11 +42,11 @@ from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS
 from .request import Request, Send, stopped_for_shutdown
-from .serve_2026 import serve_stateless
+from .stateless.dispatch import serve_stateless
 
 if TYPE_CHECKING:
-    from .input_rounds import ParkedCall
     from .server import MCPServer
+    from .stateless.input_required import ParkedCall
 
 __all__ = ["Request", "Send", "ServerSession"]
 
@@ -451,7 +451,7 @@ class ServerSession:
 
         On the stateless era the request becomes an input request of an
         input-required result (MRTR) named ``key``, and the answer arrives with
-        the client's retry (see :mod:`.input_rounds`).
+        the client's retry (see :mod:`.stateless.input_required`).
 
         Raises :class:`CapabilityError` when ``capability`` was not declared by the
         client, :class:`PeerTimeout` when it does not answer within ``timeout``

@@ -32,7 +32,7 @@ it, *all* of the handler's code runs exactly once. When a round reaches
 another worker, the code outside ``ctx.once`` before the last answered
 question runs again; the questions and the ``ctx.once`` steps still happen
 once. So for several workers: give them the same ``request_state_keys`` and
-a shared ``input_store`` (see :mod:`mcpkit.stores.input_rounds`), and wrap each side effect
+a shared ``input_store`` (see :mod:`mcpkit.stores.input_required`), and wrap each side effect
 (a payment, a counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
 A tool declaring no ``Context`` parameter runs in the request's own task, not
 as a pausable call (most never ask, and a task per call costs more than a
@@ -56,7 +56,7 @@ handler (a foreign one is not used up: its owner can still retry with it).
 A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
 one a retry replayed elsewhere left behind), its memory handed back at once.
 Parked calls are bounded in all and per principal (``ParkedTable`` in
-:mod:`mcpkit.stores.input_rounds`); one that gives way is cancelled, and its
+:mod:`mcpkit.stores.input_required`); one that gives way is cancelled, and its
 next retry replays it from its journal.
 """
 
@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import (
+from ...errors import (
     INTERNAL_ERROR,
     ConfigurationError,
     InputReplayMismatch,
@@ -80,12 +80,12 @@ from ..errors import (
     MCPError,
     PeerTimeout,
 )
-from ..protocol import jsonrpc
-from ..stores.input_rounds import InputRoundStore, MemoryInputRoundStore, ParkedTable
+from ...protocol import jsonrpc
+from ...stores.input_required import InputRoundStore, MemoryInputRoundStore, ParkedTable
 from .request_state import RequestStateCodec, principal_of
 
 if TYPE_CHECKING:
-    from .session import Send, ServerSession
+    from ..session import Send, ServerSession
 
 log = logging.getLogger("mcpkit.server")
 

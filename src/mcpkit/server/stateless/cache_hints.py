@@ -7,7 +7,7 @@ the per-method hint of ``MCPServer(cache={...})``, then the server-wide
 ``cache_ttl_ms``/``cache_scope``. A hint field left ``None`` falls through to the
 next level, so ``CacheHint(ttl_ms=60_000)`` keeps the server's scope.
 Handshake-era results never carry them (the fields do not exist there); they are
-written into results by :func:`mcpkit.server.serve_2026.complete_result`.
+written into results by :func:`mcpkit.server.stateless.dispatch.complete_result`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..errors import ConfigurationError
-from ..protocol.envelope import CACHEABLE_METHODS
+from ...errors import ConfigurationError
+from ...protocol.envelope import CACHEABLE_METHODS
 
 __all__ = [
     "CacheHint",

@@ -1,7 +1,7 @@
 """``requestState`` of the 2026-07-28 input rounds: signed, bound to the principal.
 
 A state is ``base64url(payload).base64url(HMAC-SHA256)`` (the format and the
-rules are in :mod:`.input_rounds`); this module seals and opens it, and says who
+rules are in :mod:`.input_required`); this module seals and opens it, and says who
 the principal of a request is (:func:`principal_of`). It holds no state of its
 own: a codec is the server's keys and a lifetime.
 """
@@ -21,8 +21,8 @@ from typing import Any, Final
 
 import orjson
 
-from ..auth.info import AuthInfo
-from ..errors import ConfigurationError, InvalidParams
+from ...auth.info import AuthInfo
+from ...errors import ConfigurationError, InvalidParams
 
 __all__ = ["RequestStateCodec", "principal_of"]
 

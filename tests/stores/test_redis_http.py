@@ -23,7 +23,7 @@ from mcpkit.errors import STORE_UNAVAILABLE_TEXT
 from mcpkit.stores.redis import RedisStore
 from tests.redis_server import RedisServer
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server, next_event, sse_events
-from tests.transports.test_streamable_http_2026 import CAPS, post, request
+from tests.transports.test_streamable_http_stateless_era import CAPS, post, request
 from tests.transports.test_streamable_http_streams import GetStream, call
 
 

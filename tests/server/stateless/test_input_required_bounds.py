@@ -22,7 +22,7 @@ from mcpkit import Context, MCPServer
 from mcpkit.errors import ConfigurationError
 from mcpkit.server.stateless.input_required import principal_of
 from mcpkit.stores.input_required import ParkedTable
-from tests.server.test_input_rounds_principal import call, post, with_principal
+from tests.server.stateless.test_input_required_principal import call, post, with_principal
 from tests.transports.conftest import run_app
 
 V = "2026-07-28"

@@ -16,7 +16,7 @@ from typing import Any
 from mcpkit.client import Client
 from mcpkit.client.stateless.discover import PROBE_GRACE
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 # Speaks 2026-07-28 only: `initialize` is an unknown method to it.
 MODERN_ONLY = """

@@ -22,6 +22,9 @@ _EXPORTS: dict[str, str] = {
     "InputRoundStore": "mcpkit.stores.input_required",
     "MemoryInputRoundStore": "mcpkit.stores.input_required",
     "CacheHint": "mcpkit.server.stateless.cache_hints",
+    "CacheOptions": "mcpkit.server.stateless.cache_hints",
+    "InputRoundOptions": "mcpkit.server.stateless.input_options",
+    "ServerLimits": "mcpkit.server.limits",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
     "Text": "mcpkit.server.content",
@@ -62,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "Package": "mcpkit.server.metadata",
     "Remote": "mcpkit.server.metadata",
     "ServerJsonError": "mcpkit.server.metadata",
+    "ServerMetadata": "mcpkit.server.metadata",
     "mcp_tool": "mcpkit.server.declarative",
     "mcp_resource": "mcpkit.server.declarative",
     "mcp_prompt": "mcpkit.server.declarative",
@@ -74,6 +78,7 @@ __all__ = [
     "AgentResponse",
     "Audio",
     "CacheHint",
+    "CacheOptions",
     "CallNext",
     "CapabilityError",
     "Client",
@@ -86,6 +91,7 @@ __all__ = [
     "EmbeddedResource",
     "Forbidden",
     "Image",
+    "InputRoundOptions",
     "InputRoundStore",
     "InvalidParams",
     "LifespanError",
@@ -111,6 +117,8 @@ __all__ = [
     "ResourceNotFound",
     "Root",
     "ServerJsonError",
+    "ServerLimits",
+    "ServerMetadata",
     "Step",
     "StepContext",
     "Text",
@@ -185,12 +193,14 @@ if TYPE_CHECKING:
         mcp_tool,
     )
     from .server.lifespan import LifespanError
-    from .server.metadata import Package, Remote, Repository, ServerJsonError
+    from .server.limits import ServerLimits
+    from .server.metadata import Package, Remote, Repository, ServerJsonError, ServerMetadata
     from .server.middleware import CallNext, Middleware, MiddlewareContext
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
-    from .server.stateless.cache_hints import CacheHint
+    from .server.stateless.cache_hints import CacheHint, CacheOptions
+    from .server.stateless.input_options import InputRoundOptions
     from .server.stateless.mcp_header import McpHeader
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate

@@ -63,7 +63,7 @@ _INVALID: Final = Kind.INVALID
 _BATCH: Final = Kind.BATCH
 # Members of one batch served at once (by as many worker tasks).
 _BATCH_WIDTH: Final = 16
-#: Messages in one JSON-RPC batch unless ``MCPServer(max_batch_size=...)`` says otherwise.
+#: Messages in one JSON-RPC batch unless ``ServerLimits(max_batch_size=...)`` says otherwise.
 DEFAULT_MAX_BATCH_SIZE: Final = 1000
 
 

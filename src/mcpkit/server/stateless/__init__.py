@@ -11,8 +11,10 @@ specification's own words:
 * :mod:`.input_required`: ``input_required`` results (MRTR, SEP-2322), the
   stateless stand-in for server-to-client requests;
 * :mod:`.request_state`: the signed ``requestState`` those results carry;
+* :mod:`.input_options`: ``InputRoundOptions``, how a server runs those rounds;
 * :mod:`.listen`: ``subscriptions/listen``, the era's one long-lived request;
-* :mod:`.cache_hints`: the ``ttlMs``/``cacheScope`` hints of list and read results;
+* :mod:`.cache_hints`: the ``ttlMs``/``cacheScope`` hints of list and read results
+  (``CacheHint``, and ``CacheOptions``, a server's hints);
 * :mod:`.mcp_header`: tool arguments mirrored into ``Mcp-Param-*`` headers.
 
 The same scheme holds outside ``server/``: a package with several stateless-era

@@ -31,9 +31,10 @@ take one round each.
 it, *all* of the handler's code runs exactly once. When a round reaches
 another worker, the code outside ``ctx.once`` before the last answered
 question runs again; the questions and the ``ctx.once`` steps still happen
-once. So for several workers: give them the same ``request_state_keys`` and
-a shared ``input_store`` (see :mod:`mcpkit.stores.input_required`), and wrap each side effect
-(a payment, a counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
+once. So for several workers: give them the same ``request_state_keys`` and a
+shared ``store`` (:class:`~.input_options.InputRoundOptions`, and
+:mod:`mcpkit.stores.input_required`), and wrap each side effect (a payment, a
+counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
 A tool declaring no ``Context`` parameter runs in the request's own task, not
 as a pausable call (most never ask, and a task per call costs more than a
 quick tool); if it asks through ``current_context()`` it is started again from
@@ -74,7 +75,6 @@ import orjson
 
 from ...errors import (
     INTERNAL_ERROR,
-    ConfigurationError,
     InputReplayMismatch,
     InvalidParams,
     MCPError,
@@ -423,10 +423,6 @@ class InputRounds:
         max_state: int = DEFAULT_MAX_STATE,
         parked: ParkedTable[ParkedCall] | None = None,
     ) -> None:
-        if type(max_state) is not int or max_state < 1024:
-            raise ConfigurationError(
-                f"request_state_limit must be an integer >= 1024 (bytes), got {max_state!r}"
-            )
         self.codec = RequestStateCodec(keys or [secrets.token_bytes(32)], ttl=ttl)
         self.ttl = ttl
         self.max_state = max_state
@@ -515,7 +511,7 @@ class InputRounds:
                     f"{msg['method']} {params.get('name') or params.get('uri')!r}: the input-round "
                     f"state ({len(token)} bytes: the answers and ctx.once results so far) exceeds "
                     f"the server's limit of {self.max_state} bytes "
-                    "(MCPServer(request_state_limit=...))",
+                    "(InputRoundOptions(request_state_limit=...))",
                     code=INTERNAL_ERROR,
                 )
             return {

@@ -24,7 +24,7 @@ import orjson
 from ...auth.info import AuthInfo
 from ...errors import ConfigurationError, InvalidParams
 
-__all__ = ["RequestStateCodec", "principal_of"]
+__all__ = ["RequestStateCodec", "check_keys", "principal_of"]
 
 
 def _b64(data: bytes) -> str:
@@ -120,12 +120,17 @@ def _identity_part(value: Any) -> Any:
     return f"<{type(value).__qualname__}>"  # never an address: stable across workers
 
 
+def check_keys(keys: Sequence[bytes]) -> None:
+    """Refuse signing keys an attacker could guess: at least one, 32 bytes or more each."""
+    if not keys or any(len(k) < 32 for k in keys):
+        raise ConfigurationError("request state keys: at least one, each of 32 bytes or more")
+
+
 class RequestStateCodec:
     """Seals and opens ``requestState`` tokens (HMAC-SHA256, rotating keys, expiry)."""
 
     def __init__(self, keys: Sequence[bytes], *, ttl: float) -> None:
-        if not keys or any(len(k) < 32 for k in keys):
-            raise ConfigurationError("request state keys: at least one, each of 32 bytes or more")
+        check_keys(keys)
         self._keys = tuple(keys)
         self.ttl = ttl
 

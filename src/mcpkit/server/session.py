@@ -274,10 +274,10 @@ class ServerSession:
         if self.revision.era == "stateless" or (
             self.state is State.NEW and not self.stateless and is_stateless_request(msg)
         ):
-            return self._serve_2026_request(msg, send, auth_info, envelope)
+            return self._serve_stateless_request(msg, send, auth_info, envelope)
         return self._serve_request(msg, send, auth_info)
 
-    async def _serve_2026_request(
+    async def _serve_stateless_request(
         self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
     ) -> dict[str, Any] | None:
         if self.revision.era == "stateless":
@@ -294,12 +294,12 @@ class ServerSession:
             resp["id"] = jsonrpc.wire_id(rid)  # beyond what orjson writes: exact digits
         return resp
 
-    # serve_2026(msg, send, auth_info, envelope): the coroutine serve awaits for a request
+    # serve_stateless(msg, send, auth_info, envelope): the coroutine serve awaits for a request
     # of a 2026-07-28 session, for a transport that steps it itself (the Streamable HTTP
     # POST path runs its first step in the ASGI task, and the rest only if it suspends,
     # watching for a disconnect). The function itself, not a wrapper: no call more per
     # request than calling serve_stateless directly.
-    serve_2026 = serve_stateless
+    serve_stateless = serve_stateless
 
     # Earlier names, which tests and benchmarks still call.
     handle_request = serve

@@ -58,7 +58,7 @@ async def serve_stateless(
     run: Run | None = None,
 ) -> dict[str, Any] | None:
     """Admit ``msg`` by its envelope, ``run`` it (by default with the session's own
-    dispatch), and complete the response for the revision. ``ServerSession.serve_2026``
+    dispatch), and complete the response for the revision. ``ServerSession.serve_stateless``
     is this function: a transport that steps the coroutine gets it from there."""
     if run is None:
         run = session._serve_request

@@ -41,6 +41,7 @@ from mcpkit import (
     Context,
     MCPServer,
     PromptArg,
+    ServerMetadata,
     StepContext,
     ToolAnnotations,
     ToolParam,
@@ -215,10 +216,12 @@ class Notes:
 server = MCPServer(
     name="mcpkit agents demo",
     version="0.1.0",
-    id="com.example/agents-demo",
     description="Agents and workflows as MCP tools, no API keys needed.",
-    repository={"url": "https://github.com/example/agents-demo", "source": "github"},
-    packages=[{"registryType": "pypi", "identifier": "mcpkit-agents-demo", "version": "0.1.0"}],
+    metadata=ServerMetadata(
+        id="com.example/agents-demo",
+        repository={"url": "https://github.com/example/agents-demo", "source": "github"},
+        packages=[{"registryType": "pypi", "identifier": "mcpkit-agents-demo", "version": "0.1.0"}],
+    ),
     instructions="Ask the librarian about MCP terms; run text-report to analyse a text.",
     agents=agents,
     workflows={"text-report": text_report},

@@ -33,7 +33,7 @@ from mcpkit.auth.client import (
     WorkloadIdentity,
 )
 from mcpkit.client import Client
-from mcpkit.client.era_probe import STATELESS_VERSIONS
+from mcpkit.client.stateless.discover import STATELESS_VERSIONS
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
 
 log = logging.getLogger("conformance-client")

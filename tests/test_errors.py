@@ -98,7 +98,7 @@ def test_deliberate_protocol_errors_are_not_tool_results() -> None:
 
 # Defined outside errors.py on purpose (errors.py's docstring says why).
 _ELSEWHERE = {
-    "mcpkit.server.input_rounds.Restart",  # control flow (a BaseException), not an error
+    "mcpkit.server.stateless.input_required.Restart",  # control flow (a BaseException), not an error
     "mcpkit.server.middleware._Unanswered",  # a CancelledError: the round ended unanswered
 }
 
@@ -146,7 +146,7 @@ def test_every_exception_in_errors_is_an_mcpkit_error() -> None:
         ("mcpkit.server.server_json", "ServerJsonError"),
         ("mcpkit.server.metadata", "ServerJsonError"),
         ("mcpkit.server.uri_template", "UriTemplateError"),
-        ("mcpkit.server.input_rounds", "InputReplayMismatch"),
+        ("mcpkit.server.stateless.input_required", "InputReplayMismatch"),
         ("mcpkit.client.transports.base", "SessionExpired"),
         ("mcpkit.client.transports.base", "Unreachable"),
         ("mcpkit.client.transports.base", "HTTPErrorStatus"),

@@ -362,12 +362,21 @@ def test_the_allow_list_has_no_stale_entries() -> None:
 # only shrink: a new loop, even a type-only one, fails below.
 TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.context", "mcpkit.server.session"): "Context.session",
-    ("mcpkit.server.input_rounds", "mcpkit.server.session"): "input rounds run on a session",
-    ("mcpkit.server.serve_2026", "mcpkit.server.session"): "2026 requests run on a session",
+    (
+        "mcpkit.server.stateless.input_required",
+        "mcpkit.server.session",
+    ): "input rounds run on a session",
+    ("mcpkit.server.stateless.dispatch", "mcpkit.server.session"): "2026 requests run on a session",
     ("mcpkit.server.session", "mcpkit.server.server"): "ServerSession.server",
     ("mcpkit.server.request", "mcpkit.server.session"): "Request.session",
-    ("mcpkit.server.listen", "mcpkit.server.session"): "a listener forwards a session's notices",
-    ("mcpkit.server.listen", "mcpkit.server.server"): "open listeners are kept per server",
+    (
+        "mcpkit.server.stateless.listen",
+        "mcpkit.server.session",
+    ): "a listener forwards a session's notices",
+    (
+        "mcpkit.server.stateless.listen",
+        "mcpkit.server.server",
+    ): "open listeners are kept per server",
     ("mcpkit.server.declarative", "mcpkit.server.server"): "collect() fills a server",
     ("mcpkit.server.prompts", "mcpkit.server.server"): "PromptManager's server",
     ("mcpkit.server.resources", "mcpkit.server.server"): "ResourceManager's server",
@@ -380,9 +389,15 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.transports.http_sessions", "mcpkit.transports.cluster"): (
         "a session's streams reach its app's cluster node"
     ),
-    ("mcpkit.client.subscriptions", "mcpkit.client.session"): "Listener's session",
-    ("mcpkit.client.era_probe", "mcpkit.client.session"): "the era probe runs on a session",
-    ("mcpkit.client.input_rounds", "mcpkit.client.session"): "input rounds run on a session",
+    ("mcpkit.client.stateless.listen", "mcpkit.client.session"): "Listener's session",
+    (
+        "mcpkit.client.stateless.discover",
+        "mcpkit.client.session",
+    ): "the era probe runs on a session",
+    (
+        "mcpkit.client.stateless.input_required",
+        "mcpkit.client.session",
+    ): "input rounds run on a session",
     ("mcpkit.server.middleware", "mcpkit.server.server"): (
         "MiddlewareContext.server: the server a request reached"
     ),

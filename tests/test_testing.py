@@ -5,13 +5,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from mcpkit import Client, Context, MCPServer
+from mcpkit import Client, Context, MCPServer, ServerLimits
 from mcpkit.auth import AuthInfo
 from mcpkit.testing import InMemoryClient, connect
 
 
 def demo() -> MCPServer:
-    server = MCPServer(name="t", version="1", page_size=1)
+    server = MCPServer(name="t", version="1", limits=ServerLimits(page_size=1))
 
     @server.tool
     def add(a: int, b: int) -> int:

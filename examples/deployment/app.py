@@ -13,14 +13,14 @@ import asyncio
 import os
 import socket
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, InputRoundOptions, MCPServer
 
 _key = os.environ.get("MCPKIT_REQUEST_STATE_KEY")
 
 server = MCPServer(
     name="deployed",
     version="1.0.0",
-    request_state_keys=[bytes.fromhex(_key)] if _key else None,
+    input_rounds=InputRoundOptions(request_state_keys=[bytes.fromhex(_key)] if _key else None),
 )
 
 

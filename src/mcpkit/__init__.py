@@ -18,10 +18,13 @@ _EXPORTS: dict[str, str] = {
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
     "ToolAnnotations": "mcpkit.server.tools",
-    "McpHeader": "mcpkit.server.mcp_header",
-    "InputRoundStore": "mcpkit.stores.input_rounds",
-    "MemoryInputRoundStore": "mcpkit.stores.input_rounds",
-    "CacheHint": "mcpkit.server.cache_hints",
+    "McpHeader": "mcpkit.server.stateless.mcp_header",
+    "InputRoundStore": "mcpkit.stores.input_required",
+    "MemoryInputRoundStore": "mcpkit.stores.input_required",
+    "CacheHint": "mcpkit.server.stateless.cache_hints",
+    "CacheOptions": "mcpkit.server.stateless.cache_hints",
+    "InputRoundOptions": "mcpkit.server.stateless.input_options",
+    "ServerLimits": "mcpkit.server.limits",
     "ToolDefinition": "mcpkit.server.tools",
     "create_tool": "mcpkit.server.tools",
     "Text": "mcpkit.server.content",
@@ -62,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "Package": "mcpkit.server.metadata",
     "Remote": "mcpkit.server.metadata",
     "ServerJsonError": "mcpkit.server.metadata",
+    "ServerMetadata": "mcpkit.server.metadata",
     "mcp_tool": "mcpkit.server.declarative",
     "mcp_resource": "mcpkit.server.declarative",
     "mcp_prompt": "mcpkit.server.declarative",
@@ -74,6 +78,7 @@ __all__ = [
     "AgentResponse",
     "Audio",
     "CacheHint",
+    "CacheOptions",
     "CallNext",
     "CapabilityError",
     "Client",
@@ -86,6 +91,7 @@ __all__ = [
     "EmbeddedResource",
     "Forbidden",
     "Image",
+    "InputRoundOptions",
     "InputRoundStore",
     "InvalidParams",
     "LifespanError",
@@ -111,6 +117,8 @@ __all__ = [
     "ResourceNotFound",
     "Root",
     "ServerJsonError",
+    "ServerLimits",
+    "ServerMetadata",
     "Step",
     "StepContext",
     "Text",
@@ -174,7 +182,6 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .server.agents import AgentResponse, as_agent
-    from .server.cache_hints import CacheHint
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
     from .server.declarative import (
@@ -186,14 +193,17 @@ if TYPE_CHECKING:
         mcp_tool,
     )
     from .server.lifespan import LifespanError
-    from .server.mcp_header import McpHeader
-    from .server.metadata import Package, Remote, Repository, ServerJsonError
+    from .server.limits import ServerLimits
+    from .server.metadata import Package, Remote, Repository, ServerJsonError, ServerMetadata
     from .server.middleware import CallNext, Middleware, MiddlewareContext
     from .server.prompts import MCPServerPrompts, PromptMessage
     from .server.resources import MCPServerResources
     from .server.server import MCPServer
+    from .server.stateless.cache_hints import CacheHint, CacheOptions
+    from .server.stateless.input_options import InputRoundOptions
+    from .server.stateless.mcp_header import McpHeader
     from .server.tools import ToolAnnotations, ToolDefinition, create_tool
     from .server.uri_template import UriTemplate
-    from .stores.input_rounds import InputRoundStore, MemoryInputRoundStore
+    from .stores.input_required import InputRoundStore, MemoryInputRoundStore
     from .workflow.engine import Workflow
     from .workflow.steps import Step, StepContext, step

@@ -22,7 +22,7 @@ from mcpkit.auth import (
     parse_www_authenticate,
 )
 from mcpkit.errors import ConfigurationError, InsufficientScope, InvalidToken
-from mcpkit.server.input_rounds import principal_of
+from mcpkit.server.stateless.input_required import principal_of
 from tests.auth.protected_support import ISSUER, initialize_message, verify_for
 from tests.cli.test_run import _free_port, _running, _until_listening
 from tests.transports.conftest import BOTH, TIMEOUT, run_app

@@ -28,7 +28,7 @@ from tests.auth.test_protected_sse import RESOURCE as SSE_RESOURCE
 from tests.auth.test_protected_sse import connect
 from tests.redis_server import RedisServer
 from tests.transports.conftest import TIMEOUT, next_event, run_app, sse_events
-from tests.transports.test_streamable_http_2026 import headers_for, request
+from tests.transports.test_streamable_http_stateless_era import headers_for, request
 from tests.transports.test_streamable_http_streams import GetStream
 
 UPDATED = "notifications/resources/updated"

@@ -18,16 +18,18 @@ REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0
 
 SERVER = """
-from mcpkit import MCPServer
+from mcpkit import MCPServer, ServerMetadata
 
 print("importing prints go to stderr")
 server = MCPServer(
     name="Weather",
     version="1.2.0",
-    id="io.github.example/weather",
     description={description!r},
-    repository={{"url": "https://github.com/example/weather", "source": "github"}},
-    packages=[{{"registryType": "pypi", "identifier": "weather-mcp", "version": "1.2.0"}}],
+    metadata=ServerMetadata(
+        id="io.github.example/weather",
+        repository={{"url": "https://github.com/example/weather", "source": "github"}},
+        packages=[{{"registryType": "pypi", "identifier": "weather-mcp", "version": "1.2.0"}}],
+    ),
 )
 """
 

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import MCPServer
+from mcpkit import InputRoundOptions, MCPServer
 from mcpkit.errors import ConfigurationError
 from mcpkit.stores import MemoryInputRoundStore, MemoryStore
 from tests.cli.test_run import INIT, _running, mcpkit
@@ -196,8 +196,10 @@ def test_use_store_gives_the_server_every_part_of_the_store() -> None:
     assert server.store is store and server.input_rounds.store is store.input_rounds
     with pytest.raises(ConfigurationError, match="already has a store"):
         server.use_store(MemoryStore())
-    own = MCPServer(name="s", version="1", input_store=MemoryInputRoundStore())
-    with pytest.raises(ConfigurationError, match="already has an input_store"):
+    own = MCPServer(
+        name="s", version="1", input_rounds=InputRoundOptions(store=MemoryInputRoundStore())
+    )
+    with pytest.raises(ConfigurationError, match="already has an input-round store"):
         own.use_store(MemoryStore())
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from mcpkit.client import Client
 from mcpkit.client.cache import ResultCache
 from tests.client.http_servers import serve
-from tests.client.test_era_2026 import MODERN, Peer, ok
+from tests.client.stateless.test_on_the_wire import MODERN, Peer, ok
 
 TOOLS = {"resultType": "complete", "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcpkit.client import Client
-from mcpkit.client.era_probe import DEFAULT_VERSION
+from mcpkit.client.stateless.discover import DEFAULT_VERSION
 from mcpkit.errors import (
     ConfigurationError,
     ConnectionClosed,

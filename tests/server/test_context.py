@@ -19,6 +19,7 @@ from mcpkit import (
     MCPServer,
     PeerTimeout,
     Root,
+    ServerLimits,
     current_context,
 )
 from mcpkit.errors import INVALID_PARAMS, RemoteError
@@ -759,7 +760,7 @@ async def test_ping_the_client() -> None:
 
 
 async def test_server_requests_time_out_with_peer_timeout_and_are_cancelled() -> None:
-    server = MCPServer(name="t", version="1", request_timeout=0.05)
+    server = MCPServer(name="t", version="1", limits=ServerLimits(request_timeout=0.05))
     caught: list[BaseException] = []
 
     @server.tool
@@ -785,7 +786,7 @@ async def test_server_requests_time_out_with_peer_timeout_and_are_cancelled() ->
 
 
 async def test_per_call_timeout_overrides_the_server_default() -> None:
-    server = MCPServer(name="t", version="1", request_timeout=60)
+    server = MCPServer(name="t", version="1", limits=ServerLimits(request_timeout=60))
 
     @server.tool
     async def ask(ctx: Context) -> str:

@@ -15,8 +15,19 @@ from mcpkit.server.metadata import (
     Remote,
     Repository,
     ServerJsonError,
+    ServerMetadata,
     slugify,
     validate_server_json,
+)
+
+METADATA = (
+    "id",
+    "repository",
+    "release_date",
+    "is_latest",
+    "package_canonical",
+    "packages",
+    "remotes",
 )
 
 
@@ -35,7 +46,8 @@ def weather(**overrides: Any) -> MCPServer:
         "remotes": [{"type": "streamable-http", "url": "https://weather.example.com/mcp"}],
     }
     options.update(overrides)
-    return MCPServer(**options)
+    metadata = {key: options.pop(key) for key in METADATA if key in options}
+    return MCPServer(metadata=ServerMetadata(**metadata), **options)
 
 
 # -- id ------------------------------------------------------------------------------------------------
@@ -52,7 +64,7 @@ def weather(**overrides: Any) -> MCPServer:
 )
 def test_a_given_id_is_slugified(given: str, expected: str) -> None:
     assert slugify(given) == expected
-    assert MCPServer(name="s", version="1", id=given).id == expected
+    assert MCPServer(name="s", version="1", metadata=ServerMetadata(id=given)).id == expected
 
 
 def test_without_an_id_the_server_gets_a_uuid_per_instance() -> None:
@@ -62,7 +74,7 @@ def test_without_an_id_the_server_gets_a_uuid_per_instance() -> None:
 
 
 def test_the_id_is_final() -> None:
-    server = MCPServer(name="s", version="1", id="fixed")
+    server = MCPServer(name="s", version="1", metadata=ServerMetadata(id="fixed"))
     with pytest.raises(AttributeError):
         server.id = "changed"  # type: ignore[misc]
     assert server.id == "fixed"
@@ -70,7 +82,7 @@ def test_the_id_is_final() -> None:
 
 def test_an_id_without_letters_or_digits_is_a_registration_error() -> None:
     with pytest.raises(RegistrationError, match="id: '!!!'"):
-        MCPServer(name="s", version="1", id="!!!")
+        MCPServer(name="s", version="1", metadata=ServerMetadata(id="!!!"))
 
 
 # -- release date, latest flag ----------------------------------------------------------------------
@@ -87,15 +99,17 @@ def test_release_date_defaults_to_construction_time() -> None:
 def test_release_date_accepts_iso_strings_and_datetimes_and_rejects_anything_else() -> None:
     assert weather().get_server_info()["version_detail"]["release_date"] == "2025-10-01T12:00:00Z"
     when = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
-    info = MCPServer(name="s", version="1", release_date=when).get_server_info()
+    info = MCPServer(
+        name="s", version="1", metadata=ServerMetadata(release_date=when)
+    ).get_server_info()
     assert info["version_detail"]["release_date"] == "2025-01-02T03:04:05+00:00"
     with pytest.raises(RegistrationError, match="release_date: 'last tuesday'"):
-        MCPServer(name="s", version="1", release_date="last tuesday")
+        MCPServer(name="s", version="1", metadata=ServerMetadata(release_date="last tuesday"))
 
 
 def test_is_latest_defaults_to_true() -> None:
     assert MCPServer(name="s", version="1").get_server_info()["version_detail"]["is_latest"]
-    older = MCPServer(name="s", version="1", is_latest=False)
+    older = MCPServer(name="s", version="1", metadata=ServerMetadata(is_latest=False))
     assert older.get_server_info()["version_detail"]["is_latest"] is False
 
 
@@ -143,15 +157,17 @@ def test_seeds_style_packages_and_typed_objects_are_accepted() -> None:
     server = MCPServer(
         name="s",
         version="1.0.0",
-        repository=Repository(url="https://gitlab.com/a/b", source="gitlab", id="42"),
-        packages=[
-            {"registry_name": "npm", "name": "@a/b", "version": "1.0.0"},
-            Package(registry_type="oci", identifier="docker.io/a/b", version="1.0.0"),
-        ],
-        remotes=[
-            {"transport_type": "streamable", "url": "https://a.example/mcp"},
-            Remote(type="sse", url="https://a.example/sse"),
-        ],
+        metadata=ServerMetadata(
+            repository=Repository(url="https://gitlab.com/a/b", source="gitlab", id="42"),
+            packages=[
+                {"registry_name": "npm", "name": "@a/b", "version": "1.0.0"},
+                Package(registry_type="oci", identifier="docker.io/a/b", version="1.0.0"),
+            ],
+            remotes=[
+                {"transport_type": "streamable", "url": "https://a.example/mcp"},
+                Remote(type="sse", url="https://a.example/sse"),
+            ],
+        ),
     )
     detail = server.get_server_detail()
     assert detail["repository"]["id"] == "42"
@@ -164,9 +180,11 @@ def test_metadata_mistakes_are_collected_with_the_other_registration_errors() ->
         MCPServer(
             name="s",
             version="1",
-            release_date="not a date",
-            packages=[{"registryType": "pypi", "identifer": "typo", "version": "1"}],
-            remotes=["https://not-a-mapping"],  # type: ignore[list-item]
+            metadata=ServerMetadata(
+                release_date="not a date",
+                packages=[{"registryType": "pypi", "identifer": "typo", "version": "1"}],
+                remotes=["https://not-a-mapping"],  # type: ignore[list-item]
+            ),
             tools={"bad": 42},  # type: ignore[dict-item]
         )
     problems = info.value.problems
@@ -359,3 +377,22 @@ def test_validate_server_json_checks_hand_written_documents() -> None:
     ):
         assert any(p.startswith(expected) for p in problems), (expected, problems)
     assert validate_server_json([1, 2]) == ["(document): must be a JSON object"]
+
+
+def test_the_metadata_is_one_frozen_value_the_server_keeps() -> None:
+    metadata = ServerMetadata(
+        id="Weather Service", packages=[{"registry_name": "npm", "name": "w"}]
+    )
+    assert (metadata.id, metadata.packages[0].identifier) == ("weather-service", "w")
+    assert metadata.problems == ()
+    with pytest.raises(AttributeError):
+        metadata.id = "other"  # type: ignore[misc]
+    server = MCPServer(name="s", version="1", metadata=metadata)
+    assert server.metadata is metadata and server.id == "weather-service"
+
+
+def test_metadata_problems_are_kept_until_a_server_raises_them() -> None:
+    metadata = ServerMetadata(release_date="soon")
+    assert [p.split(":")[0] for p in metadata.problems] == ["release_date"]
+    with pytest.raises(RegistrationError, match="release_date: 'soon'"):
+        MCPServer(name="s", version="1", metadata=metadata)

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from mcpkit import MCPServer
+from mcpkit import MCPServer, ServerLimits
 from mcpkit.errors import INVALID_PARAMS
 from mcpkit.server.pagination import paginate
 from mcpkit.testing import connect
 
 
 def paged_server() -> MCPServer:
-    server = MCPServer(name="p", version="1", page_size=2)
+    server = MCPServer(name="p", version="1", limits=ServerLimits(page_size=2))
     for i in range(5):
 
         def tool(i: int = i) -> int:

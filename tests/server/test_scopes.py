@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import CacheHint, MCPServer
+from mcpkit import CacheHint, CacheOptions, MCPServer, ServerLimits
 from mcpkit.auth import AuthInfo
 from mcpkit.auth.info import AUTH_SCOPE_KEY
 from mcpkit.client import Client
@@ -180,7 +180,9 @@ async def test_a_prompt_and_its_completions_need_the_prompts_scopes(version: str
 
 @era
 async def test_listings_leave_out_what_the_caller_cannot_use_on_every_page(version: str) -> None:
-    server, _ = scoped_server(page_size=1)  # one item per page: the cursor walks the filtered list
+    server, _ = scoped_server(
+        limits=ServerLimits(page_size=1)
+    )  # one item per page: the cursor walks the filtered list
     async with at(version, server, auth_info=token("admin")) as client:
         assert [t["name"] for t in await client.list_tools()] == ["search", "wipe"]
         assert [r["uri"] for r in await client.list_resources()] == [
@@ -257,8 +259,8 @@ async def test_middleware_sees_the_refusal_and_the_tool_does_not_run() -> None:
 
 
 async def test_scoped_listings_and_reads_are_never_marked_public_on_2026() -> None:
-    server, _ = scoped_server(cache_scope="public", cache_ttl_ms=60_000)
-    unscoped = MCPServer(name="plain", version="1", cache_scope="public")
+    server, _ = scoped_server(cache=CacheOptions(scope="public", ttl_ms=60_000))
+    unscoped = MCPServer(name="plain", version="1", cache=CacheOptions(scope="public"))
     unscoped.tool(lambda: "x", name="plain")
     v = "2026-07-28"
     async with (

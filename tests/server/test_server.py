@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import CapabilityError, Context, InvalidParams, MCPServer, current_context
+from mcpkit import CapabilityError, Context, InvalidParams, MCPServer, ServerLimits, current_context
 from mcpkit.errors import ConfigurationError
 from mcpkit.protocol.lifecycle import State
 from mcpkit.testing import connect
@@ -113,7 +113,7 @@ async def test_capabilities_per_revision(version: str) -> None:
 
 def test_constructor_validates_options() -> None:
     with pytest.raises(ConfigurationError):
-        MCPServer(name="x", version="1", page_size=0)
+        MCPServer(name="x", version="1", limits=ServerLimits(page_size=0))
     with pytest.raises(ConfigurationError):
         MCPServer(name="x", version="1", default_log_level="loud")
 

@@ -1,6 +1,6 @@
 """How a session serves a JSON-RPC batch (2025-03-26): bounded in count and in memory.
 
-A batch within ``max_batch_size`` is served by a few worker tasks, not a task per
+A batch within ``ServerLimits.max_batch_size`` is served by a few worker tasks, not a task per
 member, so its cost is the answers it returns, and nothing stays behind once they are
 written. (The refusal of a bigger batch over a real socket:
 tests/transports/test_batch_limits.py.)
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, MCPServer, ServerLimits
 from mcpkit.errors import INVALID_REQUEST, ConfigurationError
 from mcpkit.server.session import ServerSession
 from mcpkit.testing import connect
@@ -47,7 +47,9 @@ async def test_serving_a_batch_costs_its_answers_and_nothing_is_left_behind() ->
     # member and keep ~1 KB of it after the answers were gone (finished tasks held in
     # the gather's reference cycles until a collection): 3.5 MB of pings added ~130 MB.
     count = 20_000
-    session = await _session(MCPServer(name="b", version="1", max_batch_size=count))
+    session = await _session(
+        MCPServer(name="b", version="1", limits=ServerLimits(max_batch_size=count))
+    )
     batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(count)]
     gc.collect()
     tracemalloc.start()
@@ -64,7 +66,7 @@ async def test_serving_a_batch_costs_its_answers_and_nothing_is_left_behind() ->
 
 
 async def test_the_limit_refuses_a_batch_before_any_member_runs() -> None:
-    server = MCPServer(name="b", version="1", max_batch_size=2)
+    server = MCPServer(name="b", version="1", limits=ServerLimits(max_batch_size=2))
     ran: list[int] = []
 
     @server.tool
@@ -119,4 +121,4 @@ async def test_cancelling_one_member_leaves_the_rest_of_the_batch_served() -> No
 @pytest.mark.parametrize("value", [0, -1, 2.5, True, "10"])
 def test_max_batch_size_is_validated(value: Any) -> None:
     with pytest.raises(ConfigurationError, match="max_batch_size"):
-        MCPServer(name="b", version="1", max_batch_size=value)
+        MCPServer(name="b", version="1", limits=ServerLimits(max_batch_size=value))

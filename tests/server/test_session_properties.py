@@ -17,14 +17,14 @@ import orjson
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mcpkit import Context, MCPServer, ToolError
+from mcpkit import Context, MCPServer, ServerLimits, ToolError
 from mcpkit.protocol.jsonrpc import Kind, classify
 from mcpkit.protocol.lifecycle import State
 from tests.schema import validate_message
 
 
 def build_server() -> MCPServer:
-    server = MCPServer(name="prop", version="1", page_size=2)
+    server = MCPServer(name="prop", version="1", limits=ServerLimits(page_size=2))
 
     @server.tool
     def add(a: int, b: int) -> int:

@@ -30,7 +30,7 @@ from mcpkit.transports.sse_legacy import SSEApp
 from tests.redis_server import RedisServer
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server, next_event, sse_events
 from tests.transports.test_sse_legacy import connect
-from tests.transports.test_streamable_http_2026 import CAPS, headers_for, post, request
+from tests.transports.test_streamable_http_stateless_era import CAPS, headers_for, post, request
 from tests.transports.test_streamable_http_streams import GetStream, call
 
 

@@ -18,12 +18,12 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from mcpkit import Context
+from mcpkit import Context, InputRoundOptions
 from mcpkit.errors import STORE_UNAVAILABLE_TEXT
 from mcpkit.stores.redis import RedisStore
 from tests.redis_server import RedisServer
 from tests.transports.conftest import TIMEOUT, HTTPClient, demo_server, next_event, sse_events
-from tests.transports.test_streamable_http_2026 import CAPS, post, request
+from tests.transports.test_streamable_http_stateless_era import CAPS, post, request
 from tests.transports.test_streamable_http_streams import GetStream, call
 
 
@@ -211,7 +211,9 @@ async def test_a_2026_round_may_land_on_another_server_sharing_the_redis_prefix(
     stores = [RedisStore(redis_url, prefix=prefix) for _ in range(2)]
     urls = []
     for store in stores:
-        server = demo_server(store=store, request_state_keys=[b"k" * 32])
+        server = demo_server(
+            store=store, input_rounds=InputRoundOptions(request_state_keys=[b"k" * 32])
+        )
         urls.append(await serve_app(server.http_app()) + "/mcp")
     msg = request("tools/call", {"name": "ask", "arguments": {}})
     msg["params"]["_meta"][CAPS] = {"elicitation": {}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpkit import MCPServer
+from mcpkit import InputRoundOptions, MCPServer
 from mcpkit.errors import ConfigurationError
 from mcpkit.stores import (
     MemoryEventStore,
@@ -72,8 +72,15 @@ def test_without_a_store_streams_are_not_resumable_and_sessions_kept_in_memory()
 
 
 def test_store_and_input_store_together_are_refused() -> None:
-    with pytest.raises(ConfigurationError, match="either store= or input_store="):
-        MCPServer(name="s", version="1", store=MemoryStore(), input_store=MemoryInputRoundStore())
+    with pytest.raises(
+        ConfigurationError, match=r"either store= or InputRoundOptions\(store=...\)"
+    ):
+        MCPServer(
+            name="s",
+            version="1",
+            store=MemoryStore(),
+            input_rounds=InputRoundOptions(store=MemoryInputRoundStore()),
+        )
 
 
 def test_a_store_must_have_the_three_parts() -> None:

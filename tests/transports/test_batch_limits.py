@@ -1,6 +1,6 @@
 """JSON-RPC batches (2025-03-26 only) over Streamable HTTP on a real socket: their bound.
 
-A batch may hold at most ``MCPServer(max_batch_size=...)`` messages (default 1000);
+A batch may hold at most ``ServerLimits(max_batch_size=...)`` messages (default 1000);
 a bigger one is refused as a whole with one ``-32600`` error naming the limit, before
 any member runs. Its bytes are bounded by the body limit (``max_body_size``). How a batch
 within the limit is served without a task per member: tests/server/test_session_batches.py.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpkit import ServerLimits
 from mcpkit.server.session import DEFAULT_MAX_BATCH_SIZE
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.transports.conftest import HTTPClient, demo_server
@@ -42,7 +43,10 @@ async def test_a_batch_over_the_limit_is_refused_with_one_error_naming_it(
 
 
 async def test_the_batch_limit_is_configurable(serve_app: Any, make_client: Any) -> None:
-    url = await serve_app(StreamableHTTPApp(demo_server(max_batch_size=3))) + "/mcp"
+    url = (
+        await serve_app(StreamableHTTPApp(demo_server(limits=ServerLimits(max_batch_size=3))))
+        + "/mcp"
+    )
     client: HTTPClient = make_client(url, protocol_version="2025-03-26")
     await client.initialize()
     refused = await client.post(_pings(4))  # an SSE-accepting client gets the same 400

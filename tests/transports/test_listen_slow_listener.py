@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from mcpkit import MCPServer
+from mcpkit import MCPServer, ServerLimits
 from mcpkit.errors import ConfigurationError
 from tests.transports.conftest import TIMEOUT
 from tests.transports.test_listen_keepalive import data, headers_for, lines, read_until, request
@@ -28,7 +28,9 @@ MAX_NOTIFICATIONS = 2000  # 32 MB of notifications: far more than any socket buf
 
 
 def make_server() -> MCPServer:
-    server = MCPServer(name="slow-listener", version="1", listen_queue_bytes=QUEUE)
+    server = MCPServer(
+        name="slow-listener", version="1", limits=ServerLimits(listen_queue_bytes=QUEUE)
+    )
 
     @server.resource("big://item")
     def item() -> str:
@@ -134,4 +136,4 @@ async def test_an_unread_listener_does_not_hold_up_notifications_and_is_dropped(
 
 def test_the_listen_queue_budget_must_be_positive() -> None:
     with pytest.raises(ConfigurationError, match="listen_queue_bytes"):
-        MCPServer(name="x", version="1", listen_queue_bytes=0)
+        MCPServer(name="x", version="1", limits=ServerLimits(listen_queue_bytes=0))

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from mcpkit.client.era_probe import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
+from mcpkit.client.stateless.discover import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
 
 SERVER = """
 import asyncio

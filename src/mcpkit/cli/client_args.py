@@ -142,7 +142,7 @@ def select_servers(args: argparse.Namespace) -> Selection:
         raise UsageError(timeout_problem("--timeout", args.timeout))
     version = args.protocol_version
     if version is not None:
-        from ..client.era_probe import ALL_VERSIONS
+        from ..client.stateless.discover import ALL_VERSIONS
 
         if args.config:
             raise UsageError("--protocol-version only applies with --url or --stdio")

@@ -1,7 +1,7 @@
 """``mcpkit registry FILE[:OBJECT]``: write a server's ``server.json`` for the MCP registry.
 
-The document is built from the server's metadata (``MCPServer(id=...,
-repository=..., packages=..., remotes=...)``) and validated before anything
+The document is built from the server's metadata (``MCPServer(metadata=ServerMetadata(
+id=..., repository=..., packages=..., remotes=...))``) and validated before anything
 is written; every field the registry would reject is reported, and nothing is
 written then. Given a ``.json`` file instead, the command checks that file.
 """

@@ -355,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail("the server already has a store; drop --redis or the store= argument")
         try:
             _use_redis(server, spec)
-        except ConfigurationError as exc:  # a malformed URL, an input_store of its own
+        except ConfigurationError as exc:  # a malformed URL, an input-round store of its own
             return _fail(f"--redis: {exc}")
     if (workers > 1 or recycle) and not (getattr(server.store, "shared", False) or args.stateless):
         return _fail(_NEEDS_SHARED_STATE if workers > 1 else _RECYCLING_NEEDS_SHARED_STATE)

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, ConnectionClosed
-from . import era_probe
 from .cache import ResultCache
 from .handlers import (
     MAX_SERVER_REQUESTS,
@@ -42,6 +41,7 @@ from .handlers import (
 from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
 from .session import ClientSession
 from .session_api import SessionAPI
+from .stateless import discover
 from .transports.base import (
     DEFAULT_MAX_MESSAGE_SIZE,
     ClientTransport,
@@ -80,7 +80,7 @@ class Client(SessionAPI):
     revision the handshake. Without it the client asks for 2026-07-28 too, but takes
     the handshake with a dual-era server that does not say it asks for input in
     input-required rounds when it has sampling, elicitation or roots handlers (see
-    :func:`~mcpkit.client.era_probe.prefers_handshake`); ``cache`` keeps cacheable results for
+    :func:`~mcpkit.client.stateless.discover.prefers_handshake`); ``cache`` keeps cacheable results for
     their ``ttlMs`` (a :class:`~mcpkit.client.cache.ResultCache` to share one,
     ``False`` for none). ``max_message_size`` (bytes, 32 MiB by default) bounds
     one message read from the server: a larger one fails with
@@ -109,7 +109,7 @@ class Client(SessionAPI):
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float | None = None,
         protocol_version: str | None = None,
-        supported_versions: tuple[str, ...] = era_probe.ALL_VERSIONS,
+        supported_versions: tuple[str, ...] = discover.ALL_VERSIONS,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         sampling_handler: SamplingHandler | None = None,

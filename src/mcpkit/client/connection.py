@@ -23,8 +23,8 @@ from typing import Any, Final, Literal
 from ..errors import ConnectionClosed
 from .client import Client
 from .config import ServerConfig
-from .era_probe import is_stateless
 from .handlers import MAX_SERVER_REQUESTS, ElicitationHandler, RootsSpec, SamplingHandler
+from .stateless.discover import is_stateless
 
 __all__ = ["ListKind", "ServerConnection"]
 

@@ -23,7 +23,6 @@ from ..errors import ConfigurationError
 from ..protocol.versions import REVISIONS
 from .cache import ResultCache
 from .deadlines import timeout_problem, valid_timeout
-from .era_probe import ALL_VERSIONS, is_stateless
 from .handlers import (
     MAX_SERVER_REQUESTS,
     ElicitationHandler,
@@ -33,6 +32,7 @@ from .handlers import (
     RootsSpec,
     SamplingHandler,
 )
+from .stateless.discover import ALL_VERSIONS, is_stateless
 from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
 
 __all__ = [
@@ -60,7 +60,7 @@ class ClientOptions:
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float | None = None
-    protocol_version: str | None = None  # None: the newest, era chosen (era_probe)
+    protocol_version: str | None = None  # None: the newest, era chosen (stateless.discover)
     supported_versions: tuple[str, ...] = ALL_VERSIONS
     client_info: Mapping[str, Any] | None = None
     capabilities: Mapping[str, Any] | None = None

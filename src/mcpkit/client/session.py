@@ -30,7 +30,6 @@ from ..errors import (
 from ..protocol import jsonrpc
 from ..protocol.correlation import Outgoing, Reply
 from ..protocol.versions import REVISIONS, Revision
-from . import era_probe
 from .cache import ResultCache
 from .deadlines import Deadlines, timeout_problem, valid_timeout
 from .handlers import (
@@ -40,7 +39,8 @@ from .handlers import (
 )
 from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
 from .session_api import SessionAPI
-from .subscriptions import Listener
+from .stateless import discover
+from .stateless.listen import Listener
 from .transports.base import ClientTransport, SessionExpired
 
 __all__ = ["DEFAULT_TIMEOUT", "ClientOptions", "ClientSession", "Trace"]
@@ -75,9 +75,9 @@ class ClientSession(SessionAPI):
         self.transport = transport
         self.timeout = options.timeout
         # No protocol_version: the newest revision, the era chosen for the handlers too
-        # (era_probe.prefers_handshake); a pinned one is kept whatever the server offers.
+        # (discover.prefers_handshake); a pinned one is kept whatever the server offers.
         self.auto_era = options.protocol_version is None
-        self.requested_version = options.protocol_version or era_probe.first_choice(
+        self.requested_version = options.protocol_version or discover.first_choice(
             options.supported_versions
         )
         self.supported_versions = options.supported_versions
@@ -217,13 +217,13 @@ class ClientSession(SessionAPI):
 
         When the requested version is a stateless one (2026-07-28) the server is probed
         with ``server/discover`` and a legacy server gets the handshake instead
-        (:func:`mcpkit.client.era_probe.discover`). ``timeout`` (default: the session's)
+        (:func:`mcpkit.client.stateless.discover.discover`). ``timeout`` (default: the session's)
         includes a stdio server's start-up.
         """
-        if era_probe.is_stateless(self.requested_version):
+        if discover.is_stateless(self.requested_version):
             asked = self.requested_version
-            grace = era_probe.PROBE_GRACE if getattr(self.transport, "races_probe", False) else None
-            outcome = await era_probe.discover(self, timeout, grace=grace)
+            grace = discover.PROBE_GRACE if getattr(self.transport, "races_probe", False) else None
+            outcome = await discover.discover(self, timeout, grace=grace)
             if isinstance(outcome, asyncio.Future):
                 return await self._race(outcome, asked, timeout)
             if outcome is not None:
@@ -245,7 +245,7 @@ class ClientSession(SessionAPI):
             await asyncio.wait({init})
             if init.exception() is not None:
                 await asyncio.wait({probe})  # bounded by the probe's own timeout
-                result = era_probe.probe_won(probe, version)
+                result = discover.probe_won(probe, version)
                 if result is not None:
                     self.stateless_version = version
                     self.requested_version = version
@@ -258,14 +258,14 @@ class ClientSession(SessionAPI):
 
     async def _modern(self, result: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """A modern server answered the probe: use 2026-07-28, unless the handlers need the
-        handshake era (:func:`mcpkit.client.era_probe.prefers_handshake`) and the server
+        handshake era (:func:`mcpkit.client.stateless.discover.prefers_handshake`) and the server
         accepts ``initialize`` too (2026-07-28 basic/versioning § dual-era servers)."""
-        if self.auto_era and era_probe.prefers_handshake(result, self._capabilities):
-            answer = await era_probe.try_handshake(self, timeout)
+        if self.auto_era and discover.prefers_handshake(result, self._capabilities):
+            answer = await discover.try_handshake(self, timeout)
             if answer is not None:
                 return answer
             if self.stateless_version is None:  # a new process of a modern-only server
-                outcome = await era_probe.discover(self, timeout)
+                outcome = await discover.discover(self, timeout)
                 if not isinstance(outcome, dict):  # no grace: never a pending probe
                     raise MCPError(
                         f"MCP server {self.name!r} refused initialize, then server/discover",
@@ -288,7 +288,7 @@ class ClientSession(SessionAPI):
         self.initialize_result = result
         self.revision = REVISIONS.get(self.stateless_version or "")
         meta = result.get("_meta")
-        info = meta.get(era_probe.SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        info = meta.get(discover.SERVER_INFO_KEY) if isinstance(meta, dict) else None
         if not isinstance(info, dict):  # some servers put it at the top level
             info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
@@ -314,7 +314,7 @@ class ClientSession(SessionAPI):
         """Accept the ``initialize`` result (or refuse its version) and say ``initialized``."""
         version = result.get("protocolVersion")
         # A stateless revision cannot be negotiated by a handshake (it has none).
-        if version not in self.supported_versions or era_probe.is_stateless(version):
+        if version not in self.supported_versions or discover.is_stateless(version):
             # Lifecycle § version negotiation: a client that does not support the
             # server's version SHOULD disconnect.
             exc = MCPError(
@@ -383,10 +383,10 @@ class ClientSession(SessionAPI):
             async with self._reinit_lock:  # a new session is being made: wait for it
                 pass
         if self.stateless_version is not None:
-            params = era_probe.envelope(
+            params = discover.envelope(
                 params,
                 version=self.stateless_version,
-                capabilities=era_probe.capabilities(self._capabilities),
+                capabilities=discover.capabilities(self._capabilities),
                 client_info=self.client_info,
                 log_level=self.log_level,
             )

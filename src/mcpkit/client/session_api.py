@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import HEADER_MISMATCH, INTERNAL_ERROR, RemoteError
-from . import input_rounds
 from .cache import credential_of
 from .handlers import ProgressCallback, RootsSpec
+from .stateless import input_required
 
 if TYPE_CHECKING:
     from .session import ClientSession
@@ -66,7 +66,7 @@ class SessionAPI:
         if meta:
             params["_meta"] = dict(meta)
         try:
-            return await input_rounds.with_input(
+            return await input_required.with_input(
                 s, "tools/call", params, timeout=timeout, progress=progress
             )
         except RemoteError as exc:
@@ -77,7 +77,7 @@ class SessionAPI:
         if s.cache is not None:
             s.cache.invalidate(s._origin, ("tools/list",))
         await s.list_tools(timeout=timeout)
-        return await input_rounds.with_input(
+        return await input_required.with_input(
             s, "tools/call", params, timeout=timeout, progress=progress
         )
 
@@ -105,7 +105,7 @@ class SessionAPI:
         first = await s._fetch("resources/read", params, timeout, progress)
         if first.get("resultType") != "input_required":
             return first
-        return await input_rounds.with_input(
+        return await input_required.with_input(
             s,
             "resources/read",
             params,
@@ -157,7 +157,7 @@ class SessionAPI:
             params["arguments"] = dict(arguments)
         if version is not None:
             params["version"] = version
-        return await input_rounds.with_input(
+        return await input_required.with_input(
             s, "prompts/get", params, timeout=timeout, progress=progress
         )
 

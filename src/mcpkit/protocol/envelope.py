@@ -58,7 +58,7 @@ SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 # The revision makes that mandatory but gives no way to say it, and dual-era servers
 # that still send those requests on the handshake era's back channel fail them on
 # 2026-07-28; a client that has handlers prefers the handshake with a server that does
-# not list it (mcpkit.client.era_probe.prefers_handshake).
+# not list it (mcpkit.client.stateless.discover.prefers_handshake).
 INPUT_ROUNDS_EXTENSION: Final = "mcpkit/input-rounds"
 
 # Methods of the handshake era that 2026-07-28 removed (changelog §2, §4, §5): a

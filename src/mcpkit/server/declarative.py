@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args, ge
 from pydantic import Field
 
 from ..errors import ConfigurationError, RegistrationError, ToolError
-from .cache_hints import CacheHint, check_cache_hint
 from .context import current_context
 from .resources import bare_resource_problem
 from .signature import SignatureError, resolve_hints
+from .stateless.cache_hints import CacheHint, check_cache_hint
 from .tools import ToolAnnotations, check_run_in_thread, tool_from_function
 
 if TYPE_CHECKING:

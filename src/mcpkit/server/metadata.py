@@ -3,7 +3,8 @@
 Mastra gives a server an ``id`` (slugified when given, a UUID otherwise,
 and final), a ``description``, a source ``repository``, a ``release_date``
 (ISO 8601, default: construction time), ``is_latest`` (default true), a
-``package_canonical`` and lists of installable ``packages`` and ``remotes``.
+``package_canonical`` and lists of installable ``packages`` and ``remotes``;
+all but the description are given as ``MCPServer(metadata=ServerMetadata(...))``.
 :meth:`MCPServer.get_server_info` and :meth:`MCPServer.get_server_detail`
 report them in Mastra's shapes (snake_case, ``version_detail``).
 
@@ -19,7 +20,7 @@ import re
 import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -261,32 +262,41 @@ def _iso_date(value: str | datetime | None) -> str:
     return value
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ServerMetadata:
-    """What ``MCPServer`` keeps of its metadata options, normalised."""
+    """Mastra's registry metadata of a server: ``MCPServer(metadata=ServerMetadata(...))``.
+
+    Made from the options below (all keyword-only, all optional) and kept
+    normalised: ``id`` is slugified, or a new UUID when none is given (so give each
+    server its own object: two servers sharing one share the id); ``release_date``
+    is an ISO 8601 string (default: when the object was made); ``repository``,
+    ``packages`` and ``remotes`` accept their classes or dicts and hold the classes.
+
+    What cannot be used is listed in ``problems`` rather than raised, so that
+    ``MCPServer`` reports it with every other registration problem, all at once
+    (a :class:`~mcpkit.errors.RegistrationError`).
+    """
 
     id: str
     release_date: str
-    is_latest: bool = True
-    repository: Repository | None = None
-    package_canonical: str | None = None
-    packages: tuple[Package, ...] = ()
-    remotes: tuple[Remote, ...] = ()
-    problems: list[str] = field(default_factory=list)
+    is_latest: bool
+    repository: Repository | None
+    package_canonical: str | None
+    packages: tuple[Package, ...]
+    remotes: tuple[Remote, ...]
+    problems: tuple[str, ...]
 
-    @classmethod
-    def build(
-        cls,
+    def __init__(
+        self,
         *,
-        id: str | None,
-        repository: Repository | Mapping[str, Any] | None,
-        release_date: str | datetime | None,
-        is_latest: bool,
-        package_canonical: str | None,
-        packages: Sequence[Package | Mapping[str, Any]] | None,
-        remotes: Sequence[Remote | Mapping[str, Any]] | None,
-    ) -> ServerMetadata:
-        """The metadata; what cannot be used is listed in ``problems`` (all at once)."""
+        id: str | None = None,
+        repository: Repository | Mapping[str, Any] | None = None,
+        release_date: str | datetime | None = None,
+        is_latest: bool = True,
+        package_canonical: str | None = None,
+        packages: Sequence[Package | Mapping[str, Any]] | None = None,
+        remotes: Sequence[Remote | Mapping[str, Any]] | None = None,
+    ) -> None:
         problems: list[str] = []
         server_id = str(uuid.uuid4())
         if id is not None:
@@ -318,16 +328,18 @@ class ServerMetadata:
                 parsed_remotes.append(Remote.parse(r, f"remotes[{i}]"))
             except ConfigurationError as exc:
                 problems.append(str(exc))
-        return cls(
-            id=server_id,
-            release_date=date,
-            is_latest=bool(is_latest),
-            repository=repo,
-            package_canonical=package_canonical,
-            packages=tuple(parsed_packages),
-            remotes=tuple(parsed_remotes),
-            problems=problems,
-        )
+        # Frozen: the fields are set once, here.
+        for name, value in (
+            ("id", server_id),
+            ("release_date", date),
+            ("is_latest", bool(is_latest)),
+            ("repository", repo),
+            ("package_canonical", package_canonical),
+            ("packages", tuple(parsed_packages)),
+            ("remotes", tuple(parsed_remotes)),
+            ("problems", tuple(problems)),
+        ):
+            object.__setattr__(self, name, value)
 
 
 # -- the server.json document, built from the metadata ---------------------------------------

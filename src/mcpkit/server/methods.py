@@ -23,7 +23,7 @@ sees any other error. The list handlers leave out what the caller cannot use.
 The results are shaped for the session's revision: a client on an older
 revision gets the entries without the fields its revision lacks
 (:func:`shape_listing`), and 2026-07-28 results are completed afterwards by
-:func:`~mcpkit.server.serve_2026.complete_result` (``resultType``, caching hints).
+:func:`~mcpkit.server.stateless.dispatch.complete_result` (``resultType``, caching hints).
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .content import shape_content, shape_result
 from .context import Context, _current
-from .listen import listen
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
 from .scopes import completion_scopes, enforce, granted_scopes, visible
-from .serve_2026 import discover
+from .stateless.dispatch import discover
+from .stateless.listen import listen
 
 if TYPE_CHECKING:
     from .session import Request, ServerSession

@@ -29,9 +29,9 @@ from .signature import (
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:
-    from .cache_hints import CacheHint
     from .context import Context
     from .server import MCPServer
+    from .stateless.cache_hints import CacheHint
 
 __all__ = [
     "MCPServerResources",
@@ -205,7 +205,7 @@ class ResourceManager:
         cache: CacheHint | None = None,
         scopes: Collection[str] | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
-        from .cache_hints import check_cache_hint
+        from .stateless.cache_hints import check_cache_hint
 
         check_cache_hint(f"resource {uri!r}", cache)
         if not isinstance(uri, str):
@@ -444,7 +444,7 @@ def _private(hint: CacheHint | None) -> CacheHint:
     """The cache hint of a scoped resource: its reads are never shareable, since a
     shared cache would hand them to callers without the scopes (2026-07-28
     server/utilities/caching § security considerations)."""
-    from .cache_hints import CacheHint
+    from .stateless.cache_hints import CacheHint
 
     return CacheHint(ttl_ms=hint.ttl_ms if hint is not None else None, scope="private")
 

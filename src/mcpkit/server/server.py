@@ -15,29 +15,29 @@ import functools
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, RegistrationError
 from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.versions import Revision
-from ..stores import InputRoundStore, Store
-from ..stores.input_rounds import DEFAULT_MAX_PARKED, DEFAULT_MAX_PARKED_PER_PRINCIPAL, ParkedTable
-from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
+from ..stores import Store
+from ..stores.input_required import ParkedTable
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS
-from .input_rounds import DEFAULT_MAX_STATE, InputRounds
 from .introspection import ServerIntrospection
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
-from .listen import DEFAULT_LISTEN_QUEUE_BYTES
-from .metadata import Package, Remote, Repository, ServerMetadata
+from .limits import ServerLimits
+from .metadata import ServerMetadata
 from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
 from .prompts import MCPServerPrompts, PromptManager
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
 from .scopes import required_scopes
-from .session import DEFAULT_MAX_BATCH_SIZE, ServerSession
+from .session import ServerSession
+from .stateless.cache_hints import CacheHint, CacheOptions, CacheScope
+from .stateless.input_options import InputRoundOptions
+from .stateless.input_required import InputRounds
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
@@ -87,32 +87,32 @@ class MCPServer(ServerIntrospection, ServerRunning):
         description: str | None = None,
         website_url: str | None = None,
         icons: list[dict[str, Any]] | None = None,
-        id: str | None = None,
-        repository: Repository | Mapping[str, Any] | None = None,
-        release_date: str | datetime | None = None,
-        is_latest: bool = True,
-        package_canonical: str | None = None,
-        packages: Sequence[Package | Mapping[str, Any]] | None = None,
-        remotes: Sequence[Remote | Mapping[str, Any]] | None = None,
-        page_size: int | None = None,
-        request_timeout: float = 60.0,
+        metadata: ServerMetadata | None = None,
+        limits: ServerLimits | None = None,
         default_log_level: str = "info",
-        cache_ttl_ms: int = 0,
-        cache_scope: CacheScope = "private",
-        cache: Mapping[str, CacheHint] | None = None,
-        request_state_keys: Sequence[bytes] | None = None,
-        input_store: InputRoundStore | None = None,
+        cache: CacheOptions | None = None,
+        input_rounds: InputRoundOptions | None = None,
         store: Store | None = None,
-        request_state_limit: int = DEFAULT_MAX_STATE,
-        max_parked_calls: int = DEFAULT_MAX_PARKED,
-        max_parked_per_principal: int = DEFAULT_MAX_PARKED_PER_PRINCIPAL,
-        listen_queue_bytes: int = DEFAULT_LISTEN_QUEUE_BYTES,
-        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
         auth: ProtectedResource | None = None,
         debug: bool = False,
     ) -> None:
+        # Grouped options (value objects, each checked when made); None means the defaults.
+        for option, value, kind in (
+            ("metadata", metadata, ServerMetadata),
+            ("limits", limits, ServerLimits),
+            ("cache", cache, CacheOptions),
+            ("input_rounds", input_rounds, InputRoundOptions),
+        ):
+            if value is not None and not isinstance(value, kind):
+                raise ConfigurationError(
+                    f"{option} must be a mcpkit.{kind.__name__}, not {type(value).__name__}"
+                )
+        limits = limits if limits is not None else ServerLimits()
+        cache = cache if cache is not None else CacheOptions()
+        rounds = input_rounds if input_rounds is not None else InputRoundOptions()
+        input_store = rounds.store
         if store is not None:
             if not isinstance(store, Store):
                 raise ConfigurationError(
@@ -121,8 +121,8 @@ class MCPServer(ServerIntrospection, ServerRunning):
                 )
             if input_store is not None:
                 raise ConfigurationError(
-                    "give either store= or input_store=, not both (store.input_rounds is the "
-                    "input store)"
+                    "give either store= or InputRoundOptions(store=...), not both "
+                    "(store.input_rounds is the input store)"
                 )
             input_store = store.input_rounds
         if auth is not None and not _is_protected_resource(auth):
@@ -132,18 +132,6 @@ class MCPServer(ServerIntrospection, ServerRunning):
             )
         if default_log_level not in LOG_LEVELS:
             raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
-        check_ttl_ms("cache_ttl_ms", cache_ttl_ms)
-        check_cache_scope("cache_scope", cache_scope)
-        if page_size is not None and page_size < 1:
-            raise ConfigurationError("page_size must be a positive integer or None")
-        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int):
-            raise ConfigurationError(f"max_batch_size must be an integer, not {max_batch_size!r}")
-        if max_batch_size < 1:
-            raise ConfigurationError(f"max_batch_size must be at least 1, not {max_batch_size}")
-        if listen_queue_bytes < 1:
-            raise ConfigurationError(
-                f"listen_queue_bytes must be a positive number of bytes, not {listen_queue_bytes}"
-            )
         self.name = name
         self.version = version
         self.title = title
@@ -152,32 +140,36 @@ class MCPServer(ServerIntrospection, ServerRunning):
         self.icons = icons
         self._implementation_info: dict[str | None, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.instructions = instructions
-        self.page_size = page_size
-        self.request_timeout = request_timeout
+        # The limits are read on hot paths, so they are copied to plain attributes.
+        self.limits = limits
+        self.page_size = limits.page_size
+        self.request_timeout = limits.request_timeout
         self.default_log_level = default_log_level
         # Caching hints on 2026-07-28 list and read results (SEP-2549). The defaults
         # promise nothing: stale at once, and never shared across credentials.
-        # `cache` refines them per method (tools/list, resources/read, ...).
-        self.cache_ttl_ms = cache_ttl_ms
-        self.cache_scope: CacheScope = cache_scope
-        self.cache_hints: dict[str, CacheHint] = check_cache_option(cache)
+        # `cache.methods` refines them per method (tools/list, resources/read, ...).
+        self.cache_ttl_ms = cache.ttl_ms
+        self.cache_scope: CacheScope = cache.scope
+        self.cache_hints: dict[str, CacheHint] = dict(cache.methods)
         # Input-required rounds (MRTR) of the stateless era; requestState is signed with
         # the first key and checked against all (rotation). Default: a random per-process key.
-        # Several workers share the keys and an input_store (used states); see .input_rounds.
+        # Several workers share the keys and a store (used states); see .stateless.input_required.
         # `store` groups it with the session and event stores the HTTP transport uses.
         self.store = store
         self._own_input_store = input_store is not None and store is None
         self.input_rounds = InputRounds(
-            keys=request_state_keys,
-            ttl=max(request_timeout, 1.0),
+            keys=rounds.request_state_keys,
+            ttl=max(limits.request_timeout, 1.0),
             store=input_store,
-            max_state=request_state_limit,
-            parked=ParkedTable(max_total=max_parked_calls, max_per_owner=max_parked_per_principal),
+            max_state=rounds.request_state_limit,
+            parked=ParkedTable(
+                max_total=rounds.max_parked_calls, max_per_owner=rounds.max_parked_per_principal
+            ),
         )
         # Notifications waiting for one subscriptions/listen stream before it is dropped.
-        self.listen_queue_bytes = listen_queue_bytes
+        self.listen_queue_bytes = limits.listen_queue_bytes
         # Messages in one JSON-RPC batch (2025-03-26): more get one -32600 error.
-        self.max_batch_size = max_batch_size
+        self.max_batch_size = limits.max_batch_size
         self.debug = debug
         # Protects the HTTP apps (http_app, sse_app, run_http, `mcpkit run -t http`) unless
         # they are given their own; stdio stays unauthenticated (see .running).
@@ -192,7 +184,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         # processes serving this server's sessions, which deliver it to theirs.
         self._fanout: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         # The requestState keys were given (else a cluster shares one through its store).
-        self._request_state_keys_given = request_state_keys is not None
+        self._request_state_keys_given = rounds.request_state_keys is not None
         # The method table (methods.METHODS) and the middleware around it, built once:
         # handshake-era sessions dispatch with _dispatch (each handler inside the chain),
         # 2026-07-28 requests run the chain around each round (stateless.serve_stateless)
@@ -205,15 +197,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         # Tool name -> the server-to-client requests it makes (declared with needs=).
         self.back_channel_needs: dict[str, tuple[str, ...]] = {}
         # Mastra's registry metadata (see .metadata); the id is final once made.
-        self._metadata = ServerMetadata.build(
-            id=id,
-            repository=repository,
-            release_date=release_date,
-            is_latest=is_latest,
-            package_canonical=package_canonical,
-            packages=packages,
-            remotes=remotes,
-        )
+        self._metadata = metadata if metadata is not None else ServerMetadata()
         problems: list[str] = list(self._metadata.problems)
         if tools:
             items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
@@ -263,7 +247,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         Same as ``MCPServer(store=store)``, so call it before an HTTP app is built
         (the app takes its session and event stores from ``server.store``). Raises
         :class:`ConfigurationError` when the server already has a store or an
-        ``input_store`` of its own, which this would silently replace.
+        ``InputRoundOptions(store=...)`` of its own, which this would silently replace.
         """
         if not isinstance(store, Store):
             raise ConfigurationError(
@@ -272,7 +256,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         if self.store is not None:
             raise ConfigurationError("the server already has a store")
         if self._own_input_store:
-            raise ConfigurationError("the server already has an input_store")
+            raise ConfigurationError("the server already has an input-round store")
         self.store = store
         self.input_rounds.store = store.input_rounds
 

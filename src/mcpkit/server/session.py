@@ -42,11 +42,11 @@ from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS
 from .request import Request, Send, stopped_for_shutdown
-from .serve_2026 import serve_stateless
+from .stateless.dispatch import serve_stateless
 
 if TYPE_CHECKING:
-    from .input_rounds import ParkedCall
     from .server import MCPServer
+    from .stateless.input_required import ParkedCall
 
 __all__ = ["Request", "Send", "ServerSession"]
 
@@ -63,7 +63,7 @@ _INVALID: Final = Kind.INVALID
 _BATCH: Final = Kind.BATCH
 # Members of one batch served at once (by as many worker tasks).
 _BATCH_WIDTH: Final = 16
-#: Messages in one JSON-RPC batch unless ``MCPServer(max_batch_size=...)`` says otherwise.
+#: Messages in one JSON-RPC batch unless ``ServerLimits(max_batch_size=...)`` says otherwise.
 DEFAULT_MAX_BATCH_SIZE: Final = 1000
 
 
@@ -274,10 +274,10 @@ class ServerSession:
         if self.revision.era == "stateless" or (
             self.state is State.NEW and not self.stateless and is_stateless_request(msg)
         ):
-            return self._serve_2026_request(msg, send, auth_info, envelope)
+            return self._serve_stateless_request(msg, send, auth_info, envelope)
         return self._serve_request(msg, send, auth_info)
 
-    async def _serve_2026_request(
+    async def _serve_stateless_request(
         self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
     ) -> dict[str, Any] | None:
         if self.revision.era == "stateless":
@@ -294,12 +294,12 @@ class ServerSession:
             resp["id"] = jsonrpc.wire_id(rid)  # beyond what orjson writes: exact digits
         return resp
 
-    # serve_2026(msg, send, auth_info, envelope): the coroutine serve awaits for a request
+    # serve_stateless(msg, send, auth_info, envelope): the coroutine serve awaits for a request
     # of a 2026-07-28 session, for a transport that steps it itself (the Streamable HTTP
     # POST path runs its first step in the ASGI task, and the rest only if it suspends,
     # watching for a disconnect). The function itself, not a wrapper: no call more per
     # request than calling serve_stateless directly.
-    serve_2026 = serve_stateless
+    serve_stateless = serve_stateless
 
     # Earlier names, which tests and benchmarks still call.
     handle_request = serve
@@ -451,7 +451,7 @@ class ServerSession:
 
         On the stateless era the request becomes an input request of an
         input-required result (MRTR) named ``key``, and the answer arrives with
-        the client's retry (see :mod:`.input_rounds`).
+        the client's retry (see :mod:`.stateless.input_required`).
 
         Raises :class:`CapabilityError` when ``capability`` was not declared by the
         client, :class:`PeerTimeout` when it does not answer within ``timeout``

@@ -23,7 +23,6 @@ from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .lazy_pydantic import is_model, is_model_class, model_class, validation_error
-from .mcp_header import header_problems
 from .scopes import parse_scopes
 from .signature import (
     FunctionSignature,
@@ -34,6 +33,7 @@ from .signature import (
     output_adapter,
     summary,
 )
+from .stateless.mcp_header import header_problems
 from .worker_pool import InPlaceWait
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from .events import (
     InMemoryEventStore,
     MemoryEventStore,
 )
-from .input_rounds import InputRoundStore, MemoryInputRoundStore
+from .input_required import InputRoundStore, MemoryInputRoundStore
 from .sessions import MemorySessionStore, SessionRecord, SessionStore
 
 __all__ = [

@@ -57,7 +57,9 @@ class SessionRecord:
     client_info: dict[str, Any] | None = None
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None  # set by logging/setLevel; None: the server's default
-    principal: str | None = None  # who initialised it (mcpkit.server.request_state.principal_of)
+    principal: str | None = (
+        None  # who initialised it (mcpkit.server.stateless.request_state.principal_of)
+    )
     created_at: float = field(default_factory=time.time)  # seconds since the epoch
     last_seen: float = field(default_factory=time.time)  # updated by ``touch``
     # resources/subscribe: the URIs the session asked to hear about (a cluster's nodes

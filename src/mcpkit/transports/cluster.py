@@ -46,7 +46,7 @@ from ..protocol import jsonrpc
 from ..protocol.correlation import Outgoing
 from ..protocol.lifecycle import State
 from ..server.context import LOG_LEVELS
-from ..server.request_state import RequestStateCodec
+from ..server.stateless.request_state import RequestStateCodec
 from ..stores.bus import BusHandler
 from . import http_sessions
 from .cluster_ids import suffix_parts

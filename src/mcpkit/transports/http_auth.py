@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..auth.info import RESOURCE_METADATA_SCOPE_KEY
 from ..auth.resource_server import send_insufficient_scope
-from ..server.input_rounds import principal_of
 from ..server.scopes import granted_scopes
+from ..server.stateless.input_required import principal_of
 from .asgi import Scope, Send
 
 if TYPE_CHECKING:

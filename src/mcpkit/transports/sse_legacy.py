@@ -31,9 +31,9 @@ import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, StoreUnavailable
 from ..protocol.jsonrpc import Kind, classify, invalid_request
-from ..server.input_rounds import principal_of
 from ..server.request import stop_for_shutdown
 from ..server.scopes import granted_scopes
+from ..server.stateless.input_required import principal_of
 from .asgi import (
     AUTH_SCOPE_KEY,
     PING,

@@ -38,7 +38,7 @@ That plumbing lives in :mod:`mcpkit.stdio_process`.
 No keep-alive is written, for either era (a 2026-07-28 ``subscriptions/listen``
 included): the pipe has no proxy or load balancer to time out an idle
 connection, and a message that is not JSON-RPC would break the one-message-per-line
-rule. HTTP's SSE streams get ``: ping`` comments instead (:mod:`.streamable_http_2026`).
+rule. HTTP's SSE streams get ``: ping`` comments instead (:mod:`.streamable_http_stateless`).
 """
 
 from __future__ import annotations

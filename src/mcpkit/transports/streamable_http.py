@@ -2,7 +2,7 @@
 
 A POST of the stateless 2026-07-28 revision (named by its ``MCP-Protocol-Version``
 header or, without one, by its ``_meta`` envelope) is served by
-:mod:`.streamable_http_2026`; everything below describes the handshake era, whose
+:mod:`.streamable_http_stateless`; everything below describes the handshake era, whose
 clients share the endpoint.
 
 One endpoint (``path``) answers POST (client messages), GET (the session's
@@ -75,8 +75,8 @@ from ..errors import (
 from ..protocol.envelope import is_stateless_request, unsupported_version
 from ..protocol.jsonrpc import Kind, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
-from ..server.input_rounds import principal_of
-from ..server.listen import end_subscriptions
+from ..server.stateless.input_required import principal_of
+from ..server.stateless.listen import end_subscriptions
 from ..stores import EventStore, MemorySessionStore, SessionStore
 from .asgi import (
     AUTH_SCOPE_KEY,
@@ -113,7 +113,7 @@ from .http_sessions import (
     record_event,
 )
 from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
-from .streamable_http_2026 import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
+from .streamable_http_stateless import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 from .streamable_sessions import BUSY, JSON_MODE, SessionEndpoints, drop, new_session_id
 
 if TYPE_CHECKING:
@@ -505,7 +505,7 @@ class StreamableHTTPApp(SessionEndpoints):
 
         No session outlives the POST, so once its client has gone nobody can ever
         receive the answer: the handler is cancelled, as on 2026-07-28
-        (:mod:`.streamable_http_2026`), instead of running on for no one. The watcher starts
+        (:mod:`.streamable_http_stateless`), instead of running on for no one. The watcher starts
         only after ``WATCH_AFTER_S``, so quick requests pay nothing for it.
         """
         kind = session.receive(msg)

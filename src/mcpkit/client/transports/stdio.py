@@ -124,7 +124,7 @@ class StdioTransport:
         """A new transport, not started, for a new process of the same server.
 
         The era probe needs it: a dual-era server may fix the era of its process with the
-        first message it reads (see :func:`mcpkit.client.era_probe.try_handshake`).
+        first message it reads (see :func:`mcpkit.client.stateless.discover.try_handshake`).
         """
         return StdioTransport(
             self.command,

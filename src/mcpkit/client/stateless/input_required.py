@@ -5,7 +5,7 @@ In the 2026-07-28 era a server cannot send the client requests; a ``tools/call``
 ``resultType: "input_required"`` with the questions instead. :func:`with_input`
 answers them with the session's sampling, elicitation and roots handlers and retries
 the request until it completes, so callers of ``call_tool`` and friends only ever see
-the final result. The server side is :mod:`mcpkit.server.input_rounds`.
+the final result. The server side is :mod:`mcpkit.server.stateless.input_required`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, MCPError
+from ...errors import INTERNAL_ERROR, METHOD_NOT_FOUND, MCPError
 
 if TYPE_CHECKING:
-    from .handlers import ProgressCallback
-    from .session import ClientSession
+    from ..handlers import ProgressCallback
+    from ..session import ClientSession
 
 __all__ = ["MAX_INPUT_ROUNDS", "with_input"]
 

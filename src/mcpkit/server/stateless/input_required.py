@@ -31,9 +31,10 @@ take one round each.
 it, *all* of the handler's code runs exactly once. When a round reaches
 another worker, the code outside ``ctx.once`` before the last answered
 question runs again; the questions and the ``ctx.once`` steps still happen
-once. So for several workers: give them the same ``request_state_keys`` and
-a shared ``input_store`` (see :mod:`mcpkit.stores.input_rounds`), and wrap each side effect
-(a payment, a counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
+once. So for several workers: give them the same ``request_state_keys`` and a
+shared ``store`` (:class:`~.input_options.InputRoundOptions`, and
+:mod:`mcpkit.stores.input_required`), and wrap each side effect (a payment, a
+counter, an e-mail) in ``await ctx.once("name", fn, ...)``.
 A tool declaring no ``Context`` parameter runs in the request's own task, not
 as a pausable call (most never ask, and a task per call costs more than a
 quick tool); if it asks through ``current_context()`` it is started again from
@@ -56,7 +57,7 @@ handler (a foreign one is not used up: its owner can still retry with it).
 A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
 one a retry replayed elsewhere left behind), its memory handed back at once.
 Parked calls are bounded in all and per principal (``ParkedTable`` in
-:mod:`mcpkit.stores.input_rounds`); one that gives way is cancelled, and its
+:mod:`mcpkit.stores.input_required`); one that gives way is cancelled, and its
 next retry replays it from its journal.
 """
 
@@ -72,20 +73,19 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import (
+from ...errors import (
     INTERNAL_ERROR,
-    ConfigurationError,
     InputReplayMismatch,
     InvalidParams,
     MCPError,
     PeerTimeout,
 )
-from ..protocol import jsonrpc
-from ..stores.input_rounds import InputRoundStore, MemoryInputRoundStore, ParkedTable
+from ...protocol import jsonrpc
+from ...stores.input_required import InputRoundStore, MemoryInputRoundStore, ParkedTable
 from .request_state import RequestStateCodec, principal_of
 
 if TYPE_CHECKING:
-    from .session import Send, ServerSession
+    from ..session import Send, ServerSession
 
 log = logging.getLogger("mcpkit.server")
 
@@ -423,10 +423,6 @@ class InputRounds:
         max_state: int = DEFAULT_MAX_STATE,
         parked: ParkedTable[ParkedCall] | None = None,
     ) -> None:
-        if type(max_state) is not int or max_state < 1024:
-            raise ConfigurationError(
-                f"request_state_limit must be an integer >= 1024 (bytes), got {max_state!r}"
-            )
         self.codec = RequestStateCodec(keys or [secrets.token_bytes(32)], ttl=ttl)
         self.ttl = ttl
         self.max_state = max_state
@@ -515,7 +511,7 @@ class InputRounds:
                     f"{msg['method']} {params.get('name') or params.get('uri')!r}: the input-round "
                     f"state ({len(token)} bytes: the answers and ctx.once results so far) exceeds "
                     f"the server's limit of {self.max_state} bytes "
-                    "(MCPServer(request_state_limit=...))",
+                    "(InputRoundOptions(request_state_limit=...))",
                     code=INTERNAL_ERROR,
                 )
             return {

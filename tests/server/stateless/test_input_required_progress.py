@@ -21,7 +21,7 @@ from mcpkit.client import Client
 from mcpkit.transports.streamable_http import StreamableHTTPApp
 from tests.transports.conftest import run_app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # Its tool `coffee` reports progress, asks how to make the coffee, reports progress again.
 ASKING = str(REPO / "tests" / "fixtures" / "cli_asking.py")
 ANSWER = {"action": "accept", "content": {"size": "small", "sugar": 1}}

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..errors import INTERNAL_ERROR, InvalidParams, MCPError, MethodNotFound
-from ..protocol import jsonrpc
-from ..protocol.envelope import SUBSCRIPTION_ID
-from ..protocol.jsonrpc import json_type
-from .scopes import granted_scopes
+from ...errors import INTERNAL_ERROR, InvalidParams, MCPError, MethodNotFound
+from ...protocol import jsonrpc
+from ...protocol.envelope import SUBSCRIPTION_ID
+from ...protocol.jsonrpc import json_type
+from ..scopes import granted_scopes
 
 if TYPE_CHECKING:
-    from .server import MCPServer
-    from .session import Request, ServerSession
+    from ..server import MCPServer
+    from ..session import Request, ServerSession
 
 log = logging.getLogger("mcpkit.server")
 

@@ -213,7 +213,7 @@ async def serve_stateless_post(
         return
     session = server.create_session(stateless=True, revision=envelope.revision.name)
     stream = _LazyStream(send, keepalive_interval)
-    serving = session.serve_2026(msg, stream, auth_info, envelope)
+    serving = session.serve_stateless(msg, stream, auth_info, envelope)
     try:
         # The first step, in this task: most requests end in it, and need no
         # disconnect watcher (nor its timer).

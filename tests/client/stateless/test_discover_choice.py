@@ -2,7 +2,7 @@
 
 With sampling, elicitation or roots handlers and no ``protocol_version``, a client that
 found a modern server not declaring ``mcpkit/input-rounds`` tries ``initialize``
-(``mcpkit.client.era_probe.prefers_handshake``). A modern-only server refuses it, and the
+(``mcpkit.client.stateless.discover.prefers_handshake``). A modern-only server refuses it, and the
 client must end on 2026-07-28 all the same: over stdio after a second process (the first
 one may have fixed its era with the probe), over Streamable HTTP at once. The dual-era
 peers (FastMCP, the official SDK, mcpkit) are in ``tests/interop/test_era_choice.py``.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpkit.client import Client
-from mcpkit.client.era_probe import prefers_handshake
+from mcpkit.client.stateless.discover import prefers_handshake
 from tests.client.conftest import FIXTURES
 from tests.interop.fixtures.peers import Wire
 from tests.transports.conftest import run_app

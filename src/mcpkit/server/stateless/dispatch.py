@@ -5,7 +5,7 @@ the session it runs in lives for that request only. This module wraps the
 ordinary dispatch: it refuses the methods the revision removed, reads the
 envelope into the session (capabilities, client info, the log level the
 request asked for), runs the handler (in an input round when it may ask for
-input, :mod:`.input_rounds`), and completes the result with what the revision
+input, :mod:`.input_required`), and completes the result with what the revision
 requires: ``resultType`` on every result, the server's identity in ``_meta``
 and, on list and read results, the caching hints ``ttlMs`` and ``cacheScope``
 (:mod:`.cache_hints`). It also answers ``server/discover``, the era's probe;
@@ -19,9 +19,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, MCPError, MethodNotFound
-from ..protocol import jsonrpc
-from ..protocol.envelope import (
+from ...errors import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, MCPError, MethodNotFound
+from ...protocol import jsonrpc
+from ...protocol.envelope import (
     CACHEABLE_METHODS,
     REMOVED_METHODS,
     SERVER_INFO,
@@ -29,13 +29,13 @@ from ..protocol.envelope import (
     Refusal,
     read_envelope,
 )
-from ..protocol.versions import REVISIONS
-from .context import LOG_LEVELS
-from .input_rounds import INPUT_METHODS, NOT_PAUSABLE, Restart, runs_inline
-from .middleware import serve_round
+from ...protocol.versions import REVISIONS
+from ..context import LOG_LEVELS
+from ..middleware import serve_round
+from .input_required import INPUT_METHODS, NOT_PAUSABLE, Restart, runs_inline
 
 if TYPE_CHECKING:
-    from .session import Request, Send, ServerSession
+    from ..session import Request, Send, ServerSession
 
 log = logging.getLogger("mcpkit.server")
 
@@ -58,7 +58,7 @@ async def serve_stateless(
     run: Run | None = None,
 ) -> dict[str, Any] | None:
     """Admit ``msg`` by its envelope, ``run`` it (by default with the session's own
-    dispatch), and complete the response for the revision. ``ServerSession.serve_2026``
+    dispatch), and complete the response for the revision. ``ServerSession.serve_stateless``
     is this function: a transport that steps the coroutine gets it from there."""
     if run is None:
         run = session._serve_request
@@ -142,7 +142,7 @@ async def _serve_round(
 async def _paused_round(
     session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
 ) -> dict[str, Any] | None:
-    """``run`` the request as a call that may pause for input (:mod:`.input_rounds`)."""
+    """``run`` the request as a call that may pause for input (:mod:`.input_required`)."""
     rid = msg["id"]
     try:
         return await session.server.input_rounds.serve(session, msg, send, auth_info, run)

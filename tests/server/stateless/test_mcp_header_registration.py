@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from mcpkit import McpHeader, MCPServer, create_tool
 from mcpkit.errors import ConfigurationError, RegistrationError
-from mcpkit.server.mcp_header import header_problems
+from mcpkit.server.stateless.mcp_header import header_problems
 
 
 def raw_tool(schema: dict[str, Any], name: str = "raw") -> Any:

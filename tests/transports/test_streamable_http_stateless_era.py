@@ -14,7 +14,7 @@ import orjson
 import pytest
 from pydantic import Field
 
-from mcpkit import Context, McpHeader, MCPServer
+from mcpkit import CacheOptions, Context, McpHeader, MCPServer
 from mcpkit.errors import MISSING_CAPABILITY, MCPError
 from tests import schema
 from tests.transports.conftest import BOTH, TIMEOUT, HTTPClient, demo_server, sse_events
@@ -303,7 +303,9 @@ async def test_results_carry_result_type_server_info_and_cache_hints(
 async def test_cache_hints_are_configured_per_server(
     serve_app: Any, http: httpx.AsyncClient
 ) -> None:
-    server = MCPServer(name="cached", version="1", cache_ttl_ms=60_000, cache_scope="public")
+    server = MCPServer(
+        name="cached", version="1", cache=CacheOptions(ttl_ms=60_000, scope="public")
+    )
     u = await serve_app(server.http_app()) + "/mcp"
     result = (await post(http, u, request("tools/list"))).result
     assert result["ttlMs"] == 60_000 and result["cacheScope"] == "public"

@@ -33,6 +33,7 @@ __all__ = [
     "InputRoundStore",
     "MemoryInputRoundStore",
     "ParkedTable",
+    "check_parked_bounds",
 ]
 
 #: Parked calls of one process, in all and per principal, unless told otherwise.
@@ -96,6 +97,16 @@ class MemoryInputRoundStore:
         return True
 
 
+def check_parked_bounds(max_total: object, max_per_owner: object) -> None:
+    """Refuse bounds of a :class:`ParkedTable` that are not positive integers."""
+    for name, value in (
+        ("max_parked_calls", max_total),
+        ("max_parked_per_principal", max_per_owner),
+    ):
+        if type(value) is not int or value < 1:
+            raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+
+
 class ParkedTable(Generic[T]):
     """Parked calls by id, oldest first, at most ``max_total`` in all and ``max_per_owner``
     per owner (the principal; None, unauthenticated, is one owner like any other).
@@ -113,12 +124,7 @@ class ParkedTable(Generic[T]):
         max_total: int = DEFAULT_MAX_PARKED,
         max_per_owner: int = DEFAULT_MAX_PARKED_PER_PRINCIPAL,
     ) -> None:
-        for name, value in (
-            ("max_parked_calls", max_total),
-            ("max_parked_per_principal", max_per_owner),
-        ):
-            if type(value) is not int or value < 1:
-                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+        check_parked_bounds(max_total, max_per_owner)
         self.max_total = max_total
         self.max_per_owner = max_per_owner
         self._items: dict[str, tuple[str | None, T]] = {}

@@ -29,11 +29,11 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import METHOD_NOT_FOUND, PeerTimeout, RemoteError
-from ..protocol.envelope import SUBSCRIPTION_ID
+from ...errors import METHOD_NOT_FOUND, PeerTimeout, RemoteError
+from ...protocol.envelope import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
-    from .session import ClientSession
+    from ..session import ClientSession
 
 __all__ = ["Listener"]
 

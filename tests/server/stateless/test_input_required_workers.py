@@ -2,7 +2,7 @@
 
 Two (or three) ``MCPServer`` instances built from the same code stand in for
 the workers of one deployment: they share ``request_state_keys`` and one
-``input_store`` object, as real workers share keys and a Redis. The shared
+input-round ``store`` object, as real workers share keys and a Redis. The shared
 ``effects`` dict stands in for the outside world (a database) that side
 effects change.
 """
@@ -18,9 +18,9 @@ import httpx
 import orjson
 import pytest
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, InputRoundOptions, InputRoundStore, MCPServer
 from mcpkit.client import Client
-from mcpkit.server.input_rounds import RequestStateCodec
+from mcpkit.server.stateless.input_required import RequestStateCodec
 from mcpkit.stores import MemoryInputRoundStore
 from mcpkit.testing import connect
 from mcpkit.transports.streamable_http import StreamableHTTPApp
@@ -49,10 +49,17 @@ class World:
         return self.counter
 
 
-def worker(label: str, world: World, **options: Any) -> MCPServer:
+def worker(
+    label: str,
+    world: World,
+    *,
+    request_state_keys: list[bytes] = KEYS,
+    store: InputRoundStore | None = None,
+    **options: Any,
+) -> MCPServer:
     """One worker: the same tools on every one, ``label`` only says where a handler ran."""
-    options.setdefault("request_state_keys", KEYS)
-    server = MCPServer(name="workers", version="1", **options)
+    rounds = InputRoundOptions(request_state_keys=request_state_keys, store=store)
+    server = MCPServer(name="workers", version="1", input_rounds=rounds, **options)
 
     @server.tool
     async def counted(ctx: Context) -> str:
@@ -126,7 +133,7 @@ def worker(label: str, world: World, **options: Any) -> MCPServer:
 def workers(count: int = 2, **options: Any) -> tuple[list[MCPServer], World]:
     world = World()
     store = MemoryInputRoundStore()
-    return [worker(f"w{i}", world, input_store=store, **options) for i in range(count)], world
+    return [worker(f"w{i}", world, store=store, **options) for i in range(count)], world
 
 
 def call(
@@ -399,8 +406,8 @@ async def test_tampered_expired_rebound_and_foreign_states_are_refused_on_anothe
 async def test_rotated_keys_let_a_new_worker_replay_an_old_state() -> None:
     world = World()
     store = MemoryInputRoundStore()
-    old = worker("old", world, input_store=store, request_state_keys=[b"o" * 32])
-    new = worker("new", world, input_store=store, request_state_keys=[b"n" * 32, b"o" * 32])
+    old = worker("old", world, store=store, request_state_keys=[b"o" * 32])
+    new = worker("new", world, store=store, request_state_keys=[b"n" * 32, b"o" * 32])
     answers = [{"q1": accept("Ada")}, {"q2": accept("Bo")}]
     *_, done = await rounds([old, new, new], "counted", answers)
     assert done["result"]["content"][0]["text"] == "Ada+Bo 1->2 on new"
@@ -418,7 +425,7 @@ async def test_a_custom_store_is_consulted_for_every_retry() -> None:
             return claims.count(token_id) == 1
 
     world = World()
-    a = worker("a", world, input_store=Recording())
+    a = worker("a", world, store=Recording())
     answers = [{"q1": accept("Ada")}, {"q2": accept("Bo")}]
     *_, done = await rounds([a, a, a], "counted", answers)
     assert done["result"]["resultType"] == "complete"

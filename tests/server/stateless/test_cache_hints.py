@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import CacheHint, MCPServer
+from mcpkit import CacheHint, CacheOptions, MCPServer
 from mcpkit.errors import ConfigurationError, RegistrationError
 from mcpkit.testing import InMemoryClient
 from tests import schema
@@ -78,13 +78,15 @@ def hints(result: dict[str, Any]) -> tuple[Any, Any]:
 
 async def test_each_list_method_takes_its_own_hint_over_the_servers() -> None:
     server = hinted_server(
-        cache_ttl_ms=1_000,
-        cache_scope="private",
-        cache={
-            "tools/list": CacheHint(ttl_ms=300_000, scope="public"),
-            "prompts/list": CacheHint(ttl_ms=600_000),  # scope from the server
-            "resources/templates/list": CacheHint(scope="public"),  # ttl from the server
-        },
+        cache=CacheOptions(
+            ttl_ms=1_000,
+            scope="private",
+            methods={
+                "tools/list": CacheHint(ttl_ms=300_000, scope="public"),
+                "prompts/list": CacheHint(ttl_ms=600_000),  # scope from the server
+                "resources/templates/list": CacheHint(scope="public"),  # ttl from the server
+            },
+        )
     )
     assert hints(await stateless(server, "tools/list")) == (300_000, "public")
     assert hints(await stateless(server, "prompts/list")) == (600_000, "private")
@@ -96,9 +98,9 @@ async def test_each_list_method_takes_its_own_hint_over_the_servers() -> None:
 
 async def test_a_resource_hint_overrides_the_method_and_server_hints_on_its_reads() -> None:
     server = hinted_server(
-        cache_ttl_ms=1_000,
-        cache_scope="public",
-        cache={"resources/read": CacheHint(ttl_ms=2_000)},
+        cache=CacheOptions(
+            ttl_ms=1_000, scope="public", methods={"resources/read": CacheHint(ttl_ms=2_000)}
+        )
     )
     assert hints(await stateless(server, "resources/read", uri="docs://readme")) == (
         3_600_000,
@@ -122,14 +124,18 @@ async def test_a_resource_hint_does_not_change_the_list_results() -> None:
 
 
 async def test_input_required_and_call_results_carry_no_hints() -> None:
-    server = hinted_server(cache={"tools/list": CacheHint(ttl_ms=10, scope="public")})
+    server = hinted_server(
+        cache=CacheOptions(methods={"tools/list": CacheHint(ttl_ms=10, scope="public")})
+    )
     result = await stateless(server, "tools/call", name="add", arguments={"a": 1, "b": 2})
     assert "ttlMs" not in result and "cacheScope" not in result
 
 
 async def test_the_handshake_era_never_sees_the_hints() -> None:
     server = hinted_server(
-        cache_ttl_ms=1_000, cache={"tools/list": CacheHint(ttl_ms=300_000, scope="public")}
+        cache=CacheOptions(
+            ttl_ms=1_000, methods={"tools/list": CacheHint(ttl_ms=300_000, scope="public")}
+        )
     )
     async with InMemoryClient(server, protocol_version="2025-11-25") as client:
         for method, params in (
@@ -158,16 +164,21 @@ def test_the_resource_decorator_keeps_the_hint_on_the_definition() -> None:
         (lambda: CacheHint(ttl_ms=1.5), "CacheHint.ttl_ms"),  # milliseconds are integers
         (lambda: CacheHint(ttl_ms=True), "CacheHint.ttl_ms"),
         (lambda: CacheHint(scope="shared"), "CacheHint.scope"),
-        (lambda: MCPServer(name="s", version="1", cache_ttl_ms=-5), "cache_ttl_ms"),
-        (lambda: MCPServer(name="s", version="1", cache_ttl_ms=2.0), "cache_ttl_ms"),
-        (lambda: MCPServer(name="s", version="1", cache_scope="everyone"), "cache_scope"),
+        (lambda: CacheOptions(ttl_ms=-5), "CacheOptions.ttl_ms"),
+        (lambda: CacheOptions(ttl_ms=2.0), "CacheOptions.ttl_ms"),
+        (lambda: CacheOptions(scope="everyone"), "CacheOptions.scope"),
+        (lambda: CacheOptions(methods=["tools/list"]), "CacheOptions.methods must be a mapping"),
         (
-            lambda: MCPServer(name="s", version="1", cache={"tools/call": CacheHint(ttl_ms=1)}),
-            "cache['tools/call']",
+            lambda: CacheOptions(methods={"tools/call": CacheHint(ttl_ms=1)}),
+            "CacheOptions.methods['tools/call']",
         ),
         (
-            lambda: MCPServer(name="s", version="1", cache={"tools/list": {"ttl_ms": 1}}),
-            "cache['tools/list']",
+            lambda: CacheOptions(methods={"tools/list": {"ttl_ms": 1}}),
+            "CacheOptions.methods['tools/list']",
+        ),
+        (
+            lambda: MCPServer(name="s", version="1", cache={"tools/list": CacheHint()}),
+            "cache must be a mcpkit.CacheOptions",
         ),
     ],
 )
@@ -217,3 +228,15 @@ def test_a_declarative_cache_hint_must_be_a_cache_hint() -> None:
 
     with pytest.raises(ConfigurationError, match="cache must be a CacheHint"):
         mcp_resource("docs://x", cache={"ttl_ms": 5})  # type: ignore[arg-type]
+
+
+def test_the_cache_options_keep_their_own_read_only_copy_of_the_method_hints() -> None:
+    methods = {"tools/list": CacheHint(ttl_ms=10)}
+    options = CacheOptions(methods=methods)
+    methods["prompts/list"] = CacheHint(ttl_ms=20)
+    assert dict(options.methods) == {"tools/list": CacheHint(ttl_ms=10)}
+    with pytest.raises(TypeError):
+        options.methods["resources/list"] = CacheHint()  # type: ignore[index]
+    server = MCPServer(name="s", version="1", cache=options)
+    assert (server.cache_ttl_ms, server.cache_scope) == (0, "private")
+    assert server.cache_hints == {"tools/list": CacheHint(ttl_ms=10)}

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from mcpkit.client import Client
-from mcpkit.client.era_probe import PROBE_GRACE
+from mcpkit.client.stateless.discover import PROBE_GRACE
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 # Speaks 2026-07-28 only: `initialize` is an unknown method to it.
 MODERN_ONLY = """

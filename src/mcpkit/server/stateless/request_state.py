@@ -1,7 +1,7 @@
 """``requestState`` of the 2026-07-28 input rounds: signed, bound to the principal.
 
 A state is ``base64url(payload).base64url(HMAC-SHA256)`` (the format and the
-rules are in :mod:`.input_rounds`); this module seals and opens it, and says who
+rules are in :mod:`.input_required`); this module seals and opens it, and says who
 the principal of a request is (:func:`principal_of`). It holds no state of its
 own: a codec is the server's keys and a lifetime.
 """
@@ -21,10 +21,10 @@ from typing import Any, Final
 
 import orjson
 
-from ..auth.info import AuthInfo
-from ..errors import ConfigurationError, InvalidParams
+from ...auth.info import AuthInfo
+from ...errors import ConfigurationError, InvalidParams
 
-__all__ = ["RequestStateCodec", "principal_of"]
+__all__ = ["RequestStateCodec", "check_keys", "principal_of"]
 
 
 def _b64(data: bytes) -> str:
@@ -120,12 +120,17 @@ def _identity_part(value: Any) -> Any:
     return f"<{type(value).__qualname__}>"  # never an address: stable across workers
 
 
+def check_keys(keys: Sequence[bytes]) -> None:
+    """Refuse signing keys an attacker could guess: at least one, 32 bytes or more each."""
+    if not keys or any(len(k) < 32 for k in keys):
+        raise ConfigurationError("request state keys: at least one, each of 32 bytes or more")
+
+
 class RequestStateCodec:
     """Seals and opens ``requestState`` tokens (HMAC-SHA256, rotating keys, expiry)."""
 
     def __init__(self, keys: Sequence[bytes], *, ttl: float) -> None:
-        if not keys or any(len(k) < 32 for k in keys):
-            raise ConfigurationError("request state keys: at least one, each of 32 bytes or more")
+        check_keys(keys)
         self._keys = tuple(keys)
         self.ttl = ttl
 

@@ -14,7 +14,7 @@ import asyncio
 from typing import Any
 
 from mcpkit import Context, MCPServer
-from tests.server.test_input_rounds import NAME, accept, call, send
+from tests.server.stateless.test_input_required import NAME, accept, call, send
 
 
 def make_server(release: asyncio.Event, started: asyncio.Event) -> MCPServer:

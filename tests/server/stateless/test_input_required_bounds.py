@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, InputRoundOptions, MCPServer, ServerLimits
 from mcpkit.errors import ConfigurationError
-from mcpkit.server.input_rounds import principal_of
-from mcpkit.stores.input_rounds import ParkedTable
-from tests.server.test_input_rounds_principal import call, post, with_principal
+from mcpkit.server.stateless.input_required import principal_of
+from mcpkit.stores.input_required import ParkedTable
+from tests.server.stateless.test_input_required_principal import call, post, with_principal
 from tests.transports.conftest import run_app
 
 V = "2026-07-28"
@@ -69,7 +69,9 @@ async def first_round(server: MCPServer, rid: int, user: str | None) -> dict[str
 @pytest.fixture
 async def small_caps() -> AsyncIterator[tuple[str, list[str]]]:
     runs: list[str] = []
-    server = asking_server(runs, max_parked_calls=8, max_parked_per_principal=3)
+    server = asking_server(
+        runs, input_rounds=InputRoundOptions(max_parked_calls=8, max_parked_per_principal=3)
+    )
     async with run_app(with_principal(server.http_app())) as base:
         yield base + "/mcp", runs
 
@@ -105,7 +107,7 @@ async def test_the_default_caps_keep_a_flood_away_from_other_principals() -> Non
     # The defaults: 1,000 per principal, 10,000 in all. A flood of 10,001 used to push
     # out the oldest call of the process, whoever's it was.
     runs: list[str] = []
-    server = asking_server(runs, request_timeout=120)
+    server = asking_server(runs, limits=ServerLimits(request_timeout=120))
     state = (await first_round(server, 0, "bob"))["result"]["requestState"]
     for rid in range(1, 10_002):
         await first_round(server, rid, "mallory")
@@ -120,7 +122,7 @@ async def test_the_default_caps_keep_a_flood_away_from_other_principals() -> Non
 
 async def test_expired_calls_hand_their_memory_back_without_a_collection() -> None:
     runs: list[str] = []
-    server = asking_server(runs, request_timeout=1.0)  # parked calls expire after 1 s
+    server = asking_server(runs, limits=ServerLimits(request_timeout=1.0))  # expire after 1 s
     await first_round(server, 0, "warm-up")  # one-time allocations (caches, codecs)
     count = 300
     gc.collect()
@@ -150,7 +152,7 @@ def test_the_table_refuses_bad_bounds() -> None:
         with pytest.raises(ConfigurationError, match="must be a positive integer"):
             ParkedTable(**options)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="max_parked_per_principal"):
-        MCPServer(name="b", version="1", max_parked_per_principal=0)
+        InputRoundOptions(max_parked_per_principal=0)
 
 
 def test_the_table_gives_way_oldest_first_per_owner_then_in_all() -> None:

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from mcpkit import Context, MCPServer
-from mcpkit.server.input_rounds import RequestStateCodec, principal_of
+from mcpkit.server.stateless.input_required import RequestStateCodec, principal_of
 from mcpkit.transports.asgi import AUTH_SCOPE_KEY, ASGIApp, Receive, Scope, Send
 from tests import schema
 from tests.transports.conftest import BOTH, TIMEOUT, run_app

@@ -20,7 +20,7 @@ through the era probe. The pieces:
 
 The request metadata headers of Streamable HTTP are written by
 :func:`mcpkit.protocol.http_headers.http_headers`, beside the server's check of
-them; input rounds (``input_required`` results) are :mod:`mcpkit.client.input_rounds`.
+them; input rounds (``input_required`` results) are :mod:`mcpkit.client.stateless.input_required`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import (
+from ...errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     MISSING_CAPABILITY,
@@ -39,11 +39,11 @@ from ..errors import (
     PeerTimeout,
     RemoteError,
 )
-from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
-from ..protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from ...protocol.envelope import INPUT_ROUNDS_EXTENSION
+from ...protocol.versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 if TYPE_CHECKING:
-    from .session import ClientSession
+    from ..session import ClientSession
 
 __all__ = [
     "ALL_VERSIONS",

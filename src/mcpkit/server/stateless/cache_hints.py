@@ -3,27 +3,29 @@
 List and read results of 2026-07-28 carry how long a client (or a shared cache)
 may keep them. They are resolved from the most specific setting down: the read
 resource's or template's own :class:`CacheHint` (``resources/read`` only), then
-the per-method hint of ``MCPServer(cache={...})``, then the server-wide
-``cache_ttl_ms``/``cache_scope``. A hint field left ``None`` falls through to the
-next level, so ``CacheHint(ttl_ms=60_000)`` keeps the server's scope.
-Handshake-era results never carry them (the fields do not exist there); they are
-written into results by :func:`mcpkit.server.serve_2026.complete_result`.
+the per-method hint of ``CacheOptions(methods={...})``, then the server-wide
+``CacheOptions(ttl_ms=..., scope=...)`` (given as ``MCPServer(cache=...)``). A hint
+field left ``None`` falls through to the next level, so ``CacheHint(ttl_ms=60_000)``
+keeps the server's scope. Handshake-era results never carry them (the fields do not
+exist there); they are written into results by
+:func:`mcpkit.server.stateless.dispatch.complete_result`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from ..errors import ConfigurationError
-from ..protocol.envelope import CACHEABLE_METHODS
+from ...errors import ConfigurationError
+from ...protocol.envelope import CACHEABLE_METHODS
 
 __all__ = [
     "CacheHint",
+    "CacheOptions",
     "CacheScope",
     "check_cache_hint",
-    "check_cache_option",
     "check_cache_scope",
     "check_ttl_ms",
 ]
@@ -77,19 +79,37 @@ def check_cache_hint(where: str, value: object) -> None:
         raise ConfigurationError(f"{where}: cache must be a CacheHint, got {value!r}")
 
 
-def check_cache_option(cache: Mapping[str, CacheHint] | None) -> dict[str, CacheHint]:
-    """``MCPServer(cache=...)``: per-method hints, keyed by a cacheable method name."""
-    if cache is None:
-        return {}
-    if not isinstance(cache, Mapping):
-        raise ConfigurationError("cache must be a mapping of method name to CacheHint")
-    out: dict[str, CacheHint] = {}
-    for method, hint in cache.items():
-        if method not in CACHEABLE_METHODS:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheOptions:
+    """A server's caching hints: ``MCPServer(cache=CacheOptions(...))``.
+
+    ``ttl_ms`` and ``scope`` are the server-wide hint (defaults ``0`` and
+    ``"private"``: they promise nothing, stale at once and never shared across
+    credentials); ``methods`` refines them per cacheable method
+    (``{"tools/list": CacheHint(ttl_ms=300_000, scope="public")}``). A resource's
+    own hint is given where the resource is registered.
+    """
+
+    ttl_ms: int = 0
+    scope: CacheScope = "private"
+    methods: Mapping[str, CacheHint] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_ttl_ms("CacheOptions.ttl_ms", self.ttl_ms)
+        check_cache_scope("CacheOptions.scope", self.scope)
+        if not isinstance(self.methods, Mapping):
             raise ConfigurationError(
-                f"cache[{method!r}]: not a cacheable method; use one of {sorted(CACHEABLE_METHODS)}"
+                "CacheOptions.methods must be a mapping of method name to CacheHint"
             )
-        if not isinstance(hint, CacheHint):
-            raise ConfigurationError(f"cache[{method!r}]: expected a CacheHint, got {hint!r}")
-        out[method] = hint
-    return out
+        for method, hint in self.methods.items():
+            if method not in CACHEABLE_METHODS:
+                raise ConfigurationError(
+                    f"CacheOptions.methods[{method!r}]: not a cacheable method; "
+                    f"use one of {sorted(CACHEABLE_METHODS)}"
+                )
+            if not isinstance(hint, CacheHint):
+                raise ConfigurationError(
+                    f"CacheOptions.methods[{method!r}]: expected a CacheHint, got {hint!r}"
+                )
+        # A copy, read-only: the caller's dict changing later must not change the server.
+        object.__setattr__(self, "methods", MappingProxyType(dict(self.methods)))

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from mcpkit.client import Client
-from mcpkit.client.era_probe import envelope
-from mcpkit.client.input_rounds import MAX_INPUT_ROUNDS
+from mcpkit.client.stateless.discover import envelope
+from mcpkit.client.stateless.input_required import MAX_INPUT_ROUNDS
 from mcpkit.errors import MCPError, PeerTimeout
 from mcpkit.protocol.http_headers import (
     encode_header_value,

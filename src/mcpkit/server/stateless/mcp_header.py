@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..errors import ConfigurationError
-from ..protocol.http_headers import header_annotations
+from ...errors import ConfigurationError
+from ...protocol.http_headers import header_annotations
 
 __all__ = ["McpHeader", "header_problems"]
 

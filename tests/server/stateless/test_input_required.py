@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, InputRoundOptions, MCPServer
 from mcpkit.errors import ConfigurationError
-from mcpkit.server.input_rounds import RequestStateCodec
+from mcpkit.server.stateless.input_required import RequestStateCodec
 from mcpkit.testing import connect
 from tests import schema
 
@@ -226,13 +226,15 @@ def test_state_keys_rotate_and_expire() -> None:
 
 async def test_a_server_configured_key_signs_the_state() -> None:
     key = b"k" * 32
-    server, _ = make_server(request_state_keys=[key])
+    server, _ = make_server(input_rounds=InputRoundOptions(request_state_keys=[key]))
     r1 = (await send(server, call("two_rounds", {"label": "k"}, 1)))["result"]
     assert RequestStateCodec([key], ttl=60).open(r1["requestState"]) is not None
 
 
 async def test_a_state_over_the_limit_ends_the_call_with_a_clear_error() -> None:
-    server = MCPServer(name="mrtr", version="1", request_state_limit=4096)
+    server = MCPServer(
+        name="mrtr", version="1", input_rounds=InputRoundOptions(request_state_limit=4096)
+    )
     finished: list[str] = []
 
     @server.tool
@@ -266,7 +268,7 @@ async def test_a_state_over_the_limit_ends_the_call_with_a_clear_error() -> None
 @pytest.mark.parametrize("limit", [0, 1023, 2.5, "1MB"])
 def test_request_state_limit_is_checked(limit: Any) -> None:
     with pytest.raises(ConfigurationError, match="request_state_limit"):
-        MCPServer(name="s", version="1", request_state_limit=limit)
+        InputRoundOptions(request_state_limit=limit)
 
 
 async def test_an_invalid_answer_in_an_input_round_is_the_same_typed_error() -> None:

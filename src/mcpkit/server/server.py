@@ -2,9 +2,10 @@
 
 The handlers of the MCP methods live in :mod:`.methods`, the middleware chain
 around them in :mod:`.middleware`, the application lifespan in :mod:`.lifespan`.
-Two mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
-conveniences over the transports) and :mod:`.introspection` (Mastra's
-introspection API, ``execute_tool``).
+Three mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
+conveniences over the transports), :mod:`.introspection` (Mastra's
+introspection API, ``execute_tool``) and :mod:`.extension` (``add_method``,
+``add_extension``: the seam capability packages plug into).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..stores.input_rounds import DEFAULT_MAX_PARKED, DEFAULT_MAX_PARKED_PER_PRI
 from .cache_hints import CacheHint, CacheScope, check_cache_option, check_cache_scope, check_ttl_ms
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS
+from .extension import Extension, ServerExtensions
 from .input_rounds import DEFAULT_MAX_STATE, InputRounds
 from .introspection import ServerIntrospection
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
@@ -60,7 +62,7 @@ def _is_protected_resource(auth: object) -> bool:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class MCPServer(ServerIntrospection, ServerRunning):
+class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer(name="Demo", version="1.0.0")
@@ -110,6 +112,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
+        extensions: Sequence[Extension] | None = None,
         auth: ProtectedResource | None = None,
         debug: bool = False,
     ) -> None:
@@ -215,6 +218,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
             remotes=remotes,
         )
         problems: list[str] = list(self._metadata.problems)
+        problems.extend(self._init_extensions(extensions))  # see .extension
         if tools:
             items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
             for key, tool in items:
@@ -528,7 +532,9 @@ class MCPServer(ServerIntrospection, ServerRunning):
         if revision is not None and revision.era == "stateless":
             # ctx.elicit, sampling and roots become input rounds on this era: say so, so that
             # a dual-era client with handlers need not prefer the handshake (envelope.py).
-            caps["extensions"] = {INPUT_ROUNDS_EXTENSION: {}}
+            caps["extensions"] = {INPUT_ROUNDS_EXTENSION: {}, **self.extension_capabilities()}
+        elif self._extension_settings:
+            caps["extensions"] = self.extension_capabilities()
         return caps
 
     def _initialize_result(self, revision: Revision) -> dict[str, Any]:

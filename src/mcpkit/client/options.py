@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ..errors import ConfigurationError
 from ..protocol.versions import REVISIONS
@@ -38,7 +38,9 @@ from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
 __all__ = [
     "DEFAULT_TIMEOUT",
     "SERVER_DEFINITION_OPTIONS",
+    "ClientExtension",
     "ClientOptions",
+    "RequestMetaHook",
     "Trace",
     "option_problems",
 ]
@@ -47,6 +49,21 @@ DEFAULT_TIMEOUT: Final = 60.0
 
 Trace = Callable[[str, Any], None]
 """``trace(direction, message)``: sees every message, ``"sent"`` or ``"received"``."""
+
+RequestMetaHook = Callable[[str, dict[str, Any]], None]
+"""``hook(method, meta)``: changes the ``_meta`` of one outgoing request in place."""
+
+
+class ClientExtension(Protocol):
+    """What a client reads of an extension (``mcpkit.Extension`` is one): its
+    identifier and the hook it runs on each outgoing request's ``_meta``
+    (trace context, opt-ins). Described here, not imported: the server's
+    ``Extension`` lives beside the server, which the client does not know."""
+
+    @property
+    def identifier(self) -> str: ...
+    @property
+    def request_meta(self) -> RequestMetaHook | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +93,7 @@ class ClientOptions:
     cache: ResultCache | bool = True
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_server_requests: int = MAX_SERVER_REQUESTS
+    extensions: tuple[ClientExtension, ...] = ()
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -128,6 +146,15 @@ def option_problems(values: Mapping[str, Any], label: Callable[[str], str] = str
             f"{label('supported_versions')} has unknown protocol versions {unknown}; "
             f"known: {', '.join(ALL_VERSIONS)}"
         )
+    for i, ext in enumerate(values.get("extensions", ())):
+        hook = getattr(ext, "request_meta", None)
+        if not isinstance(getattr(ext, "identifier", None), str) or not (
+            hook is None or callable(hook)
+        ):
+            yield (
+                f"{label('extensions')}[{i}] must be an extension (an identifier and a "
+                f"request_meta hook or None, like mcpkit.Extension), not {type(ext).__name__}"
+            )
     version = values.get("protocol_version")
     if version is not None and version not in supported:
         yield (

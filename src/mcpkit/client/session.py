@@ -38,7 +38,7 @@ from .handlers import (
     ProgressCallback,
     ServerHandlers,
 )
-from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
+from .options import DEFAULT_TIMEOUT, ClientOptions, RequestMetaHook, Trace
 from .session_api import SessionAPI
 from .subscriptions import Listener
 from .transports.base import ClientTransport, SessionExpired
@@ -134,6 +134,10 @@ class ClientSession(SessionAPI):
         self.listener = Listener(self)  # the stateless era's subscriptions/listen
         self._elicitation_modes = options.elicitation_modes
         self._declared = dict(options.capabilities) if options.capabilities else {}
+        # The extensions' hooks on each outgoing request's `_meta` (trace context, opt-ins).
+        self._meta_hooks = tuple(
+            hook for ext in options.extensions if (hook := ext.request_meta) is not None
+        )
         self._capabilities = self.handlers.capabilities(options.elicitation_modes)
         self._capabilities.update(self._declared)
 
@@ -382,6 +386,9 @@ class ClientSession(SessionAPI):
         if _retry and self._reinit_lock is not None and self._reinit_lock.locked():
             async with self._reinit_lock:  # a new session is being made: wait for it
                 pass
+        if self._meta_hooks:
+            # Before the envelope, so that its protocol keys always win over a hook's.
+            params = _hooked(self._meta_hooks, method, params)
         if self.stateless_version is not None:
             params = era_probe.envelope(
                 params,
@@ -549,6 +556,22 @@ class ClientSession(SessionAPI):
             log.debug("connection to %r lost: %s", self.name, exc)
         self._fail_all(exc)
         self.handlers.close()
+
+
+def _hooked(
+    hooks: tuple[RequestMetaHook, ...], method: str, params: dict[str, Any] | None
+) -> dict[str, Any]:
+    """``params`` (copied, never the caller's) with a ``_meta`` the ``hooks`` changed."""
+    out = dict(params) if params else {}
+    meta = out.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    for hook in hooks:
+        hook(method, meta)
+    if meta:
+        out["_meta"] = meta
+    else:
+        out.pop("_meta", None)
+    return out
 
 
 def default_client_info() -> dict[str, Any]:

@@ -35,15 +35,18 @@ PACKAGE = "mcpkit"
 # Lowest first. Each inner tuple is one layer; the names in it are *siblings*: a
 # module may import its own group (the first part of its name below ``mcpkit``) and any
 # group of a lower layer, never a sibling group of the same layer or a higher layer.
-# ``errors`` and ``loops`` are tiny leaves that anything may use. ``stores`` lands with
-# issue 11 (session table, event store, input-round store behind small protocols); it is
-# listed now so the rule holds as soon as it exists.
+# ``errors`` and ``loops`` are tiny leaves that anything may use. The capability packages
+# (docs/architecture.md, "Where new capabilities go") sit beside ``adapters`` and
+# ``workflow``: they build on the server and client through their public seams (the
+# Extension contract, middleware, the client session) and the core never names them.
+# ``compose``, ``observability`` and ``middleware`` are listed before they exist, so the
+# rule holds from their first module.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "loops", "stdio_process", "framing", "_version"),
     ("protocol",),
     ("stores", "auth"),
     ("server", "client"),
-    ("adapters", "workflow"),
+    ("adapters", "workflow", "extensions", "compose", "observability", "middleware"),
     ("transports",),
     ("cli", "testing", "__main__"),
 )

@@ -23,6 +23,7 @@ EXPECTED_ALL = [
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
+    "Extension",
     "Forbidden",
     "Image",
     "InputRoundStore",

@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidParams": "mcpkit.errors",
     "ResourceNotFound": "mcpkit.errors",
     "Forbidden": "mcpkit.errors",
+    "Extension": "mcpkit.server.extension",
     "MiddlewareContext": "mcpkit.server.middleware",
     "Middleware": "mcpkit.server.middleware",
     "CallNext": "mcpkit.server.middleware",
@@ -84,6 +85,7 @@ __all__ = [
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
+    "Extension",
     "Forbidden",
     "Image",
     "InputRoundStore",
@@ -185,6 +187,7 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.extension import Extension
     from .server.lifespan import LifespanError
     from .server.mcp_header import McpHeader
     from .server.metadata import Package, Remote, Repository, ServerJsonError

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from ..errors import ConfigurationError
 from ..protocol.versions import REVISIONS
@@ -33,6 +33,7 @@ from .handlers import (
     RootsSpec,
     SamplingHandler,
 )
+from .request_meta import ClientExtension, RequestMetaHook
 from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
 
 __all__ = [
@@ -49,21 +50,6 @@ DEFAULT_TIMEOUT: Final = 60.0
 
 Trace = Callable[[str, Any], None]
 """``trace(direction, message)``: sees every message, ``"sent"`` or ``"received"``."""
-
-RequestMetaHook = Callable[[str, dict[str, Any]], None]
-"""``hook(method, meta)``: changes the ``_meta`` of one outgoing request in place."""
-
-
-class ClientExtension(Protocol):
-    """What a client reads of an extension (``mcpkit.Extension`` is one): its
-    identifier and the hook it runs on each outgoing request's ``_meta``
-    (trace context, opt-ins). Described here, not imported: the server's
-    ``Extension`` lives beside the server, which the client does not know."""
-
-    @property
-    def identifier(self) -> str: ...
-    @property
-    def request_meta(self) -> RequestMetaHook | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,7 +38,8 @@ from .handlers import (
     ProgressCallback,
     ServerHandlers,
 )
-from .options import DEFAULT_TIMEOUT, ClientOptions, RequestMetaHook, Trace
+from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
+from .request_meta import with_request_meta
 from .session_api import SessionAPI
 from .subscriptions import Listener
 from .transports.base import ClientTransport, SessionExpired
@@ -388,7 +389,7 @@ class ClientSession(SessionAPI):
                 pass
         if self._meta_hooks:
             # Before the envelope, so that its protocol keys always win over a hook's.
-            params = _hooked(self._meta_hooks, method, params)
+            params = with_request_meta(self._meta_hooks, method, params)
         if self.stateless_version is not None:
             params = era_probe.envelope(
                 params,
@@ -556,22 +557,6 @@ class ClientSession(SessionAPI):
             log.debug("connection to %r lost: %s", self.name, exc)
         self._fail_all(exc)
         self.handlers.close()
-
-
-def _hooked(
-    hooks: tuple[RequestMetaHook, ...], method: str, params: dict[str, Any] | None
-) -> dict[str, Any]:
-    """``params`` (copied, never the caller's) with a ``_meta`` the ``hooks`` changed."""
-    out = dict(params) if params else {}
-    meta = out.get("_meta")
-    meta = dict(meta) if isinstance(meta, dict) else {}
-    for hook in hooks:
-        hook(method, meta)
-    if meta:
-        out["_meta"] = meta
-    else:
-        out.pop("_meta", None)
-    return out
 
 
 def default_client_info() -> dict[str, Any]:

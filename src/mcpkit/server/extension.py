@@ -86,8 +86,8 @@ def identifier_problem(identifier: object) -> str | None:
 def _is_async(fn: object) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(type(fn), "__call__", None)  # an object with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
+    # An object whose class has an async __call__ (a handler with state of its own).
+    return callable(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def method_problem(name: object, handler: object) -> str | None:
@@ -171,7 +171,9 @@ def method_handler(handler: MethodHandler) -> Handler:
         finally:
             _current.reset(token)
         if type(result) is not dict:
-            raise TypeError(f"the handler of {req.method} returned {type(result).__name__}, not a dict")
+            raise TypeError(
+                f"the handler of {req.method} returned {type(result).__name__}, not a dict"
+            )
         return result
 
     return serve
@@ -229,7 +231,7 @@ class ServerExtensions:
         The specification's own method names (every revision) and names taken
         already are refused with :class:`~mcpkit.errors.RegistrationError`.
         """
-        problem = self._method_taken(name) or method_problem(name, handler)
+        problem = method_problem(name, handler) or self._method_taken(name)
         if problem is not None:
             raise RegistrationError([problem])
         self._install(name, handler, "add_method")
@@ -249,8 +251,8 @@ class ServerExtensions:
             )
         ident = extension.identifier
         problems: list[str] = []
-        if ident in self._extensions:
-            problems.append(f"extension {ident!r} is added twice")
+        if ident in self._extensions:  # its methods clash too, needless to say
+            raise RegistrationError([f"extension {ident!r} is added twice"])
         for name in extension.methods:
             taken = self._method_taken(name)
             if taken is not None:

@@ -84,14 +84,14 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.running", "mcpkit.transports.asgi", "type"): (
         "http_app()/sse_app() return the ASGI app type"
     ),
-    # Agent adapters register themselves (server.agents.register_agent_adapter); the core
-    # only knows their module names, to import one the first time its kind of agent is
-    # registered, so MCPServer(agents={...}) works with no import by the user.
-    ("mcpkit.server.agents", "mcpkit.adapters.pydantic_ai", "by-name"): (
-        "a pydantic_ai.Agent in MCPServer(agents=...) loads the pydantic-ai adapter"
+    # The agents and workflows of MCPServer(agents=..., workflows=...) become tools built
+    # beside their adapters and engine; the core imports the builder on first use, so
+    # that the option works with no import by the user.
+    ("mcpkit.server.server", "mcpkit.adapters.agents", "function"): (
+        "MCPServer(agents=...) builds ask_* tools with mcpkit.adapters.agents"
     ),
-    ("mcpkit.server.agents", "mcpkit.adapters.langchain", "by-name"): (
-        "an object with ainvoke/run in MCPServer(agents=...) loads the LangChain adapter"
+    ("mcpkit.server.server", "mcpkit.workflow.tool", "function"): (
+        "MCPServer(workflows=...) builds run_* tools with mcpkit.workflow.tool"
     ),
 }
 

@@ -53,8 +53,8 @@ _EXPORTS: dict[str, str] = {
     "Client": "mcpkit.client.client",
     "ClientSession": "mcpkit.client.session",
     "MCPClient": "mcpkit.client.mcp_client",
-    "AgentResponse": "mcpkit.server.agents",
-    "as_agent": "mcpkit.server.agents",
+    "AgentResponse": "mcpkit.adapters.agents",
+    "as_agent": "mcpkit.adapters.agents",
     "Workflow": "mcpkit.workflow.engine",
     "Step": "mcpkit.workflow.steps",
     "StepContext": "mcpkit.workflow.steps",
@@ -156,6 +156,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     __version__: str
+    from .adapters.agents import AgentResponse, as_agent
     from .client.client import Client
     from .client.mcp_client import MCPClient
     from .client.session import ClientSession
@@ -175,7 +176,6 @@ if TYPE_CHECKING:
         ToolCallError,
         ToolError,
     )
-    from .server.agents import AgentResponse, as_agent
     from .server.cache_hints import CacheHint
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context

@@ -243,12 +243,12 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
             problems.extend(collect(self, components))
         # Derived tools come last: an explicit tool of the same name wins (Mastra's rule).
         if agents:
-            from .agents import agent_tool
+            from ..adapters.agents import agent_tool
 
             for key, agent in agents.items():
                 self._add_derived(problems, "agent", key, functools.partial(agent_tool, key, agent))
         if workflows:
-            from .workflows import workflow_tool
+            from ..workflow.tool import workflow_tool
 
             for key, wf in workflows.items():
                 self._add_derived(

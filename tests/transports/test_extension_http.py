@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
-from mcpkit import Context, Extension, MCPServer
+from mcpkit import Client, Context, Extension, MCPServer
 from mcpkit.errors import METHOD_NOT_FOUND
 from tests.transports.conftest import HTTPClient
 from tests.transports.test_streamable_http_2026 import post, request
@@ -51,3 +52,12 @@ async def test_a_handshake_session_reaches_the_added_method(
     ans = await client.request("example/shout", {"text": "yo"})
     assert ans.status == 200
     assert ans.result == {"text": "YO", "era": "handshake"}
+
+
+@pytest.mark.no_schema_check  # the client's request for the added method is in no schema
+async def test_legacy_sse_reaches_the_added_method(serve_app: Any) -> None:
+    base = await serve_app(shouting_server().sse_app())
+    async with Client(url=base + "/sse", http_transport="sse", timeout=10) as client:
+        assert client.server_capabilities["extensions"] == {"com.example/shout": {"maxLength": 140}}
+        result = await client.request("example/shout", {"text": "sse"})
+    assert result == {"text": "SSE", "era": "handshake"}

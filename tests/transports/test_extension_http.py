@@ -1,4 +1,4 @@
-"""An extension over a real socket: its method and its settings on Streamable HTTP, both eras."""
+"""An extension over real sockets: its method and settings on Streamable HTTP (both eras), legacy SSE."""
 
 from __future__ import annotations
 

@@ -106,10 +106,12 @@ def test_every_problem_of_an_extension_is_raised_at_once() -> None:
         Extension(
             identifier="nope",
             methods={"tools/call": echo, "example/sync": not_async},  # type: ignore[dict-item]
+            settings={"when": object()},
             lifespan="soon",  # type: ignore[arg-type]
         )
     text = str(caught.value)
-    assert len(caught.value.problems) == 4, caught.value.problems
+    assert len(caught.value.problems) == 5, caught.value.problems
+    assert "settings are not JSON" in text
     assert "'nope'" in text and "'tools/call'" in text and "'example/sync'" in text
     assert "lifespan must be callable" in text
 

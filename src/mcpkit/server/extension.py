@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
+
 from ..errors import RegistrationError
 from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.method_names import reserved_method_problem
@@ -102,7 +104,8 @@ def method_problem(name: object, handler: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# eq=False: an extension is its object (it holds functions), hashable by identity.
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Extension:
     """One extension's contributions to a server (and the client hook it brings).
 
@@ -138,6 +141,11 @@ class Extension:
             isinstance(k, str) for k in self.settings
         ):
             problems.append(f"extension {label}: settings must be a JSON object (a dict)")
+        else:
+            try:  # sent in every initialize and server/discover result: JSON, checked now
+                orjson.dumps(dict(self.settings))
+            except TypeError as exc:
+                problems.append(f"extension {label}: settings are not JSON: {exc}")
         if isinstance(self.methods, Mapping):
             for name, handler in self.methods.items():
                 problem = method_problem(name, handler)

@@ -26,10 +26,10 @@ are the server's own.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -67,7 +67,11 @@ RequestMetaHook = Callable[[str, dict[str, Any]], None]
 # allowed for a bare `_meta` key, but names no extension.
 _LABEL: Final = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _NAME: Final = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_IDENTIFIER: Final = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/{_NAME}")
+
+
+@functools.cache
+def _identifier() -> re.Pattern[str]:  # compiled on first use: not at every server's import
+    return re.compile(rf"{_LABEL}(?:\.{_LABEL})*/{_NAME}")
 
 
 def identifier_problem(identifier: object) -> str | None:
@@ -76,7 +80,7 @@ def identifier_problem(identifier: object) -> str | None:
         return f"an extension identifier must be a string, not {type(identifier).__name__}"
     if identifier == INPUT_ROUNDS_EXTENSION:
         return f"extension identifier {identifier!r} is mcpkit's own (input rounds)"
-    if _IDENTIFIER.fullmatch(identifier) is None:
+    if _identifier().fullmatch(identifier) is None:
         return (
             f"extension identifier {identifier!r} must be 'prefix/name' with a reverse-DNS "
             "prefix (labels of letters, digits and '-', starting with a letter), e.g. "
@@ -104,14 +108,12 @@ def method_problem(name: object, handler: object) -> str | None:
     return None
 
 
-# eq=False: an extension is its object (it holds functions), hashable by identity.
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Extension:
     """One extension's contributions to a server (and the client hook it brings).
 
     >>> async def echo(params, ctx):
     ...     return {"echo": params.get("text")}
-    >>> ext = Extension(identifier="com.example/echo", settings={"v": 1}, methods={"example/echo": echo})
+    >>> ext = Extension(identifier="com.example/echo", methods={"example/echo": echo})
 
     ``settings`` is advertised as ``capabilities.extensions[identifier]`` (an
     empty object: supported, no settings). ``methods`` maps additional method
@@ -122,50 +124,92 @@ class Extension:
     ``request_meta(method, meta)`` on every request it sends, before the
     2026-07-28 envelope is added (the envelope's own keys always win).
     Problems are raised together as :class:`~mcpkit.errors.RegistrationError`.
+
+    Frozen, with these fields only (the set of contributions is closed), and
+    equal only to itself (it holds functions). Written out rather than a
+    dataclass: every server imports this module, and building a dataclass
+    costs more start-up time than the whole rest of the module.
     """
 
-    identifier: str
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    methods: Mapping[str, MethodHandler] = field(default_factory=dict)
-    middleware: Sequence[Middleware] = ()
-    lifespan: LifespanFactory | None = None
-    request_meta: RequestMetaHook | None = None
+    __slots__ = ("identifier", "lifespan", "methods", "middleware", "request_meta", "settings")
 
-    def __post_init__(self) -> None:
-        problems: list[str] = []
-        label = self.identifier if isinstance(self.identifier, str) else repr(self.identifier)
-        problem = identifier_problem(self.identifier)
-        if problem is not None:
-            problems.append(problem)
-        if not isinstance(self.settings, Mapping) or not all(
-            isinstance(k, str) for k in self.settings
-        ):
-            problems.append(f"extension {label}: settings must be a JSON object (a dict)")
-        else:
-            try:  # sent in every initialize and server/discover result: JSON, checked now
-                orjson.dumps(dict(self.settings))
-            except TypeError as exc:
-                problems.append(f"extension {label}: settings are not JSON: {exc}")
-        if isinstance(self.methods, Mapping):
-            for name, handler in self.methods.items():
-                problem = method_problem(name, handler)
-                if problem is not None:
-                    problems.append(f"extension {label}: {problem}")
-        else:
-            problems.append(f"extension {label}: methods must map names to handlers")
-        if isinstance(self.middleware, str | bytes) or not isinstance(self.middleware, Sequence):
-            problems.append(f"extension {label}: middleware must be a list of functions")
-        elif not all(callable(mw) for mw in self.middleware):
-            problems.append(f"extension {label}: every middleware must be callable")
-        for hook in ("lifespan", "request_meta"):
-            if getattr(self, hook) is not None and not callable(getattr(self, hook)):
-                problems.append(f"extension {label}: {hook} must be callable")
+    identifier: str
+    settings: Mapping[str, Any]
+    methods: Mapping[str, MethodHandler]
+    middleware: tuple[Middleware, ...]
+    lifespan: LifespanFactory | None
+    request_meta: RequestMetaHook | None
+
+    def __init__(
+        self,
+        *,
+        identifier: str,
+        settings: Mapping[str, Any] | None = None,
+        methods: Mapping[str, MethodHandler] | None = None,
+        middleware: Sequence[Middleware] = (),
+        lifespan: LifespanFactory | None = None,
+        request_meta: RequestMetaHook | None = None,
+    ) -> None:
+        settings = {} if settings is None else settings
+        methods = {} if methods is None else methods
+        problems = _problems(identifier, settings, methods, middleware, lifespan, request_meta)
         if problems:
             raise RegistrationError(problems)
-        # Frozen, and what it holds with it: copies the caller cannot change afterwards.
-        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
-        object.__setattr__(self, "methods", MappingProxyType(dict(self.methods)))
-        object.__setattr__(self, "middleware", tuple(self.middleware))
+        # Copies the caller cannot change afterwards.
+        put = object.__setattr__
+        put(self, "identifier", identifier)
+        put(self, "settings", MappingProxyType(dict(settings)))
+        put(self, "methods", MappingProxyType(dict(methods)))
+        put(self, "middleware", tuple(middleware))
+        put(self, "lifespan", lifespan)
+        put(self, "request_meta", request_meta)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Extension is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Extension is frozen: cannot delete {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Extension(identifier={self.identifier!r}, methods={sorted(self.methods)})"
+
+
+def _problems(
+    identifier: object,
+    settings: object,
+    methods: object,
+    middleware: object,
+    lifespan: object,
+    request_meta: object,
+) -> list[str]:
+    """Everything wrong with an extension's fields, one sentence each."""
+    problems: list[str] = []
+    label = identifier if isinstance(identifier, str) else repr(identifier)
+    problem = identifier_problem(identifier)
+    if problem is not None:
+        problems.append(problem)
+    if not isinstance(settings, Mapping) or not all(isinstance(k, str) for k in settings):
+        problems.append(f"extension {label}: settings must be a JSON object (a dict)")
+    else:
+        try:  # sent in every initialize and server/discover result: JSON, checked now
+            orjson.dumps(dict(settings))
+        except TypeError as exc:
+            problems.append(f"extension {label}: settings are not JSON: {exc}")
+    if isinstance(methods, Mapping):
+        for name, handler in methods.items():
+            problem = method_problem(name, handler)
+            if problem is not None:
+                problems.append(f"extension {label}: {problem}")
+    else:
+        problems.append(f"extension {label}: methods must map names to handlers")
+    if isinstance(middleware, str | bytes) or not isinstance(middleware, Sequence):
+        problems.append(f"extension {label}: middleware must be a list of functions")
+    elif not all(callable(mw) for mw in middleware):
+        problems.append(f"extension {label}: every middleware must be callable")
+    for hook, value in (("lifespan", lifespan), ("request_meta", request_meta)):
+        if value is not None and not callable(value):
+            problems.append(f"extension {label}: {hook} must be callable")
+    return problems
 
 
 def method_handler(handler: MethodHandler) -> Handler:

@@ -35,15 +35,18 @@ PACKAGE = "mcpkit"
 # Lowest first. Each inner tuple is one layer; the names in it are *siblings*: a
 # module may import its own group (the first part of its name below ``mcpkit``) and any
 # group of a lower layer, never a sibling group of the same layer or a higher layer.
-# ``errors`` and ``loops`` are tiny leaves that anything may use. ``stores`` lands with
-# issue 11 (session table, event store, input-round store behind small protocols); it is
-# listed now so the rule holds as soon as it exists.
+# ``errors`` and ``loops`` are tiny leaves that anything may use. The capability packages
+# (docs/architecture.md, "Where new capabilities go") sit beside ``adapters`` and
+# ``workflow``: they build on the server and client through their public seams (the
+# Extension contract, middleware, the client session) and the core never names them.
+# ``compose``, ``observability`` and ``middleware`` are listed before they exist, so the
+# rule holds from their first module.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "loops", "stdio_process", "framing", "_version"),
     ("protocol",),
     ("stores", "auth"),
     ("server", "client"),
-    ("adapters", "workflow"),
+    ("adapters", "workflow", "extensions", "compose", "observability", "middleware"),
     ("transports",),
     ("cli", "testing", "__main__"),
 )
@@ -90,14 +93,14 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.running", "mcpkit.transports.streamable_http", "type"): (
         "server.streamable_http_transport is the StreamableHTTPApp serving it"
     ),
-    # Agent adapters register themselves (server.agents.register_agent_adapter); the core
-    # only knows their module names, to import one the first time its kind of agent is
-    # registered, so MCPServer(agents={...}) works with no import by the user.
-    ("mcpkit.server.agents", "mcpkit.adapters.pydantic_ai", "by-name"): (
-        "a pydantic_ai.Agent in MCPServer(agents=...) loads the pydantic-ai adapter"
+    # The agents and workflows of MCPServer(agents=..., workflows=...) become tools built
+    # beside their adapters and engine; the core imports the builder on first use, so
+    # that the option works with no import by the user.
+    ("mcpkit.server.server", "mcpkit.adapters.agents", "function"): (
+        "MCPServer(agents=...) builds ask_* tools with mcpkit.adapters.agents"
     ),
-    ("mcpkit.server.agents", "mcpkit.adapters.langchain", "by-name"): (
-        "an object with ainvoke/run in MCPServer(agents=...) loads the LangChain adapter"
+    ("mcpkit.server.server", "mcpkit.workflow.tool", "function"): (
+        "MCPServer(workflows=...) builds run_* tools with mcpkit.workflow.tool"
     ),
 }
 

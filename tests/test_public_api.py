@@ -24,6 +24,7 @@ EXPECTED_ALL = [
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
+    "Extension",
     "Forbidden",
     "Image",
     "InputRoundOptions",

@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidParams": "mcpkit.errors",
     "ResourceNotFound": "mcpkit.errors",
     "Forbidden": "mcpkit.errors",
+    "Extension": "mcpkit.server.extension",
     "MiddlewareContext": "mcpkit.server.middleware",
     "Middleware": "mcpkit.server.middleware",
     "CallNext": "mcpkit.server.middleware",
@@ -55,8 +56,8 @@ _EXPORTS: dict[str, str] = {
     "Client": "mcpkit.client.client",
     "ClientSession": "mcpkit.client.session",
     "MCPClient": "mcpkit.client.mcp_client",
-    "AgentResponse": "mcpkit.server.agents",
-    "as_agent": "mcpkit.server.agents",
+    "AgentResponse": "mcpkit.adapters.agents",
+    "as_agent": "mcpkit.adapters.agents",
     "Workflow": "mcpkit.workflow.engine",
     "Step": "mcpkit.workflow.steps",
     "StepContext": "mcpkit.workflow.steps",
@@ -89,6 +90,7 @@ __all__ = [
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
+    "Extension",
     "Forbidden",
     "Image",
     "InputRoundOptions",
@@ -162,6 +164,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     __version__: str
+    from .adapters.agents import AgentResponse, as_agent
     from .client.client import Client
     from .client.mcp_client import MCPClient
     from .client.session import ClientSession
@@ -181,7 +184,6 @@ if TYPE_CHECKING:
         ToolCallError,
         ToolError,
     )
-    from .server.agents import AgentResponse, as_agent
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
     from .server.declarative import (
@@ -192,6 +194,7 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.extension import Extension
     from .server.lifespan import LifespanError
     from .server.limits import ServerLimits
     from .server.metadata import Package, Remote, Repository, ServerJsonError, ServerMetadata

@@ -17,9 +17,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..server.agents import AgentResponse, agent_reply, jsonable, register_agent_adapter
-from ..server.content import dump_text
+from ..server.content import dump_text, jsonable
 from ..server.context import Context, current_context, run_sync
+from .base import AgentResponse, agent_reply, register_agent_adapter
 
 __all__ = ["RunnableAgent", "default_input"]
 

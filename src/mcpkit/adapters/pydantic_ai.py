@@ -43,9 +43,9 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.settings import ModelSettings
 
 from ..errors import CapabilityError
-from ..server.agents import AgentResponse, jsonable, register_agent_adapter
-from ..server.content import dump_text
+from ..server.content import dump_text, jsonable
 from ..server.context import Context, current_context
+from .base import AgentResponse, register_agent_adapter
 
 __all__ = ["PydanticAIAgent", "SamplingModel"]
 

@@ -38,7 +38,7 @@ from .handlers import (
     RootsSpec,
     SamplingHandler,
 )
-from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
+from .options import DEFAULT_TIMEOUT, ClientExtension, ClientOptions, Trace
 from .session import ClientSession
 from .session_api import SessionAPI
 from .stateless import discover
@@ -124,6 +124,7 @@ class Client(SessionAPI):
         cache: ResultCache | bool = True,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         max_server_requests: int = MAX_SERVER_REQUESTS,
+        extensions: Sequence[ClientExtension] = (),
     ) -> None:
         chosen = [
             k
@@ -187,6 +188,7 @@ class Client(SessionAPI):
             cache=cache,
             max_message_size=max_message_size,
             max_server_requests=max_server_requests,
+            extensions=tuple(extensions),
         )
         self._session: ClientSession | None = None
 

@@ -32,13 +32,16 @@ from .handlers import (
     RootsSpec,
     SamplingHandler,
 )
+from .request_meta import ClientExtension, RequestMetaHook
 from .stateless.discover import ALL_VERSIONS, is_stateless
 from .transports.base import DEFAULT_MAX_MESSAGE_SIZE, message_size_problem
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "SERVER_DEFINITION_OPTIONS",
+    "ClientExtension",
     "ClientOptions",
+    "RequestMetaHook",
     "Trace",
     "option_problems",
 ]
@@ -76,6 +79,7 @@ class ClientOptions:
     cache: ResultCache | bool = True
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_server_requests: int = MAX_SERVER_REQUESTS
+    extensions: tuple[ClientExtension, ...] = ()
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -128,6 +132,15 @@ def option_problems(values: Mapping[str, Any], label: Callable[[str], str] = str
             f"{label('supported_versions')} has unknown protocol versions {unknown}; "
             f"known: {', '.join(ALL_VERSIONS)}"
         )
+    for i, ext in enumerate(values.get("extensions", ())):
+        hook = getattr(ext, "request_meta", None)
+        if not isinstance(getattr(ext, "identifier", None), str) or not (
+            hook is None or callable(hook)
+        ):
+            yield (
+                f"{label('extensions')}[{i}] must be an extension (an identifier and a "
+                f"request_meta hook or None, like mcpkit.Extension), not {type(ext).__name__}"
+            )
     version = values.get("protocol_version")
     if version is not None and version not in supported:
         yield (

@@ -38,6 +38,7 @@ from .handlers import (
     ServerHandlers,
 )
 from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
+from .request_meta import with_request_meta
 from .session_api import SessionAPI
 from .stateless import discover
 from .stateless.listen import Listener
@@ -134,6 +135,10 @@ class ClientSession(SessionAPI):
         self.listener = Listener(self)  # the stateless era's subscriptions/listen
         self._elicitation_modes = options.elicitation_modes
         self._declared = dict(options.capabilities) if options.capabilities else {}
+        # The extensions' hooks on each outgoing request's `_meta` (trace context, opt-ins).
+        self._meta_hooks = tuple(
+            hook for ext in options.extensions if (hook := ext.request_meta) is not None
+        )
         self._capabilities = self.handlers.capabilities(options.elicitation_modes)
         self._capabilities.update(self._declared)
 
@@ -382,6 +387,9 @@ class ClientSession(SessionAPI):
         if _retry and self._reinit_lock is not None and self._reinit_lock.locked():
             async with self._reinit_lock:  # a new session is being made: wait for it
                 pass
+        if self._meta_hooks:
+            # Before the envelope, so that its protocol keys always win over a hook's.
+            params = with_request_meta(self._meta_hooks, method, params)
         if self.stateless_version is not None:
             params = discover.envelope(
                 params,

@@ -253,3 +253,21 @@ def shape_result(result: dict[str, Any], revision: Revision) -> dict[str, Any]:
     if isinstance(content, list):
         out["content"] = [shape_content(b, revision) if isinstance(b, dict) else b for b in content]
     return out
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (pydantic models, dataclasses and the like dumped)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    # Imported here: the server core starts without pydantic (see .lazy_pydantic); the
+    # callers (agents and workflows as tools) have loaded it already.
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    try:
+        return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value, fallback=str)

@@ -17,6 +17,11 @@ by the last, so the resource is opened once.
 A lifespan that raises while starting stops the server: the error is raised
 again as :class:`LifespanError`, which names the server and the cause (and an
 ASGI server reports it as ``lifespan.startup.failed``).
+
+Extensions (:mod:`.extension`) bring lifespans of their own: they are entered
+first, in the order the extensions were added, and the server's own lifespan
+inside them (so it may use what they opened); they exit in reverse order.
+What they yield is not the server's ``lifespan_state``.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ NOT_RUNNING: Any = _NotRunning()
 class Lifespan:
     """Enters ``factory(server)`` for the first user and exits it after the last."""
 
-    __slots__ = ("_cm", "_factory", "_server", "_users", "state")
+    __slots__ = ("_cm", "_factory", "_server", "_users", "around", "state")
 
     def __init__(self, server: MCPServer, factory: LifespanFactory | None) -> None:
         if factory is not None and not callable(factory):
@@ -65,6 +70,8 @@ class Lifespan:
         self._users = 0
         self._cm: AbstractAsyncContextManager[Any] | None = None
         self.state: Any = None if factory is None else NOT_RUNNING
+        # (label, factory) of the extensions' lifespans, entered around the server's own.
+        self.around: list[tuple[str, LifespanFactory]] = []
 
     @property
     def running(self) -> bool:
@@ -80,27 +87,38 @@ class Lifespan:
 
     async def enter(self) -> None:
         self._users += 1
-        if self._users > 1 or self._factory is None:
+        if self._users > 1 or (self._factory is None and not self.around):
             return
-        name = self._server.name
+        stack = contextlib.AsyncExitStack()
+        what = f"the lifespan of server {self._server.name!r}"
         try:
-            cm = self._factory(self._server)
-            if not hasattr(cm, "__aenter__"):
-                raise ConfigurationError(
-                    f"lifespan({name!r}) returned {type(cm).__name__}, not an async context "
-                    "manager; decorate the function with @contextlib.asynccontextmanager"
-                )
-            state = await cm.__aenter__()
+            for label, factory in self.around:
+                what = f"the lifespan of extension {label!r} of server {self._server.name!r}"
+                cm = self._open(factory, f"the lifespan of extension {label!r}")
+                await stack.enter_async_context(cm)
+            state = None
+            if self._factory is not None:
+                what = f"the lifespan of server {self._server.name!r}"
+                cm = self._open(self._factory, f"lifespan({self._server.name!r})")
+                state = await stack.enter_async_context(cm)
         except BaseException as exc:
             self._users -= 1
+            await stack.aclose()
             if not isinstance(exc, Exception):
                 raise
-            log.error("the lifespan of server %r failed to start: %r", name, exc)
-            raise LifespanError(
-                f"the lifespan of server {name!r} failed to start: {type(exc).__name__}: {exc}"
-            ) from exc
-        self._cm = cm
+            log.error("%s failed to start: %r", what, exc)
+            raise LifespanError(f"{what} failed to start: {type(exc).__name__}: {exc}") from exc
+        self._cm = stack
         self.state = state
+
+    def _open(self, factory: LifespanFactory, what: str) -> AbstractAsyncContextManager[Any]:
+        cm = factory(self._server)
+        if not hasattr(cm, "__aenter__"):
+            raise ConfigurationError(
+                f"{what} returned {type(cm).__name__}, not an async context manager; "
+                "decorate the function with @contextlib.asynccontextmanager"
+            )
+        return cm
 
     async def exit(self) -> None:
         self._users -= 1
@@ -110,4 +128,4 @@ class Lifespan:
         try:
             await cm.__aexit__(None, None, None)
         finally:
-            self.state = NOT_RUNNING
+            self.state = None if self._factory is None else NOT_RUNNING

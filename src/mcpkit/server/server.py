@@ -2,9 +2,10 @@
 
 The handlers of the MCP methods live in :mod:`.methods`, the middleware chain
 around them in :mod:`.middleware`, the application lifespan in :mod:`.lifespan`.
-Two mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
-conveniences over the transports) and :mod:`.introspection` (Mastra's
-introspection API, ``execute_tool``).
+Three mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
+conveniences over the transports), :mod:`.introspection` (Mastra's
+introspection API, ``execute_tool``) and :mod:`.extension` (``add_method``,
+``add_extension``: the seam capability packages plug into).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..stores import Store
 from ..stores.input_required import ParkedTable
 from .completions import CompletionRegistry
 from .context import LOG_LEVELS
+from .extension import Extension, ServerExtensions
 from .introspection import ServerIntrospection
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
 from .limits import ServerLimits
@@ -60,7 +62,7 @@ def _is_protected_resource(auth: object) -> bool:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class MCPServer(ServerIntrospection, ServerRunning):
+class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer(name="Demo", version="1.0.0")
@@ -95,6 +97,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         store: Store | None = None,
         middleware: Sequence[Middleware] | None = None,
         lifespan: LifespanFactory | None = None,
+        extensions: Sequence[Extension] | None = None,
         auth: ProtectedResource | None = None,
         debug: bool = False,
     ) -> None:
@@ -199,6 +202,7 @@ class MCPServer(ServerIntrospection, ServerRunning):
         # Mastra's registry metadata (see .metadata); the id is final once made.
         self._metadata = metadata if metadata is not None else ServerMetadata()
         problems: list[str] = list(self._metadata.problems)
+        problems.extend(self._init_extensions(extensions))  # see .extension
         if tools:
             items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
             for key, tool in items:
@@ -223,12 +227,12 @@ class MCPServer(ServerIntrospection, ServerRunning):
             problems.extend(collect(self, components))
         # Derived tools come last: an explicit tool of the same name wins (Mastra's rule).
         if agents:
-            from .agents import agent_tool
+            from ..adapters.agents import agent_tool
 
             for key, agent in agents.items():
                 self._add_derived(problems, "agent", key, functools.partial(agent_tool, key, agent))
         if workflows:
-            from .workflows import workflow_tool
+            from ..workflow.tool import workflow_tool
 
             for key, wf in workflows.items():
                 self._add_derived(
@@ -512,7 +516,9 @@ class MCPServer(ServerIntrospection, ServerRunning):
         if revision is not None and revision.era == "stateless":
             # ctx.elicit, sampling and roots become input rounds on this era: say so, so that
             # a dual-era client with handlers need not prefer the handshake (envelope.py).
-            caps["extensions"] = {INPUT_ROUNDS_EXTENSION: {}}
+            caps["extensions"] = {INPUT_ROUNDS_EXTENSION: {}, **self.extension_capabilities()}
+        elif self._extension_settings:
+            caps["extensions"] = self.extension_capabilities()
         return caps
 
     def _initialize_result(self, revision: Revision) -> dict[str, Any]:

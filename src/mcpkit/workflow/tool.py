@@ -14,9 +14,11 @@ an ``input_schema`` (a pydantic model or a JSON-Schema dict) and an async
 ``run(input)`` works; it gets the validated input (a model instance, or a
 dict) and its return value is reported as the ``result``.
 
-The workflow engine (:mod:`mcpkit.workflow`) builds on the server, so this
-module does not import it: a native workflow is recognised by its shape
-(:class:`SteppedWorkflow`), which is what lets its runs report progress per step.
+It lives beside the workflow engine (:mod:`mcpkit.workflow`) and, like the
+agent adapters, builds on the server core's public seams (a ``ToolDefinition``
+the server adds); ``MCPServer(workflows=...)`` imports it on first use. A native
+workflow is recognised by its shape (:class:`SteppedWorkflow`), not its class,
+which is what lets its runs report progress per step.
 """
 
 from __future__ import annotations
@@ -29,10 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, TypeAdapter
 
 from ..errors import ConfigurationError, tool_error_text
-from .agents import jsonable
-from .content import ToolResult
-from .context import Context, run_sync
-from .tools import ToolDefinition, create_tool
+from ..server.content import ToolResult, jsonable
+from ..server.context import Context, run_sync
+from ..server.tools import ToolDefinition, create_tool
 
 __all__ = ["RUN_SCHEMA", "SteppedWorkflow", "tool_name_for_workflow", "workflow_tool"]
 

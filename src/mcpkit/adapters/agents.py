@@ -8,12 +8,13 @@ a ``pydantic_ai.Agent`` (:mod:`mcpkit.adapters.pydantic_ai`) and objects with
 (:mod:`mcpkit.adapters.langchain`). The adapters import their framework only
 when such an object is registered; the frameworks are optional extras.
 
-Dependencies point one way (``docs/architecture.md``): the adapters build on
-this module, so this module never imports them. Each adapter module calls
-:func:`register_agent_adapter` when it is imported; :func:`as_agent` knows only
-how to *recognise* a framework's objects (cheaply, without importing the
-framework) and the adapter module's name, which it imports the first time such
-an object is registered.
+It lives beside the framework adapters and builds on the server core's public
+seams (a ``ToolDefinition`` the server adds); ``MCPServer(agents=...)`` imports
+it on first use. The framework adapters build on this module, which imports
+none of them at load: each calls :func:`register_agent_adapter` when it is
+imported; :func:`as_agent` knows only how to *recognise* a framework's objects
+(cheaply, without importing the framework) and the adapter module's name, which
+it imports the first time such an object is registered.
 
 The tool's input is ``{"message": string}``; its result is the agent's reply
 as one JSON object (``text`` is the answer, other fields are whatever the
@@ -27,22 +28,26 @@ through :func:`mcpkit.current_context` (Mastra's ``mcp.extra``).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from importlib import import_module
-from typing import Annotated, Any, Protocol, runtime_checkable
+from typing import Annotated, Any
 
-import orjson
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..errors import ConfigurationError
-from .content import dump_text
-from .context import Context, run_sync
-from .tools import ToolDefinition, tool_from_function
+from ..server.context import Context, run_sync
+from ..server.tools import ToolDefinition, tool_from_function
+from .base import (
+    AgentAdapter,
+    AgentLike,
+    AgentResponse,
+    agent_reply,
+    register_agent_adapter,
+    registered_adapter,
+)
 
 __all__ = [
     "AgentAdapter",
@@ -65,105 +70,7 @@ REPLY_SCHEMA: dict[str, Any] = {
 }
 
 
-@runtime_checkable
-class AgentLike(Protocol):
-    """What ``MCPServer(agents=...)`` needs from an agent."""
-
-    name: str | None
-    description: str | None
-
-    def generate(self, message: str, *, context: Context | None = None) -> Any:
-        """Answer ``message``; may be ``async``. Returns text, a mapping or an :class:`AgentResponse`."""
-
-
-@dataclass(slots=True, kw_only=True)
-class AgentResponse:
-    """An agent's reply: the answer ``text`` and whatever else the agent reports.
-
-    ``output`` is a structured (non-text) result, JSON-able; ``usage`` counts
-    tokens and requests; ``extra`` adds further top-level fields.
-    """
-
-    text: str
-    output: Any = None
-    usage: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"text": self.text}
-        if self.output is not None:
-            out["output"] = jsonable(self.output)
-        if self.usage:
-            out["usage"] = jsonable(self.usage)
-        for key, value in self.extra.items():
-            out.setdefault(key, jsonable(value))
-        return out
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data (pydantic models, dataclasses and the like dumped)."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    try:
-        return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-    except TypeError:
-        from pydantic_core import to_jsonable_python
-
-        return to_jsonable_python(value, fallback=str)
-
-
-def agent_reply(value: Any) -> dict[str, Any]:
-    """The JSON object an ``ask_*`` tool returns for whatever ``generate`` returned.
-
-    Text becomes ``{"text": ...}``; a mapping is kept (a missing ``text`` is
-    filled with the mapping's JSON, and the mapping goes under ``output``); an
-    object with a ``text`` attribute (Mastra's ``generate()`` result) keeps
-    its ``usage``; any other value is the ``output``, its JSON the ``text``.
-    """
-    if isinstance(value, AgentResponse):
-        return value.to_dict()
-    if isinstance(value, str):
-        return {"text": value}
-    if isinstance(value, BaseModel) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    ):
-        value = jsonable(value)
-    if isinstance(value, Mapping):
-        data = {str(k): jsonable(v) for k, v in value.items()}
-        text = data.get("text")
-        if isinstance(text, str):
-            return data
-        if text is None:
-            return {"text": dump_text(data), "output": data}
-        data["text"] = dump_text(text)
-        return data
-    text_attr = getattr(value, "text", None)
-    if isinstance(text_attr, str):
-        reply = AgentResponse(text=text_attr, usage=_usage_of(value))
-        return reply.to_dict()
-    data = jsonable(value)
-    return {"text": dump_text(data), "output": data}
-
-
-def _usage_of(value: Any) -> dict[str, Any] | None:
-    usage = getattr(value, "usage", None)
-    if usage is None or (callable(usage) and not dataclasses.is_dataclass(usage)):
-        return None
-    data = jsonable(usage)
-    return data if isinstance(data, dict) else None
-
-
 # -- adapting -------------------------------------------------------------------------------------
-
-
-class AgentAdapter(Protocol):
-    """Wraps one agent framework's object as an :class:`AgentLike` (a class fits)."""
-
-    def __call__(
-        self, agent: Any, /, *, name: str | None = None, description: str | None = None
-    ) -> AgentLike: ...
 
 
 def _is_pydantic_ai_agent(obj: Any) -> bool:
@@ -185,20 +92,14 @@ _FRAMEWORKS: tuple[tuple[Callable[[Any], bool], str], ...] = (
     (_is_runnable, "mcpkit.adapters.langchain"),
 )
 
-#: Registered adapters, by the name of the module that registered them.
-_adapters: dict[str, AgentAdapter] = {}
-
-
-def register_agent_adapter(module: str, adapter: AgentAdapter) -> None:
-    """Register the adapter that module ``module`` provides (it calls this when imported)."""
-    _adapters[module] = adapter
-
 
 def _adapter(module: str) -> AgentAdapter:
-    adapter = _adapters.get(module)
+    adapter = registered_adapter(module)
     if adapter is None:
         import_module(module)  # registers its adapter
-        adapter = _adapters[module]
+        adapter = registered_adapter(module)
+        if adapter is None:
+            raise ConfigurationError(f"{module} registered no agent adapter when imported")
     return adapter
 
 

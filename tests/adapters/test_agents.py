@@ -19,9 +19,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from mcpkit import Context, MCPServer, RegistrationError, current_context
+from mcpkit.adapters.agents import AgentResponse, as_agent
 from mcpkit.adapters.pydantic_ai import SamplingModel
 from mcpkit.client import Client
-from mcpkit.server.agents import AgentResponse, as_agent
 from mcpkit.testing import connect
 from mcpkit.transports.asgi import AUTH_SCOPE_KEY
 from tests.transports.conftest import run_app

@@ -1,0 +1,69 @@
+"""Extensions on the client side: the hooks that change each outgoing request's ``_meta``.
+
+``Client(extensions=[...])`` takes extensions (``mcpkit.Extension`` is one) and
+runs the ``request_meta(method, meta)`` hook of each on every request the
+session sends, to add trace context (``traceparent``, 2026-07-28 basic/index §
+_meta), an extension's opt-ins, or anything else an extension keeps in
+``_meta``. The hooks run before the 2026-07-28 envelope is added, and may not
+set its keys (the session's alone), so they work the same on both eras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+from .era_probe import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
+    PROTOCOL_VERSION_KEY,
+)
+
+__all__ = ["ClientExtension", "RequestMetaHook", "with_request_meta"]
+
+RequestMetaHook = Callable[[str, dict[str, Any]], None]
+"""``hook(method, meta)``: changes the ``_meta`` of one outgoing request in place."""
+
+
+class ClientExtension(Protocol):
+    """What a client reads of an extension (``mcpkit.Extension`` is one): its
+    identifier and the hook it runs on each outgoing request's ``_meta``.
+    Described here, not imported: the server's ``Extension`` lives beside the
+    server, which the client does not know."""
+
+    @property
+    def identifier(self) -> str: ...
+    @property
+    def request_meta(self) -> RequestMetaHook | None: ...
+
+
+_ENVELOPE_KEYS: Final = (
+    PROTOCOL_VERSION_KEY,
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
+)
+
+
+def with_request_meta(
+    hooks: tuple[RequestMetaHook, ...], method: str, params: dict[str, Any] | None
+) -> dict[str, Any]:
+    """``params`` (copied, never the caller's) with a ``_meta`` the ``hooks`` changed.
+
+    An envelope key a hook set is dropped: on the handshake era it would make a
+    dual-era server take the request for a 2026-07-28 one.
+    """
+    out = dict(params) if params else {}
+    given = out.get("_meta")
+    meta = dict(given) if isinstance(given, dict) else {}
+    for hook in hooks:
+        hook(method, meta)
+    for key in _ENVELOPE_KEYS:
+        if key in meta and not (isinstance(given, dict) and key in given):
+            del meta[key]
+    if meta:
+        out["_meta"] = meta
+    else:
+        out.pop("_meta", None)
+    return out

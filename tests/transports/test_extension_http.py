@@ -11,7 +11,7 @@ import pytest
 from mcpkit import Client, Context, Extension, MCPServer
 from mcpkit.errors import METHOD_NOT_FOUND
 from tests.transports.conftest import HTTPClient
-from tests.transports.test_streamable_http_2026 import post, request
+from tests.transports.test_streamable_http_stateless_era import post, request
 
 
 async def shout(params: dict[str, Any], ctx: Context) -> dict[str, Any]:

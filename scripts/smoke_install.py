@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Use an installed mcpkit as a new user does, with nothing but the standard library.
 
-Usage: PYTHON scripts/smoke_install.py stdio|http
+Usage: PYTHON scripts/smoke_install.py stdio|extras|http
 
 Run by ``.ci/run`` with the interpreter of a fresh virtual environment into which
-only ``pip install .`` (``stdio``) or ``pip install '.[http]'`` (``http``) went, on every
-Python the package claims:
+only ``pip install .`` (``stdio``, ``extras``) or ``pip install '.[http]'`` (``http``)
+went, on every Python the package claims:
 
 * ``stdio``: the README's first example, saved to a file and started as
   ``python app.py`` and as ``mcpkit run app.py`` (the way desktop clients start
   servers): ``initialize``, then ``tools/call add`` of a ``def`` tool, which runs
   in a worker thread.
+* ``extras``: without any extra installed, importing a module that needs one ends
+  with the one message naming the feature and the extra (one line per extra, as a
+  user's traceback shows it), every other module and public name either loads or
+  raises that error (never a bare ``ModuleNotFoundError``), and ``mcpkit run app.py
+  --transport http`` says that serving over HTTP needs the ``http`` extra.
 * ``http``: ``mcpkit run examples/demo_server.py --transport http`` on a free port,
   the README's first command: ``initialize`` and ``tools/call`` over Streamable HTTP.
 
@@ -131,6 +136,111 @@ def smoke_stdio() -> None:
         print("ok: mcpkit run app.py (stdio) answers an async and a def tool")
 
 
+# extra, a module that needs it, the package it misses first, the feature the message names
+EXTRAS = [
+    ("http", "mcpkit.transports.serve", "uvicorn", "serving over HTTP (mcpkit.transports.serve)"),
+    (
+        "client",
+        "mcpkit.client.transports.streamable_http",
+        "httpx",
+        "the Streamable HTTP client transport (mcpkit.client.transports.streamable_http)",
+    ),
+    ("auth", "mcpkit.auth.jwt", "httpx", "JWT access token verification (mcpkit.auth.jwt)"),
+    ("redis", "mcpkit.stores.redis", "redis", "the Redis store (mcpkit.stores.redis)"),
+    (
+        "pydantic-ai",
+        "mcpkit.adapters.pydantic_ai",
+        "pydantic_ai",
+        "the pydantic-ai adapter (mcpkit.adapters.pydantic_ai)",
+    ),
+]
+
+
+def _missing(feature: str, package: str, extra: str) -> str:
+    return f"{feature} needs {package}, which is not installed: pip install 'mcpkit[{extra}]'"
+
+
+# Every module, and every name of its __all__: loaded, or MissingExtra; anything else is
+# printed. Run in a fresh interpreter, as a user's program would.
+WALK = """
+import importlib, pkgutil, mcpkit
+from mcpkit.errors import MissingExtra
+loaded = missing = 0
+for info in pkgutil.walk_packages(mcpkit.__path__, "mcpkit."):
+    if info.name.endswith(".__main__"):
+        continue
+    try:
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            try:
+                getattr(module, name)
+            except MissingExtra:
+                pass
+        loaded += 1
+    except MissingExtra:
+        missing += 1
+    except Exception as exc:
+        print(f"BAD {info.name}: {type(exc).__name__}: {exc}")
+print(f"{loaded} {missing}")
+"""
+
+
+def smoke_extras() -> None:
+    for extra, module, package, feature in EXTRAS:
+        if _importable(package):
+            raise SmokeFailure(f"{package} is installed; this check is for installs without it")
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", f"import {module}"],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SmokeFailure(f"import {module} did not finish within {TIMEOUT:.0f} s") from None
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        expected = f"mcpkit.errors.MissingExtra: {_missing(feature, package, extra)}"
+        if done.returncode == 0 or last != expected:
+            raise SmokeFailure(
+                f"import {module} without {package}: exit {done.returncode}, last line "
+                f"{last!r}, expected {expected!r}"
+            )
+        print(f"ok: mcpkit[{extra}]: import {module} names the extra")
+    try:
+        walk = subprocess.run(
+            [sys.executable, "-c", WALK],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SmokeFailure(f"importing every module took over {TIMEOUT:.0f} s") from None
+    lines = walk.stdout.strip().splitlines()
+    if walk.returncode != 0 or not lines or len(lines) > 1:
+        raise SmokeFailure(f"importing every module:\n{walk.stdout}{walk.stderr}")
+    loaded, missing = lines[0].split()
+    print(f"ok: every module loads ({loaded}) or names its missing extra ({missing})")
+    with tempfile.TemporaryDirectory() as tmp:
+        app = Path(tmp) / "app.py"
+        app.write_text(APP)
+        cmd = [*mcpkit_command(), "run", str(app), "--transport", "http", "--port", "0"]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            raise SmokeFailure(f"{cmd} did not finish within {TIMEOUT:.0f} s") from None
+    expected = "mcpkit: error: " + _missing(
+        "serving over HTTP (mcpkit.transports.serve)", "uvicorn", "http"
+    )
+    if (done.returncode, done.stderr.strip()) != (1, expected):
+        raise SmokeFailure(
+            f"{cmd}: exit {done.returncode}, stderr {done.stderr.strip()!r}, expected exit 1 "
+            f"and {expected!r}"
+        )
+    print("ok: mcpkit run app.py --transport http names the http extra")
+
+
 def _post(url: str, body: dict[str, Any], session: str | None) -> tuple[dict[str, Any], str | None]:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if session is not None:
@@ -203,7 +313,7 @@ def smoke_http() -> None:
 
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    checks = {"stdio": smoke_stdio, "http": smoke_http}
+    checks = {"stdio": smoke_stdio, "extras": smoke_extras, "http": smoke_http}
     if mode not in checks:
         print(__doc__, file=sys.stderr)
         return 2

@@ -35,14 +35,15 @@ PACKAGE = "mcpkit"
 # Lowest first. Each inner tuple is one layer; the names in it are *siblings*: a
 # module may import its own group (the first part of its name below ``mcpkit``) and any
 # group of a lower layer, never a sibling group of the same layer or a higher layer.
-# ``errors`` and ``loops`` are tiny leaves that anything may use. The capability packages
-# (docs/architecture.md, "Where new capabilities go") sit beside ``adapters`` and
-# ``workflow``: they build on the server and client through their public seams (the
-# Extension contract, middleware, the client session) and the core never names them.
-# ``compose``, ``observability`` and ``middleware`` are listed before they exist, so the
-# rule holds from their first module.
+# ``errors`` and ``loops`` are tiny leaves that anything may use, as are the private
+# helpers every package may need: ``_lazy`` (lazy exports) and ``_extras`` (a missing
+# extra's error). The capability packages (docs/architecture.md, "Where new capabilities
+# go") sit beside ``adapters`` and ``workflow``: they build on the server and client
+# through their public seams (the Extension contract, middleware, the client session) and
+# the core never names them. ``compose``, ``observability`` and ``middleware`` are listed
+# before they exist, so the rule holds from their first module.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "loops", "stdio_process", "framing", "_version"),
+    ("errors", "loops", "stdio_process", "framing", "_version", "_lazy", "_extras"),
     ("protocol",),
     ("stores", "auth"),
     ("server", "client"),
@@ -59,6 +60,8 @@ SAME_GROUP = {
     "stdio_process": "leaf",
     "framing": "leaf",
     "_version": "leaf",
+    "_lazy": "leaf",
+    "_extras": "leaf",
     "__main__": "cli",
 }
 

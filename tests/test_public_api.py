@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import pkgutil
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import mcpkit
+from mcpkit.errors import MissingExtra
 
 EXPECTED_ALL = [
     "AgentResponse",
@@ -120,6 +126,12 @@ HEAVY = [
     "jsonschema",
     "mcp",
     "redis",
+    # and every other optional dependency (pyproject's extras)
+    "joserfc",
+    "cryptography",
+    "pydantic_ai",
+    "langchain_core",
+    "uvloop",
 ]
 
 
@@ -152,7 +164,61 @@ def test_import_is_light_and_has_no_side_effects() -> None:
     assert result["heavy"] == []
     assert result["threads"] == 0
     assert result["handlers"] == 0
-    assert result["mcpkit_modules"] == ["mcpkit"]
+    # The lazy-export helper is the one module ``import mcpkit`` loads besides itself.
+    assert result["mcpkit_modules"] == ["mcpkit", "mcpkit._lazy"]
+
+
+def _modules() -> list[str]:
+    """Every module and package of mcpkit but ``__main__`` (importing it runs the CLI)."""
+    found = ["mcpkit"]
+    for info in pkgutil.walk_packages(mcpkit.__path__, "mcpkit.", onerror=_raise):
+        if info.name.rpartition(".")[2] != "__main__":
+            found.append(info.name)
+    return found
+
+
+def _raise(name: str) -> None:
+    raise AssertionError(f"cannot walk {name}")
+
+
+MODULES = _modules()
+
+
+def _only_a_missing_extra(exc: MissingExtra, where: str) -> None:
+    """A name may stay unresolved only when its extra is really not installed."""
+    assert importlib.util.find_spec(exc.package) is None, (
+        f"{where} raised MissingExtra for {exc.package}, which is installed: {exc}"
+    )
+
+
+def test_the_walk_sees_every_package() -> None:
+    assert len(MODULES) > 100
+    for package in ("mcpkit.client", "mcpkit.auth", "mcpkit.auth.client", "mcpkit.stores"):
+        assert package in MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_name_in_all_resolves(name: str) -> None:
+    """Each module's ``__all__`` names what it has, lazy exports included; the only
+    failure allowed is a MissingExtra for a package that is not installed."""
+    try:
+        module = importlib.import_module(name)
+    except MissingExtra as exc:
+        _only_a_missing_extra(exc, name)
+        return
+    public = getattr(module, "__all__", None)
+    if public is None:  # nothing curated (a package that is only a docstring)
+        return
+    assert len(set(public)) == len(public), f"{name}.__all__ repeats a name"
+    for attr in public:
+        try:
+            value = getattr(module, attr)
+        except MissingExtra as exc:
+            _only_a_missing_extra(exc, f"{name}.{attr}")
+            continue
+        assert value is not None or attr.isupper(), f"{name}.{attr} is None"
+    if callable(module.__dict__.get("__dir__")):  # a lazy package lists its public names
+        assert dir(module) == sorted(public)
 
 
 def test_importtime_shows_no_heavy_module() -> None:

@@ -3,10 +3,10 @@
 Importing ``mcpkit`` is cheap: names load on first use.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
+# No ``from __future__ import annotations``: see _lazy.py (import cost).
 from typing import TYPE_CHECKING, Any
+
+from ._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "MCPServer": "mcpkit.server.server",
@@ -144,22 +144,16 @@ __all__ = [
 ]
 
 
+_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
+
+
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # from the package metadata, read on first use
         from ._version import version
 
         globals()[name] = version()
         return globals()[name]
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+    return _lazy_getattr(name)
 
 
 if TYPE_CHECKING:

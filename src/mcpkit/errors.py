@@ -9,7 +9,8 @@ Hierarchy, split by who must act::
     │   ├── RegistrationError         several registration problems, collected
     │   ├── SignatureError            a function's parameters cannot be called by name
     │   ├── ServerJsonError           a server.json the MCP registry would reject
-    │   └── UriTemplateError          a malformed RFC 6570 template (also a ValueError)
+    │   ├── UriTemplateError          a malformed RFC 6570 template (also a ValueError)
+    │   └── MissingExtra              an extra is not installed (also a ModuleNotFoundError)
     ├── LifespanError                 the server's lifespan failed to start, or is not running
     │
     │   the caller or the model: a request mcpkit refuses (a JSON-RPC error answer)
@@ -63,11 +64,10 @@ call), not an error; ``server/middleware.py``'s private ``_Unanswered`` is a
 middleware chain; and the ``mcpkit`` command's own errors (``cli/``) end as an
 exit status and a message on stderr, never reach library callers or the wire.
 
-The boundaries to the wire are here too: :func:`to_jsonrpc_error` turns an
-exception into a JSON-RPC error object (an :class:`MCPError` through its
-:meth:`~MCPError.to_error`), and :func:`tool_error_text` decides what a tool's
-exception shows the model in an ``isError`` result. Nothing else builds error
-objects or messages from exceptions by hand.
+The boundaries to the wire are here too: :func:`to_jsonrpc_error` turns an exception into a
+JSON-RPC error object (an :class:`MCPError` through its :meth:`~MCPError.to_error`), and
+:func:`tool_error_text` decides what a tool's exception shows the model in an ``isError``
+result. Nothing else builds error objects or messages from exceptions by hand.
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ __all__ = [
     "MCPKitError",
     "MessageTooLarge",
     "MethodNotFound",
+    "MissingExtra",
     "OAuthResponseTimeout",
     "OAuthResponseTooLarge",
     "PeerTimeout",
@@ -222,8 +223,23 @@ class UriTemplateError(ConfigurationError, ValueError):
 
     def __init__(self, message: str, template: str, position: int) -> None:
         super().__init__(f"{message} at position {position} in URI template {template!r}")
-        self.template = template
-        self.position = position
+        self.template, self.position = template, position
+
+
+class MissingExtra(ConfigurationError, ModuleNotFoundError):
+    """A module needs an optional dependency that is not installed: raised at its import.
+
+    Names the ``feature``, the missing ``package`` (also ``name``: ``except ImportError``
+    still catches it) and the command that installs it: ``pip install 'mcpkit[extra]'``.
+    """
+
+    def __init__(self, feature: str, extra: str, package: str) -> None:
+        hint = f"pip install 'mcpkit[{extra}]'"
+        super().__init__(f"{feature} needs {package}, which is not installed: {hint}", name=package)
+        self.feature, self.extra, self.package = feature, extra, package
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.feature, self.extra, self.package))
 
 
 class MCPError(MCPKitError):
@@ -256,11 +272,10 @@ class InvalidParams(MCPError):
 class ElicitationValidationError(InvalidParams):
     """The user accepted an elicitation, but the content does not fit the requested schema.
 
-    Raised by ``ctx.elicit(...)``; catch it to handle the answer yourself (ask
-    again, fall back, explain). ``content`` is what the client sent (not
-    validated), ``errors`` one entry per problem, as pydantic reports them
-    (``loc``, ``msg``, ``type``, ``input``). Uncaught in a tool, it becomes an
-    ``isError`` result with :attr:`message`, which names each failing field;
+    Raised by ``ctx.elicit(...)``; catch it to handle the answer yourself (ask again, fall back,
+    explain). ``content`` is what the client sent (not validated), ``errors`` one entry per
+    problem, as pydantic reports them (``loc``, ``msg``, ``type``, ``input``). Uncaught in a
+    tool, it becomes an ``isError`` result with :attr:`message`, which names each failing field;
     elsewhere (a resource, a prompt) a -32602 error with that message.
     """
 
@@ -272,8 +287,7 @@ class ElicitationValidationError(InvalidParams):
         super().__init__(
             "the answer to elicitation did not match the requested schema: " + "; ".join(parts)
         )
-        self.content = content
-        self.errors = errors
+        self.content, self.errors = content, errors
 
 
 class MethodNotFound(MCPError):
@@ -342,9 +356,8 @@ class InvalidToken(MCPKitError):
 class VerifierUnavailable(MCPKitError):
     """A token could not be checked: the JWKS or introspection endpoint failed or timed out.
 
-    Not the token's fault, so not a 401 (which would send the client to get a new
-    token): the HTTP layer answers ``503`` and logs the cause. The request never
-    runs unverified.
+    Not the token's fault, so not a 401 (which would send the client to get a new token):
+    the HTTP layer answers ``503`` and logs the cause. The request never runs unverified.
     """
 
 
@@ -392,8 +405,7 @@ class OAuthResponseTooLarge(AuthorizationFailed):
             "it was not read further",
             error="response_too_large",
         )
-        self.url = url
-        self.limit = limit
+        self.url, self.limit = url, limit
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.url, self.limit))
@@ -409,8 +421,7 @@ class OAuthResponseTimeout(AuthorizationFailed):
             f"{url} did not send its whole OAuth answer within {timeout:g} s; gave up",
             error="response_timeout",
         )
-        self.url = url
-        self.timeout = timeout
+        self.url, self.timeout = url, timeout
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.url, self.timeout))
@@ -423,9 +434,8 @@ class RemoteError(MCPError):
 class HTTPErrorStatus(RemoteError):
     """The server answered with an HTTP error status; ``status`` is that status.
 
-    The choice between Streamable HTTP and the legacy HTTP+SSE transport reads
-    it (2025-03-26 transports § backwards compatibility: a 4xx to the first
-    POST means an older server).
+    The choice between Streamable HTTP and the legacy HTTP+SSE transport reads it (2025-03-26
+    transports § backwards compatibility: a 4xx to the first POST means an older server).
     """
 
     def __init__(self, message: str, *, status: int, code: int, data: Any = None) -> None:
@@ -451,9 +461,7 @@ class ToolCallError(ToolError):
 
     def __init__(self, message: str, *, tool: str, server: str, result: dict[str, Any]) -> None:
         super().__init__(message)
-        self.tool = tool
-        self.server = server
-        self.result = result
+        self.tool, self.server, self.result = tool, server, result
         content = result.get("content")
         self.content: list[Any] = content if isinstance(content, list) else []
         self.structured_content: Any = result.get("structuredContent")
@@ -485,9 +493,8 @@ class SessionExpired(ConnectionClosed):
     """The server no longer knows our session (Streamable HTTP: 404 with a session id, or
     a 400 that says so, as servers on the TypeScript SDK answer).
 
-    2025-11-25 transports § session management: the client MUST start a new
-    session with a fresh ``initialize``; the session does that once, then
-    retries the call.
+    2025-11-25 transports § session management: the client MUST start a new session with a fresh
+    ``initialize``; the session does that once, then retries the call.
     """
 
 
@@ -510,9 +517,7 @@ class MessageTooLarge(ConnectionClosed):
             "raise max_message_size (an option of Client and MCPClient, and of each server's "
             "configuration)"
         )
-        self.server = server
-        self.limit = limit
-        self.where = where
+        self.server, self.limit, self.where = server, limit, where
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy.copy() and pickling rebuild it whole
         return (type(self), (self.server, self.limit, self.where))

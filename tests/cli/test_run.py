@@ -447,8 +447,8 @@ def test_a_missing_uvicorn_is_an_error_without_a_banner() -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
-        "mcpkit: error: serving over HTTP needs uvicorn: pip install 'mcpkit[http]' "
-        "(or 'mcpkit[fast]' for uvloop and httptools)"
+        "mcpkit: error: serving over HTTP (mcpkit.transports.serve) needs uvicorn, which is "
+        "not installed: pip install 'mcpkit[http]'"
     ]
 
 

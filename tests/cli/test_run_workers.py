@@ -158,7 +158,7 @@ def test_a_missing_redis_package_names_the_extra() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "mcpkit: error: --redis needs the redis package: pip install 'mcpkit[redis]'"
+        "mcpkit: error: --redis needs redis, which is not installed: pip install 'mcpkit[redis]'"
     ]
 
 

@@ -142,11 +142,8 @@ async def test_serve_runs_the_legacy_sse_app(tmp_path: Path) -> None:
     assert proc.returncode == 0
 
 
-def test_a_missing_uvicorn_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "uvicorn", None)  # makes `import uvicorn` fail
-    app: Any = object()
-    with pytest.raises(ConfigurationError, match=r"pip install 'mcpkit\[http\]'"):
-        serve_module.serve(app, port=1)
+# Without uvicorn, importing this module raises MissingExtra, a ConfigurationError
+# (tests/test_extras.py).
 
 
 def test_uvicorns_graceful_timeout_is_refused_for_mcpkits_own() -> None:

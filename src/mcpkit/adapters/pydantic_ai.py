@@ -25,22 +25,25 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-from pydantic_ai.exceptions import UnexpectedModelBehavior, UserError
-from pydantic_ai.messages import (
-    BinaryContent,
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
-from pydantic_ai.settings import ModelSettings
+from .._extras import require_extra
+
+with require_extra("pydantic-ai", feature="the pydantic-ai adapter (mcpkit.adapters.pydantic_ai)"):
+    from pydantic_ai.exceptions import UnexpectedModelBehavior, UserError
+    from pydantic_ai.messages import (
+        BinaryContent,
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        ModelResponsePart,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+    from pydantic_ai.settings import ModelSettings
 
 from ..errors import CapabilityError
 from ..server.content import dump_text, jsonable

@@ -15,15 +15,15 @@ the ASGI layer; ``resource_config`` checks its options), ``static``, ``introspec
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from .challenge import parse_www_authenticate, www_authenticate
 from .info import AUTH_SCOPE_KEY, RESOURCE_METADATA_SCOPE_KEY, AuthInfo
 from .verifier import TokenVerifier, VerifyFunction
 
 # Loaded on first use: public name -> module of this package.
-_LAZY: dict[str, str] = {
+_EXPORTS: dict[str, str] = {
     "ProtectedResource": ".resource_server",
     "StaticTokenVerifier": ".static",
     "IntrospectionVerifier": ".introspection",
@@ -45,17 +45,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:  # each lazy name gets its import line here when its module lands

@@ -14,7 +14,10 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+from .._extras import require_extra
+
+with require_extra("auth", feature="the token verifiers' HTTP calls (mcpkit.auth.endpoints)"):
+    import httpx
 
 from ..errors import ConfigurationError, VerifierUnavailable
 

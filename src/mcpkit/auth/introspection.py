@@ -32,7 +32,10 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal
 from urllib.parse import quote_plus
 
-import httpx
+from .._extras import require_extra
+
+with require_extra("auth", feature="token introspection (mcpkit.auth.introspection)"):
+    import httpx
 
 from ..errors import ConfigurationError, InvalidToken
 from .claims import (

@@ -37,12 +37,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-import httpx
-from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
-from cryptography.hazmat.primitives.serialization import load_pem_public_key
-from joserfc import jws
-from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, Key, OctKey, OKPKey, RSAKey, import_key
+from .._extras import require_extra
+
+with require_extra("auth", feature="JWT access token verification (mcpkit.auth.jwt)"):
+    import httpx
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+    from joserfc import jws
+    from joserfc.errors import JoseError
+    from joserfc.jwk import ECKey, Key, OctKey, OKPKey, RSAKey, import_key
 
 from ..errors import ConfigurationError, InvalidToken, VerifierUnavailable
 from .claims import (

@@ -295,10 +295,14 @@ def _redis_settings(args: argparse.Namespace) -> tuple[str | None, str | None, s
                 f"and keeps no shared state: unset it, or use --transport http"
             ),
         )
+    from .._extras import require_extra
+    from ..errors import MissingExtra
+
     try:
-        import redis  # noqa: F401 (only checking that the extra is installed)
-    except ImportError:
-        return None, None, "--redis needs the redis package: pip install 'mcpkit[redis]'"
+        with require_extra("redis", feature="--redis"):
+            import redis  # noqa: F401 (only checking that the extra is installed)
+    except MissingExtra as exc:
+        return None, None, str(exc)
     return url, prefix, None
 
 

@@ -8,8 +8,9 @@ transports (and httpx) load when used.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 __all__ = [
     "Blocking",
@@ -23,7 +24,8 @@ __all__ = [
     "load_config",
 ]
 
-_EXPORTS = {
+# Loaded on first use: public name -> module.
+_EXPORTS: dict[str, str] = {
     "Blocking": "mcpkit.client.blocking",
     "Client": "mcpkit.client.client",
     "ClientSession": "mcpkit.client.session",
@@ -36,13 +38,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit.client' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:

@@ -315,23 +315,20 @@ def _transport(
             command, args, env=env, cwd=cwd, name=name, max_message_size=max_message_size
         )
     if url is not None:
-        try:
-            if http_transport == "sse":
-                from .transports.sse import SSETransport
+        # Without httpx (the 'client' extra), these imports raise MissingExtra.
+        if http_transport == "sse":
+            from .transports.sse import SSETransport
 
-                return SSETransport(
-                    url,
-                    headers=headers,
-                    auth=auth,
-                    http_client=http_client,
-                    name=name,
-                    max_message_size=max_message_size,
-                )
-            from .transports.streamable_http import StreamableHTTPTransport
-        except ImportError as exc:  # httpx is an optional extra
-            raise ConfigurationError(
-                "connecting to a URL needs httpx: pip install httpx (or the 'mcpkit[client]' extra)"
-            ) from exc
+            return SSETransport(
+                url,
+                headers=headers,
+                auth=auth,
+                http_client=http_client,
+                name=name,
+                max_message_size=max_message_size,
+            )
+        from .transports.streamable_http import StreamableHTTPTransport
+
         return StreamableHTTPTransport(
             url,
             headers=headers,

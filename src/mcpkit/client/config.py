@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .._extras import require_extra
 from ..errors import ConfigurationError
 from .client import HTTPTransportChoice
 from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
@@ -261,12 +262,8 @@ _CODE_ONLY: Final = frozenset(
 
 def _auth(name: str, value: Any) -> httpx.Auth:
     """An ``auth`` option: an ``httpx.Auth`` as given, or an OAuth flow from its settings."""
-    try:
+    with require_extra("auth", feature=f"server {name!r}: 'auth'"):
         import httpx
-    except ImportError as exc:  # httpx is an optional extra
-        raise ConfigurationError(
-            f"server {name!r}: 'auth' needs httpx: pip install 'mcpkit[auth]'"
-        ) from exc
     if isinstance(value, httpx.Auth):
         return value
     from ..auth.client.settings import oauth_from_config

@@ -68,9 +68,13 @@ from collections import OrderedDict
 from typing import Final
 
 import orjson
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+
+from .._extras import require_extra
+
+with require_extra("redis", feature="the Redis store (mcpkit.stores.redis)"):
+    from redis.asyncio import BlockingConnectionPool, Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
 
 from ..errors import ConfigurationError, StoreUnavailable
 from .redis_bus import RedisBus

@@ -42,11 +42,15 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.client import PubSub
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import ResponseError
+
+from .._extras import require_extra
+
+with require_extra("redis", feature="the Redis message bus (mcpkit.stores.redis_bus)"):
+    from redis.asyncio import BlockingConnectionPool, Redis
+    from redis.asyncio.client import PubSub
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ResponseError
 
 from ..errors import ConfigurationError, StoreUnavailable
 from .bus import BusHandler, new_node_id

@@ -15,11 +15,16 @@ import ssl
 from typing import Any, Final, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
-from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError, ResponseError
+from .._extras import require_extra
+
+with require_extra(
+    "redis", feature="the Redis store's connections (mcpkit.stores.redis_connection)"
+):
+    from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+    from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import RedisError, ResponseError
 
 from ..errors import StoreUnavailable
 from .redis_lane import LaneAddress, RedisLane

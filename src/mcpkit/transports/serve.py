@@ -35,7 +35,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict
+from typing import Any, Final, NamedTuple, TypedDict
+
+from .._extras import require_extra
+
+with require_extra("http", feature="serving over HTTP (mcpkit.transports.serve)"):
+    import uvicorn
 
 from ..errors import ConfigurationError, LifespanError
 from ..server.request import stop_for_shutdown
@@ -47,9 +52,6 @@ from .connection_limits import (
     limited_protocol,
 )
 from .security import RequestGuard, is_loopback_bind
-
-if TYPE_CHECKING:
-    import uvicorn
 
 __all__ = ["ServeOptions", "exposure_problem", "serve", "serve_async"]
 
@@ -83,17 +85,6 @@ class ServeOptions(TypedDict, total=False):
 log = logging.getLogger("mcpkit.transports.serve")
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _uvicorn() -> Any:
-    try:
-        import uvicorn
-    except ImportError:
-        raise ConfigurationError(
-            "serving over HTTP needs uvicorn: pip install 'mcpkit[http]' "
-            "(or 'mcpkit[fast]' for uvloop and httptools)"
-        ) from None
-    return uvicorn
 
 
 def _netloc(host: str, port: int) -> str:
@@ -289,7 +280,6 @@ class _Prepared:
             )
         limits = limits.check()
         _refuse_exposure(app, host)
-        uv = _uvicorn()  # before binding: a missing extra is reported without side effects
         options["http"] = _protocol_class(options.get("http", "auto"), limits)
         if limits.max_header_size is not None:
             # h11 refuses an incomplete head past 16 KiB by default (400): let the head limit
@@ -306,7 +296,6 @@ class _Prepared:
             banner = banner.replace("{url}", str(where))
         self.watch = _StartupWatch(app)
         self.server = _server(
-            uv,
             self.watch,
             host,
             port,
@@ -402,7 +391,6 @@ def _stop_late_requests(state: Any, grace: float) -> None:
 
 
 def _server(
-    uv: Any,
     app: ASGIApp,
     host: str,
     port: int,
@@ -413,7 +401,7 @@ def _server(
     on_started: Callable[[], None] | None = None,
     drain_hook: DrainHook | None = None,
 ) -> uvicorn.Server:
-    class Server(uv.Server):  # type: ignore[misc]
+    class Server(uvicorn.Server):
         """uvicorn's server, ending mcpkit's SSE streams when asked to stop."""
 
         _mcp_loop: asyncio.AbstractEventLoop | None = None
@@ -493,12 +481,12 @@ def _server(
     # uvicorn's own deadline comes ANSWER_TIME after ours (_stop_late_requests): by then
     # the requests it would cancel (ending them with a bare 500) have been answered.
     hard = None if graceful_timeout is None else graceful_timeout + ANSWER_TIME
-    config = uv.Config(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        timeout_graceful_shutdown=hard,
+        timeout_graceful_shutdown=hard,  # type: ignore[arg-type]  # uvicorn waits float seconds
         **settings,
     )
     server: uvicorn.Server = Server(config)

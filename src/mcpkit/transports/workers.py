@@ -60,7 +60,7 @@ from typing import Any, Final
 from ..errors import ConfigurationError, LifespanError
 from .asgi import ASGIApp
 from .recycling import Recycling, RecyclingApp
-from .serve import ANSWER_TIME, _bind, _check_port, _url, _uvicorn, serve
+from .serve import ANSWER_TIME, _bind, _check_port, _url, serve
 
 __all__ = ["MAX_RESTART_DELAY", "RESTART_DELAY", "STABLE_AFTER", "restart_delay", "serve_workers"]
 
@@ -437,7 +437,6 @@ def serve_workers(
             "make_app goes to each worker process, so it must be picklable (a module-level "
             f"function, or a functools.partial of one), not {make_app!r}: {exc}"
         ) from None
-    _uvicorn()  # a missing extra is said before anything starts
     sockets = _bind(host, port, int(options.get("backlog", 2048)))
     supervisor = _Supervisor(
         make_app,

@@ -47,13 +47,13 @@ them from ``repr``).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._lazy import lazy_exports
 from .storage import ClientRegistration, MemoryTokenStorage, OAuthTokens, TokenStorage
 
 # Loaded on first use (they need httpx): public name -> module of this package.
-_LAZY: dict[str, str] = {
+_EXPORTS: dict[str, str] = {
     "OAuth": ".oauth",
     "Grant": ".grants",
     "GrantContext": ".grants",
@@ -105,17 +105,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit.auth.client' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:

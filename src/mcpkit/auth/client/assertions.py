@@ -24,7 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from joserfc import jwk, jwt
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.assertions)"):
+    from joserfc import jwk, jwt
 
 if TYPE_CHECKING:
     from .token_endpoint import ClientAuthRequest

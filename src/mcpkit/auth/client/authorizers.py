@@ -18,7 +18,10 @@ import re
 from typing import Final, Protocol, runtime_checkable
 from urllib.parse import urljoin
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.authorizers)"):
+    import httpx
 
 from ...errors import AuthorizationFailed
 from .exchange import DEFAULT_TIMEOUT, ExchangePolicy, exchange

@@ -35,7 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.discovery)"):
+    import httpx
 
 from ...errors import AuthorizationFailed
 from .exchange import DEFAULT_POLICY, ExchangePolicy, exchange

@@ -30,8 +30,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-from joserfc import jwk, jwt
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.dpop)"):
+    import httpx
+    from joserfc import jwk, jwt
 
 from ..challenge import parse_www_authenticate
 from .assertions import SIGNING_ALGORITHMS, import_private_key

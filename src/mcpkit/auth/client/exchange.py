@@ -34,7 +34,10 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.exchange)"):
+    import httpx
 
 from ...errors import (
     AuthorizationFailed,

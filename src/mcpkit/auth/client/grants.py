@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.grants)"):
+    import httpx
 
 from ...errors import AuthorizationFailed
 from .authorizers import Authorizer

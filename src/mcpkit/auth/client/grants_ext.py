@@ -39,7 +39,10 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.grants_ext)"):
+    import httpx
 
 from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata, discover_authorization_server

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.hooks)"):
+    import httpx
 
 from .storage import OAuthTokens
 

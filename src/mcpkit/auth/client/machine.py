@@ -23,7 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.machine)"):
+    import httpx
 
 from ...errors import ConfigurationError
 from .assertions import PrivateKeyJWT

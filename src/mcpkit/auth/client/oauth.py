@@ -28,7 +28,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, S
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.oauth)"):
+    import httpx
 
 from ...errors import AuthorizationFailed, ConfigurationError
 from ..challenge import parse_www_authenticate

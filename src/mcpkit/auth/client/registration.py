@@ -20,7 +20,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.registration)"):
+    import httpx
 
 from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata

@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 from urllib.parse import quote_plus
 
-import httpx
+from ..._extras import require_extra
+
+with require_extra("auth", feature="the OAuth client (mcpkit.auth.client.token_endpoint)"):
+    import httpx
 
 from ...errors import AuthorizationFailed
 from .discovery import AuthServerMetadata

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Final
 
-import httpx
 import orjson
+
+from ..._extras import require_extra
+
+with require_extra(
+    "client", feature="the HTTP client transports (mcpkit.client.transports.http_responses)"
+):
+    import httpx
 
 from ...errors import INTERNAL_ERROR
 from .base import HTTPErrorStatus, MessageTooLarge, Unreachable

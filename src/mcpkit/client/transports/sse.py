@@ -27,8 +27,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urljoin, urlsplit
 
-import httpx
 import orjson
+
+from ..._extras import require_extra
+
+with require_extra(
+    "client", feature="the legacy HTTP+SSE client transport (mcpkit.client.transports.sse)"
+):
+    import httpx
 
 from ...errors import (
     INTERNAL_ERROR,

@@ -34,8 +34,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-import httpx
 import orjson
+
+from ..._extras import require_extra
+
+with require_extra(
+    "client",
+    feature="the Streamable HTTP client transport (mcpkit.client.transports.streamable_http)",
+):
+    import httpx
 
 from ...errors import (
     INTERNAL_ERROR,

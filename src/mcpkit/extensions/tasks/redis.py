@@ -1,0 +1,342 @@
+"""Task records on Redis: :class:`RedisTaskStore`, shared by every node of a cluster.
+
+``pip install 'mcpkit[redis]'``. With the server's :class:`~mcpkit.stores.redis.RedisStore`::
+
+    tasks = RedisTaskStore.from_store(store)  # same client, prefix and server name
+
+or with a ``redis.asyncio.Redis`` client of your own: ``RedisTaskStore(client,
+prefix="mcpkit:")``. The task store never owns the client: whoever made it closes it.
+It is a constructor of its own, not a method of ``RedisStore``, because the core's
+stores never name an extension (docs/shared CAPABILITIES.md, rule 1); ``from_store``
+reads only ``RedisStore``'s public ``client``, ``prefix`` and ``url``.
+
+Key layout, under ``prefix``:
+
+===================================  ======  ===============================================
+key                                  type    expires
+===================================  ======  ===============================================
+``<prefix>task:<task id>``           string  at ``createdAt + ttlMs`` (``SET PXAT``); never
+                                             for ``ttlMs: null``. The record's JSON
+                                             (:meth:`~.records.TaskRecord.to_json`)
+``<prefix>task-owner:<owner>``       zset    with its longest-lived task; members are task
+                                             ids scored by creation millisecond, pruned of
+                                             expired ones when the owner creates or lists
+``<prefix>task-node:<node id>``      set     never; the node's unfinished tasks, emptied
+                                             as they finish and by :meth:`sweep`
+``<prefix>task-nodes``               set     never; the nodes that have such a set
+``<prefix>task-alive:<node id>``     string  the ``ttl`` of the node's last heartbeat
+===================================  ======  ===============================================
+
+Atomicity: ``create`` is one Lua script (exists check, owner cap, record, indexes).
+``transition`` reads the record (GET), checks the move against the lifecycle table in
+Python (:meth:`~.records.TaskRecord.moved`, the one copy of the rules) and writes it
+with a compare-and-set script that applies only if the stored value is still the one
+read; when another writer won in between, it reads again and checks again, so the
+loser of a race out of ``working`` sees the winner's terminal status and gets
+:class:`~.states.IllegalTransition`. Every Redis failure is
+:class:`~mcpkit.errors.StoreUnavailable` naming the server (password hidden).
+
+For one Redis server, as ``RedisStore`` (the scripts touch keys they are not given:
+no Redis Cluster).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from types import EllipsisType
+from typing import Any, Final, NoReturn
+
+import orjson
+
+from ..._extras import require_extra
+
+with require_extra("redis", feature="the Redis task store (mcpkit.extensions.tasks.redis)"):
+    from redis.asyncio import Redis
+
+from ...errors import StoreUnavailable
+from ...stores.redis import RedisStore
+from ...stores.redis_connection import FAILURES, ms, where_of
+from .records import TaskRecord
+from .states import IllegalTransition, TaskStatus
+from .store import (
+    DEFAULT_MAX_PER_OWNER,
+    NODE_LOST,
+    TaskExists,
+    TaskLimitExceeded,
+    _check_caps,
+    decode_cursor,
+    encode_cursor,
+)
+
+__all__ = ["RedisTaskStore"]
+
+logger = logging.getLogger("mcpkit.extensions.tasks.redis")
+
+# KEYS: record, owner zset ("" for none), node set ("" for none), nodes set.
+# ARGV: record JSON, expiry (Unix ms, 0: never), creation ms, task id, owner cap,
+#       node id, the record key prefix (to prune the owner's expired members).
+_CREATE_LUA: Final = """
+if redis.call('exists', KEYS[1]) == 1 then return -1 end
+local expires = tonumber(ARGV[2])
+if KEYS[2] ~= '' then
+  local had = redis.call('exists', KEYS[2])
+  for _, id in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
+    if redis.call('exists', ARGV[7] .. id) == 0 then redis.call('zrem', KEYS[2], id) end
+  end
+  if redis.call('zcard', KEYS[2]) >= tonumber(ARGV[5]) then return -2 end
+  redis.call('zadd', KEYS[2], ARGV[3], ARGV[4])
+  if expires == 0 then
+    redis.call('persist', KEYS[2])
+  elseif had == 0 or redis.call('pttl', KEYS[2]) >= 0 then
+    redis.call('pexpireat', KEYS[2], expires, 'GT')
+    if redis.call('pttl', KEYS[2]) == -1 then redis.call('pexpireat', KEYS[2], expires) end
+  end
+end
+if expires == 0 then
+  redis.call('set', KEYS[1], ARGV[1])
+else
+  redis.call('set', KEYS[1], ARGV[1], 'PXAT', expires)
+end
+if KEYS[3] ~= '' then
+  redis.call('sadd', KEYS[3], ARGV[4])
+  redis.call('sadd', KEYS[4], ARGV[6])
+end
+return 1
+"""
+
+# KEYS: record, node set ("" for none). ARGV: the value read, the new value, task id,
+# "1" when the new status is terminal. Writes only if nobody wrote in between.
+_SWAP_LUA: Final = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL')
+if ARGV[4] == '1' and KEYS[2] ~= '' then redis.call('srem', KEYS[2], ARGV[3]) end
+return 1
+"""
+
+
+def _dump(record: TaskRecord) -> bytes:
+    return orjson.dumps(record.to_json())
+
+
+class RedisTaskStore:
+    """A :class:`~.store.TaskStore` on Redis (the key layout is in the module doc).
+
+    Costs: ``create`` one script; ``get`` one GET; ``transition`` a GET and a script
+    (again per lost race); ``list_by_owner`` ZRANGE then MGET; ``heartbeat`` one SET
+    PX; ``sweep`` SMEMBERS, EXISTS per node (pipelined), then a transition per task of a dead node. ``max_per_owner`` (default 100) bounds each
+    owner's live tasks; Redis's own memory bounds the rest.
+    """
+
+    #: Every process given the same Redis and prefix sees the same tasks.
+    shared: Final = True
+
+    def __init__(
+        self,
+        client: Redis,
+        *,
+        prefix: str = "mcpkit:",
+        max_per_owner: int = DEFAULT_MAX_PER_OWNER,
+        where: str | None = None,
+    ) -> None:
+        _check_caps(max_per_owner)
+        self.client = client
+        self.prefix = prefix
+        self.max_per_owner = max_per_owner
+        self.where = where_of(client) if where is None else where
+        self._task = prefix + "task:"
+        self._owner = prefix + "task-owner:"
+        self._node = prefix + "task-node:"
+        self._nodes = prefix + "task-nodes"
+        self._alive = prefix + "task-alive:"
+        self._create = client.register_script(_CREATE_LUA)
+        self._swap = client.register_script(_SWAP_LUA)
+
+    @classmethod
+    def from_store(
+        cls, store: RedisStore, *, max_per_owner: int = DEFAULT_MAX_PER_OWNER
+    ) -> RedisTaskStore:
+        """The task store beside ``store``: its client, key prefix and server name."""
+        return cls(store.client, prefix=store.prefix, max_per_owner=max_per_owner, where=store.url)
+
+    def __repr__(self) -> str:
+        return f"RedisTaskStore({self.where!r}, prefix={self.prefix!r})"
+
+    def _fail(self, exc: BaseException) -> NoReturn:
+        raise StoreUnavailable(
+            f"Redis at {self.where} is unavailable: {type(exc).__name__}: {exc}"
+        ) from exc
+
+    def _load(self, task_id: str, value: object) -> TaskRecord | None:
+        if not isinstance(value, bytes | str):
+            return None
+        try:
+            record = TaskRecord.from_json(orjson.loads(value))
+        except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+            logger.warning("task %s: its record in Redis cannot be read (%s)", task_id, exc)
+            return None
+        return record if record.task_id == task_id else None
+
+    async def create(self, record: TaskRecord) -> None:
+        expires_at = record.expires_at
+        keys = [
+            self._task + record.task_id,
+            self._owner + record.owner if record.owner is not None else "",
+            self._node + record.node_id if record.node_id is not None else "",
+            self._nodes,
+        ]
+        args: list[Any] = [
+            _dump(record),
+            0 if expires_at is None else max(1, int(expires_at * 1000)),
+            int(record.created_at * 1000),
+            record.task_id,
+            self.max_per_owner,
+            record.node_id or "",
+            self._task,
+        ]
+        try:
+            done = await self._create(keys=keys, args=args)
+        except FAILURES as exc:
+            self._fail(exc)
+        if done == -1:
+            raise TaskExists(f"task {record.task_id} exists")
+        if done == -2:
+            raise TaskLimitExceeded(
+                f"owner {record.owner!r} already has {self.max_per_owner} live tasks"
+            )
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        try:
+            value = await self.client.get(self._task + task_id)
+        except FAILURES as exc:
+            self._fail(exc)
+        return None if value is None else self._load(task_id, value)
+
+    async def transition(
+        self,
+        task_id: str,
+        target: TaskStatus,
+        *,
+        expected: TaskStatus | None = None,
+        status_message: str | EllipsisType | None = ...,
+        input_requests: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | None = None,
+        error: Mapping[str, Any] | None = None,
+    ) -> TaskRecord | None:
+        key = self._task + task_id
+        while True:
+            try:
+                value = await self.client.get(key)
+            except FAILURES as exc:
+                self._fail(exc)
+            if not isinstance(value, bytes | str):
+                return None
+            record = self._load(task_id, value)
+            if record is None:
+                return None
+            # The server's clock for lastUpdatedAt, as for createdAt (time.time()).
+            moved = record.moved(
+                target,
+                now=time.time(),
+                status_message=status_message,
+                input_requests=input_requests,
+                result=result,
+                error=error,
+                expected=expected,
+            )
+            node = self._node + record.node_id if record.node_id is not None else ""
+            try:
+                done = await self._swap(
+                    keys=[key, node],
+                    args=[value, _dump(moved), task_id, "1" if moved.terminal else "0"],
+                )
+            except FAILURES as exc:
+                self._fail(exc)
+            if done == 1:
+                return moved
+            # Another writer came first: read again, and let the table judge again.
+
+    async def list_by_owner(
+        self, owner: str, *, cursor: str | None = None, limit: int = 50
+    ) -> tuple[list[TaskRecord], str | None]:
+        if type(limit) is not int or limit < 1:
+            raise ValueError(f"limit must be a positive integer, not {limit!r}")
+        after = decode_cursor(cursor) if cursor is not None else None
+        try:
+            # The set is bounded by max_per_owner: read it whole, sort as the memory store.
+            members: list[tuple[bytes, float]] = await self.client.zrange(
+                self._owner + owner, 0, -1, withscores=True
+            )
+            ids = sorted((int(score), _text(member)) for member, score in members)
+            if after is not None:
+                ids = [entry for entry in ids if entry > after]
+            values = await self.client.mget([self._task + t for _, t in ids]) if ids else []
+        except FAILURES as exc:
+            self._fail(exc)
+        records = [
+            r
+            for (_, t), v in zip(ids, values, strict=True)
+            if v is not None and (r := self._load(t, v)) is not None
+        ]
+        page = records[:limit]
+        return page, (encode_cursor(page[-1]) if len(records) > limit else None)
+
+    async def heartbeat(self, node_id: str, ttl: float) -> None:
+        try:
+            await self.client.set(self._alive + node_id, b"1", px=ms(ttl))
+        except FAILURES as exc:
+            self._fail(exc)
+
+    async def sweep(self) -> list[TaskRecord]:
+        try:
+            nodes = [_text(n) for n in await self.client.smembers(self._nodes)]
+            if not nodes:
+                return []
+            pipe = self.client.pipeline(transaction=False)
+            for node_id in nodes:
+                pipe.exists(self._alive + node_id)
+            alive = await pipe.execute()
+        except FAILURES as exc:
+            self._fail(exc)
+        failed: list[TaskRecord] = []
+        for node_id, beating in zip(nodes, alive, strict=True):
+            if beating:
+                continue
+            try:
+                ids = [_text(t) for t in await self.client.smembers(self._node + node_id)]
+            except FAILURES as exc:
+                self._fail(exc)
+            for task_id in ids:
+                try:
+                    moved = await self._fail_lost(task_id)
+                except IllegalTransition:
+                    moved = None  # finished meanwhile
+                if moved is not None:
+                    failed.append(moved)
+            try:
+                pipe = self.client.pipeline(transaction=False)
+                if ids:
+                    pipe.srem(self._node + node_id, *ids)
+                pipe.srem(self._nodes, node_id)
+                await pipe.execute()
+            except FAILURES as exc:
+                self._fail(exc)
+        return failed
+
+    async def _fail_lost(self, task_id: str) -> TaskRecord | None:
+        record = await self.get(task_id)
+        if record is None or record.terminal:
+            return None
+        # No expected status: a dead node moves none of its tasks, and a tasks/cancel
+        # that came first made the task terminal (IllegalTransition, skipped).
+        return await self.transition(
+            task_id,
+            TaskStatus.FAILED,
+            status_message=str(NODE_LOST["message"]),
+            error=NODE_LOST,
+        )
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -265,7 +265,7 @@ class RedisTaskStore:
         after = decode_cursor(cursor) if cursor is not None else None
         try:
             # The set is bounded by max_per_owner: read it whole, sort as the memory store.
-            members: list[tuple[bytes, float]] = await self.client.zrange(
+            members: Any = await self.client.zrange(
                 self._owner + owner, 0, -1, withscores=True
             )
             ids = sorted((int(score), _text(member)) for member, score in members)

@@ -37,7 +37,15 @@ ERROR: dict[str, Any] = {"code": -32603, "message": "boom"}
 ASK: dict[str, Any] = {
     "name": {
         "method": "elicitation/create",
-        "params": {"mode": "form", "message": "Name?", "requestedSchema": {"type": "object"}},
+        "params": {
+            "mode": "form",
+            "message": "Name?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            },
+        },
     }
 }
 
@@ -136,9 +144,7 @@ class TaskStoreConformance:
         await store.create(record)
         same = await store.transition(record.task_id, TaskStatus.WORKING)
         assert same is not None and same.status_message == "step 1"
-        newer = await store.transition(
-            record.task_id, TaskStatus.WORKING, status_message="step 2"
-        )
+        newer = await store.transition(record.task_id, TaskStatus.WORKING, status_message="step 2")
         assert newer is not None and newer.status_message == "step 2"
         assert await store.get(record.task_id) == newer
 

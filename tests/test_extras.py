@@ -157,6 +157,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "not installed: pip install 'mcpkit[redis]'",
     ),
     (
+        "mcpkit.extensions.tasks.redis",
+        "redis",
+        "redis",
+        "the Redis task store (mcpkit.extensions.tasks.redis) needs redis, which is not "
+        "installed: pip install 'mcpkit[redis]'",
+    ),
+    (
         "mcpkit.adapters.pydantic_ai",
         "pydantic-ai",
         "pydantic_ai",

@@ -149,7 +149,7 @@ async def test_a_redis_that_is_down_is_store_unavailable_naming_it(tmp_path: Pat
     try:
         await store.create(TaskRecord.new(ttl_ms=60_000))
         server.stop()
-        with pytest.raises(StoreUnavailable, match="127.0.0.1"):
+        with pytest.raises(StoreUnavailable, match=r"127\.0\.0\.1"):
             await store.get("anything")
         with pytest.raises(StoreUnavailable):
             await store.create(TaskRecord.new(ttl_ms=60_000))

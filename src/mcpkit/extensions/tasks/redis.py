@@ -265,9 +265,7 @@ class RedisTaskStore:
         after = decode_cursor(cursor) if cursor is not None else None
         try:
             # The set is bounded by max_per_owner: read it whole, sort as the memory store.
-            members: Any = await self.client.zrange(
-                self._owner + owner, 0, -1, withscores=True
-            )
+            members: Any = await self.client.zrange(self._owner + owner, 0, -1, withscores=True)
             ids = sorted((int(score), _text(member)) for member, score in members)
             if after is not None:
                 ids = [entry for entry in ids if entry > after]

@@ -155,3 +155,21 @@ async def test_a_redis_that_is_down_is_store_unavailable_naming_it(tmp_path: Pat
             await store.create(TaskRecord.new(ttl_ms=60_000))
     finally:
         await client.aclose()
+
+
+async def test_a_heartbeat_forgets_the_nodes_tasks_that_expired_while_running(
+    clients: list[Redis], prefix: str
+) -> None:
+    store = RedisTaskStore(clients[0], prefix=prefix)
+    short = TaskRecord.new(ttl_ms=200, node_id="n1")
+    long = TaskRecord.new(ttl_ms=60_000, node_id="n1")
+    await store.create(short)
+    await store.create(long)
+    await store.heartbeat("n1", 30.0)
+    running = {m.decode() for m in await clients[0].smembers(f"{prefix}task-node:n1")}
+    assert running == {short.task_id, long.task_id}
+    await asyncio.sleep(0.4)
+    await store.heartbeat("n1", 30.0)
+    running = {m.decode() for m in await clients[0].smembers(f"{prefix}task-node:n1")}
+    assert running == {long.task_id}
+    assert 29_000 < await clients[0].pttl(f"{prefix}task-alive:n1") <= 30_000

@@ -7,8 +7,8 @@
 or with a ``redis.asyncio.Redis`` client of your own: ``RedisTaskStore(client,
 prefix="mcpkit:")``. The task store never owns the client: whoever made it closes it.
 It is a constructor of its own, not a method of ``RedisStore``, because the core's
-stores never name an extension (docs/shared CAPABILITIES.md, rule 1); ``from_store``
-reads only ``RedisStore``'s public ``client``, ``prefix`` and ``url``.
+stores never name an extension (docs/architecture.md, "Where new capabilities go");
+``from_store`` reads only ``RedisStore``'s public ``client``, ``prefix`` and ``url``.
 
 Key layout, under ``prefix``:
 
@@ -22,7 +22,9 @@ key                                  type    expires
                                              ids scored by creation millisecond, pruned of
                                              expired ones when the owner creates or lists
 ``<prefix>task-node:<node id>``      set     never; the node's unfinished tasks, emptied
-                                             as they finish and by :meth:`sweep`
+                                             as they finish, of expired ones by the
+                                             node's :meth:`heartbeat`, and by
+                                             :meth:`sweep` once the node is dead
 ``<prefix>task-nodes``               set     never; the nodes that have such a set
 ``<prefix>task-alive:<node id>``     string  the ``ttl`` of the node's last heartbeat
 ===================================  ======  ===============================================
@@ -116,6 +118,18 @@ return 1
 """
 
 
+# KEYS: the node's alive key, its task set. ARGV: ttl ms, the record key prefix.
+# Also forgets the node's tasks that expired while it ran them (their moves found
+# nothing to move), so a long-lived node's set holds only live tasks.
+_BEAT_LUA: Final = """
+redis.call('set', KEYS[1], '1', 'PX', ARGV[1])
+for _, id in ipairs(redis.call('smembers', KEYS[2])) do
+  if redis.call('exists', ARGV[2] .. id) == 0 then redis.call('srem', KEYS[2], id) end
+end
+return 1
+"""
+
+
 def _dump(record: TaskRecord) -> bytes:
     return orjson.dumps(record.to_json())
 
@@ -124,9 +138,11 @@ class RedisTaskStore:
     """A :class:`~.store.TaskStore` on Redis (the key layout is in the module doc).
 
     Costs: ``create`` one script; ``get`` one GET; ``transition`` a GET and a script
-    (again per lost race); ``list_by_owner`` ZRANGE then MGET; ``heartbeat`` one SET
-    PX; ``sweep`` SMEMBERS, EXISTS per node (pipelined), then a transition per task of a dead node. ``max_per_owner`` (default 100) bounds each
-    owner's live tasks; Redis's own memory bounds the rest.
+    (again per lost race); ``list_by_owner`` ZRANGE then MGET; ``heartbeat`` one
+    script (SET PX, and an EXISTS per task the node runs); ``sweep`` SMEMBERS, EXISTS
+    per node (pipelined), then a transition per task of a dead node.
+    ``max_per_owner`` (default 100) bounds each owner's live tasks; Redis's own memory
+    bounds the rest.
     """
 
     #: Every process given the same Redis and prefix sees the same tasks.
@@ -152,6 +168,7 @@ class RedisTaskStore:
         self._alive = prefix + "task-alive:"
         self._create = client.register_script(_CREATE_LUA)
         self._swap = client.register_script(_SWAP_LUA)
+        self._beat = client.register_script(_BEAT_LUA)
 
     @classmethod
     def from_store(
@@ -282,7 +299,9 @@ class RedisTaskStore:
 
     async def heartbeat(self, node_id: str, ttl: float) -> None:
         try:
-            await self.client.set(self._alive + node_id, b"1", px=ms(ttl))
+            await self._beat(
+                keys=[self._alive + node_id, self._node + node_id], args=[ms(ttl), self._task]
+            )
         except FAILURES as exc:
             self._fail(exc)
 

@@ -9,7 +9,9 @@ against the resources that exist, and adds the ``io.modelcontextprotocol/ui``
 :class:`~mcpkit.Extension` so ``capabilities.extensions`` advertises it on
 both eras. Problems are raised together as
 :class:`~mcpkit.errors.RegistrationError`; the extension's lifespan checks the
-tools again at start-up, for tools registered after :func:`add_apps`.
+tools again at start-up, for tools registered after :func:`add_apps` (the
+server then fails to start with a ``LifespanError`` caused by the
+``RegistrationError``).
 """
 
 from __future__ import annotations

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
-from mcpkit import MCPServer
+from mcpkit import Context, MCPServer
 from mcpkit.client import Client, MCPClient
 from mcpkit.extensions.apps import (
+    EXTENSION_ID,
     LEGACY_RESOURCE_URI_KEY,
     MIME_TYPE,
     AppUi,
@@ -17,6 +20,9 @@ from mcpkit.extensions.apps import (
     UiError,
     UiResource,
     add_apps,
+    client_renders_apps,
+    ui_capability,
+    ui_client_capabilities,
     ui_for_tool,
     ui_tool_meta,
 )
@@ -97,3 +103,33 @@ async def test_a_resource_that_is_not_an_app_is_refused() -> None:
     async with Client(server=server) as client:
         with pytest.raises(UiError, match="no content of type"):
             await ui_for_tool(client, "t")
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_a_host_declares_it_renders_apps_and_the_tool_sees_it(
+    version: str, ui_schema: dict[str, Any]
+) -> None:
+    server = MCPServer(name="degrading", version="1.0.0")
+
+    @server.tool(meta=ui_tool_meta(URI))
+    def forecast(ctx: Context) -> str:
+        return "see the app" if client_renders_apps(ctx) else "sunny, 21 °C"
+
+    add_apps(server, [UiResource(uri=URI, html=HTML)])
+    declared = ui_client_capabilities()
+    Draft202012Validator(
+        {"$ref": "#/$defs/McpUiClientCapabilities", "$defs": ui_schema["$defs"]}
+    ).validate(declared["extensions"][EXTENSION_ID])
+    async with Client(server=server, protocol_version=version, capabilities=declared) as host:
+        rendered = await host.call_tool("forecast", {})
+    async with Client(server=server, protocol_version=version) as plain:
+        text_only = await plain.call_tool("forecast", {})
+    assert rendered["content"][0]["text"] == "see the app"
+    assert text_only["content"][0]["text"] == "sunny, 21 °C"
+
+
+def test_ui_capability_needs_the_app_mime_type() -> None:
+    assert ui_capability(ui_client_capabilities()) == {"mimeTypes": [MIME_TYPE]}
+    assert ui_capability(ui_client_capabilities(mime_types=["text/html"])) is None
+    assert ui_capability({"extensions": {EXTENSION_ID: {}}}) is None
+    assert ui_capability({}) is None and ui_capability(None) is None

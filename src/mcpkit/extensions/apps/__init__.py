@@ -13,7 +13,7 @@ package, 2.0.x (:mod:`.records`).
 
 from __future__ import annotations
 
-from .client import AppUi, UiError, ui_for_tool
+from .client import AppUi, UiError, ui_client_capabilities, ui_for_tool
 from .html import find_node_module, html_from_file, inline_modules
 from .records import (
     EXTENSION_ID,
@@ -23,8 +23,9 @@ from .records import (
     Permissions,
     ResourceMeta,
     Visibility,
+    ui_capability,
 )
-from .server import UiResource, add_apps, apps_extension, ui_tool_meta
+from .server import UiResource, add_apps, apps_extension, client_renders_apps, ui_tool_meta
 
 __all__ = [
     "EXTENSION_ID",
@@ -39,9 +40,12 @@ __all__ = [
     "Visibility",
     "add_apps",
     "apps_extension",
+    "client_renders_apps",
     "find_node_module",
     "html_from_file",
     "inline_modules",
+    "ui_capability",
+    "ui_client_capabilities",
     "ui_for_tool",
     "ui_tool_meta",
 ]

@@ -13,17 +13,24 @@ and :meth:`MCPClient.client` to reach one server of an ``MCPClient``.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .records import MIME_TYPE, ResourceMeta, Visibility, tool_resource_uri, ui_uri_problem
+from .records import (
+    EXTENSION_ID,
+    MIME_TYPE,
+    ResourceMeta,
+    Visibility,
+    tool_resource_uri,
+    ui_uri_problem,
+)
 
 if TYPE_CHECKING:
     from ...client.client import Client
     from ...client.mcp_client import MCPClient
 
-__all__ = ["AppUi", "UiError", "ui_for_tool"]
+__all__ = ["AppUi", "UiError", "ui_client_capabilities", "ui_for_tool"]
 
 
 class UiError(LookupError):
@@ -41,6 +48,16 @@ class AppUi:
     meta: ResourceMeta
     visibility: tuple[Visibility, ...] = ("model", "app")
     tool: Mapping[str, Any] = field(default_factory=dict)
+
+
+def ui_client_capabilities(*, mime_types: Sequence[str] = (MIME_TYPE,)) -> dict[str, Any]:
+    """Client capabilities declaring that this host renders MCP Apps.
+
+    ``Client(capabilities=ui_client_capabilities())`` sends
+    ``{"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": [...]}}}`` in
+    ``initialize`` and in each 2026-07-28 request's ``_meta`` envelope.
+    """
+    return {"extensions": {EXTENSION_ID: {"mimeTypes": list(mime_types)}}}
 
 
 async def _tool(client: Client, name: str) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ __all__ = [
     "resource_meta_problems",
     "tool_meta_problems",
     "tool_resource_uri",
+    "ui_capability",
     "ui_uri_problem",
 ]
 
@@ -58,6 +59,25 @@ _PERMISSION_FIELDS: Final = {
 }
 _TOOL_META_KEYS: Final = frozenset({"resourceUri", "visibility"})
 _RESOURCE_META_KEYS: Final = frozenset({"csp", "permissions", "domain", "prefersBorder"})
+
+
+def ui_capability(client_capabilities: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The client's settings for this extension (``McpUiClientCapabilities``), or None.
+
+    A client that renders apps declares ``capabilities.extensions[EXTENSION_ID]``
+    with the ``mimeTypes`` it renders, which must include :data:`MIME_TYPE`
+    (in ``initialize``, or the 2026-07-28 ``_meta`` envelope of each request).
+    """
+    extensions = (client_capabilities or {}).get("extensions")
+    if not isinstance(extensions, Mapping):
+        return None
+    settings = extensions.get(EXTENSION_ID)
+    if not isinstance(settings, Mapping):
+        return None
+    mime_types = settings.get("mimeTypes")
+    if not isinstance(mime_types, list) or MIME_TYPE not in mime_types:
+        return None
+    return dict(settings)
 
 
 def ui_uri_problem(uri: object) -> str | None:

@@ -33,13 +33,15 @@ from .records import (
     resource_meta_problems,
     tool_meta_problems,
     tool_resource_uri,
+    ui_capability,
     ui_uri_problem,
 )
 
 if TYPE_CHECKING:
+    from ...server.context import Context
     from ...server.server import MCPServer
 
-__all__ = ["UiResource", "add_apps", "apps_extension", "ui_tool_meta"]
+__all__ = ["UiResource", "add_apps", "apps_extension", "client_renders_apps", "ui_tool_meta"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +92,16 @@ class UiResource:
         else:
             out.extend(resource_meta_problems(label, self.ui_meta()))
         return out
+
+
+def client_renders_apps(ctx: Context) -> bool:
+    """Whether the client of this request renders MCP Apps (declared the extension).
+
+    For graceful degradation (extensions overview): a tool may return richer
+    text to a client that shows no app. Works on both eras, from the
+    ``initialize`` capabilities or the request's ``_meta`` envelope.
+    """
+    return ui_capability(ctx.client_capabilities) is not None
 
 
 def ui_tool_meta(

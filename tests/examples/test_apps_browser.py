@@ -22,7 +22,7 @@ from playwright.async_api import async_playwright, expect
 
 from mcpkit import MCPServer
 from mcpkit.client import Client
-from mcpkit.extensions.apps import ui_for_tool
+from mcpkit.extensions.apps import ui_client_capabilities, ui_for_tool
 from tests import ext_apps_sdk
 from tests.examples.test_apps_server import example, sdk_bundle
 
@@ -44,7 +44,9 @@ async def test_a_click_in_the_app_calls_the_tool_and_renders_its_result(
     server: MCPServer = example.server
     calls: list[dict[str, Any]] = []
     async with (
-        Client(server=server, protocol_version=version) as client,
+        Client(
+            server=server, protocol_version=version, capabilities=ui_client_capabilities()
+        ) as client,
         async_playwright() as playwright,
     ):
         browser = await playwright.chromium.launch(executable_path=CHROMIUM)

@@ -17,7 +17,6 @@ from mcpkit.extensions.apps import (
     AppUi,
     Csp,
     Permissions,
-    UiError,
     UiResource,
     add_apps,
     client_renders_apps,
@@ -66,7 +65,7 @@ async def test_a_client_gets_the_tools_app_and_metadata(version: str) -> None:
     async with Client(server=demo_server(), protocol_version=version) as client:
         expect_demo(await ui_for_tool(client, "show"))
         assert await ui_for_tool(client, "plain") is None
-        with pytest.raises(UiError, match="no tool 'nope'"):
+        with pytest.raises(LookupError, match="no tool 'nope'"):
             await ui_for_tool(client, "nope")
 
 
@@ -78,7 +77,7 @@ async def test_an_mcp_client_finds_the_server_with_the_tool() -> None:
     ) as mcp:
         expect_demo(await ui_for_tool(mcp, "show"))
         expect_demo(await ui_for_tool(mcp, "show", server="demo"))
-        with pytest.raises(UiError):
+        with pytest.raises(LookupError):
             await ui_for_tool(mcp, "show", server="other")
 
 
@@ -101,7 +100,7 @@ async def test_a_resource_that_is_not_an_app_is_refused() -> None:
     server.tool(name="t", meta=ui_tool_meta(URI))(lambda: "x")
     server.resource(URI, mime_type="text/html")(lambda: HTML)
     async with Client(server=server) as client:
-        with pytest.raises(UiError, match="no content of type"):
+        with pytest.raises(LookupError, match="no content of type"):
             await ui_for_tool(client, "t")
 
 

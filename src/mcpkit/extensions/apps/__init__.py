@@ -13,7 +13,7 @@ package, 2.0.x (:mod:`.records`).
 
 from __future__ import annotations
 
-from .client import AppUi, UiError, ui_client_capabilities, ui_for_tool
+from .client import AppUi, ui_client_capabilities, ui_for_tool
 from .html import find_node_module, html_from_file, inline_modules
 from .records import (
     EXTENSION_ID,
@@ -35,7 +35,6 @@ __all__ = [
     "Csp",
     "Permissions",
     "ResourceMeta",
-    "UiError",
     "UiResource",
     "Visibility",
     "add_apps",

@@ -30,11 +30,7 @@ if TYPE_CHECKING:
     from ...client.client import Client
     from ...client.mcp_client import MCPClient
 
-__all__ = ["AppUi", "UiError", "ui_client_capabilities", "ui_for_tool"]
-
-
-class UiError(LookupError):
-    """A tool's UI cannot be shown: unknown tool, bad URI, or no HTML of the app's type."""
+__all__ = ["AppUi", "ui_client_capabilities", "ui_for_tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +69,7 @@ async def ui_for_tool(
     """The app of ``tool_name`` (None when the tool names no UI).
 
     With an ``MCPClient``, ``server`` names the server (default: the first
-    connected server that has the tool). Raises :class:`UiError` for an
+    connected server that has the tool). Raises :class:`LookupError` for an
     unknown tool, a URI that is not ``ui://``, or a resource with no content
     of the extension's MIME type.
     """
@@ -93,14 +89,14 @@ async def ui_for_tool(
         target = client
         tool = await _tool(client, tool_name)
     if tool is None:
-        raise UiError(f"no tool {tool_name!r} on the server")
+        raise LookupError(f"no tool {tool_name!r} on the server")
     tool_meta = tool.get("_meta")
     uri = tool_resource_uri(tool_meta if isinstance(tool_meta, Mapping) else None)
     if uri is None:
         return None
     problem = ui_uri_problem(uri)
     if problem is not None or not isinstance(uri, str):
-        raise UiError(f"tool {tool_name!r}: {problem}")
+        raise LookupError(f"tool {tool_name!r}: {problem}")
     result = await target.read_resource(uri)
     html, meta = _html(uri, result.get("contents") or [])
     if meta is None:  # the listing's _meta.ui applies when the contents carry none
@@ -135,4 +131,4 @@ def _html(uri: str, contents: list[dict[str, Any]]) -> tuple[str, object]:
             text = base64.b64decode(blob).decode("utf-8")
         meta = item.get("_meta")
         return text, meta.get("ui") if isinstance(meta, Mapping) else None
-    raise UiError(f"resource {uri!r} has no content of type {MIME_TYPE!r}")
+    raise LookupError(f"resource {uri!r} has no content of type {MIME_TYPE!r}")

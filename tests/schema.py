@@ -26,8 +26,9 @@ not (for example ``outputSchema`` on a 2024-11-05 ``Tool``, ``completions`` in
 prompt's ``version``) stay allowed, as the schema allows them.
 
 Two documented relaxations: ``ServerCapabilities.extensions`` (the map of
-the extensions a server was given, SEP-2133) is allowed on every revision, not
-only on 2026-07-28, which first names it; and an error response whose request id could not be
+the extensions a server was given, SEP-2133) and ``ClientCapabilities.extensions``
+(the extensions a client supports) are allowed on every revision, not only on
+2026-07-28, which first names them; and an error response whose request id could not be
 read carries ``"id": null`` (JSON-RPC 2.0 §5); its envelope is checked without
 the id, since the MCP schemas only describe the id of readable requests.
 
@@ -130,10 +131,11 @@ def _close(revision: str, definition: str, node: Any, path: tuple[str, ...]) -> 
             foreign -= {"jsonrpc", "id"}
         if path == ("params",):  # every revision's base Request/Notification params has _meta
             foreign.discard("_meta")
-        if definition == "ServerCapabilities" and not path:
+        if definition in ("ServerCapabilities", "ClientCapabilities") and not path:
             # A server given extensions advertises them here on every revision (SEP-2133;
-            # mcpkit.server.extension): 2026-07-28 is the first schema to name the field,
-            # the older ones leave ServerCapabilities open to it.
+            # mcpkit.server.extension), and a client declares the extensions it supports
+            # (MCP Apps' mimeTypes, ext-apps getUiCapability): 2026-07-28 is the first
+            # schema to name the field, the older ones leave both objects open to it.
             foreign.discard("extensions")
         if foreign:
             node["propertyNames"] = {"not": {"enum": sorted(foreign)}}

@@ -8,8 +8,8 @@ holds the client-side helpers. It lives here, beside ``adapters`` and
 ``workflow`` and above the server and client, because it uses only their public
 seams; the core never imports it, and ``import mcpkit`` does not load it.
 
-:data:`EXTENSIONS` maps each identifier to the module that implements it; it is
-empty until the first extension lands. Extensions of a draft SEP say they are
+:data:`EXTENSIONS` maps each identifier to the module that implements it.
+Extensions of a draft SEP say they are
 experimental in their module docstring.
 """
 
@@ -22,4 +22,6 @@ from typing import Final
 __all__ = ["EXTENSIONS"]
 
 #: Extension identifier (``capabilities.extensions`` key) -> the module implementing it.
-EXTENSIONS: Final[Mapping[str, str]] = MappingProxyType({})
+EXTENSIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {"io.modelcontextprotocol/skills": "mcpkit.extensions.skills"}
+)

@@ -48,4 +48,4 @@ def skill_count() -> int:
 
 
 if __name__ == "__main__":
-    server.run()
+    server.run_stdio()

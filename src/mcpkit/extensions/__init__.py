@@ -9,8 +9,7 @@ holds the client-side helpers. It lives here, beside ``adapters`` and
 seams; the core never imports it, and ``import mcpkit`` does not load it.
 
 :data:`EXTENSIONS` maps each identifier to the module that implements it.
-Extensions of a draft SEP say they are
-experimental in their module docstring.
+Extensions of a draft SEP say they are experimental in their module docstring.
 """
 
 from __future__ import annotations

@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcpkit import MCPServer
 from mcpkit.client import Client
 from mcpkit.errors import RemoteError
 from mcpkit.extensions.skills import add_skills, digest, skill_from_files
+from mcpkit.extensions.skills.server import SkillCatalog
 
 from .conftest import skill_md
 
@@ -150,3 +153,30 @@ async def test_without_directory_read_the_method_and_flag_are_absent(skills_dir:
             await client.request("resources/directory/read", {"uri": "skill://pdf-forms"})
     assert caps["extensions"]["io.modelcontextprotocol/skills"] == {}
     assert missing.value.code == -32601
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=12),
+    page_size=st.integers(min_value=1, max_value=5),
+)
+def test_any_paging_lists_every_entry_once_and_whole(sizes: list[int], page_size: int) -> None:
+    skills = [
+        skill_from_files(
+            f"k{i:02d}",
+            {"SKILL.md": skill_md(f"k{i:02d}", "d"), **{f"f{j}.txt": str(j) for j in range(n)}},
+        )
+        for i, n in enumerate(sizes)
+    ]
+    catalog = SkillCatalog(skills, page_size=page_size, directory_read=True)
+    entries: list[dict[str, Any]] = []
+    start: int | None = 0
+    pages = 0
+    while start is not None:
+        page, cursor = catalog.page(catalog.entries, start)
+        assert 0 < len(page) <= page_size
+        entries.extend(page)
+        pages += 1
+        start = int(cursor[1:]) if cursor is not None else None
+    assert pages == -(-len(skills) // page_size)
+    assert [len(e["resources"]) for e in entries] == [n + 1 for n in sizes]

@@ -86,3 +86,21 @@ def test_an_empty_or_missing_directory_is_a_start_up_error(tmp_path: Path) -> No
         load_skills(tmp_path)
     with pytest.raises(RegistrationError, match="does not exist"):
         load_skills(tmp_path / "missing")
+
+
+def test_a_second_add_or_a_taken_uri_is_refused_and_adds_nothing(skills_dir: Path) -> None:
+    server = MCPServer(name="s", version="1")
+    add_skills(server, skills_dir)
+    before = dict(server.resources.static)
+    with pytest.raises(RegistrationError) as twice:
+        add_skills(
+            server, skills=[skill_from_files("new-one", {"SKILL.md": skill_md("new-one", "d")})]
+        )
+    assert "added already" in twice.value.problems[0]
+    assert server.resources.static == before
+
+    other = MCPServer(name="s", version="1")
+    other.resources.add("skill://pdf-forms/SKILL.md", lambda: "mine", name="mine")
+    with pytest.raises(RegistrationError, match="registered already"):
+        add_skills(other, skills_dir)
+    assert other.extensions == {}

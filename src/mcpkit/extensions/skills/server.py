@@ -189,9 +189,19 @@ def add_skills(
     if problems:
         raise RegistrationError(problems)
     catalog = SkillCatalog(found, page_size=page_size, directory_read=directory_read)
-    extension = _extension(server, catalog)
+    # Checked before anything is added, so a refusal leaves the server as it was.
+    if EXTENSION_ID in server.extensions:
+        problems.append(f"{EXTENSION_ID} is added already: call add_skills once per server")
+    problems.extend(
+        f"resource {f['uri']!r} is registered already"
+        for entry in catalog.entries
+        for f in entry["resources"]
+        if f["uri"] in server.resources.static
+    )
+    if problems:
+        raise RegistrationError(problems)
+    extension = server.add_extension(_extension(server, catalog))
     _register_resources(server, catalog)
-    server.add_extension(extension)
     return extension
 
 

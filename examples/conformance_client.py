@@ -34,6 +34,7 @@ from mcpkit.auth.client import (
 )
 from mcpkit.client import Client
 from mcpkit.client.stateless.discover import STATELESS_VERSIONS
+from mcpkit.extensions.skills.client import SkillsClient, SkillVerificationError
 from mcpkit.protocol.versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE
 
 log = logging.getLogger("conformance-client")
@@ -131,6 +132,29 @@ async def request_state(client: Client, context: dict[str, Any]) -> None:
     await client.call_tool("test_mrtr_no_result_type", {})
 
 
+async def skills_list_only(client: Client, context: dict[str, Any]) -> None:
+    """``sep-2640-client-no-prefetch``: list the skills; read no file of a skill not loaded."""
+    entries = await SkillsClient(client).list()
+    log.info("skills: %s", [e.name for e in entries])
+
+
+async def skills_load_verified(client: Client, context: dict[str, Any]) -> None:
+    """``sep-2640-client-verify-*``: load the first skill, then read its other files only
+    if its SKILL.md verified (digest, size, frontmatter): tampered content is never used."""
+    skills = SkillsClient(client)
+    entries = await skills.list()
+    if not entries:
+        return
+    try:
+        loaded = await skills.load(entries[0])
+    except SkillVerificationError as exc:
+        log.info("refused the skill %s: %s", entries[0].uri, exc)
+        return
+    for file in loaded.entry.files or ():
+        if file.uri != loaded.entry.uri:
+            await skills.read_file(loaded.entry, file.uri)
+
+
 async def list_and_call_first(client: Client, context: dict[str, Any]) -> None:
     """Any other scenario (the auth ones, for example): connect, list, call the first tool."""
     tools = await client.list_tools()
@@ -150,6 +174,10 @@ SCENARIOS: dict[str, Scenario] = {
     "request-metadata": request_metadata,
     "http-standard-headers": standard_headers,
     "sep-2322-client-request-state": request_state,
+    "sep-2640-client-no-prefetch": skills_list_only,
+    "sep-2640-client-verify-digest": skills_load_verified,
+    "sep-2640-client-verify-size": skills_load_verified,
+    "sep-2640-client-verify-frontmatter": skills_load_verified,
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -34,6 +35,7 @@ from mcpkit import (
     ToolError,
     create_tool,
 )
+from mcpkit.extensions.skills import add_skills
 
 # A 1x1 PNG and a tiny WAV: the suite's shared test data.
 PNG = base64.b64decode(
@@ -558,6 +560,14 @@ SUGGESTIONS = ["test", "test-value", "testing", "example", "sample"]
 def complete_prompt_argument(value: str) -> list[str]:
     """Suggest values for either argument of test_prompt_with_arguments."""
     return [s for s in SUGGESTIONS if s.startswith(value)]
+
+
+# -- skills extension (SEP-2640) ------------------------------------------------------------------
+# The sep-2640-skills-* scenarios run their checks only against a server that declares
+# io.modelcontextprotocol/skills: serve the example skills (the first one listed has a
+# subfolder, which the directory-read scenario descends into).
+
+add_skills(server, Path(__file__).resolve().parent / "skills")
 
 
 if __name__ == "__main__":

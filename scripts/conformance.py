@@ -55,6 +55,10 @@ DEFAULT_LEGS = ("all", "2025-06-18", "2025-11-25", "2026-07-28", "req-2026-07-28
 REQUIRED_TAGS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 FIXTURE = "examples/everything_server.py"
 DEFAULT_EXPECTED = REPO / "conformance" / "expected-failures.txt"
+# Scenarios of extensions the fixture declares: each passes only if it ran checks. A server
+# that does not declare an extension "passes" its scenarios with every check SKIPPED
+# (skills: SEP-2640, served by examples/everything_server.py).
+MUST_RUN_PREFIXES = ("sep-2640-",)
 LEG_TIMEOUT_S = 600  # a leg takes ~10 s; the harness's own per-scenario timeout is 30 s
 STARTUP_TIMEOUT_S = 60.0
 
@@ -336,6 +340,9 @@ class Outcome:
     passed: bool
     failing_checks: list[str] = field(default_factory=list)
     warnings: int = 0
+    # Checks that ran (not SKIPPED), the schema check every scenario appends left out;
+    # None: not counted (a synthetic outcome).
+    ran: int | None = None
 
 
 def load_leg(legdir: Path) -> dict[str, Outcome]:
@@ -353,7 +360,10 @@ def load_leg(legdir: Path) -> dict[str, Outcome]:
             checks = [{"id": "unreadable-checks-json", "status": "FAILURE"}]
         failing = [str(c.get("id")) for c in checks if c.get("status") == "FAILURE"]
         warnings = sum(1 for c in checks if c.get("status") == "WARNING")
-        results[match.group(1)] = Outcome(not failing, failing, warnings)
+        ran = sum(
+            1 for c in checks if c.get("status") != "SKIPPED" and c.get("id") != "wire-schema-valid"
+        )
+        results[match.group(1)] = Outcome(not failing, failing, warnings, ran)
     return results
 
 
@@ -379,7 +389,7 @@ class Row:
     leg: str
     scenario: str
     tags: list[str]
-    result: str  # PASS, FAIL or MISSING
+    result: str  # PASS, FAIL, SKIP (every check skipped where checks must run) or MISSING
     expected_failure: bool
     ok: bool
     note: str
@@ -412,6 +422,9 @@ def judge(
             listed = scenario in expected
             if outcome is None:
                 result, ok, note = "MISSING", False, "the harness left no result"
+            elif outcome.passed and outcome.ran == 0 and scenario.startswith(MUST_RUN_PREFIXES):
+                result, ok = "SKIP", listed
+                note = "passes by skipping every check: is the extension declared?"
             elif outcome.passed:
                 result = "PASS"
                 ok = not listed

@@ -441,11 +441,15 @@ async def test_resources_are_listed_with_uri_and_name(server: MCPServer) -> None
     async with client(server) as c:
         listed = (await c.request("resources/list"))["resources"]
         templates = (await c.request("resources/templates/list"))["resourceTemplates"]
-    assert {r["uri"] for r in listed} == {
+    assert {r["uri"] for r in listed if r["uri"].startswith("test://")} == {
         "test://static-text",
         "test://static-binary",
         "test://watched-resource",
     }
+    # The rest are the files of the example skills (the skills extension's fixture).
+    skills = {r["uri"] for r in listed if not r["uri"].startswith("test://")}
+    assert "skill://changelog-writer/SKILL.md" in skills
+    assert all(uri.startswith("skill://") for uri in skills)
     assert all(r["name"] for r in listed)
     assert [t["uriTemplate"] for t in templates] == ["test://template/{id}/data"]
 

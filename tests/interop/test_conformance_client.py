@@ -45,6 +45,13 @@ MUST_PASS = {
     },
 }
 
+SKILLS_SCENARIOS = (
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+)
+
 
 def test_client_conformance_suite_passes(tmp_path: Path) -> None:
     results = tmp_path / "results"
@@ -73,6 +80,16 @@ def test_client_conformance_suite_passes(tmp_path: Path) -> None:
     for leg, scenarios in MUST_PASS.items():
         for scenario in scenarios:
             assert (leg, scenario) in passed, f"{scenario} did not pass in leg {leg}:\n{output}"
+    # The skills scenarios ran their checks: the client listed, loaded and verified.
+    skills = {
+        row["scenario"]: row["note"]
+        for row in verdict
+        if row["leg"] == "all" and row["scenario"].startswith("sep-2640-client-")
+    }
+    assert set(skills) == set(SKILLS_SCENARIOS), output
+    for scenario in SKILLS_SCENARIOS:
+        assert ("all", scenario) in passed, f"{scenario} did not pass:\n{output}"
+        assert "skipped" not in skills[scenario], f"{scenario}: {skills[scenario]}\n{output}"
 
 
 # -- the judging rules ------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ is not clean. The judging rules themselves are tested below on synthetic results
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +52,9 @@ def test_conformance_suite_passes_against_the_everything_server(tmp_path: Path) 
     # The frozen 2026-07-28 requirement set ran, and its scored scenarios passed in it.
     assert "req-2026-07-28 server-stateless" in output, output
     assert "req-2026-07-28 input-required-result-tampered-state" in output, output
+    # The skills scenarios ran their checks (a skipped-only pass is a SKIP row, an error).
+    for scenario in ("enumeration", "manifest", "directory"):
+        assert re.search(rf"^all +sep-2640-skills-{scenario} +PASS +ok", output, re.M), output
 
 
 # -- the judging rules ------------------------------------------------------------------------------
@@ -193,3 +198,41 @@ def test_a_requirement_leg_scenario_without_a_result_fails(runner: ModuleType) -
 def test_the_frozen_2026_requirement_set_is_a_default_leg(runner: ModuleType) -> None:
     assert "req-2026-07-28" in runner.DEFAULT_LEGS
     assert runner.leg_arguments("req-2026-07-28") == ["--requirements", "2026-07-28"]
+
+
+def _leg_with(tmp_path: Path, scenario: str, checks: list[dict[str, str]]) -> Path:
+    rundir = tmp_path / "all" / f"server-{scenario}-2026-11-28T05-00-00-000Z"
+    rundir.mkdir(parents=True)
+    (rundir / "checks.json").write_text(json.dumps(checks))
+    return tmp_path / "all"
+
+
+SKIPPED_ONLY = [
+    {"id": "sep-2640-skills-list-implemented", "status": "SKIPPED"},
+    {"id": "wire-schema-valid", "status": "SUCCESS"},
+]
+
+
+def test_a_skills_scenario_passing_by_skipping_every_check_fails(
+    runner: ModuleType, tmp_path: Path
+) -> None:
+    scenario = "sep-2640-skills-enumeration"
+    got = runner.load_leg(_leg_with(tmp_path, scenario, SKIPPED_ONLY))
+    rows, _ = runner.judge(["all"], {"all": got}, {scenario: ["extension"]}, {})
+    assert [(r.result, r.ok) for r in rows] == [("SKIP", False)]
+
+
+def test_a_skills_scenario_that_ran_a_check_passes(runner: ModuleType, tmp_path: Path) -> None:
+    scenario = "sep-2640-skills-enumeration"
+    checks = [*SKIPPED_ONLY, {"id": "sep-2640-skills-get-implemented", "status": "SUCCESS"}]
+    got = runner.load_leg(_leg_with(tmp_path, scenario, checks))
+    rows, _ = runner.judge(["all"], {"all": got}, {scenario: ["extension"]}, {})
+    assert [(r.result, r.ok) for r in rows] == [("PASS", True)]
+
+
+def test_other_scenarios_may_skip_every_check(runner: ModuleType, tmp_path: Path) -> None:
+    # tasks-status-notifications records no check at all in the pinned suite version.
+    scenario = "tasks-status-notifications"
+    got = runner.load_leg(_leg_with(tmp_path, scenario, SKIPPED_ONLY))
+    rows, _ = runner.judge(["all"], {"all": got}, {scenario: ["extension"]}, {})
+    assert [(r.result, r.ok) for r in rows] == [("PASS", True)]

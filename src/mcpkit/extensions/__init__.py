@@ -22,5 +22,8 @@ __all__ = ["EXTENSIONS"]
 
 #: Extension identifier (``capabilities.extensions`` key) -> the module implementing it.
 EXTENSIONS: Final[Mapping[str, str]] = MappingProxyType(
-    {"io.modelcontextprotocol/ui": "mcpkit.extensions.apps"}
+    {
+        "io.modelcontextprotocol/skills": "mcpkit.extensions.skills",
+        "io.modelcontextprotocol/ui": "mcpkit.extensions.apps",
+    }
 )

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from ...errors import MCPKitError
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
 from .records import EXTENSION_ID, MAX_TOTAL_BYTES, SKILL_FILE, digest, name_problem
 
@@ -57,7 +58,7 @@ class SkillsPeer(Protocol):
     async def read_resource(self, uri: str) -> dict[str, Any]: ...
 
 
-class SkillVerificationError(Exception):
+class SkillVerificationError(MCPKitError):
     """A skill entry or file failed verification; its content is not to be used."""
 
 

@@ -21,6 +21,8 @@ import json
 import re
 from typing import Any, Final
 
+from ...errors import MCPKitError
+
 __all__ = ["FrontmatterError", "parse_frontmatter", "split_frontmatter"]
 
 _KEY: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*")
@@ -34,7 +36,7 @@ _NOT_STRING: Final = re.compile(
 _INDICATORS: Final = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
 
-class FrontmatterError(ValueError):
+class FrontmatterError(MCPKitError, ValueError):
     """The frontmatter is missing or lies outside the subset this parser reads."""
 
 

@@ -240,7 +240,7 @@ async def lifespan(
                             await connect()
                         if on_startup is not None:
                             await on_startup()
-                        await server._lifespan.enter()
+                        await server.enter_lifespan()
                     except Exception as exc:  # LifespanError / StoreUnavailable: names the cause
                         # The exception rides along for mcpkit's serve(), which raises it
                         # (ASGI servers ignore keys they do not know).
@@ -254,7 +254,7 @@ async def lifespan(
                     await on_shutdown()
                     if server is not None and entered:
                         entered = False
-                        await server._lifespan.exit()
+                        await server.exit_lifespan()
                 except Exception as exc:
                     log.exception("error while shutting down")
                     await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
@@ -263,7 +263,7 @@ async def lifespan(
                 return
     finally:
         if server is not None and entered:  # the host cancelled the lifespan task
-            await server._lifespan.exit()
+            await server.exit_lifespan()
 
 
 def sse_event(data: bytes, event_id: str | None = None, event: bytes = b"message") -> bytes:

@@ -1,6 +1,6 @@
 """No module reads or sets an underscored attribute of an object it does not own.
 
-Rule 2 of ``docs/design``'s capability rules (CAPABILITIES.md): a module reaches the
+Rule 2 of the capability rules (CAPABILITIES.md, issue 25): a module reaches the
 state of another module's objects through their public hooks (``server.add_session``,
 ``session.is_running(request_id)``, ``app.sessions``, ...), never through ``x._name``.
 This test reads the source with :mod:`ast` (nothing is imported), like

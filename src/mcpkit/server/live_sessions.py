@@ -9,7 +9,7 @@ processes serve the server's sessions (a cluster sharing a Redis store,
 broadcast also goes to the other processes, which deliver it to theirs with
 :meth:`LiveSessions.deliver_broadcast`. These methods are the hooks the
 transports use instead of reaching into the server's attributes
-(``docs/architecture.md``, rule 2 of the capability rules).
+(rule 2 of the capability rules; ``docs/architecture.md``, "The core's public hooks").
 """
 
 from __future__ import annotations

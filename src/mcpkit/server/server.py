@@ -60,7 +60,7 @@ def _is_protected_resource(auth: object) -> bool:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class MCPServer(LiveSessions, ServerIntrospection, ServerRunning):
+class MCPServer(ServerIntrospection, ServerRunning, LiveSessions):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer(name="Demo", version="1.0.0")

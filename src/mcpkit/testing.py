@@ -108,7 +108,7 @@ class InMemoryClient:
     async def __aenter__(self) -> InMemoryClient:
         # The server's lifespan runs while the client is connected (shared with any
         # other connection to the same server: entered once).
-        await self.server._lifespan.enter()
+        await self.server.enter_lifespan()
         self._in_lifespan = True
         if self._do_initialize:
             try:
@@ -137,7 +137,7 @@ class InMemoryClient:
         self.session.close()
         if self._in_lifespan:
             self._in_lifespan = False
-            await self.server._lifespan.exit()
+            await self.server.exit_lifespan()
 
     # -- the wire ----------------------------------------------------------------------------
     async def _deliver(self, message: dict[str, Any]) -> None:

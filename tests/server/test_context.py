@@ -23,6 +23,7 @@ from mcpkit import (
     current_context,
 )
 from mcpkit.errors import INVALID_PARAMS, RemoteError
+from mcpkit.server.context import CancelSignal
 from mcpkit.testing import connect
 from tests.schema import unchecked_client_traffic, validate_message
 
@@ -974,3 +975,14 @@ async def test_concurrent_tools_see_their_own_context() -> None:
     async with connect(server) as client:
         results = await asyncio.gather(*(client.call_tool("mine") for _ in range(3)))
     assert sorted(int(text_of(r)) for r in results) == [2, 3, 4]
+
+
+async def test_mark_cancelled_sets_the_signal_a_handler_reads_and_awaits() -> None:
+    signal = CancelSignal()
+    assert not signal.cancelled
+    waiter = asyncio.ensure_future(signal.wait())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    signal.mark_cancelled()
+    await asyncio.wait_for(waiter, 5)
+    assert signal.cancelled and signal.aborted

@@ -429,3 +429,47 @@ async def test_requests_are_served_concurrently() -> None:
         release.set()
         result = await asyncio.wait_for(slow, 5)
         assert result["content"][0]["text"] == "released"
+
+
+async def test_is_running_is_true_while_the_clients_request_is_served() -> None:
+    server = make_server()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @server.tool
+    async def hold() -> str:
+        started.set()
+        await release.wait()
+        return "done"
+
+    async with connect(server) as client:
+        call = asyncio.ensure_future(client.call_tool("hold"))
+        await asyncio.wait_for(started.wait(), 5)
+        request_id = client.sent[-1]["id"]
+        assert client.session.is_running(request_id)
+        assert not client.session.is_running("never-sent")
+        release.set()
+        await asyncio.wait_for(call, 5)
+        assert not client.session.is_running(request_id)
+
+
+async def test_set_request_id_prefix_names_the_sessions_requests_to_the_client() -> None:
+    session = make_server().create_session(session_id="s")
+    assert session.outgoing.open("ping", None, None)[1]["id"].startswith("mcpkit-")
+    session.set_request_id_prefix("mcpkit-node7.")
+    _, message = session.outgoing.open("ping", None, None)
+    assert message["id"] == "mcpkit-node7.1"
+
+
+async def test_dispatch_serves_a_request_with_the_method_table_without_era_framing() -> None:
+    session = make_server().create_session(stateless=True, revision="2026-07-28")
+    sent: list[Any] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    out = await session.dispatch(
+        req(3, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}), send
+    )
+    assert out is not None and out["id"] == 3
+    assert out["result"]["content"][0]["text"] == "3"
+    assert "resultType" not in out["result"]  # the 2026-07-28 completion is serve_stateless's

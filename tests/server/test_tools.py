@@ -1000,3 +1000,16 @@ def test_unsupported_return_annotation_fails_registration_naming_the_tool() -> N
 
     with pytest.raises(ConfigurationError, match="returns_opaque"):
         server_with(returns_opaque)
+
+
+def test_by_name_is_the_tool_table_kept_by_add_and_remove() -> None:
+    server = MCPServer(name="t", version="1")
+
+    @server.tool
+    def one() -> str:
+        return "1"
+
+    assert list(server.tools.by_name) == ["one"]
+    assert server.tools.by_name["one"] is server.tools.get("one")
+    server.tools.remove("one")
+    assert server.tools.by_name == {}

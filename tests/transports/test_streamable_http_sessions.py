@@ -87,7 +87,7 @@ async def test_activity_keeps_a_session_alive_and_an_open_stream_counts_as_activ
     for _ in range(4):  # 160 s in all, never 60 s idle
         clock.now += 40
         assert (await c.request("ping")).status == 200
-    entry = next(iter(app._sessions.values()))
+    entry = next(iter(app.sessions.values()))
     async with c.http.stream("GET", url, headers=c.headers("text/event-stream")) as resp:
         assert resp.status_code == 200
         await until(lambda: entry.busy == 1)
@@ -127,12 +127,12 @@ async def test_session_cap_answers_503_when_every_session_is_busy(
     await a.initialize()
     async with a.http.stream("GET", url, headers=a.headers("text/event-stream")) as resp:
         assert resp.status_code == 200
-        await until(lambda: next(iter(app._sessions.values())).busy == 1)
+        await until(lambda: next(iter(app.sessions.values())).busy == 1)
         b: HTTPClient = make_client(url)
         refused = await b.post(INIT)
         assert refused.status == 503
         assert "mcp-session-id" not in refused.headers
-    entry = next(iter(app._sessions.values()))
+    entry = next(iter(app.sessions.values()))
     await until(lambda: entry.busy == 0)
     await b.initialize()  # idle again: a is evicted
     assert (await a.request("ping")).status == 404

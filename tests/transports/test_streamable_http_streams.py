@@ -91,7 +91,7 @@ async def test_get_stream_gets_list_changed_and_only_subscribed_resource_updates
     async with GetStream(a) as ga, GetStream(b) as gb:
         assert ga.response.status_code == 200
         assert ga.response.headers["content-type"] == "text/event-stream"
-        await until(lambda: all(e.get_queue is not None for e in app._sessions.values()))
+        await until(lambda: all(e.get_queue is not None for e in app.sessions.values()))
         await server.tools.notify_list_changed()
         await server.resources.notify_updated("demo://greeting")
         await server.prompts.notify_list_changed()  # a marker: what B gets right after list_changed
@@ -113,10 +113,10 @@ async def test_second_get_stream_is_409_and_a_new_one_may_open_after(
     await c.initialize()
     async with GetStream(c) as first:
         assert first.response.status_code == 200
-        await until(lambda: next(iter(app._sessions.values())).get_queue is not None)
+        await until(lambda: next(iter(app.sessions.values())).get_queue is not None)
         second = await c.http.get(url, headers=c.headers("text/event-stream"))
         assert second.status_code == 409
-    entry = next(iter(app._sessions.values()))
+    entry = next(iter(app.sessions.values()))
     await until(lambda: entry.get_queue is None)  # the server noticed the disconnect
     async with GetStream(c) as third:
         assert third.response.status_code == 200
@@ -137,7 +137,7 @@ async def test_delete_ends_the_get_stream(setup: Any, make_client: Any) -> None:
     c: HTTPClient = make_client(url)
     await c.initialize()
     async with GetStream(c) as g:
-        await until(lambda: next(iter(app._sessions.values())).get_queue is not None)
+        await until(lambda: next(iter(app.sessions.values())).get_queue is not None)
         assert (await c.delete()).status_code == 204
         async with asyncio.timeout(TIMEOUT):
             remaining = [e async for e in g.events]
@@ -151,7 +151,7 @@ async def test_related_messages_of_json_mode_go_to_the_get_stream(
     c: HTTPClient = make_client(url)
     await c.initialize(capabilities={"elicitation": {}})
     async with GetStream(c) as g:
-        await until(lambda: next(iter(app._sessions.values())).get_queue is not None)
+        await until(lambda: next(iter(app.sessions.values())).get_queue is not None)
         call_task = asyncio.ensure_future(c.post(call(5, "ask")))
         request = (await g.next()).json
         assert request["method"] == "elicitation/create"
@@ -330,7 +330,7 @@ async def test_get_stream_missed_messages_are_replayed_with_last_event_id(
     server, app, url = await setup(event_store=MemoryEventStore())
     c: HTTPClient = make_client(url)
     await c.initialize()
-    entry = next(iter(app._sessions.values()))
+    entry = next(iter(app.sessions.values()))
     async with GetStream(c) as g:
         await until(lambda: entry.get_queue is not None)
         await server.tools.notify_list_changed()
@@ -357,7 +357,7 @@ async def test_last_event_id_of_another_session_is_not_replayed(
     async with a.stream(call(3, "steps", {"count": 2, "delay": 0}, token="t")) as resp:
         priming = await next_event(sse_events(resp))
     await until(lambda: server.finished == [2])
-    entry_b = app._sessions[str(b.session_id)]
+    entry_b = app.sessions[str(b.session_id)]
     for bogus in (priming.id, "garbage", "no-such-stream#1"):
         async with GetStream(b, last_event_id=bogus) as g:  # treated as a plain GET
             assert g.response.status_code == 200
@@ -438,7 +438,7 @@ async def test_resuming_the_get_stream_takes_over_a_stale_connection(
     server, app, url = await setup(event_store=MemoryEventStore())
     c: HTTPClient = make_client(url)
     await c.initialize()
-    entry = next(iter(app._sessions.values()))
+    entry = next(iter(app.sessions.values()))
     async with GetStream(c) as old:
         await until(lambda: entry.get_queue is not None)
         await server.tools.notify_list_changed()

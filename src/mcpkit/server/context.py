@@ -111,7 +111,9 @@ class CancelSignal:
 
     aborted = cancelled
 
-    def _set(self) -> None:
+    def mark_cancelled(self) -> None:
+        """Set the signal: the session serving the request calls this when the client
+        cancels it or the session closes (a handler reads ``cancelled`` or awaits ``wait``)."""
         if self._event is None:
             self._event = asyncio.Event()
         self._event.set()

@@ -235,9 +235,9 @@ class ServerExtensions:
     """Mixed into ``MCPServer``: additional methods and extensions (see the module doc)."""
 
     name: str
-    _methods: dict[str, Handler]
-    _dispatch: dict[str, Handler]
-    _chain: CallNext | None
+    methods: dict[str, Handler]
+    wrapped_methods: dict[str, Handler]
+    middleware_chain: CallNext | None
     _lifespan: Lifespan
     # identifier -> extension, in the order added; method name -> who added it.
     _extensions: dict[str, Extension]
@@ -325,15 +325,15 @@ class ServerExtensions:
         owner = self._added_methods.get(name)
         if owner is not None:
             return f"method {name!r} is already served (added by {owner})"
-        if name in self._methods:  # a method of the table that reserved_method_problem missed
+        if name in self.methods:  # a method of the table that reserved_method_problem missed
             return f"method {name!r} is already served by the server"
         return None
 
     def _install(self, name: str, handler: MethodHandler, owner: str) -> None:
         # In place: sessions hold these tables (handshake sessions the wrapped one), so a
         # method added to a running server is reachable at once; add_middleware rebuilds
-        # the wrapped table from _methods, added methods included.
+        # the wrapped table from methods, added methods included.
         serve = method_handler(handler)
-        self._methods[name] = serve
-        self._dispatch.update(wrap_methods({name: serve}, self._chain))
+        self.methods[name] = serve
+        self.wrapped_methods.update(wrap_methods({name: serve}, self.middleware_chain))
         self._added_methods[name] = owner

@@ -149,7 +149,7 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
     server = session.server
     params = req.params
     name = params.get("name")
-    tool = server.tools._tools.get(name) if isinstance(name, str) else None
+    tool = server.tools.by_name.get(name) if isinstance(name, str) else None
     if tool is None:
         raise InvalidParams(f"Unknown tool: {name}")
     if tool.scopes:

@@ -232,4 +232,4 @@ class PromptManager:
         raise InvalidParams(f"Unknown prompt: {name}")
 
     async def notify_list_changed(self) -> None:
-        await self._server._broadcast("notifications/prompts/list_changed")
+        await self._server.broadcast("notifications/prompts/list_changed")

@@ -408,12 +408,13 @@ class ResourceManager:
     async def notify_updated(self, uri: str) -> None:
         """``notifications/resources/updated`` to the sessions subscribed to ``uri``
         (in a cluster, also those other processes deliver to)."""
-        await self._notify_updated_here(uri)
-        fanout = self._server._fanout
-        if fanout is not None:
-            await fanout({"k": "u", "uri": uri})
+        await self.deliver_updated(uri)
+        await self._server.fan_out({"k": "u", "uri": uri})
 
-    async def _notify_updated_here(self, uri: str) -> None:
+    async def deliver_updated(self, uri: str) -> None:
+        """``notifications/resources/updated`` to the subscribed sessions this process
+        delivers broadcasts to: for :meth:`notify_updated`, or in a cluster for an update
+        another node raised (transports/cluster.py)."""
         needed = self.scopes_for(uri) if self.any_scoped else NO_SCOPES
         for session in self._server.sessions():
             if session.broadcast_here and uri in session.subscriptions:
@@ -431,7 +432,7 @@ class ResourceManager:
         return _covers(subscriber_scopes, self.scopes_for(uri))
 
     async def notify_list_changed(self) -> None:
-        await self._server._broadcast("notifications/resources/list_changed")
+        await self._server.broadcast("notifications/resources/list_changed")
 
 
 def _covers(granted: frozenset[str] | None, needed: frozenset[str]) -> bool:

@@ -10,12 +10,11 @@ introspection API, ``execute_tool``) and :mod:`.extension` (``add_method``,
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigurationError, RegistrationError
@@ -29,6 +28,7 @@ from .extension import Extension, ServerExtensions
 from .introspection import ServerIntrospection
 from .lifespan import NOT_RUNNING, Lifespan, LifespanError, LifespanFactory
 from .limits import ServerLimits
+from .live_sessions import Fanout, LiveSessions
 from .metadata import ServerMetadata
 from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
@@ -62,7 +62,7 @@ def _is_protected_resource(auth: object) -> bool:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
+class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessions):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer(name="Demo", version="1.0.0")
@@ -183,19 +183,23 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         self.completions = CompletionRegistry()
         self._roots_changed: list[Callable[[ServerSession], Any]] = []
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
-        # Set by a cluster node (transports/cluster.py): sends a broadcast to the other
-        # processes serving this server's sessions, which deliver it to theirs.
-        self._fanout: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        # Set by a cluster node (transports/cluster.py, connect_fanout): sends a broadcast
+        # to the other processes serving this server's sessions, which deliver it to theirs.
+        self._fanout: Fanout | None = None
         # The requestState keys were given (else a cluster shares one through its store).
         self._request_state_keys_given = rounds.request_state_keys is not None
-        # The method table (methods.METHODS) and the middleware around it, built once:
-        # handshake-era sessions dispatch with _dispatch (each handler inside the chain),
-        # 2026-07-28 requests run the chain around each round (stateless.serve_stateless)
-        # and dispatch with the bare _methods inside it.
-        self._methods: dict[str, Handler] = dict(METHODS)
+        # The method table (methods.METHODS) and the middleware around it, built once;
+        # public, plain attributes (read on every request), rebuilt by add_middleware:
+        # - methods: method name -> handler, without middleware;
+        # - middleware_chain: the chain composed (serve_round), None without middleware;
+        # - wrapped_methods: each handler inside the chain; handshake-era sessions
+        #   dispatch with it. 2026-07-28 requests run the chain around each round
+        #   (stateless.dispatch.serve_stateless) and dispatch with the bare methods inside it.
+        # Read them; do not set them.
+        self.methods: dict[str, Handler] = dict(METHODS)
         self._middleware: list[Middleware] = check_middleware(middleware)
-        self._chain: CallNext | None = build_chain(self._middleware)
-        self._dispatch: dict[str, Handler] = wrap_methods(self._methods, self._chain)
+        self.middleware_chain: CallNext | None = build_chain(self._middleware)
+        self.wrapped_methods: dict[str, Handler] = wrap_methods(self.methods, self.middleware_chain)
         self._lifespan = Lifespan(self, lifespan)
         # Tool name -> the server-to-client requests it makes (declared with needs=).
         self.back_channel_needs: dict[str, tuple[str, ...]] = {}
@@ -447,6 +451,19 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         self._roots_changed.append(fn)
         return fn
 
+    @property
+    def roots_changed_callbacks(self) -> tuple[Callable[[ServerSession], Any], ...]:
+        """The ``on_roots_changed`` callbacks, which a session calls when its client sends
+        ``notifications/roots/list_changed``."""
+        return tuple(self._roots_changed)
+
+    @property
+    def uses_default_request_state_keys(self) -> bool:
+        """Whether requestState is signed with a random key of this process (no
+        ``request_state_keys`` given): the nodes of a cluster then share one key through
+        their store, so that each opens what another sealed (transports/cluster.py)."""
+        return not self._request_state_keys_given
+
     def required_scopes(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
         """The OAuth scopes a ``method`` request with ``params`` needs (see .scopes)."""
         return required_scopes(self, method, params)
@@ -466,8 +483,8 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         """
         chain = check_middleware([*self._middleware, middleware])
         self._middleware = chain
-        self._chain = build_chain(chain)
-        self._dispatch = wrap_methods(self._methods, self._chain)
+        self.middleware_chain = build_chain(chain)
+        self.wrapped_methods = wrap_methods(self.methods, self.middleware_chain)
         return middleware
 
     def lifespan_context(self) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -481,6 +498,16 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         the lifespan fails to start.
         """
         return self._lifespan()
+
+    async def enter_lifespan(self) -> None:
+        """Enter the lifespan, for a transport whose start and stop are separate events
+        (the ASGI lifespan messages, an in-memory client's enter and exit); pair it with
+        :meth:`exit_lifespan`. Shared as :meth:`lifespan_context` is, and raises alike."""
+        await self._lifespan.enter()
+
+    async def exit_lifespan(self) -> None:
+        """Leave the lifespan entered with :meth:`enter_lifespan` (the last user ends it)."""
+        await self._lifespan.exit()
 
     @property
     def lifespan_state(self) -> Any:
@@ -521,7 +548,8 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
             caps["extensions"] = self.extension_capabilities()
         return caps
 
-    def _initialize_result(self, revision: Revision) -> dict[str, Any]:
+    def initialize_result(self, revision: Revision) -> dict[str, Any]:
+        """The result of ``initialize`` for ``revision`` (``ServerSession.initialize``)."""
         result: dict[str, Any] = {
             "protocolVersion": revision.name,
             "capabilities": self.capabilities(revision),
@@ -547,29 +575,3 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
             stateless=stateless,
             revision=revision,
         )
-
-    def _remember(self, session: ServerSession) -> None:
-        self._sessions.add(session)
-
-    def _forget(self, session: ServerSession) -> None:
-        self._sessions.discard(session)
-
-    def sessions(self) -> list[ServerSession]:
-        """The live, initialized sessions."""
-        return list(self._sessions)
-
-    async def _broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
-        await self._broadcast_here(method, params)
-        if self._fanout is not None:
-            await self._fanout({"k": "b", "m": method, "p": params})
-
-    async def _broadcast_here(self, method: str, params: dict[str, Any] | None) -> None:
-        """Deliver a broadcast to the sessions this process delivers broadcasts to."""
-        sessions = [s for s in self.sessions() if s.broadcast_here]
-        if sessions:
-            await asyncio.gather(*(s.notify(method, params) for s in sessions))
-
-    async def close(self) -> None:
-        """Close every live session."""
-        for session in self.sessions():
-            session.close()

@@ -140,10 +140,11 @@ class ServerSession:
         self.max_inflight: int | None = None
         # Our requests to the client: made on first use (see the ``outgoing`` property).
         self._outgoing: Outgoing | None = None
-        # Handshake-era requests reach the middleware through the wrapped table; on
-        # 2026-07-28 serve_stateless runs the chain around each round, which then
-        # dispatches with the bare table (each request passes the chain once).
-        self._handlers = server._dispatch if self.revision.era == "handshake" else server._methods
+        # Handshake era: the middleware wraps each handler; on 2026-07-28 serve_stateless
+        # runs the chain around each round, with the bare table inside (chain passed once).
+        self._handlers = (
+            server.wrapped_methods if self.revision.era == "handshake" else server.methods
+        )
 
     @property
     def outgoing(self) -> Outgoing:
@@ -155,6 +156,10 @@ class ServerSession:
         if outgoing is None:
             outgoing = self._outgoing = Outgoing(id_prefix="mcpkit-")
         return outgoing
+
+    def set_request_id_prefix(self, prefix: str) -> None:
+        """Begin our request ids with ``prefix``: a cluster node names itself, for answers."""
+        self._outgoing = Outgoing(id_prefix=prefix)
 
     # -- inbound -----------------------------------------------------------------------------
     def receive(self, msg: Any, defer: Callable[..., object] | None = None) -> Kind:
@@ -235,7 +240,7 @@ class ServerSession:
         # width): a task per member cost ~1 KB each, kept until the garbage collector
         # found the gather's cycles, so 3.5 MB of pings used to take ~130 MB. Cancelling
         # a member (notifications/cancelled cancels the task it runs in) still ends that
-        # member only: _serve_request takes the cancellation back and the worker goes on.
+        # member only: dispatch takes the cancellation back and the worker goes on.
         width = min(_BATCH_WIDTH, len(batch))
         workers = [asyncio.ensure_future(work()) for _ in range(width)]
         try:
@@ -244,7 +249,7 @@ class ServerSession:
             task = asyncio.current_task()
             if not (stopped_for_shutdown(task) and task is not None and task.uncancel() == 0):
                 raise
-            # The server stops (see _serve_request): the answers there are, and for every
+            # The server stops (see dispatch): the answers there are, and for every
             # request cut short or not started, the shutting-down error.
             for i, msg in enumerate(batch):
                 if not finished[i] and classify(msg) is Kind.REQUEST:
@@ -275,7 +280,7 @@ class ServerSession:
             self.state is State.NEW and not self.stateless and is_stateless_request(msg)
         ):
             return self._serve_stateless_request(msg, send, auth_info, envelope)
-        return self._serve_request(msg, send, auth_info)
+        return self.dispatch(msg, send, auth_info)
 
     async def _serve_stateless_request(
         self, msg: dict[str, Any], send: Send, auth_info: Any, envelope: Envelope | None
@@ -296,17 +301,19 @@ class ServerSession:
 
     # serve_stateless(msg, send, auth_info, envelope): the coroutine serve awaits for a request
     # of a 2026-07-28 session, for a transport that steps it itself (the Streamable HTTP
-    # POST path runs its first step in the ASGI task, and the rest only if it suspends,
-    # watching for a disconnect). The function itself, not a wrapper: no call more per
-    # request than calling serve_stateless directly.
+    # POST path runs its first step in the ASGI task, the rest only if it suspends, watching
+    # for a disconnect). The function itself, not a wrapper: no call more per request.
     serve_stateless = serve_stateless
 
     # Earlier names, which tests and benchmarks still call.
     handle_request = serve
 
-    async def _serve_request(
+    async def dispatch(
         self, msg: dict[str, Any], send: Send, auth_info: Any = None
     ) -> dict[str, Any] | None:
+        """One request through the session's method table (lifecycle, admission, handler,
+        errors as a response): what ``serve`` runs on the handshake era, and
+        ``serve_stateless`` inside a 2026-07-28 round (its default ``run``)."""
         method: str = msg["method"]
         key = rid = msg["id"]
         if type(rid) is int and (rid > _MAX_INT or rid < _MIN_INT):
@@ -393,7 +400,7 @@ class ServerSession:
                 reason = params.get("reason")
                 self._stop(req, reason if isinstance(reason, str) else None)
         elif method == "notifications/roots/list_changed":
-            for callback in self.server._roots_changed:
+            for callback in self.server.roots_changed_callbacks:
                 asyncio.get_running_loop().call_soon(_spawn, callback, self)
         # Other notifications (progress for our requests, unknown ones) are ignored.
 
@@ -422,6 +429,10 @@ class ServerSession:
         requests), and no longer cancels the paused handler."""
         release(self._inflight, request_id)
 
+    def is_running(self, request_id: Any) -> bool:
+        """Whether the client's request ``request_id`` runs here (cluster.forward_cancel)."""
+        return request_id in self._inflight
+
     def cancel(self, request_id: Any, reason: str | None = None) -> bool:
         """Cancel an in-flight request (as ``notifications/cancelled`` does)."""
         req = self._inflight.get(request_id)
@@ -431,7 +442,7 @@ class ServerSession:
         if req.method == "initialize":  # it MUST NOT be cancelled (basic/lifecycle)
             return False
         log.debug("request %r cancelled: %s", req.id, reason)
-        req.signal._set()
+        req.signal.mark_cancelled()
         if req.task is not None:
             req.task.cancel()
         return True
@@ -549,10 +560,10 @@ class ServerSession:
                 if not fut.done():
                     fut.set_exception(ConnectionClosed("the session was closed"))
         for req in list(self._inflight.values()):
-            req.signal._set()
+            req.signal.mark_cancelled()
             if req.task is not None and req.task is not asyncio.current_task():
                 req.task.cancel()
-        self.server._forget(self)
+        self.server.discard_session(self)
 
     # -- lifecycle requests ------------------------------------------------------------------
     async def initialize(self, req: Request) -> dict[str, Any]:
@@ -562,8 +573,8 @@ class ServerSession:
         self.revision = REVISIONS[negotiate(params.get("protocolVersion"))]
         self.client_info = params.get("clientInfo")
         self.client_capabilities = params.get("capabilities") or {}
-        self.server._remember(self)
-        return self.server._initialize_result(self.revision)
+        self.server.add_session(self)
+        return self.server.initialize_result(self.revision)
 
     async def set_level(self, req: Request) -> dict[str, Any]:
         level = req.params.get("level")

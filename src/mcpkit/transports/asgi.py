@@ -248,7 +248,7 @@ async def lifespan(
                             await connect()
                         if on_startup is not None:
                             await on_startup()
-                        await server._lifespan.enter()
+                        await server.enter_lifespan()
                     except Exception as exc:  # LifespanError / StoreUnavailable: names the cause
                         # The exception rides along for mcpkit's serve(), which raises it
                         # (ASGI servers ignore keys they do not know).
@@ -268,7 +268,7 @@ async def lifespan(
                         server.unregister_transport(*transport)
                     if server is not None and entered:
                         entered = False
-                        await server._lifespan.exit()
+                        await server.exit_lifespan()
                 except Exception as exc:
                     log.exception("error while shutting down")
                     await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
@@ -280,7 +280,7 @@ async def lifespan(
         if server is not None and transport is not None and registered:
             server.unregister_transport(*transport)
         if server is not None and entered:
-            await server._lifespan.exit()
+            await server.exit_lifespan()
 
 
 def sse_event(data: bytes, event_id: str | None = None, event: bytes = b"message") -> bytes:

@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import INTERNAL_ERROR, ConnectionClosed, ServerBusy, StoreUnavailable
 from ..protocol import jsonrpc
-from ..protocol.correlation import Outgoing
 from ..protocol.lifecycle import State
 from ..server.context import LOG_LEVELS
 from ..server.stateless.request_state import RequestStateCodec
@@ -51,7 +50,6 @@ from ..stores.bus import BusHandler
 from . import http_sessions
 from .cluster_ids import suffix_parts
 from .http_sessions import (
-    _LEVEL_NAMES,
     CLOSE,
     FINAL,
     HTTPSession,
@@ -143,7 +141,7 @@ class ClusterNode:
         # goes with the record instead of lingering for event_ttl (1 h by default) with
         # events no one can resume any more (a resume needs the session).
         events = store.events
-        record_ttl = app._sessions.record_ttl
+        record_ttl = app.sessions.record_ttl
         if isinstance(getattr(events, "ttl", None), (int, float)) and events.ttl > record_ttl:
             events.ttl = record_ttl
 
@@ -160,8 +158,8 @@ class ClusterNode:
             await join_bus(self.bus, self._on_message)
             self.bus.on_reconnect(self._reconnected)
             server = self.app.server
-            server._fanout = self._fanout
-            if not server._request_state_keys_given:
+            server.connect_fanout(self._fanout)
+            if server.uses_default_request_state_keys:
                 await self._share_key()
             self._spawn(self._keep_records())
             self.started = True
@@ -170,7 +168,7 @@ class ClusterNode:
         """Sweep the table on a timer: a session busy here with nothing but a long stream
         has its record's ttl restarted even when no other request reaches this node (the
         sweep otherwise runs from the request path only)."""
-        table = self.app._sessions
+        table = self.app.sessions
         while True:
             await asyncio.sleep(table.store_every)
             table.sweep(http_sessions.clock())
@@ -191,8 +189,7 @@ class ClusterNode:
         if not self.started:
             return
         self.started = False
-        if self.app.server._fanout == self._fanout:
-            self.app.server._fanout = None
+        self.app.server.disconnect_fanout(self._fanout)
         for task in list(self._tasks):
             task.cancel()
         try:
@@ -203,9 +200,9 @@ class ClusterNode:
     def _reconnected(self) -> None:
         # Messages were lost while the bus was away: the records are the truth again.
         log.info("the cluster bus is back; re-reading cached sessions on next use")
-        for entry in self.app._sessions.values():
+        for entry in self.app.sessions.values():
             entry.verified = False
-        if not self.app.server._request_state_keys_given:
+        if self.app.server.uses_default_request_state_keys:
             self._spawn(self._reshare_key())
 
     async def _reshare_key(self) -> None:
@@ -218,7 +215,7 @@ class ClusterNode:
     def adopt(self, entry: HTTPSession) -> None:
         """Make a new or rebuilt session a cluster session of this node."""
         session = entry.session
-        session._outgoing = Outgoing(id_prefix=f"mcpkit-{self.node_id}.")
+        session.set_request_id_prefix(f"mcpkit-{self.node_id}.")
         session.on_state_change = self._state_changed
         session.broadcast_here = False  # until its GET stream is held here
         entry.node = self.node_id
@@ -254,13 +251,13 @@ class ClusterNode:
 
     async def _revive(self, sid: str) -> HTTPSession | None:
         app = self.app
-        known = app._sessions.get(sid)
+        known = app.sessions.get(sid)
         if known is not None:
             return known
         record = await self.store.sessions.load(sid)
         if record is None:
             return None
-        if not app._sessions.make_room():
+        if not app.sessions.make_room():
             raise ServerBusy("too many active sessions on this node to serve one more")
         session = app.server.create_session(session_id=sid, revision=record.protocol_version)
         session.max_inflight = app.max_inflight
@@ -276,18 +273,18 @@ class ClusterNode:
         session.state = State.READY
         entry = HTTPSession(app, sid, session, record.principal)
         entry.created_at = record.created_at
-        entry.stored_at -= app._sessions.store_every  # restart the record's ttl soon
+        entry.stored_at -= app.sessions.store_every  # restart the record's ttl soon
         session.standalone = entry
         self.adopt(entry)
-        app.server._remember(session)
-        app._sessions.add(entry)
+        app.server.add_session(session)
+        app.sessions.add(entry)
         return entry
 
     async def verify(self, entry: HTTPSession) -> HTTPSession | None:
         """After the bus was away: re-read an entry's record before serving it."""
         record = await self.store.sessions.load(entry.sid)
         if record is None:
-            self.app._sessions.end(entry, forget=False)
+            self.app.sessions.end(entry, forget=False)
             return None
         self._apply(
             entry.session,
@@ -314,11 +311,11 @@ class ClusterNode:
 
     async def _state_changed(self, session: ServerSession) -> None:
         """setLevel / (un)subscribe: write the record, tell the other nodes, then answer."""
-        entry = self.app._sessions.get(session.session_id or "")
+        entry = self.app.sessions.get(session.session_id or "")
         if entry is None:
             return
         record = session_record(entry)
-        table = self.app._sessions
+        table = self.app.sessions
         await self.store.sessions.save(record, table.record_ttl)
         entry.stored_level = session.log_level
         await self.bus.publish(
@@ -327,7 +324,7 @@ class ClusterNode:
                 "k": "set",
                 "o": self.node_id,
                 "sid": entry.sid,
-                "lvl": _LEVEL_NAMES.get(session.log_level),
+                "lvl": record.log_level,
                 "sub": sorted(session.subscriptions),
                 "scp": record.subscriber_scopes,
             },
@@ -336,7 +333,7 @@ class ClusterNode:
     async def delete(self, entry: HTTPSession) -> None:
         """DELETE: end the session everywhere. Its record goes before the answer, so that
         no node can rebuild it afterwards; the nodes that cached it are told."""
-        self.app._sessions.end(entry, forget=False)
+        self.app.sessions.end(entry, forget=False)
         await self.store.sessions.delete(entry.sid)
         await self.store.events.delete_log(entry.sid)
         await self._publish_quietly("bc", {"k": "end", "o": self.node_id, "sid": entry.sid})
@@ -372,7 +369,7 @@ class ClusterNode:
         """``notifications/cancelled`` for a request this node does not run: tell the others."""
         params = msg.get("params")
         rid = params.get("requestId") if isinstance(params, dict) else None
-        if rid is None or rid in entry.session._inflight:
+        if rid is None or entry.session.is_running(rid):
             return
         await self._publish_quietly(
             "bc", {"k": "x", "o": self.node_id, "sid": entry.sid, "msg": msg}
@@ -409,7 +406,7 @@ class ClusterNode:
         if swap is None:
             return
         try:
-            previous = await swap(entry.sid, self.node_id, self.app._sessions.record_ttl)
+            previous = await swap(entry.sid, self.node_id, self.app.sessions.record_ttl)
             if previous is None or previous == self.node_id:
                 return
             if await self.bus.node_alive(previous):
@@ -499,7 +496,7 @@ class ClusterNode:
 
     def _on_message(self, channel: str, msg: dict[str, Any]) -> None:
         """One message from the bus (called by its reader; never awaits Redis here)."""
-        table = self.app._sessions
+        table = self.app.sessions
         if channel.startswith("c:"):
             entry = table.get(channel[2:])
             queue = entry.get_queue if entry is not None else None
@@ -510,11 +507,10 @@ class ClusterNode:
         if channel == "bc" and msg.get("o") == self.node_id:
             return  # our own broadcast: delivered here already
         if kind == "b":
-            server = self.app.server
-            self._spawn(server._broadcast_here(msg.get("m", ""), msg.get("p")))
+            self._spawn(self.app.server.deliver_broadcast(msg.get("m", ""), msg.get("p")))
             return
         if kind == "u":
-            self._spawn(self.app.server.resources._notify_updated_here(str(msg.get("uri"))))
+            self._spawn(self.app.server.resources.deliver_updated(str(msg.get("uri"))))
             return
         sid = msg.get("sid")
         entry = table.get(sid) if type(sid) is str else None

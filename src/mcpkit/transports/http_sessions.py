@@ -319,12 +319,15 @@ class SessionTable:
         return self._sessions[sid]
 
     def values(self) -> Iterator[HTTPSession]:
+        """The live sessions, least recently used first (a copy: ending one is safe)."""
         return iter(list(self._sessions.values()))
 
     def get(self, sid: str) -> HTTPSession | None:
+        """The live session ``sid`` as it is (not marked as used; see :meth:`lookup`)."""
         return self._sessions.get(sid)
 
     def add(self, entry: HTTPSession) -> None:
+        """Hold ``entry`` (after :meth:`make_room`), most recently used."""
         self._sessions[entry.sid] = entry
 
     async def create(self, entry: HTTPSession) -> bool:

@@ -193,7 +193,7 @@ async def serve_stateless_post(
         refused = error_response(rid, envelope.code, envelope.message, envelope.data)
         await _answer(send, envelope.status, refused)
         return
-    if method in REMOVED_METHODS or method not in server._dispatch:
+    if method in REMOVED_METHODS or method not in server.wrapped_methods:
         await _answer(
             send, 404, error_response(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
         )

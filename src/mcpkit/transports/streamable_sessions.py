@@ -81,6 +81,13 @@ class SessionEndpoints:
         """The number of live sessions."""
         return len(self._sessions)
 
+    @property
+    def sessions(self) -> SessionTable:
+        """The app's table of live sessions (:class:`~.http_sessions.SessionTable`): a
+        cluster node (:mod:`.cluster`) adds the ones it rebuilds, ends them, sweeps them
+        and reads their records' timing there; tests look sessions up in it."""
+        return self._sessions
+
     def session(self, session_id: str) -> ServerSession | None:
         entry = self._sessions.get(session_id)
         return entry.session if entry is not None else None

@@ -61,7 +61,7 @@ async def serve_stateless(
     dispatch), and complete the response for the revision. ``ServerSession.serve_stateless``
     is this function: a transport that steps the coroutine gets it from there."""
     if run is None:
-        run = session._serve_request
+        run = session.dispatch
     rid = msg["id"]
     method = msg["method"]
     if method in REMOVED_METHODS:
@@ -76,8 +76,8 @@ async def serve_stateless(
     session.client_capabilities = envelope.capabilities
     session.client_info = envelope.client_info
     session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
-    chain = session.server._chain
-    if chain is not None and method in session.server._methods:
+    chain = session.server.middleware_chain
+    if chain is not None and method in session.server.methods:
         # Middleware wraps the whole round: a retry with inputResponses passes through
         # it again, and sees the input_required result of a round that asks for more.
         resp = await serve_round(

@@ -106,7 +106,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
             task.cancel()  # it may be stuck writing to the client: see below
 
     session.standalone = forward
-    server._remember(session)
+    server.add_session(session)
     listening = _listening.setdefault(server, set())
     listening.add(outbox)
     try:
@@ -134,7 +134,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
         ) from None
     finally:
         listening.discard(outbox)
-        server._forget(session)
+        server.discard_session(session)
         outbox.close()
     # The server's own end is graceful: a result tagged with the subscription id
     # (basic/patterns/subscriptions § graceful closure).

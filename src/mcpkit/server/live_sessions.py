@@ -1,0 +1,90 @@
+"""The live sessions of a server and what reaches them all: broadcasts, here and across a cluster.
+
+``MCPServer`` mixes :class:`LiveSessions` in. A session counts as live once its
+handshake completes (or while a ``subscriptions/listen`` stream is open); the
+list_changed and resources/updated notifications go to every live session this
+process delivers broadcasts to (``ServerSession.broadcast_here``). When several
+processes serve the server's sessions (a cluster sharing a Redis store,
+:mod:`mcpkit.transports.cluster`), the cluster node connects a *fanout*, and each
+broadcast also goes to the other processes, which deliver it to theirs with
+:meth:`LiveSessions.deliver_broadcast`. These methods are the hooks the
+transports use instead of reaching into the server's attributes
+(rule 2 of the capability rules; ``docs/architecture.md``, "The core's public hooks").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .session import ServerSession
+
+__all__ = ["Fanout", "LiveSessions"]
+
+#: Sends one small JSON message to the other processes serving the server's sessions.
+Fanout = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class LiveSessions:
+    """Mixed into ``MCPServer``: its live sessions, broadcasts and cluster fanout."""
+
+    # Set in MCPServer.__init__: the sessions, weakly (a session no transport holds is
+    # gone), and the fanout of the cluster node serving them, if any.
+    _sessions: weakref.WeakSet[ServerSession]
+    _fanout: Fanout | None
+
+    def sessions(self) -> list[ServerSession]:
+        """The live, initialized sessions."""
+        return list(self._sessions)
+
+    def add_session(self, session: ServerSession) -> None:
+        """Count ``session`` among the live ones, so broadcasts reach it: the session
+        calls this when it is initialized, ``subscriptions/listen`` while its stream is
+        open, a cluster node when it rebuilds a session another node created."""
+        self._sessions.add(session)
+
+    def discard_session(self, session: ServerSession) -> None:
+        """``session`` is no longer live (closed, or its listen stream ended)."""
+        self._sessions.discard(session)
+
+    async def close(self) -> None:
+        """Close every live session."""
+        for session in self.sessions():
+            session.close()
+
+    # -- broadcasts ------------------------------------------------------------------------
+    async def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send the notification ``method`` to every live session, on every process
+        serving them (the list_changed notifications of the tool, prompt and resource
+        managers)."""
+        await self.deliver_broadcast(method, params)
+        if self._fanout is not None:
+            await self._fanout({"k": "b", "m": method, "p": params})
+
+    async def deliver_broadcast(self, method: str, params: dict[str, Any] | None) -> None:
+        """Deliver a broadcast to the sessions this process delivers broadcasts to: for
+        one raised here (:meth:`broadcast`) or, in a cluster, by another node."""
+        sessions = [s for s in self.sessions() if s.broadcast_here]
+        if sessions:
+            await asyncio.gather(*(s.notify(method, params) for s in sessions))
+
+    async def fan_out(self, message: dict[str, Any]) -> None:
+        """Send ``message`` to the other processes serving this server's sessions (the
+        cluster's bus); nothing without a cluster. ``ResourceManager.notify_updated``
+        sends its resources/updated this way."""
+        if self._fanout is not None:
+            await self._fanout(message)
+
+    def connect_fanout(self, fanout: Fanout) -> None:
+        """A cluster node joined its bus: send broadcasts to the other nodes with
+        ``fanout`` too (:mod:`mcpkit.transports.cluster`)."""
+        self._fanout = fanout
+
+    def disconnect_fanout(self, fanout: Fanout) -> None:
+        """The cluster node that connected ``fanout`` left its bus (another one may have
+        connected its own since: that one stays)."""
+        if self._fanout == fanout:
+            self._fanout = None

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from mcpkit import MCPServer
+from mcpkit import InputRoundOptions, MCPServer
 from mcpkit.testing import connect
 
 
@@ -100,7 +100,7 @@ async def test_resource_updates_go_to_subscribers_here_and_to_the_fanout() -> No
 
 def test_uses_default_request_state_keys_says_whether_keys_were_given() -> None:
     assert make_server().uses_default_request_state_keys is True
-    given = make_server(request_state_keys=[b"k" * 32])
+    given = make_server(input_rounds=InputRoundOptions(request_state_keys=[b"k" * 32]))
     assert given.uses_default_request_state_keys is False
 
 

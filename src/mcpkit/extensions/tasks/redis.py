@@ -67,7 +67,7 @@ from .store import (
     NODE_LOST,
     TaskExists,
     TaskLimitExceeded,
-    _check_caps,
+    check_caps,
     decode_cursor,
     encode_cursor,
 )
@@ -156,7 +156,7 @@ class RedisTaskStore:
         max_per_owner: int = DEFAULT_MAX_PER_OWNER,
         where: str | None = None,
     ) -> None:
-        _check_caps(max_per_owner)
+        check_caps(max_per_owner)
         self.client = client
         self.prefix = prefix
         self.max_per_owner = max_per_owner

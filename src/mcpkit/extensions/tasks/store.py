@@ -124,7 +124,7 @@ class TaskStore(Protocol):
         ...
 
 
-def _check_caps(max_per_owner: int, max_tasks: int | None = None) -> None:
+def check_caps(max_per_owner: int, max_tasks: int | None = None) -> None:
     for name, value in (("max_per_owner", max_per_owner), ("max_tasks", max_tasks)):
         if value is not None and (type(value) is not int or value < 1):
             raise ConfigurationError(f"{name} must be a positive integer, not {value!r}")
@@ -149,7 +149,7 @@ class MemoryTaskStore:
         max_tasks: int = DEFAULT_MAX_TASKS,
         clock: Any = time.time,
     ) -> None:
-        _check_caps(max_per_owner, max_tasks)
+        check_caps(max_per_owner, max_tasks)
         self.max_per_owner = max_per_owner
         self.max_tasks = max_tasks
         self._clock = clock

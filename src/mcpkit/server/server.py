@@ -482,6 +482,18 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         """
         return self._lifespan()
 
+    def add_lifespan(self, factory: LifespanFactory, *, label: str) -> None:
+        """Enter ``factory(server)`` inside the server's own lifespan, from the next start.
+
+        Entered after the server's lifespan (and its extensions') started, in the
+        order added, and exited before it ends; what it yields is not
+        ``lifespan_state``. ``label`` names it in a start-up failure.
+        ``mcpkit.compose.mount`` runs a mounted server's lifespan this way.
+        """
+        if not callable(factory):
+            raise ConfigurationError(f"lifespan {label!r} must be a function of the server")
+        self._lifespan.inside.append((label, factory))
+
     @property
     def lifespan_state(self) -> Any:
         """What the lifespan yielded; None without a lifespan.

@@ -442,6 +442,16 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         if problems:
             raise RegistrationError(problems)
 
+    def mount(self, server: MCPServer, *, namespace: str) -> Any:
+        """Serve ``server``'s components here under ``namespace``: a live link.
+
+        Same as ``mcpkit.compose.mount(self, server, namespace=namespace)``, which
+        documents the naming rules and collisions; returns its ``Mount``.
+        """
+        from ..compose.mount import mount
+
+        return mount(self, server, namespace=namespace)
+
     def on_roots_changed(self, fn: F) -> F:
         """Call ``fn(session)`` when a client says its roots changed."""
         self._roots_changed.append(fn)

@@ -1,0 +1,73 @@
+"""A mounted tool against a local one: CPU per ``tools/call``, as a same-run ratio.
+
+One server serves ``echo`` itself and the same function again through a mounted
+server (``inner_echo``). An in-memory client (``mcpkit.testing.connect``, every
+message serialised as on a transport) calls them in alternating batches, and the
+process CPU time of each batch is taken. The client's work is the same for both
+names, so the ratio of the medians is the mounted tool's extra cost, diluted by the
+client's share (an upper bound on nothing; read it as "no extra work per call").
+Target (issue 24): at most 1.05x.
+
+    python benchmarks/bench_mount.py            # 20 batches of 2000 calls each way
+    python benchmarks/bench_mount.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from mcpkit import MCPServer
+from mcpkit.testing import connect
+
+
+def build() -> MCPServer:
+    async def echo(text: str) -> str:
+        return text
+
+    inner = MCPServer(name="inner", version="1.0.0")
+    inner.add_tool(echo)
+    server = MCPServer(name="outer", version="1.0.0")
+    server.add_tool(echo)
+    server.mount(inner, namespace="inner")
+    return server
+
+
+async def batch(client: object, name: str, calls: int) -> float:
+    call = client.call_tool  # type: ignore[attr-defined]
+    start = time.process_time()
+    for _ in range(calls):
+        await call(name, {"text": "hello world"})
+    return (time.process_time() - start) / calls
+
+
+async def main(reps: int, calls: int) -> None:
+    async with connect(build()) as client:
+        await batch(client, "echo", calls)  # warm up both paths
+        await batch(client, "inner_echo", calls)
+        local: list[float] = []
+        mounted: list[float] = []
+        for i in range(reps):
+            order = ("echo", "inner_echo") if i % 2 == 0 else ("inner_echo", "echo")
+            for name in order:
+                (local if name == "echo" else mounted).append(await batch(client, name, calls))
+    lo, mo = statistics.median(local), statistics.median(mounted)
+    print(
+        f"local   tools/call: {lo * 1e6:.1f} us CPU  [{min(local) * 1e6:.1f}..{max(local) * 1e6:.1f}]"
+    )
+    print(
+        f"mounted tools/call: {mo * 1e6:.1f} us CPU  [{min(mounted) * 1e6:.1f}..{max(mounted) * 1e6:.1f}]"
+    )
+    print(f"ratio mounted/local: {mo / lo:.3f}x (target <= 1.05x)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    reps, calls = (4, 200) if args.quick else (args.reps, args.calls)
+    asyncio.run(main(reps, calls))

@@ -9,7 +9,9 @@ A live link, resolved when something changes, never per call:
   another name, looked up in the same table.
 - **resources, templates, prompts and completions** are registered on the parent
   at mount time, under the rules of :mod:`.naming`; they call the child's functions.
-- the child's **lifespan** is entered inside the parent's (``server.add_lifespan``).
+- the child's **lifespan** is entered inside the parent's (``server.add_lifespan``);
+- the child's **middleware** runs inside the parent's for requests to its
+  components (:mod:`.chain`).
 
 Handlers of the child receive the parent's request context: ``ctx`` logs, reports
 progress, elicits and samples through the caller's session on both eras, and a
@@ -30,6 +32,7 @@ from ..errors import RegistrationError
 from ..server.resources import TemplateDefinition
 from ..server.server import MCPServer
 from ..server.tools import ToolDefinition
+from .chain import child_middleware
 from .naming import namespace_problem, prefixed_name, prefixed_uri
 
 __all__ = ["Mount", "mount"]
@@ -162,6 +165,9 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
         async with child.lifespan_context() as state:
             yield state
 
+    around = child_middleware(child, namespace, link.tool_names)
+    if around is not None:
+        parent.add_middleware(around)
     parent.add_lifespan(child_lifespan, label=f"mount {namespace!r} ({child.name})")
     return link
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SEPARATOR", "namespace_problem", "prefixed_name", "prefixed_uri"]
+__all__ = [
+    "SEPARATOR",
+    "namespace_problem",
+    "prefixed_name",
+    "prefixed_uri",
+    "unprefixed_name",
+    "unprefixed_uri",
+]
 
 #: Between the namespace and a mounted tool's or prompt's own name.
 SEPARATOR = "_"
@@ -47,3 +54,18 @@ def prefixed_uri(namespace: str, uri: str) -> str | None:
     if not sep or not scheme or "{" in scheme:
         return None
     return f"{scheme}://{namespace}/{rest}"
+
+
+def unprefixed_name(namespace: str, name: str) -> str | None:
+    """The child's own name of the mounted ``name``; None when it is not under ``namespace``."""
+    prefix = f"{namespace}{SEPARATOR}"
+    return name[len(prefix) :] if name.startswith(prefix) else None
+
+
+def unprefixed_uri(namespace: str, uri: str) -> str | None:
+    """The child's own URI of the mounted ``uri``; None when it is not under ``namespace``."""
+    scheme, sep, rest = uri.partition("://")
+    head = f"{namespace}/"
+    if not sep or not rest.startswith(head):
+        return None
+    return f"{scheme}://{rest[len(head) :]}"

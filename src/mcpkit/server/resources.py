@@ -173,6 +173,19 @@ class ResourceManager:
         # scope check costs anything (see .scopes).
         self.any_scoped = False
         self._scoped_templates = False
+        #: Called with each resource or template after it is added (see add_listener).
+        self.listeners: builtins.list[Callable[[ResourceDefinition | TemplateDefinition], None]]
+        self.listeners = []
+
+    def add_listener(
+        self, listener: Callable[[ResourceDefinition | TemplateDefinition], None]
+    ) -> None:
+        """Call ``listener(definition)`` after each resource or template is added.
+
+        Synchronous, inside ``add``: it must not block. ``mcpkit.compose.mount``
+        follows a mounted server's new resources this way.
+        """
+        self.listeners.append(listener)
 
     @property
     def enabled(self) -> bool:
@@ -267,6 +280,8 @@ class ResourceManager:
             self.static[uri] = res
             if needed:
                 self.any_scoped = True
+            for listener in self.listeners:
+                listener(res)
             return res
         tmpl = TemplateDefinition(
             template,
@@ -285,6 +300,8 @@ class ResourceManager:
         self.templates.append(tmpl)
         if needed:
             self.any_scoped = self._scoped_templates = True
+        for listener in self.listeners:
+            listener(tmpl)
         return tmpl
 
     def scopes_for(self, uri: str) -> frozenset[str]:

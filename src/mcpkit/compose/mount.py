@@ -8,7 +8,8 @@ A live link, resolved when something changes, never per call:
   Calling one costs what calling a local tool costs: the same prepared tool under
   another name, looked up in the same table.
 - **resources, templates, prompts and completions** are registered on the parent
-  at mount time, under the rules of :mod:`.naming`; they call the child's functions.
+  under the rules of :mod:`.naming`, calling the child's functions; listeners on
+  the child's registries add the ones it registers later (and announce them).
 - the child's **lifespan** is entered inside the parent's (``server.add_lifespan``);
 - the child's **middleware** runs inside the parent's for requests to its
   components (:mod:`.chain`).
@@ -24,16 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..errors import RegistrationError
-from ..server.resources import TemplateDefinition
+from ..server.prompts import PromptDefinition
+from ..server.resources import ResourceDefinition, TemplateDefinition
 from ..server.server import MCPServer
 from ..server.tools import ToolDefinition
 from .chain import child_middleware
-from .naming import namespace_problem, prefixed_name, prefixed_uri
+from .naming import mounted_ref, namespace_problem, prefixed_name, prefixed_uri
 
 __all__ = ["Mount", "mount"]
 
@@ -83,17 +85,97 @@ class Mount:
             self.parent.tools.add(tool.renamed(mounted))
         return True
 
-    def announce(self) -> None:
-        """Tell the parent's sessions its tool list changed."""
+    def resource_added(self, res: ResourceDefinition | TemplateDefinition) -> None:
+        """Follow a resource or template the child added (a ``server.resources`` listener)."""
+        if self.add_resource(res):
+            self.announce(self.parent.resources.notify_list_changed)
+
+    def add_resource(self, res: ResourceDefinition | TemplateDefinition) -> bool:
+        """Serve the child's resource or template ``res`` on the parent; whether it is."""
+        own = res.uri if isinstance(res, ResourceDefinition) else res.template.template
+        uri = prefixed_uri(self.namespace, own)
+        if uri is None or self.parent.resources.static.get(uri) is not None:
+            return self.skipped("resource", own, uri)
+        if isinstance(res, TemplateDefinition) and self.parent.resources.template_for(uri):
+            return self.skipped("resource template", own, uri)
+        options: dict[str, Any] = {"size": res.size} if isinstance(res, ResourceDefinition) else {}
+        added = self.parent.resources.add(
+            uri,
+            res.fn,
+            name=res.name,
+            description=res.description,
+            mime_type=res.mime_type,
+            title=res.title,
+            annotations=res.annotations,
+            icons=res.icons,
+            meta=res.meta,
+            cache=res.cache,
+            scopes=res.scopes,
+            **options,
+        )
+        if isinstance(res, TemplateDefinition) and isinstance(added, TemplateDefinition):
+            added.completions.update(res.completions)
+        return True
+
+    def prompt_added(self, prompt: PromptDefinition) -> None:
+        """Follow a prompt the child added (a ``server.prompts`` listener)."""
+        if self.add_prompt(prompt):
+            self.announce(self.parent.prompts.notify_list_changed)
+
+    def add_prompt(self, prompt: PromptDefinition) -> bool:
+        """Serve the child's ``prompt`` on the parent; whether it is."""
+        name = prefixed_name(self.namespace, prompt.name)
+        if (name, prompt.version) in self.parent.prompts.registered:
+            return self.skipped("prompt", prompt.name, name)
+        self.parent.prompts.add(
+            prompt.fn,
+            name=name,
+            description=prompt.description,
+            title=prompt.title,
+            version=prompt.version,
+            icons=prompt.icons,
+            meta=prompt.meta,
+            scopes=prompt.scopes,
+        )
+        return True
+
+    def add_completion(
+        self, kind: str, target: str, argument: str | None, fn: Callable[..., Any]
+    ) -> None:
+        """Serve the child's completion of ``target`` on the parent (also a listener)."""
+        renamed = mounted_ref(self.namespace, kind, target)
+        if renamed is None or (kind, renamed, argument) in self.parent.completions.handlers:
+            self.skipped("completion of", target, renamed)
+            return
+        self.parent.completions.add(kind, renamed, argument, fn)
+
+    def skipped(self, what: str, own: str, mounted: str | None) -> bool:
+        log.warning(
+            "%s %r of mounted server %r is not served by %r: %s",
+            what,
+            own,
+            self.child.name,
+            self.parent.name,
+            f"{mounted!r} is taken there" if mounted else "it has no 'scheme://'",
+        )
+        return False
+
+    def announce(self, notify: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Tell the parent's sessions a list changed (by default its tool list)."""
         # Listeners are synchronous; the notification is sent from the running loop.
         # No loop: nothing is serving, so no session could hear it.
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        task = loop.create_task(self.parent.tools.notify_list_changed())
+        send = notify if notify is not None else self.parent.tools.notify_list_changed
+        task = loop.create_task(_sent(send))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+async def _sent(notify: Callable[[], Awaitable[None]]) -> None:
+    await notify()
 
 
 def collisions(parent: MCPServer, child: MCPServer, namespace: str) -> list[str]:
@@ -122,11 +204,7 @@ def collisions(parent: MCPServer, child: MCPServer, namespace: str) -> list[str]
         if (target, version) in parent.prompts.registered:
             problems.append(f"{where}: prompt {target!r} is already served")
     for kind, target, argument in child.completions.handlers:
-        renamed = (
-            prefixed_name(namespace, target)
-            if kind == "ref/prompt"
-            else prefixed_uri(namespace, target)
-        )
+        renamed = mounted_ref(namespace, kind, target)
         if renamed is not None and (kind, renamed, argument) in parent.completions.handlers:
             problems.append(f"{where}: completion of {renamed!r} is already served")
     return problems
@@ -156,9 +234,20 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
     child.tools.add_listener(link.tool_changed)
     if parent.sessions():  # mounted while serving: one notification for the lot
         link.announce()
-    _mount_resources(parent, child, namespace)
-    _mount_prompts(parent, child, namespace)
-    _mount_completions(parent, child, namespace)
+    for res in child.resources.static.values():
+        link.add_resource(res)
+    for tmpl in child.resources.templates:
+        link.add_resource(tmpl)
+    child.resources.add_listener(link.resource_added)
+    for prompt in list(child.prompts.registered.values()):
+        link.add_prompt(prompt)
+    child.prompts.add_listener(link.prompt_added)
+    for (kind, target, argument), fn in list(child.completions.handlers.items()):
+        link.add_completion(kind, target, argument, fn)
+    child.completions.add_listener(link.add_completion)
+    if parent.sessions():  # mounted while serving
+        link.announce(parent.resources.notify_list_changed)
+        link.announce(parent.prompts.notify_list_changed)
 
     @asynccontextmanager
     async def child_lifespan(_parent: MCPServer) -> AsyncIterator[Any]:
@@ -170,66 +259,3 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
         parent.add_middleware(around)
     parent.add_lifespan(child_lifespan, label=f"mount {namespace!r} ({child.name})")
     return link
-
-
-def _mount_resources(parent: MCPServer, child: MCPServer, namespace: str) -> None:
-    for res in child.resources.static.values():
-        uri = prefixed_uri(namespace, res.uri)
-        assert uri is not None  # checked by collisions()
-        parent.resources.add(
-            uri,
-            res.fn,
-            name=res.name,
-            description=res.description,
-            mime_type=res.mime_type,
-            title=res.title,
-            size=res.size,
-            annotations=res.annotations,
-            icons=res.icons,
-            meta=res.meta,
-            cache=res.cache,
-            scopes=res.scopes,
-        )
-    for tmpl in child.resources.templates:
-        uri = prefixed_uri(namespace, tmpl.template.template)
-        assert uri is not None
-        added = parent.resources.add(
-            uri,
-            tmpl.fn,
-            name=tmpl.name,
-            description=tmpl.description,
-            mime_type=tmpl.mime_type,
-            title=tmpl.title,
-            annotations=tmpl.annotations,
-            icons=tmpl.icons,
-            meta=tmpl.meta,
-            cache=tmpl.cache,
-            scopes=tmpl.scopes,
-        )
-        if tmpl.completions and isinstance(added, TemplateDefinition):
-            added.completions.update(tmpl.completions)
-
-
-def _mount_prompts(parent: MCPServer, child: MCPServer, namespace: str) -> None:
-    for prompt in child.prompts.registered.values():
-        parent.prompts.add(
-            prompt.fn,
-            name=prefixed_name(namespace, prompt.name),
-            description=prompt.description,
-            title=prompt.title,
-            version=prompt.version,
-            icons=prompt.icons,
-            meta=prompt.meta,
-            scopes=prompt.scopes,
-        )
-
-
-def _mount_completions(parent: MCPServer, child: MCPServer, namespace: str) -> None:
-    for (kind, target, argument), fn in child.completions.handlers.items():
-        renamed = (
-            prefixed_name(namespace, target)
-            if kind == "ref/prompt"
-            else prefixed_uri(namespace, target)
-        )
-        if renamed is not None:
-            parent.completions.add(kind, renamed, argument, fn)

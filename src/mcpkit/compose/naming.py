@@ -18,6 +18,7 @@ import re
 
 __all__ = [
     "SEPARATOR",
+    "mounted_ref",
     "namespace_problem",
     "prefixed_name",
     "prefixed_uri",
@@ -69,3 +70,10 @@ def unprefixed_uri(namespace: str, uri: str) -> str | None:
     if not sep or not rest.startswith(head):
         return None
     return f"{scheme}://{rest[len(head) :]}"
+
+
+def mounted_ref(namespace: str, kind: str, target: str) -> str | None:
+    """A completion target (``ref/prompt`` name or URI template) mounted under ``namespace``."""
+    if kind == "ref/prompt":
+        return prefixed_name(namespace, target)
+    return prefixed_uri(namespace, target)

@@ -45,6 +45,10 @@ async def batch(client: object, name: str, calls: int) -> float:
 
 async def main(reps: int, calls: int) -> None:
     async with connect(build()) as client:
+        for name in ("echo", "inner_echo"):  # both answer, and answer the same
+            result = await client.call_tool(name, {"text": "hello world"})
+            if result != {"content": [{"type": "text", "text": "hello world"}]}:
+                raise SystemExit(f"{name} answered {result!r}")
         await batch(client, "echo", calls)  # warm up both paths
         await batch(client, "inner_echo", calls)
         local: list[float] = []

@@ -110,6 +110,9 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.server", "mcpkit.compose.mount", "function"): (
         "MCPServer.mount() is a convenience over mcpkit.compose.mount"
     ),
+    ("mcpkit.server.server", "mcpkit.compose.mount", "type"): (
+        "MCPServer.mount() returns the compose Mount it made"
+    ),
 }
 
 

@@ -214,31 +214,55 @@ async def test_scopes_and_auth_info_reach_the_mounted_tool() -> None:
 
 
 @pytest.mark.parametrize("era", [STATELESS, HANDSHAKE])
-async def test_ctx_elicits_and_reports_progress_from_a_mounted_tool(era: str) -> None:
+async def test_ctx_logs_elicits_samples_and_reports_progress_from_a_mounted_tool(
+    era: str,
+) -> None:
     parent = MCPServer(name="hub", version="1.0.0")
     child = MCPServer(name="ask", version="1.0.0")
 
     @child.tool
     async def confirm(ctx: Context) -> str:
+        await ctx.info("asking")
         await ctx.progress(1, total=2)
         answer = await ctx.elicit(
             "Proceed?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}
         )
+        sampled = await ctx.sample("Say yes", max_tokens=5)
         await ctx.progress(2, total=2)
-        return f"{answer.action}:{(answer.content or {}).get('ok')}"
+        ok = (answer.content or {}).get("ok")
+        return f"{answer.action}:{ok}:{sampled['content']['text']}"
 
     parent.mount(child, namespace="ask")
     progress: list[Any] = []
+    logs: list[Any] = []
     pinned = {} if era == STATELESS else {"protocol_version": era}
 
     async def elicit(params: dict[str, Any]) -> dict[str, Any]:
         return {"action": "accept", "content": {"ok": True}}
 
-    async with Client(server=parent, elicitation_handler=elicit, **pinned) as client:
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        assert params["messages"][0]["content"]["text"] == "Say yes"
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "yes"},
+            "model": "test-model",
+            "stopReason": "endTurn",
+        }
+
+    async with Client(
+        server=parent,
+        elicitation_handler=elicit,
+        sampling_handler=sample,
+        log_handler=logs.append,
+        **pinned,
+    ) as client:
         result = await client.call_tool("ask_confirm", progress=lambda *args: progress.append(args))
-    assert result["content"][0]["text"] == "accept:True"
-    if era == HANDSHAKE:  # 2026-07-28 sends progress only on a stream the request opened
+    assert result["content"][0]["text"] == "accept:True:yes"
+    if era == HANDSHAKE:  # on 2026-07-28 the input rounds re-run the tool: counts differ
         assert len(progress) == 2
+        assert [entry["data"] for entry in logs] == ["asking"]
+    else:
+        assert progress and logs
 
 
 async def test_servers_mount_several_levels_deep() -> None:

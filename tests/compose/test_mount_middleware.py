@@ -133,3 +133,29 @@ async def test_the_childs_middleware_runs_on_the_stateless_era_too() -> None:
         result = await client.call_tool("kid_hello")
     assert result["content"][0]["text"] == "hi"
     assert seen == ["child > tools/call hello", "hello runs", "child <"]
+
+
+async def test_a_completion_of_a_mounted_prompt_passes_the_childs_chain_with_its_name() -> None:
+    refs: list[Any] = []
+
+    async def record(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        if ctx.method == "completion/complete":
+            refs.append(ctx.params["ref"])
+        return await call_next(ctx)
+
+    child = MCPServer(name="child", version="1.0.0", middleware=[record])
+
+    @child.prompt
+    def greet(who: str) -> str:
+        return f"Say hi to {who}"
+
+    @child.completion(prompt="greet", argument="who")
+    def people(value: str) -> list[str]:
+        return ["ada", "alan"]
+
+    parent = MCPServer(name="parent", version="1.0.0")
+    parent.mount(child, namespace="kid")
+    async with connect(parent) as client:
+        done = await client.complete({"type": "ref/prompt", "name": "kid_greet"}, "who", "a")
+    assert done["values"] == ["ada", "alan"]
+    assert refs == [{"type": "ref/prompt", "name": "greet"}]

@@ -45,6 +45,7 @@ from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 if TYPE_CHECKING:
     from ..auth.resource_server import ProtectedResource
+    from ..compose.mount import Mount
 
 __all__ = ["MCPServer", "ToolManager", "shape_listing"]
 
@@ -442,7 +443,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions):
         if problems:
             raise RegistrationError(problems)
 
-    def mount(self, server: MCPServer, *, namespace: str) -> Any:
+    def mount(self, server: MCPServer, *, namespace: str) -> Mount:
         """Serve ``server``'s components here under ``namespace``: a live link.
 
         Same as ``mcpkit.compose.mount(self, server, namespace=namespace)``, which

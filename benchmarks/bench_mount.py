@@ -10,14 +10,25 @@ Target (issue 24): at most 1.05x.
 
     python benchmarks/bench_mount.py            # 20 batches of 2000 calls each way
     python benchmarks/bench_mount.py --quick
+    python benchmarks/bench_mount.py --instructions   # callgrind: load cannot move it
+
+``--instructions`` runs this script under ``valgrind --tool=callgrind`` once per
+tool and call count (``N1`` and ``N2`` calls, ``PYTHONHASHSEED`` fixed) and reports
+``(total(N2) - total(N1)) / (N2 - N1)`` per tool, as ``instructions.py`` does:
+start-up cancels out, what is left is one warm in-memory round trip.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from mcpkit import MCPServer
 from mcpkit.testing import connect
@@ -67,11 +78,46 @@ async def main(reps: int, calls: int) -> None:
     print(f"ratio mounted/local: {mo / lo:.3f}x (target <= 1.05x)")
 
 
+async def calls_only(name: str, calls: int) -> None:
+    """The process callgrind counts: 50 warm-up calls, then ``calls`` of ``name``."""
+    async with connect(build()) as client:
+        for _ in range(50 + calls):
+            await client.call_tool(name, {"text": "hello world"})
+
+
+def instructions(n1: int, n2: int) -> None:
+    def total(name: str, calls: int) -> int:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "callgrind.out"
+            env = {**os.environ, "PYTHONHASHSEED": "1"}
+            cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+            args = [sys.executable, __file__, "--count", name, "--calls", str(calls)]
+            subprocess.run([*cmd, *args], env=env, check=True, capture_output=True)
+            for line in out.read_text().splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+        raise RuntimeError("no totals in callgrind's output")
+
+    per: dict[str, float] = {}
+    for name in ("echo", "inner_echo"):
+        per[name] = (total(name, n2) - total(name, n1)) / (n2 - n1)
+        print(f"{name:>10}: {per[name]:,.0f} instructions per tools/call")
+    print(f"ratio mounted/local: {per['inner_echo'] / per['echo']:.4f}x (target <= 1.05x)")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--count", help=argparse.SUPPRESS)  # the process callgrind runs
     args = parser.parse_args()
+    if args.count:
+        asyncio.run(calls_only(args.count, args.calls))
+        raise SystemExit(0)
+    if args.instructions:
+        instructions(100, 600)
+        raise SystemExit(0)
     reps, calls = (4, 200) if args.quick else (args.reps, args.calls)
     asyncio.run(main(reps, calls))

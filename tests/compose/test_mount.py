@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Client, Context, MCPServer
+from mcpkit import Client, Context, MCPServer, mcp_tool
 from mcpkit.auth.info import AuthInfo
 from mcpkit.compose import Mount, mount
 from mcpkit.errors import RegistrationError, RemoteError
@@ -284,3 +284,33 @@ async def test_servers_mount_several_levels_deep() -> None:
 
         await asyncio.sleep(0.05)
         assert (await client.call_tool("eu_weather_rain"))["content"][0]["text"] == "none"
+
+
+def test_a_cycle_of_mounts_is_refused() -> None:
+    a = MCPServer(name="a", version="1.0.0")
+    b = MCPServer(name="b", version="1.0.0")
+    c = weather_server()
+    a.mount(b, namespace="b")
+    b.mount(c, namespace="c")
+    with pytest.raises(RegistrationError, match="'weather' is mounted in it"):
+        c.mount(a, namespace="a")
+    with pytest.raises(RegistrationError, match="'b' is mounted in it"):
+        b.mount(a, namespace="a")
+    assert [t.name for t in c.tools] == ["forecast"]
+    other = MCPServer(name="other", version="1.0.0")
+    other.mount(c, namespace="c")  # one server mounted on two parents is no cycle
+    assert [t.name for t in other.tools] == ["c_forecast"]
+
+
+def test_a_mounted_tools_back_channel_needs_are_the_parents_too() -> None:
+    class Asker:
+        @mcp_tool(needs=["elicitation"])
+        async def ask(self) -> str:
+            return "?"
+
+    child = MCPServer(name="child", version="1.0.0", components=[Asker()])
+    parent = MCPServer(name="parent", version="1.0.0")
+    parent.mount(child, namespace="kid")
+    assert parent.back_channel_needs == {"kid_ask": child.back_channel_needs["ask"]}
+    child.tools.remove("ask")
+    assert parent.back_channel_needs == {}

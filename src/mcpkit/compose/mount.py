@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,6 +41,24 @@ from .naming import mounted_ref, namespace_problem, prefixed_name, prefixed_uri
 __all__ = ["Mount", "mount"]
 
 log = logging.getLogger("mcpkit.compose")
+
+# Server -> the servers it is mounted on: to refuse a cycle, which the live links would
+# follow forever (each copy of a tool added on one side is a new tool on the other).
+_mounted_on: weakref.WeakKeyDictionary[MCPServer, list[MCPServer]] = weakref.WeakKeyDictionary()
+
+
+def _cycle(parent: MCPServer, child: MCPServer) -> bool:
+    """Whether ``child`` is ``parent`` or a server ``parent`` is mounted in, at any depth."""
+    seen: set[int] = set()
+    todo = [parent]
+    while todo:
+        server = todo.pop()
+        if server is child:
+            return True
+        if id(server) not in seen:
+            seen.add(id(server))
+            todo.extend(_mounted_on.get(server, ()))
+    return False
 
 
 class Mount:
@@ -70,6 +89,7 @@ class Mount:
             if mounted not in self.tool_names:
                 return False
             self.tool_names.discard(mounted)
+            self.parent.back_channel_needs.pop(mounted, None)
             self.parent.tools.remove(mounted)
         else:
             if mounted in self.parent.tools and mounted not in self.tool_names:
@@ -82,6 +102,9 @@ class Mount:
                 )
                 return False
             self.tool_names.add(mounted)
+            needs = self.child.back_channel_needs.get(name)
+            if needs:  # so that the parent's start-up warning names it too
+                self.parent.back_channel_needs[mounted] = needs
             self.parent.tools.add(tool.renamed(mounted))
         return True
 
@@ -223,12 +246,22 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
     problem = namespace_problem(namespace)
     if problem is not None:
         raise RegistrationError([problem])
-    if child is parent:
-        raise RegistrationError([f"server {parent.name!r} cannot be mounted on itself"])
+    if _cycle(parent, child):
+        raise RegistrationError(
+            [
+                f"server {child.name!r} cannot be mounted on {parent.name!r}: "
+                + (
+                    "a server cannot be mounted on itself"
+                    if child is parent
+                    else f"{parent.name!r} is mounted in it (a cycle)"
+                )
+            ]
+        )
     problems = collisions(parent, child, namespace)
     if problems:
         raise RegistrationError(problems)
     link = Mount(parent, child, namespace)
+    _mounted_on.setdefault(child, []).append(parent)
     for tool in child.tools:
         link.follow(tool.name, tool)
     child.tools.add_listener(link.tool_changed)

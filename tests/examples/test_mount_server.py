@@ -1,4 +1,4 @@
-"""examples/mount_server.py: in memory on both eras."""
+"""examples/mount_server.py: in memory on both eras, and over stdio as a user runs it."""
 
 from __future__ import annotations
 
@@ -52,3 +52,17 @@ async def test_the_hub_serves_both_servers_under_their_namespaces(
         assert "notes_clear_notes" in {t["name"] for t in (await client.list_tools())}
         cleared = await client.call_tool("notes_clear_notes")
         assert cleared["content"][0]["text"] == "cleared"
+
+
+async def test_run_with_one_command_over_stdio() -> None:
+    """``mcpkit run examples/mount_server.py``, driven by mcpkit's own client."""
+    async with Client(
+        command=sys.executable,
+        args=["-m", "mcpkit", "run", str(EXAMPLE)],
+        cwd=REPO,
+        timeout=30.0,
+    ) as client:
+        added = await client.call_tool("notes_add_note", {"text": "call mum"})
+        assert added["content"][0]["text"] == "1 note(s)"
+        forecast = await client.call_tool("weather_forecast", {"city": "Paris"})
+        assert forecast["content"][0]["text"] == "Sunny in Paris, 21°C"

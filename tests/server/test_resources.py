@@ -425,3 +425,23 @@ def test_listeners_hear_each_resource_and_template_added() -> None:
         return id
 
     assert heard == ["mem://a", "item"]
+
+
+async def test_update_listeners_are_awaited_after_the_subscribers_hear() -> None:
+    server = MCPServer(name="s", version="1")
+    heard: list[str] = []
+
+    @server.resource("mem://a")
+    def a() -> str:
+        return "a"
+
+    async def listener(uri: str) -> None:
+        heard.append(uri)
+
+    server.resources.add_update_listener(listener)
+    async with connect(server) as client:
+        await client.subscribe_resource("mem://a")
+        await server.resources.notify_updated("mem://a")
+        updates = [n for n in client.notifications if n["method"].endswith("resources/updated")]
+    assert len(updates) == 1
+    assert heard == ["mem://a"]

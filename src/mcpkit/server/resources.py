@@ -176,6 +176,8 @@ class ResourceManager:
         #: Called with each resource or template after it is added (see add_listener).
         self.listeners: builtins.list[Callable[[ResourceDefinition | TemplateDefinition], None]]
         self.listeners = []
+        #: Awaited with the URI on each notify_updated (see add_update_listener).
+        self.update_listeners: builtins.list[Callable[[str], Awaitable[None]]] = []
 
     def add_listener(
         self, listener: Callable[[ResourceDefinition | TemplateDefinition], None]
@@ -186,6 +188,14 @@ class ResourceManager:
         follows a mounted server's new resources this way.
         """
         self.listeners.append(listener)
+
+    def add_update_listener(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Await ``listener(uri)`` on each :meth:`notify_updated`, after the subscribers here.
+
+        ``mcpkit.compose.mount`` passes a mounted server's updates on to the
+        parent's subscribers this way.
+        """
+        self.update_listeners.append(listener)
 
     @property
     def enabled(self) -> bool:
@@ -429,6 +439,8 @@ class ResourceManager:
         fanout = self._server._fanout
         if fanout is not None:
             await fanout({"k": "u", "uri": uri})
+        for listener in self.update_listeners:
+            await listener(uri)
 
     async def _notify_updated_here(self, uri: str) -> None:
         needed = self.scopes_for(uri) if self.any_scoped else NO_SCOPES

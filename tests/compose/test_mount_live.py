@@ -81,3 +81,25 @@ async def test_a_prompt_added_to_a_leaf_reaches_the_top_of_two_levels() -> None:
 
     async with connect(top) as client:
         assert [p["name"] for p in await client.list_prompts()] == ["mid_leaf_hello"]
+
+
+async def test_a_childs_resource_update_reaches_the_parents_subscribers() -> None:
+    top = MCPServer(name="top", version="1.0.0")
+    middle = MCPServer(name="middle", version="1.0.0")
+    leaf = MCPServer(name="leaf", version="1.0.0")
+
+    @leaf.resource("mem://status")
+    def status() -> str:
+        return "ok"
+
+    middle.mount(leaf, namespace="leaf")
+    top.mount(middle, namespace="mid")
+    async with connect(top) as client:
+        await client.subscribe_resource("mem://mid/leaf/status")
+        await leaf.resources.notify_updated("mem://status")
+        updates = [
+            n["params"]["uri"]
+            for n in client.notifications
+            if n["method"] == "notifications/resources/updated"
+        ]
+    assert updates == ["mem://mid/leaf/status"]

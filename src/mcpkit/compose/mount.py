@@ -140,6 +140,12 @@ class Mount:
             added.completions.update(res.completions)
         return True
 
+    async def resource_updated(self, uri: str) -> None:
+        """Pass the child's ``notifications/resources/updated`` on to the parent's subscribers."""
+        mounted = prefixed_uri(self.namespace, uri)
+        if mounted is not None:
+            await self.parent.resources.notify_updated(mounted)
+
     def prompt_added(self, prompt: PromptDefinition) -> None:
         """Follow a prompt the child added (a ``server.prompts`` listener)."""
         if self.add_prompt(prompt):
@@ -272,6 +278,7 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
     for tmpl in child.resources.templates:
         link.add_resource(tmpl)
     child.resources.add_listener(link.resource_added)
+    child.resources.add_update_listener(link.resource_updated)
     for prompt in list(child.prompts.registered.values()):
         link.add_prompt(prompt)
     child.prompts.add_listener(link.prompt_added)

@@ -243,11 +243,12 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
     """Serve ``child``'s tools, resources, templates, prompts and completions on ``parent``.
 
     Names and URIs follow :mod:`mcpkit.compose.naming`. Every collision (and a bad
-    namespace, or mounting a server on itself) is raised at once as a
+    namespace, or a cycle of mounts) is raised at once as a
     :class:`~mcpkit.errors.RegistrationError`, before anything is added. Tools the
     child adds or removes later appear and disappear on the parent, which tells its
-    clients. Mount before serving: the child's lifespan joins the parent's from its
-    next start.
+    clients; so do the resources, templates, prompts and completions it adds, and its
+    resource updates reach the parent's subscribers. Mount before serving: the
+    child's lifespan joins the parent's from its next start.
     """
     problem = namespace_problem(namespace)
     if problem is not None:

@@ -105,6 +105,14 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.server", "mcpkit.workflow.tool", "function"): (
         "MCPServer(workflows=...) builds run_* tools with mcpkit.workflow.tool"
     ),
+    # server.mount(other, namespace=...) is the method users look for; the link itself
+    # lives in compose/ and is imported only when a server is mounted.
+    ("mcpkit.server.server", "mcpkit.compose.mount", "function"): (
+        "MCPServer.mount() is a convenience over mcpkit.compose.mount"
+    ),
+    ("mcpkit.server.server", "mcpkit.compose.mount", "type"): (
+        "MCPServer.mount() returns the compose Mount it made"
+    ),
 }
 
 

@@ -165,3 +165,15 @@ async def test_a_bad_total_from_the_completer_is_replaced_by_the_count() -> None
     async with connect(server) as client:
         got = await complete(client, {"type": "ref/prompt", "name": "p"}, "x", "")
     assert got == {"values": ["a", "b"], "total": 2, "hasMore": False}
+
+
+def test_listeners_hear_each_completion_added() -> None:
+    server = MCPServer(name="s", version="1")
+    heard: list[tuple[str, str, str | None]] = []
+    server.completions.add_listener(lambda kind, target, arg, fn: heard.append((kind, target, arg)))
+
+    @server.completion(prompt="greet", argument="name")
+    def names(value: str) -> list[str]:
+        return []
+
+    assert heard == [("ref/prompt", "greet", "name")]

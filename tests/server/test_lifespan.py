@@ -157,3 +157,39 @@ def test_stdio_startup_failure_exits_with_the_message(tmp_path: Path) -> None:
     err = done.stderr.decode()
     assert "the lifespan of server 'broken' failed to start: RuntimeError: no database" in err
     assert "Traceback" not in err
+
+
+async def test_added_lifespans_run_inside_the_servers_own_in_order() -> None:
+    events: list[str] = []
+
+    def tracked(label: str) -> Any:
+        @contextlib.asynccontextmanager
+        async def lifespan(server: MCPServer) -> AsyncIterator[str]:
+            events.append(f"enter {label}")
+            yield label
+            events.append(f"exit {label}")
+
+        return lifespan
+
+    server = MCPServer(name="life", version="1.0.0", lifespan=tracked("own"))
+    server.add_lifespan(tracked("a"), label="a")
+    server.add_lifespan(tracked("b"), label="b")
+    async with server.lifespan_context() as state:
+        assert state == "own"  # what the added ones yield is not the server's state
+    assert events == ["enter own", "enter a", "enter b", "exit b", "exit a", "exit own"]
+
+
+async def test_an_added_lifespan_runs_on_a_server_without_its_own() -> None:
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: MCPServer) -> AsyncIterator[None]:
+        events.append("enter")
+        yield
+        events.append("exit")
+
+    server = MCPServer(name="life", version="1.0.0")
+    server.add_lifespan(lifespan, label="extra")
+    async with connect(server):
+        assert events == ["enter"]
+    assert events == ["enter", "exit"]

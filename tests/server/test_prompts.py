@@ -221,3 +221,15 @@ async def test_prompt_list_changed_notification() -> None:
         assert [n["method"] for n in client.notifications] == ["notifications/prompts/list_changed"]
         names = [p["name"] for p in (await client.request("prompts/list"))["prompts"]]
         assert "late" in names
+
+
+def test_listeners_hear_each_prompt_added() -> None:
+    server = MCPServer(name="s", version="1")
+    heard: list[tuple[str, str | None]] = []
+    server.prompts.add_listener(lambda p: heard.append((p.name, p.version)))
+
+    @server.prompt(version="2")
+    def greet() -> str:
+        return "hi"
+
+    assert heard == [("greet", "2")]

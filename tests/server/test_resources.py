@@ -409,3 +409,39 @@ def test_every_problem_of_a_resource_is_reported_at_once() -> None:
         "'/'), but MCP passes arguments by name; remove the '/'",
         "resource 'test://items/{id}': parameters ['page'] are not template variables",
     ]
+
+
+def test_listeners_hear_each_resource_and_template_added() -> None:
+    server = MCPServer(name="s", version="1")
+    heard: list[str] = []
+    server.resources.add_listener(lambda d: heard.append(d.describe().get("uri", d.name)))
+
+    @server.resource("mem://a")
+    def a() -> str:
+        return "a"
+
+    @server.resource("mem://items/{id}")
+    def item(id: str) -> str:
+        return id
+
+    assert heard == ["mem://a", "item"]
+
+
+async def test_update_listeners_are_awaited_after_the_subscribers_hear() -> None:
+    server = MCPServer(name="s", version="1")
+    heard: list[str] = []
+
+    @server.resource("mem://a")
+    def a() -> str:
+        return "a"
+
+    async def listener(uri: str) -> None:
+        heard.append(uri)
+
+    server.resources.add_update_listener(listener)
+    async with connect(server) as client:
+        await client.subscribe_resource("mem://a")
+        await server.resources.notify_updated("mem://a")
+        updates = [n for n in client.notifications if n["method"].endswith("resources/updated")]
+    assert len(updates) == 1
+    assert heard == ["mem://a"]

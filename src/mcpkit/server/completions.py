@@ -18,12 +18,22 @@ class CompletionRegistry:
     def __init__(self) -> None:
         # (ref type, name or uri template, argument name or None) -> handler
         self.handlers: dict[tuple[str, str, str | None], Callable[..., Any]] = {}
+        #: Called as ``listener(kind, target, argument, fn)`` after each ``add``.
+        self.listeners: list[Callable[[str, str, str | None, Callable[..., Any]], None]] = []
+
+    def add_listener(
+        self, listener: Callable[[str, str, str | None, Callable[..., Any]], None]
+    ) -> None:
+        """Call ``listener(kind, target, argument, fn)`` after each completion is added."""
+        self.listeners.append(listener)
 
     def __bool__(self) -> bool:
         return bool(self.handlers)
 
     def add(self, kind: str, target: str, argument: str | None, fn: Callable[..., Any]) -> None:
         self.handlers[(kind, target, argument)] = fn
+        for listener in self.listeners:
+            listener(kind, target, argument, fn)
 
     async def complete(self, params: dict[str, Any]) -> dict[str, Any]:
         ref = params.get("ref")

@@ -22,6 +22,11 @@ Extensions (:mod:`.extension`) bring lifespans of their own: they are entered
 first, in the order the extensions were added, and the server's own lifespan
 inside them (so it may use what they opened); they exit in reverse order.
 What they yield is not the server's ``lifespan_state``.
+
+``server.add_lifespan(factory)`` adds lifespans entered *inside* the server's
+own (after it started, in the order added; exited before it ends): a mounted
+server's lifespan (``mcpkit.compose.mount``) runs there, so it may use what the
+parent opened.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ NOT_RUNNING: Any = _NotRunning()
 class Lifespan:
     """Enters ``factory(server)`` for the first user and exits it after the last."""
 
-    __slots__ = ("_cm", "_factory", "_server", "_users", "around", "state")
+    __slots__ = ("_cm", "_factory", "_server", "_users", "around", "inside", "state")
 
     def __init__(self, server: MCPServer, factory: LifespanFactory | None) -> None:
         if factory is not None and not callable(factory):
@@ -72,6 +77,8 @@ class Lifespan:
         self.state: Any = None if factory is None else NOT_RUNNING
         # (label, factory) of the extensions' lifespans, entered around the server's own.
         self.around: list[tuple[str, LifespanFactory]] = []
+        # (label, factory) of the lifespans added with add_lifespan, entered inside it.
+        self.inside: list[tuple[str, LifespanFactory]] = []
 
     @property
     def running(self) -> bool:
@@ -87,7 +94,7 @@ class Lifespan:
 
     async def enter(self) -> None:
         self._users += 1
-        if self._users > 1 or (self._factory is None and not self.around):
+        if self._users > 1 or (self._factory is None and not self.around and not self.inside):
             return
         stack = contextlib.AsyncExitStack()
         what = f"the lifespan of server {self._server.name!r}"
@@ -101,6 +108,9 @@ class Lifespan:
                 what = f"the lifespan of server {self._server.name!r}"
                 cm = self._open(self._factory, f"lifespan({self._server.name!r})")
                 state = await stack.enter_async_context(cm)
+            for label, factory in self.inside:
+                what = f"lifespan {label!r} of server {self._server.name!r}"
+                await stack.enter_async_context(self._open(factory, f"lifespan {label!r}"))
         except BaseException as exc:
             self._users -= 1
             await stack.aclose()

@@ -123,6 +123,16 @@ class PromptManager:
         self.callbacks = MCPServerPrompts()
         # Set once a prompt with scopes is registered (see .scopes).
         self.any_scoped = False
+        #: Called with each prompt after it is added (see add_listener).
+        self.listeners: list[Callable[[PromptDefinition], None]] = []
+
+    def add_listener(self, listener: Callable[[PromptDefinition], None]) -> None:
+        """Call ``listener(prompt)`` after each prompt is added.
+
+        Synchronous, inside ``add``: it must not block. ``mcpkit.compose.mount``
+        follows a mounted server's new prompts this way.
+        """
+        self.listeners.append(listener)
 
     @property
     def enabled(self) -> bool:
@@ -159,6 +169,8 @@ class PromptManager:
         self.registered[(prompt_name, version)] = prompt
         if needed:
             self.any_scoped = True
+        for listener in self.listeners:
+            listener(prompt)
         return prompt
 
     def find(self, name: str, version: str | None = None) -> PromptDefinition | None:

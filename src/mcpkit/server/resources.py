@@ -173,6 +173,29 @@ class ResourceManager:
         # scope check costs anything (see .scopes).
         self.any_scoped = False
         self._scoped_templates = False
+        #: Called with each resource or template after it is added (see add_listener).
+        self.listeners: builtins.list[Callable[[ResourceDefinition | TemplateDefinition], None]]
+        self.listeners = []
+        #: Awaited with the URI on each notify_updated (see add_update_listener).
+        self.update_listeners: builtins.list[Callable[[str], Awaitable[None]]] = []
+
+    def add_listener(
+        self, listener: Callable[[ResourceDefinition | TemplateDefinition], None]
+    ) -> None:
+        """Call ``listener(definition)`` after each resource or template is added.
+
+        Synchronous, inside ``add``: it must not block. ``mcpkit.compose.mount``
+        follows a mounted server's new resources this way.
+        """
+        self.listeners.append(listener)
+
+    def add_update_listener(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Await ``listener(uri)`` on each :meth:`notify_updated`, after the subscribers here.
+
+        ``mcpkit.compose.mount`` passes a mounted server's updates on to the
+        parent's subscribers this way.
+        """
+        self.update_listeners.append(listener)
 
     @property
     def enabled(self) -> bool:
@@ -267,6 +290,8 @@ class ResourceManager:
             self.static[uri] = res
             if needed:
                 self.any_scoped = True
+            for listener in self.listeners:
+                listener(res)
             return res
         tmpl = TemplateDefinition(
             template,
@@ -285,6 +310,8 @@ class ResourceManager:
         self.templates.append(tmpl)
         if needed:
             self.any_scoped = self._scoped_templates = True
+        for listener in self.listeners:
+            listener(tmpl)
         return tmpl
 
     def scopes_for(self, uri: str) -> frozenset[str]:
@@ -410,6 +437,8 @@ class ResourceManager:
         (in a cluster, also those other processes deliver to)."""
         await self.deliver_updated(uri)
         await self._server.fan_out({"k": "u", "uri": uri})
+        for listener in self.update_listeners:
+            await listener(uri)
 
     async def deliver_updated(self, uri: str) -> None:
         """``notifications/resources/updated`` to the subscribed sessions this process

@@ -45,6 +45,7 @@ from .tools import ToolAnnotations, ToolDefinition, tool_from_function
 
 if TYPE_CHECKING:
     from ..auth.resource_server import ProtectedResource
+    from ..compose.mount import Mount
 
 __all__ = ["MCPServer", "ToolManager", "shape_listing"]
 
@@ -446,6 +447,16 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
         if problems:
             raise RegistrationError(problems)
 
+    def mount(self, server: MCPServer, *, namespace: str) -> Mount:
+        """Serve ``server``'s components here under ``namespace``: a live link.
+
+        Same as ``mcpkit.compose.mount(self, server, namespace=namespace)``, which
+        documents the naming rules and collisions; returns its ``Mount``.
+        """
+        from ..compose.mount import mount
+
+        return mount(self, server, namespace=namespace)
+
     def on_roots_changed(self, fn: F) -> F:
         """Call ``fn(session)`` when a client says its roots changed."""
         self._roots_changed.append(fn)
@@ -508,6 +519,18 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
     async def exit_lifespan(self) -> None:
         """Leave the lifespan entered with :meth:`enter_lifespan` (the last user ends it)."""
         await self._lifespan.exit()
+
+    def add_lifespan(self, factory: LifespanFactory, *, label: str) -> None:
+        """Enter ``factory(server)`` inside the server's own lifespan, from the next start.
+
+        Entered after the server's lifespan (and its extensions') started, in the
+        order added, and exited before it ends; what it yields is not
+        ``lifespan_state``. ``label`` names it in a start-up failure.
+        ``mcpkit.compose.mount`` runs a mounted server's lifespan this way.
+        """
+        if not callable(factory):
+            raise ConfigurationError(f"lifespan {label!r} must be a function of the server")
+        self._lifespan.inside.append((label, factory))
 
     @property
     def lifespan_state(self) -> Any:

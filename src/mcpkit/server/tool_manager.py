@@ -3,11 +3,16 @@
 The counterpart of :class:`~.resources.ResourceManager` and
 :class:`~.prompts.PromptManager`; ``tools/list`` reads its listing, cached per
 revision until the tools change, and ``tools/call`` looks a tool up in it.
+
+Listeners (:meth:`ToolManager.add_listener`) hear of every ``add`` and
+``remove``: the seam a live link to these tools (``mcpkit.compose.mount``)
+is built on, with no polling and no per-call cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.versions import Revision
@@ -18,7 +23,11 @@ from .tools import ToolDefinition
 if TYPE_CHECKING:
     from .server import MCPServer
 
-__all__ = ["ToolManager"]
+__all__ = ["ToolListener", "ToolManager"]
+
+#: ``listener(name, tool)``: ``tool`` was added under ``name`` (replacing any), or None
+#: when the tool ``name`` was removed.
+ToolListener = Callable[[str, ToolDefinition | None], None]
 
 
 class ToolManager:
@@ -33,6 +42,22 @@ class ToolManager:
         self._listing: dict[str, list[dict[str, Any]]] = {}
         #: Name -> scopes of the tools that need some; empty on an unscoped server.
         self.scoped: dict[str, frozenset[str]] = {}
+        self._listeners: list[ToolListener] = []
+
+    def add_listener(self, listener: ToolListener) -> ToolListener:
+        """Call ``listener(name, tool)`` after every ``add`` (``tool`` the one added) and
+        ``remove`` of a tool that was there (``tool`` None), in the order listeners were added.
+
+        Listeners run synchronously, inside ``add``/``remove``: they must not block.
+        A listener that raises makes ``add``/``remove`` raise (after the change is made).
+        """
+        self._listeners.append(listener)
+        return listener
+
+    def remove_listener(self, listener: ToolListener) -> None:
+        """Stop calling ``listener`` (added with :meth:`add_listener`); absent is no error."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
     def add(self, tool: ToolDefinition) -> ToolDefinition:
         if tool.scopes:  # checked again: a ToolDefinition may be built by hand
@@ -43,12 +68,18 @@ class ToolManager:
             self.scoped.pop(tool.name, None)
         self.by_name[tool.name] = tool
         self._listing.clear()
+        for listener in self._listeners:
+            listener(tool.name, tool)
         return tool
 
     def remove(self, name: str) -> ToolDefinition | None:
         self._listing.clear()
         self.scoped.pop(name, None)
-        return self.by_name.pop(name, None)
+        removed = self.by_name.pop(name, None)
+        if removed is not None:
+            for listener in self._listeners:
+                listener(name, None)
+        return removed
 
     def get(self, name: str) -> ToolDefinition | None:
         return self.by_name.get(name)

@@ -111,6 +111,15 @@ class ToolDefinition:
             self._headers = param_headers_of_schema(self.describe().get("inputSchema"))
         return self._headers
 
+    def renamed(self, name: str) -> ToolDefinition:
+        """A copy of this tool under ``name``, calling the same function in the same way.
+
+        Everything prepared at registration (validator, output dumper, flags) is
+        shared, so calling the copy costs what calling this tool costs; the
+        ``tools/list`` entry and the header map are built again for the new name.
+        """
+        return dataclasses.replace(self, name=name, _listing={}, _headers=None)
+
     def describe(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list`` (cached)."""
         if not self._listing:

@@ -1,0 +1,22 @@
+"""Servers built from other servers: ``mount`` (a live link to another ``MCPServer``).
+
+Core seams used, all public: ``server.tools.add_listener`` and the resource, prompt
+and completion registries' ``add_listener`` (a mounted server's changes reach the
+parent as they happen, with nothing checked per call),
+``ToolDefinition.renamed`` (a namespaced copy as cheap to call as the original), the
+resource, prompt and completion registries' ``add``, and ``server.add_lifespan`` (the
+mounted server's lifespan runs inside the parent's). The package sits beside
+``adapters`` and ``workflow`` (above ``server``, below ``transports``): the core never
+names it, and ``MCPServer.mount`` imports it only when called.
+
+:mod:`.naming` holds the one set of namespacing rules, :mod:`.mount` the link itself,
+:mod:`.chain` the mounted server's middleware as one middleware of the parent's
+(``server.add_middleware``).
+"""
+
+from __future__ import annotations
+
+from .mount import Mount, mount
+from .naming import SEPARATOR, prefixed_name, prefixed_uri
+
+__all__ = ["SEPARATOR", "Mount", "mount", "prefixed_name", "prefixed_uri"]

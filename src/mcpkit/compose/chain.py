@@ -1,0 +1,93 @@
+"""The mounted server's middleware, run inside the parent's for requests to its components.
+
+A mount of a server with middleware adds one middleware to the parent
+(``server.add_middleware``): a request for one of the mounted components
+(``tools/call``, ``prompts/get``, ``resources/read``, ``resources/subscribe`` and
+``unsubscribe``, ``completion/complete``) runs through the child's chain, built
+once at mount time, and then on through the rest of the parent's. The child's
+middleware sees the request as if sent to the child: ``params`` carry its own
+tool or prompt name and its own URI. Everything else (listings, the parent's own
+components) passes straight on. A child without middleware adds nothing, so
+mounting costs local tools nothing per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..server.middleware import CallNext, MiddlewareContext, build_chain
+from ..server.server import MCPServer
+from .naming import unprefixed_name, unprefixed_uri
+
+__all__ = ["child_middleware"]
+
+Rename = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def child_middleware(child: MCPServer, namespace: str, tool_names: set[str]) -> Any:
+    """The parent's middleware running ``child``'s chain for its mounted components.
+
+    ``tool_names`` is the live set of the parent's names of the child's tools
+    (:class:`~.mount.Mount` keeps it). None when ``child`` has no middleware.
+    """
+    chain = build_chain(child.middleware)
+    if chain is None:
+        return None
+    inner: CallNext = chain
+
+    def tool(params: dict[str, Any]) -> dict[str, Any] | None:
+        name = params.get("name")
+        if not isinstance(name, str) or name not in tool_names:
+            return None
+        return {**params, "name": unprefixed_name(namespace, name)}
+
+    def prompt(params: dict[str, Any]) -> dict[str, Any] | None:
+        name = params.get("name")
+        own = unprefixed_name(namespace, name) if isinstance(name, str) else None
+        if own is None or not child.prompts.find(own, params.get("version")):
+            return None
+        return {**params, "name": own}
+
+    def resource(params: dict[str, Any]) -> dict[str, Any] | None:
+        uri = params.get("uri")
+        own = unprefixed_uri(namespace, uri) if isinstance(uri, str) else None
+        return None if own is None else {**params, "uri": own}
+
+    def completion(params: dict[str, Any]) -> dict[str, Any] | None:
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            return None
+        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+            own = unprefixed_name(namespace, ref["name"])
+            key = "name"
+        elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+            own = unprefixed_uri(namespace, ref["uri"])
+            key = "uri"
+        else:
+            return None
+        return None if own is None else {**params, "ref": {**ref, key: own}}
+
+    renames: dict[str, Rename] = {
+        "tools/call": tool,
+        "prompts/get": prompt,
+        "resources/read": resource,
+        "resources/subscribe": resource,
+        "resources/unsubscribe": resource,
+        "completion/complete": completion,
+    }
+
+    async def mounted_chain(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        rename = renames.get(ctx.method)
+        own = rename(ctx.params) if rename is not None else None
+        if own is None:
+            return await call_next(ctx)
+
+        async def rest() -> dict[str, Any]:
+            return await call_next(ctx)  # the parent's request, with the parent's names
+
+        seen = MiddlewareContext(ctx.session, ctx.method, own, ctx.request_id, ctx.auth_info, rest)
+        return await inner(seen)
+
+    mounted_chain.__qualname__ = f"mounted_chain[{namespace}]"
+    return mounted_chain

@@ -1,0 +1,302 @@
+"""``mount(parent, child, namespace=...)``: another server's components served under a namespace.
+
+A live link, resolved when something changes, never per call:
+
+- **tools** are namespaced copies (``ToolDefinition.renamed``) registered on the
+  parent; a listener on ``child.tools`` adds and removes them as the child's tools
+  change, and tells the parent's sessions (``notifications/tools/list_changed``).
+  Calling one costs what calling a local tool costs: the same prepared tool under
+  another name, looked up in the same table.
+- **resources, templates, prompts and completions** are registered on the parent
+  under the rules of :mod:`.naming`, calling the child's functions; listeners on
+  the child's registries add the ones it registers later (and announce them).
+- the child's **lifespan** is entered inside the parent's (``server.add_lifespan``);
+- the child's **middleware** runs inside the parent's for requests to its
+  components (:mod:`.chain`).
+
+Handlers of the child receive the parent's request context: ``ctx`` logs, reports
+progress, elicits and samples through the caller's session on both eras, and a
+scoped component keeps its scopes, checked against the caller's token.
+Mounting is transitive: a server mounted on a server that is itself mounted
+appears under both namespaces (``outer_inner_tool``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..errors import RegistrationError
+from ..server.prompts import PromptDefinition
+from ..server.resources import ResourceDefinition, TemplateDefinition
+from ..server.server import MCPServer
+from ..server.tools import ToolDefinition
+from .chain import child_middleware
+from .naming import mounted_ref, namespace_problem, prefixed_name, prefixed_uri
+
+__all__ = ["Mount", "mount"]
+
+log = logging.getLogger("mcpkit.compose")
+
+# Server -> the servers it is mounted on: to refuse a cycle, which the live links would
+# follow forever (each copy of a tool added on one side is a new tool on the other).
+_mounted_on: weakref.WeakKeyDictionary[MCPServer, list[MCPServer]] = weakref.WeakKeyDictionary()
+
+
+def _cycle(parent: MCPServer, child: MCPServer) -> bool:
+    """Whether ``child`` is ``parent`` or a server ``parent`` is mounted in, at any depth."""
+    seen: set[int] = set()
+    todo = [parent]
+    while todo:
+        server = todo.pop()
+        if server is child:
+            return True
+        if id(server) not in seen:
+            seen.add(id(server))
+            todo.extend(_mounted_on.get(server, ()))
+    return False
+
+
+class Mount:
+    """The link :func:`mount` made: which server is mounted where, and its tools' names."""
+
+    __slots__ = ("_tasks", "child", "namespace", "parent", "tool_names")
+
+    def __init__(self, parent: MCPServer, child: MCPServer, namespace: str) -> None:
+        self.parent = parent
+        self.child = child
+        self.namespace = namespace
+        #: The parent's names of the child's tools, kept as the child's tools change.
+        self.tool_names: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"Mount({self.child.name!r} under {self.namespace!r} of {self.parent.name!r})"
+
+    def tool_changed(self, name: str, tool: ToolDefinition | None) -> None:
+        """Follow one change of the child's tools (a ``server.tools`` listener)."""
+        if self.follow(name, tool):
+            self.announce()
+
+    def follow(self, name: str, tool: ToolDefinition | None) -> bool:
+        """Add or remove the parent's copy of the child's tool ``name``; whether it changed."""
+        mounted = prefixed_name(self.namespace, name)
+        if tool is None:
+            if mounted not in self.tool_names:
+                return False
+            self.tool_names.discard(mounted)
+            self.parent.back_channel_needs.pop(mounted, None)
+            self.parent.tools.remove(mounted)
+        else:
+            if mounted in self.parent.tools and mounted not in self.tool_names:
+                log.warning(
+                    "tool %r added to mounted server %r is not served by %r: %r is taken there",
+                    name,
+                    self.child.name,
+                    self.parent.name,
+                    mounted,
+                )
+                return False
+            self.tool_names.add(mounted)
+            needs = self.child.back_channel_needs.get(name)
+            if needs:  # so that the parent's start-up warning names it too
+                self.parent.back_channel_needs[mounted] = needs
+            self.parent.tools.add(tool.renamed(mounted))
+        return True
+
+    def resource_added(self, res: ResourceDefinition | TemplateDefinition) -> None:
+        """Follow a resource or template the child added (a ``server.resources`` listener)."""
+        if self.add_resource(res):
+            self.announce(self.parent.resources.notify_list_changed)
+
+    def add_resource(self, res: ResourceDefinition | TemplateDefinition) -> bool:
+        """Serve the child's resource or template ``res`` on the parent; whether it is."""
+        own = res.uri if isinstance(res, ResourceDefinition) else res.template.template
+        uri = prefixed_uri(self.namespace, own)
+        if uri is None or self.parent.resources.static.get(uri) is not None:
+            return self.skipped("resource", own, uri)
+        if isinstance(res, TemplateDefinition) and self.parent.resources.template_for(uri):
+            return self.skipped("resource template", own, uri)
+        options: dict[str, Any] = {"size": res.size} if isinstance(res, ResourceDefinition) else {}
+        added = self.parent.resources.add(
+            uri,
+            res.fn,
+            name=res.name,
+            description=res.description,
+            mime_type=res.mime_type,
+            title=res.title,
+            annotations=res.annotations,
+            icons=res.icons,
+            meta=res.meta,
+            cache=res.cache,
+            scopes=res.scopes,
+            **options,
+        )
+        if isinstance(res, TemplateDefinition) and isinstance(added, TemplateDefinition):
+            added.completions.update(res.completions)
+        return True
+
+    async def resource_updated(self, uri: str) -> None:
+        """Pass the child's ``notifications/resources/updated`` on to the parent's subscribers."""
+        mounted = prefixed_uri(self.namespace, uri)
+        if mounted is not None:
+            await self.parent.resources.notify_updated(mounted)
+
+    def prompt_added(self, prompt: PromptDefinition) -> None:
+        """Follow a prompt the child added (a ``server.prompts`` listener)."""
+        if self.add_prompt(prompt):
+            self.announce(self.parent.prompts.notify_list_changed)
+
+    def add_prompt(self, prompt: PromptDefinition) -> bool:
+        """Serve the child's ``prompt`` on the parent; whether it is."""
+        name = prefixed_name(self.namespace, prompt.name)
+        if (name, prompt.version) in self.parent.prompts.registered:
+            return self.skipped("prompt", prompt.name, name)
+        self.parent.prompts.add(
+            prompt.fn,
+            name=name,
+            description=prompt.description,
+            title=prompt.title,
+            version=prompt.version,
+            icons=prompt.icons,
+            meta=prompt.meta,
+            scopes=prompt.scopes,
+        )
+        return True
+
+    def add_completion(
+        self, kind: str, target: str, argument: str | None, fn: Callable[..., Any]
+    ) -> None:
+        """Serve the child's completion of ``target`` on the parent (also a listener)."""
+        renamed = mounted_ref(self.namespace, kind, target)
+        if renamed is None or (kind, renamed, argument) in self.parent.completions.handlers:
+            self.skipped("completion of", target, renamed)
+            return
+        self.parent.completions.add(kind, renamed, argument, fn)
+
+    def skipped(self, what: str, own: str, mounted: str | None) -> bool:
+        log.warning(
+            "%s %r of mounted server %r is not served by %r: %s",
+            what,
+            own,
+            self.child.name,
+            self.parent.name,
+            f"{mounted!r} is taken there" if mounted else "it has no 'scheme://'",
+        )
+        return False
+
+    def announce(self, notify: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Tell the parent's sessions a list changed (by default its tool list)."""
+        # Listeners are synchronous; the notification is sent from the running loop.
+        # No loop: nothing is serving, so no session could hear it.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        send = notify if notify is not None else self.parent.tools.notify_list_changed
+        task = loop.create_task(_sent(send))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+async def _sent(notify: Callable[[], Awaitable[None]]) -> None:
+    await notify()
+
+
+def collisions(parent: MCPServer, child: MCPServer, namespace: str) -> list[str]:
+    """Every problem mounting ``child`` under ``namespace`` would cause, each named."""
+    problems: list[str] = []
+    where = f"mounting {child.name!r} under {namespace!r}"
+    for tool in child.tools:
+        name = prefixed_name(namespace, tool.name)
+        if name in parent.tools:
+            problems.append(f"{where}: tool {name!r} is already served")
+    for uri in child.resources.static:
+        target = prefixed_uri(namespace, uri)
+        if target is None:
+            problems.append(f"{where}: resource {uri!r} has no 'scheme://' to namespace")
+        elif target in parent.resources.static:
+            problems.append(f"{where}: resource {target!r} is already served")
+    for tmpl in child.resources.templates:
+        text = tmpl.template.template
+        target = prefixed_uri(namespace, text)
+        if target is None:
+            problems.append(f"{where}: resource template {text!r} has no 'scheme://'")
+        elif parent.resources.template_for(target) is not None:
+            problems.append(f"{where}: resource template {target!r} is already served")
+    for name, version in child.prompts.registered:
+        target = prefixed_name(namespace, name)
+        if (target, version) in parent.prompts.registered:
+            problems.append(f"{where}: prompt {target!r} is already served")
+    for kind, target, argument in child.completions.handlers:
+        renamed = mounted_ref(namespace, kind, target)
+        if renamed is not None and (kind, renamed, argument) in parent.completions.handlers:
+            problems.append(f"{where}: completion of {renamed!r} is already served")
+    return problems
+
+
+def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
+    """Serve ``child``'s tools, resources, templates, prompts and completions on ``parent``.
+
+    Names and URIs follow :mod:`mcpkit.compose.naming`. Every collision (and a bad
+    namespace, or a cycle of mounts) is raised at once as a
+    :class:`~mcpkit.errors.RegistrationError`, before anything is added. Tools the
+    child adds or removes later appear and disappear on the parent, which tells its
+    clients; so do the resources, templates, prompts and completions it adds, and its
+    resource updates reach the parent's subscribers. Mount before serving: the
+    child's lifespan joins the parent's from its next start.
+    """
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise RegistrationError([problem])
+    if _cycle(parent, child):
+        raise RegistrationError(
+            [
+                f"server {child.name!r} cannot be mounted on {parent.name!r}: "
+                + (
+                    "a server cannot be mounted on itself"
+                    if child is parent
+                    else f"{parent.name!r} is mounted in it (a cycle)"
+                )
+            ]
+        )
+    problems = collisions(parent, child, namespace)
+    if problems:
+        raise RegistrationError(problems)
+    link = Mount(parent, child, namespace)
+    _mounted_on.setdefault(child, []).append(parent)
+    for tool in child.tools:
+        link.follow(tool.name, tool)
+    child.tools.add_listener(link.tool_changed)
+    if parent.sessions():  # mounted while serving: one notification for the lot
+        link.announce()
+    for res in child.resources.static.values():
+        link.add_resource(res)
+    for tmpl in child.resources.templates:
+        link.add_resource(tmpl)
+    child.resources.add_listener(link.resource_added)
+    child.resources.add_update_listener(link.resource_updated)
+    for prompt in list(child.prompts.registered.values()):
+        link.add_prompt(prompt)
+    child.prompts.add_listener(link.prompt_added)
+    for (kind, target, argument), fn in list(child.completions.handlers.items()):
+        link.add_completion(kind, target, argument, fn)
+    child.completions.add_listener(link.add_completion)
+    if parent.sessions():  # mounted while serving
+        link.announce(parent.resources.notify_list_changed)
+        link.announce(parent.prompts.notify_list_changed)
+
+    @asynccontextmanager
+    async def child_lifespan(_parent: MCPServer) -> AsyncIterator[Any]:
+        async with child.lifespan_context() as state:
+            yield state
+
+    around = child_middleware(child, namespace, link.tool_names)
+    if around is not None:
+        parent.add_middleware(around)
+    parent.add_lifespan(child_lifespan, label=f"mount {namespace!r} ({child.name})")
+    return link

@@ -25,27 +25,41 @@ from __future__ import annotations
 import time
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InvalidRequest
 
 __all__ = [
+    "DEFAULT_MAX_CLAIMS",
+    "DEFAULT_MAX_CLAIMS_PER_PRINCIPAL",
     "DEFAULT_MAX_PARKED",
     "DEFAULT_MAX_PARKED_PER_PRINCIPAL",
     "InputRoundStore",
     "MemoryInputRoundStore",
     "ParkedTable",
+    "TooManyInputRounds",
     "check_parked_bounds",
 ]
 
 #: Parked calls of one process, in all and per principal, unless told otherwise.
 DEFAULT_MAX_PARKED: Final = 10_000
 DEFAULT_MAX_PARKED_PER_PRINCIPAL: Final = 1_000
+#: Claims of used states kept by MemoryInputRoundStore, in all and per principal.
+DEFAULT_MAX_CLAIMS: Final = 100_000
+DEFAULT_MAX_CLAIMS_PER_PRINCIPAL: Final = 10_000
 
 T = TypeVar("T")
 
 
 @runtime_checkable
 class InputRoundStore(Protocol):
-    """Single use of ``requestState`` tokens, shared by every worker of a server."""
+    """Single use of ``requestState`` tokens, shared by every worker of a server.
+
+    Two optional extensions, found by name: ``claim`` may take ``owner`` (the
+    principal the state was issued to, as :func:`~mcpkit.server.stateless.principal_of`
+    gives it, None when unauthenticated) to bound claims per principal, and a
+    ``release(token_id)`` coroutine makes a claimed state usable again, which the
+    server calls for a round its shutdown stopped (so that the client's retry
+    replays the call on another worker). A store without them keeps working.
+    """
 
     async def claim(self, token_id: str, expires_at: float) -> bool:
         """Mark ``token_id`` used; True for the first claim, False if it was claimed before.
@@ -57,6 +71,22 @@ class InputRoundStore(Protocol):
         ...
 
 
+class TooManyInputRounds(InvalidRequest):
+    """A principal holds as many unexpired claims as its bound allows.
+
+    The state is not used up: the client may send the same retry again once some of
+    its earlier states have expired. JSON-RPC ``-32600`` on an HTTP 200, as the other
+    per-client limits (``max_inflight``); ``data`` names the bound.
+    """
+
+    def __init__(self, bound: int) -> None:
+        super().__init__(
+            f"Invalid request: too many input-required rounds in progress for this client "
+            f"(the limit is {bound} unexpired requestStates per principal); retry later",
+            data={"maxRoundsPerPrincipal": bound},
+        )
+
+
 class MemoryInputRoundStore:
     """An in-process :class:`InputRoundStore`: a dict of claims, purged as they expire.
 
@@ -64,37 +94,87 @@ class MemoryInputRoundStore:
     dropped early (its state could then be replayed until it expires), which
     bounds memory under a flood of rounds. Size the bound above the number of
     rounds served within one state lifetime.
+
+    At most ``max_entries_per_principal`` of them belong to one principal (the
+    ``owner`` of :meth:`claim`; None, unauthenticated, is one owner like any
+    other): a principal at its bound is refused with :class:`TooManyInputRounds`
+    rather than have its own claims (or anyone else's) dropped, so one client's
+    flood cannot make the others' states replayable (until ``max_entries /
+    max_entries_per_principal`` principals flood at once).
     """
 
-    def __init__(self, *, max_entries: int = 100_000) -> None:
-        if max_entries < 1:
-            raise ConfigurationError("MemoryInputRoundStore: max_entries must be at least 1")
+    def __init__(
+        self,
+        *,
+        max_entries: int = DEFAULT_MAX_CLAIMS,
+        max_entries_per_principal: int = DEFAULT_MAX_CLAIMS_PER_PRINCIPAL,
+    ) -> None:
+        for name, value in (
+            ("max_entries", max_entries),
+            ("max_entries_per_principal", max_entries_per_principal),
+        ):
+            if type(value) is not int or value < 1:
+                raise ConfigurationError(
+                    f"MemoryInputRoundStore: {name} must be a positive integer, got {value!r}"
+                )
         self.max_entries = max_entries
+        self.max_entries_per_principal = max_entries_per_principal
         # Insertion order is close to expiry order (every state lives the same ttl), so
-        # expired claims are purged from the front.
-        self._claims: dict[str, float] = {}
+        # expired claims are purged from the front; the same holds for each owner's own.
+        self._claims: dict[str, tuple[float, str | None]] = {}
+        self._owned: dict[str | None, dict[str, None]] = {}
 
     def __len__(self) -> int:
         return len(self._claims)
 
-    async def claim(self, token_id: str, expires_at: float) -> bool:
+    def owned(self, owner: str | None) -> int:
+        """How many claims ``owner`` holds (expired ones not yet purged included)."""
+        return len(self._owned.get(owner, ()))
+
+    async def claim(self, token_id: str, expires_at: float, owner: str | None = None) -> bool:
         now = time.time()
         claims = self._claims
         stale: list[str] = []
-        for key, until in claims.items():  # amortised purge: a few expired claims each time
+        for key, (until, _) in claims.items():  # amortised purge: a few expired claims a time
             if until > now or len(stale) == 8:
                 break
             stale.append(key)
         for key in stale:
-            del claims[key]
+            self._drop(key)
         known = claims.get(token_id)
-        if known is not None and known > now:
+        if known is not None and known[0] > now:
             return False
-        claims.pop(token_id, None)
-        claims[token_id] = expires_at
+        if known is not None:
+            self._drop(token_id)
+        own = self._owned.get(owner)
+        if own is not None and len(own) >= self.max_entries_per_principal:
+            expired: list[str] = []
+            for key in own:  # its own expired claims, oldest first (each purged once)
+                if claims[key][0] > now:
+                    break
+                expired.append(key)
+            for key in expired:
+                self._drop(key)
+            own = self._owned.get(owner)
+            if own is not None and len(own) >= self.max_entries_per_principal:
+                raise TooManyInputRounds(self.max_entries_per_principal)
+        claims[token_id] = (expires_at, owner)
+        self._owned.setdefault(owner, {})[token_id] = None
         while len(claims) > self.max_entries:
-            del claims[next(iter(claims))]
+            self._drop(next(iter(claims)))
         return True
+
+    async def release(self, token_id: str) -> None:
+        """Forget the claim of ``token_id``: its state may be used (once) again."""
+        if token_id in self._claims:
+            self._drop(token_id)
+
+    def _drop(self, key: str) -> None:
+        _, owner = self._claims.pop(key)
+        own = self._owned[owner]
+        del own[key]
+        if not own:
+            del self._owned[owner]
 
 
 def check_parked_bounds(max_total: object, max_per_owner: object) -> None:
@@ -154,6 +234,10 @@ class ParkedTable(Generic[T]):
         self._items[key] = (owner, item)
         self._owned.setdefault(owner, {})[key] = None
         return gone
+
+    def oldest(self) -> T:
+        """The call parked first (the table must not be empty)."""
+        return self._items[next(iter(self._items))][1]
 
     def pop(self, key: str) -> T | None:
         return self._drop(key) if key in self._items else None

@@ -79,9 +79,11 @@ from ...errors import (
     InvalidParams,
     MCPError,
     PeerTimeout,
+    shutting_down_error,
 )
 from ...protocol import jsonrpc
 from ...stores.input_required import InputRoundStore, MemoryInputRoundStore, ParkedTable
+from ..request import stopped_for_shutdown
 from .request_state import RequestStateCodec, principal_of
 
 if TYPE_CHECKING:
@@ -426,12 +428,28 @@ class InputRounds:
         self.codec = RequestStateCodec(keys or [secrets.token_bytes(32)], ttl=ttl)
         self.ttl = ttl
         self.max_state = max_state
-        self.store: InputRoundStore = store if store is not None else MemoryInputRoundStore()
+        self.store = store if store is not None else MemoryInputRoundStore()
         self.parked: ParkedTable[ParkedCall] = parked if parked is not None else ParkedTable()
         self._displaced = 0
 
     def __len__(self) -> int:
         return len(self.parked)
+
+    @property
+    def store(self) -> InputRoundStore:
+        """The store of used states (set again when ``MCPServer(store=...)`` is swapped)."""
+        return self._store
+
+    @store.setter
+    def store(self, store: InputRoundStore) -> None:
+        self._store = store
+        # A store whose claim takes the principal bounds claims per principal
+        # (MemoryInputRoundStore); the protocol's plain claim(token_id, expires_at) stays valid.
+        try:
+            names = inspect.signature(store.claim).parameters
+        except (TypeError, ValueError):  # a claim inspect cannot read: call it plainly
+            names = {}  # type: ignore[assignment]
+        self._claim_takes_owner = "owner" in names
 
     async def serve(
         self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
@@ -444,6 +462,7 @@ class InputRounds:
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
         principal = principal_of(auth_info)
+        claimed = ""
         if state is None:
             # Parked (id, binding, registered with its expiry timer) only once it asks
             # something: most calls never do, and they should not pay for it.
@@ -460,7 +479,13 @@ class InputRounds:
                 raise InvalidParams("requestState was issued for a different request")
             call_id, round_no = str(payload.get("c")), payload.get("r")
             # Single use on every worker sharing the store (mrtr § server requirements).
-            if not await self.store.claim(f"{call_id}.{round_no}", float(payload["exp"])):
+            claimed = f"{call_id}.{round_no}"
+            expires = float(payload["exp"])
+            if self._claim_takes_owner:
+                fresh = await self._store.claim(claimed, expires, owner=principal)  # type: ignore[call-arg]
+            else:
+                fresh = await self._store.claim(claimed, expires)
+            if not fresh:
                 raise InvalidParams("requestState was already used")
             found = self.parked.get(call_id)
             if found is not None:
@@ -487,7 +512,20 @@ class InputRounds:
                     )
                 )
                 self._start(call, session, msg, auth_info, run)
-        questions, outcome = await call.outcome()
+        try:
+            questions, outcome = await call.outcome()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not (stopped_for_shutdown(task) and task is not None and task.uncancel() == 0):
+                raise
+            # The server stops before the round ended (its graceful period is over). The
+            # handler runs in a task of its own, so the request's task answers for it, as
+            # the handshake era's requests do; the call is dropped here, and its state is
+            # handed back so that the client's retry replays it on another worker.
+            self._end(call)
+            if claimed:
+                await self._unclaim(claimed)
+            return {"jsonrpc": "2.0", "id": rid, "error": shutting_down_error()}
         if questions:
             if not call.id:  # the first question of a first round
                 call.id = secrets.token_urlsafe(16)
@@ -529,6 +567,38 @@ class InputRounds:
         response: dict[str, Any] = dict(outcome)
         response["id"] = rid  # the round that completes answers with its own id
         return response
+
+    async def _unclaim(self, token_id: str) -> None:
+        """Make a claimed state usable again (a round stopped by the server's shutdown).
+
+        Only for a store that can (``release``, optional in the protocol): with one that
+        cannot, the client's retry with that state is refused as already used.
+        """
+        release = getattr(self._store, "release", None)
+        if release is None:
+            return
+        try:
+            await release(token_id)
+        except Exception as exc:  # the store is unreachable: the state stays spent
+            log.warning("could not release an input-round state at shutdown: %r", exc)
+
+    async def close(self, timeout: float = 1.0) -> None:
+        """Drop every parked call (the server stops), letting their handlers unwind.
+
+        Nobody waits on a parked call: its client holds the ``requestState``, whose next
+        retry replays the call on another worker (or this one, restarted). Cancelled
+        here, before the server's lifespan exits, a handler's ``finally`` still finds
+        what the lifespan provides; ``timeout`` bounds the wait for handlers that do not
+        stop when cancelled.
+        """
+        tasks = []
+        while len(self.parked):
+            call = self.parked.oldest()
+            if call.task is not None and not call.task.done():
+                tasks.append(call.task)
+            self._end(call)
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
 
     @staticmethod
     def _start(

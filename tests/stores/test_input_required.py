@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from mcpkit.errors import INVALID_REQUEST, ConfigurationError
+from mcpkit.errors import INVALID_REQUEST, ConfigurationError, TooManyInputRounds
 from mcpkit.stores import MemoryInputRoundStore
-from mcpkit.stores.input_required import TooManyInputRounds
 
 
 async def test_the_memory_store_forgets_expired_claims_and_stays_bounded() -> None:

@@ -22,20 +22,23 @@ move): :class:`ParkedTable` is their bounded table, in all and per principal.
 
 from __future__ import annotations
 
+import inspect
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
-from ..errors import ConfigurationError, InvalidRequest
+from ..errors import ConfigurationError, TooManyInputRounds
 
 __all__ = [
     "DEFAULT_MAX_CLAIMS",
     "DEFAULT_MAX_CLAIMS_PER_PRINCIPAL",
     "DEFAULT_MAX_PARKED",
     "DEFAULT_MAX_PARKED_PER_PRINCIPAL",
+    "Claims",
     "InputRoundStore",
     "MemoryInputRoundStore",
     "ParkedTable",
-    "TooManyInputRounds",
     "check_parked_bounds",
 ]
 
@@ -47,6 +50,8 @@ DEFAULT_MAX_CLAIMS: Final = 100_000
 DEFAULT_MAX_CLAIMS_PER_PRINCIPAL: Final = 10_000
 
 T = TypeVar("T")
+
+log = logging.getLogger("mcpkit.stores")
 
 
 @runtime_checkable
@@ -69,22 +74,6 @@ class InputRoundStore(Protocol):
         forget the claim then. Must be atomic across workers (set-if-absent).
         """
         ...
-
-
-class TooManyInputRounds(InvalidRequest):
-    """A principal holds as many unexpired claims as its bound allows.
-
-    The state is not used up: the client may send the same retry again once some of
-    its earlier states have expired. JSON-RPC ``-32600`` on an HTTP 200, as the other
-    per-client limits (``max_inflight``); ``data`` names the bound.
-    """
-
-    def __init__(self, bound: int) -> None:
-        super().__init__(
-            f"Invalid request: too many input-required rounds in progress for this client "
-            f"(the limit is {bound} unexpired requestStates per principal); retry later",
-            data={"maxRoundsPerPrincipal": bound},
-        )
 
 
 class MemoryInputRoundStore:
@@ -175,6 +164,36 @@ class MemoryInputRoundStore:
         del own[key]
         if not own:
             del self._owned[owner]
+
+
+class Claims:
+    """How a server uses its :class:`InputRoundStore`: ``claim``, with the optional extensions
+    (``owner``, ``release``) when the store has them, found once rather than per call."""
+
+    __slots__ = ("_release", "_takes_owner", "store")
+
+    def __init__(self, store: InputRoundStore) -> None:
+        self.store = store
+        try:
+            names = set(inspect.signature(store.claim).parameters)
+        except (TypeError, ValueError):  # a claim inspect cannot read: call it plainly
+            names = set()
+        self._takes_owner = "owner" in names
+        self._release: Callable[[str], Awaitable[None]] | None = getattr(store, "release", None)
+
+    async def claim(self, token_id: str, expires_at: float, owner: str | None) -> bool:
+        if self._takes_owner:
+            return await self.store.claim(token_id, expires_at, owner=owner)  # type: ignore[call-arg]
+        return await self.store.claim(token_id, expires_at)
+
+    async def release(self, token_id: str) -> None:
+        """Hand a claimed state back, if the store can (else it stays used)."""
+        if self._release is None:
+            return
+        try:
+            await self._release(token_id)
+        except Exception as exc:  # the store is unreachable: the state stays used
+            log.warning("could not hand back a used requestState (%s): %r", token_id, exc)
 
 
 def check_parked_bounds(max_total: object, max_per_owner: object) -> None:

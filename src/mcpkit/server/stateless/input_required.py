@@ -58,7 +58,15 @@ A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
 one a retry replayed elsewhere left behind), its memory handed back at once.
 Parked calls are bounded in all and per principal (``ParkedTable`` in
 :mod:`mcpkit.stores.input_required`); one that gives way is cancelled, and its
-next retry replays it from its journal.
+next retry replays it from its journal. So are the claims of the default store
+(``MemoryInputRoundStore``): a principal at its bound gets ``TooManyInputRounds``.
+
+**Shutdown.** A round still running when the server stops (``serve()``'s graceful
+period is over) is answered with the ``SHUTTING_DOWN`` error by the request's task,
+since the handler runs in its own; the call is dropped and a retry's claimed state
+handed back (the store's optional ``release``), so that the same retry replays the
+call on another worker. Parked calls are dropped by :meth:`InputRounds.close`, which
+the ASGI lifespan shutdown awaits before the server's lifespan exits.
 """
 
 from __future__ import annotations
@@ -82,7 +90,12 @@ from ...errors import (
     shutting_down_error,
 )
 from ...protocol import jsonrpc
-from ...stores.input_required import InputRoundStore, MemoryInputRoundStore, ParkedTable
+from ...stores.input_required import (
+    Claims,
+    InputRoundStore,
+    MemoryInputRoundStore,
+    ParkedTable,
+)
 from ..request import stopped_for_shutdown
 from .request_state import RequestStateCodec, principal_of
 
@@ -93,14 +106,11 @@ log = logging.getLogger("mcpkit.server")
 
 __all__ = [
     "INPUT_METHODS",
-    "NOT_PAUSABLE",
     "InputReplayMismatch",
     "InputRounds",
     "ParkedCall",
     "RequestStateCodec",
-    "Restart",
     "principal_of",
-    "runs_inline",
 ]
 
 # The largest requestState issued (bytes, encoded). The client sends it back with each
@@ -331,54 +341,6 @@ class ParkedCall:
         self._notify()
 
 
-class Restart(BaseException):
-    """A tool run in the request's own task asked for input; not an ``Exception``, so that
-    the tool's error handling does not turn it into an error result."""
-
-
-class _NotPausable(ParkedCall):
-    """``session.inputs`` while a plain tool runs in the request's task: asking, or a
-    journaled step, needs a pausable call, so both restart the tool as one."""
-
-    def __init__(self) -> None:  # no state: it is shared, and only ever raises
-        pass
-
-    def progress_token(self, own: str | int | None) -> str | int | None:
-        return own  # the tool runs in its own request, the only round there is
-
-    async def ask(
-        self, method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
-    ) -> dict[str, Any]:
-        raise Restart
-
-    async def once(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        raise Restart
-
-
-NOT_PAUSABLE: Final = _NotPausable()
-
-
-def runs_inline(session: ServerSession, msg: dict[str, Any]) -> bool:
-    """Whether ``msg`` is a first-round ``tools/call`` of a tool without a Context parameter.
-
-    Such tools rarely ask anything: the caller runs them in the request's own task
-    with ``session.inputs`` set to :data:`NOT_PAUSABLE`, sparing them the handler task
-    and wake-ups of a pausable call. One that does ask (through ``current_context()``)
-    is stopped at its question by :class:`Restart` and must then be served again, from
-    the top, as a pausable call (:meth:`InputRounds.serve`).
-    """
-    params = msg.get("params")
-    if (
-        msg["method"] != "tools/call"
-        or type(params) is not dict
-        or params.get("requestState") is not None
-    ):
-        return False
-    name = params.get("name")
-    tool = session.server.tools.get(name) if type(name) is str else None
-    return tool is not None and tool.takes_no_context
-
-
 def _plausible(method: str, value: dict[str, Any]) -> bool:
     """A minimal shape check of an input response (a bad one is asked again)."""
     if method == "elicitation/create":
@@ -438,18 +400,11 @@ class InputRounds:
     @property
     def store(self) -> InputRoundStore:
         """The store of used states (set again when ``MCPServer(store=...)`` is swapped)."""
-        return self._store
+        return self._claims.store
 
     @store.setter
     def store(self, store: InputRoundStore) -> None:
-        self._store = store
-        # A store whose claim takes the principal bounds claims per principal
-        # (MemoryInputRoundStore); the protocol's plain claim(token_id, expires_at) stays valid.
-        try:
-            names = inspect.signature(store.claim).parameters
-        except (TypeError, ValueError):  # a claim inspect cannot read: call it plainly
-            names = {}  # type: ignore[assignment]
-        self._claim_takes_owner = "owner" in names
+        self._claims = Claims(store)
 
     async def serve(
         self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
@@ -480,12 +435,7 @@ class InputRounds:
             call_id, round_no = str(payload.get("c")), payload.get("r")
             # Single use on every worker sharing the store (mrtr § server requirements).
             claimed = f"{call_id}.{round_no}"
-            expires = float(payload["exp"])
-            if self._claim_takes_owner:
-                fresh = await self._store.claim(claimed, expires, owner=principal)  # type: ignore[call-arg]
-            else:
-                fresh = await self._store.claim(claimed, expires)
-            if not fresh:
+            if not await self._claims.claim(claimed, float(payload["exp"]), principal):
                 raise InvalidParams("requestState was already used")
             found = self.parked.get(call_id)
             if found is not None:
@@ -523,8 +473,8 @@ class InputRounds:
             # the handshake era's requests do; the call is dropped here, and its state is
             # handed back so that the client's retry replays it on another worker.
             self._end(call)
-            if claimed:
-                await self._unclaim(claimed)
+            if claimed:  # handed back (if the store can): the retry replays elsewhere
+                await self._claims.release(claimed)
             return {"jsonrpc": "2.0", "id": rid, "error": shutting_down_error()}
         if questions:
             if not call.id:  # the first question of a first round
@@ -567,20 +517,6 @@ class InputRounds:
         response: dict[str, Any] = dict(outcome)
         response["id"] = rid  # the round that completes answers with its own id
         return response
-
-    async def _unclaim(self, token_id: str) -> None:
-        """Make a claimed state usable again (a round stopped by the server's shutdown).
-
-        Only for a store that can (``release``, optional in the protocol): with one that
-        cannot, the client's retry with that state is refused as already used.
-        """
-        release = getattr(self._store, "release", None)
-        if release is None:
-            return
-        try:
-            await release(token_id)
-        except Exception as exc:  # the store is unreachable: the state stays spent
-            log.warning("could not release an input-round state at shutdown: %r", exc)
 
     async def close(self, timeout: float = 1.0) -> None:
         """Drop every parked call (the server stops), letting their handlers unwind.

@@ -370,3 +370,37 @@ async def test_a_2026_call_parked_for_input_at_shutdown_is_dropped_quietly(
     # finally blocks can use what the lifespan provides), not cancelled as the loop closed.
     unwound = tmp_path / "running.unwound"
     assert unwound.read_text() == "lifespan open: True"
+
+
+async def test_a_2026_retry_stopped_by_shutdown_replays_on_another_node(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    # Two nodes sharing a real Redis (the signing key and the used states). The retry
+    # stopped on node A had claimed its state: A hands it back, so the same retry sent to
+    # node B replays the call there instead of being refused as already used.
+    marker = tmp_path / "running"
+    shared = ["--redis", redis_server.url, "--redis-prefix", f"replay-{tmp_path.name}:"]
+    args = [PIDS, "-t", "http", "--port", "0", "--graceful-timeout", str(GRACE), *shared]
+    async with _running(*args) as node_a, _running(*args) as node_b:
+        url_a, url_b = await _banner_url(node_a), await _banner_url(node_b)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            result = await _first_round(client, url_a, marker)
+            answers = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}}
+            retry = _ask_then_slow(
+                2, marker, requestState=result["requestState"], inputResponses=answers
+            )
+            pending = asyncio.ensure_future(
+                client.post(url_a, json=retry, headers=STATELESS_HEADERS)
+            )
+            await _until_exists(marker)
+            node_a.send_signal(signal.SIGTERM)
+            stopped = await asyncio.wait_for(pending, TIMEOUT)
+            assert stopped.json() == {"jsonrpc": "2.0", "id": 2, "error": SHUTDOWN_ERROR}
+            assert await asyncio.wait_for(node_a.wait(), TIMEOUT) == 0
+            replayed = await client.post(url_b, json=retry, headers=STATELESS_HEADERS)
+            again = await client.post(url_b, json=retry, headers=STATELESS_HEADERS)
+        assert node_b.pid is not None
+        text = replayed.json()["result"]["content"][0]["text"]
+        assert text == f"finished for Ada on {node_b.pid}"
+        # ... once: from there on the state is used.
+        assert again.json()["error"]["message"] == "requestState was already used"

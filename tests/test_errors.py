@@ -98,7 +98,7 @@ def test_deliberate_protocol_errors_are_not_tool_results() -> None:
 
 # Defined outside errors.py on purpose (errors.py's docstring says why).
 _ELSEWHERE = {
-    "mcpkit.server.stateless.input_required.Restart",  # control flow (a BaseException), not an error
+    "mcpkit.server.stateless.inline.Restart",  # control flow (a BaseException), not an error
     "mcpkit.server.middleware._Unanswered",  # a CancelledError: the round ended unanswered
 }
 

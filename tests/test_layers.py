@@ -381,6 +381,10 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
         "mcpkit.server.session",
     ): "input rounds run on a session",
     ("mcpkit.server.stateless.dispatch", "mcpkit.server.session"): "2026 requests run on a session",
+    (
+        "mcpkit.server.stateless.inline",
+        "mcpkit.server.session",
+    ): "a plain tool runs inline on a session",
     ("mcpkit.server.session", "mcpkit.server.server"): "ServerSession.server",
     ("mcpkit.server.request", "mcpkit.server.session"): "Request.session",
     (

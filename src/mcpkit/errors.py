@@ -16,6 +16,7 @@ Hierarchy, split by who must act::
     │   the caller or the model: a request mcpkit refuses (a JSON-RPC error answer)
     ├── MCPError                      carries a JSON-RPC error (code, message, data)
     │   ├── InvalidRequest            -32600, the message breaks the protocol rules
+    │   │   └── TooManyInputRounds    a principal holds its bound of used requestStates
     │   ├── InvalidParams             -32602, the caller sent bad arguments
     │   │   └── ElicitationValidationError  an accepted elicitation answer does not
     │   │                             fit the requested schema (a tool error if uncaught)
@@ -124,6 +125,7 @@ __all__ = [
     "SessionExpired",
     "SignatureError",
     "StoreUnavailable",
+    "TooManyInputRounds",
     "ToolCallError",
     "ToolError",
     "Unreachable",
@@ -263,6 +265,23 @@ class MCPError(MCPKitError):
 
 class InvalidRequest(MCPError):
     code = INVALID_REQUEST
+
+
+class TooManyInputRounds(InvalidRequest):
+    """A principal holds as many unexpired used ``requestState``s as its bound allows.
+
+    Raised by ``MemoryInputRoundStore`` (``max_entries_per_principal``) before the
+    retry runs; the state is not used up, so the client may send the same retry
+    again once some of its earlier states have expired. ``-32600`` on an HTTP 200,
+    as the other per-client limits (``max_inflight``); ``data`` names the bound.
+    """
+
+    def __init__(self, bound: int) -> None:
+        super().__init__(
+            f"Invalid request: too many input-required rounds in progress for this client "
+            f"(the limit is {bound} unexpired requestStates per principal); retry later",
+            data={"maxRoundsPerPrincipal": bound},
+        )
 
 
 class InvalidParams(MCPError):

@@ -282,3 +282,125 @@ async def test_a_batch_cut_short_answers_what_finished_and_errors_the_rest(
         assert cut == {"jsonrpc": "2.0", "id": 1, "error": SHUTDOWN_ERROR}
         assert done["id"] == 2 and "result" in done
         assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+
+
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+STATELESS_HEADERS = {
+    **HEADERS,
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "ask_then_slow",
+}
+
+
+def _ask_then_slow(rid: int, marker: Path, **extra: Any) -> dict[str, Any]:
+    params = {
+        "name": "ask_then_slow",
+        "arguments": {"marker": str(marker)},
+        "_meta": STATELESS_META,
+        **extra,
+    }
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+async def _first_round(client: httpx.AsyncClient, url: str, marker: Path) -> dict[str, Any]:
+    """The first round of ``ask_then_slow``: its input_required result."""
+    first = await client.post(url, json=_ask_then_slow(1, marker), headers=STATELESS_HEADERS)
+    assert first.status_code == 200, first.text
+    result: dict[str, Any] = _answer(first, first.headers["content-type"] == "text/event-stream")[
+        "result"
+    ]
+    assert result["resultType"] == "input_required", result
+    assert list(result["inputRequests"]) == ["elicitation"]
+    return result
+
+
+async def test_a_2026_retry_running_past_the_graceful_timeout_gets_the_error(
+    tmp_path: Path,
+) -> None:
+    # The retry resumes the parked handler, which runs in a task of its own (not the
+    # request's): stopping the request must still answer it, not end in uvicorn's 500.
+    marker = tmp_path / "running"
+    args = [PIDS, "-t", "http", "--port", "0", "--graceful-timeout", str(GRACE)]
+    async with _running(*args) as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            result = await _first_round(client, url, marker)
+            answers = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}}
+            retry = _ask_then_slow(
+                2, marker, requestState=result["requestState"], inputResponses=answers
+            )
+            pending = asyncio.ensure_future(client.post(url, json=retry, headers=STATELESS_HEADERS))
+            await _until_exists(marker)
+            proc.send_signal(signal.SIGTERM)
+            response = await asyncio.wait_for(pending, TIMEOUT)
+        assert response.status_code == 200, response.text
+        answer = _answer(response, response.headers["content-type"] == "text/event-stream")
+        assert answer == {"jsonrpc": "2.0", "id": 2, "error": SHUTDOWN_ERROR}
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+        assert "Traceback" not in rest and "Exception in ASGI application" not in rest, rest
+
+
+async def test_a_2026_call_parked_for_input_at_shutdown_is_dropped_quietly(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "running"
+    args = [PIDS, "-t", "http", "--port", "0", "--graceful-timeout", "5"]
+    async with _running(*args) as proc:
+        url = await _banner_url(proc)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            await _first_round(client, url, marker)
+        loop = asyncio.get_running_loop()
+        stopped_at = loop.time()
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 0
+        # Nothing waits on a parked call: it does not hold the shutdown for the grace.
+        assert loop.time() - stopped_at < 4
+        assert proc.stderr is not None
+        rest = (await proc.stderr.read()).decode()
+        assert "Traceback" not in rest and "destroyed but it is pending" not in rest, rest
+        assert "Exception" not in rest, rest
+    # The parked handler was dropped while the server's lifespan was still open (its
+    # finally blocks can use what the lifespan provides), not cancelled as the loop closed.
+    unwound = tmp_path / "running.unwound"
+    assert unwound.read_text() == "lifespan open: True"
+
+
+async def test_a_2026_retry_stopped_by_shutdown_replays_on_another_node(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    # Two nodes sharing a real Redis (the signing key and the used states). The retry
+    # stopped on node A had claimed its state: A hands it back, so the same retry sent to
+    # node B replays the call there instead of being refused as already used.
+    marker = tmp_path / "running"
+    shared = ["--redis", redis_server.url, "--redis-prefix", f"replay-{tmp_path.name}:"]
+    args = [PIDS, "-t", "http", "--port", "0", "--graceful-timeout", str(GRACE), *shared]
+    async with _running(*args) as node_a, _running(*args) as node_b:
+        url_a, url_b = await _banner_url(node_a), await _banner_url(node_b)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            result = await _first_round(client, url_a, marker)
+            answers = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}}
+            retry = _ask_then_slow(
+                2, marker, requestState=result["requestState"], inputResponses=answers
+            )
+            pending = asyncio.ensure_future(
+                client.post(url_a, json=retry, headers=STATELESS_HEADERS)
+            )
+            await _until_exists(marker)
+            node_a.send_signal(signal.SIGTERM)
+            stopped = await asyncio.wait_for(pending, TIMEOUT)
+            assert stopped.json() == {"jsonrpc": "2.0", "id": 2, "error": SHUTDOWN_ERROR}
+            assert await asyncio.wait_for(node_a.wait(), TIMEOUT) == 0
+            replayed = await client.post(url_b, json=retry, headers=STATELESS_HEADERS)
+            again = await client.post(url_b, json=retry, headers=STATELESS_HEADERS)
+        assert node_b.pid is not None
+        text = replayed.json()["result"]["content"][0]["text"]
+        assert text == f"finished for Ada on {node_b.pid}"
+        # ... once: from there on the state is used.
+        assert again.json()["error"]["message"] == "requestState was already used"

@@ -274,6 +274,15 @@ class InputRoundStoreConformance:
         wins = await asyncio.gather(*(store.claim("raced.1", later) for _ in range(20)))
         assert wins.count(True) == 1
 
+    async def test_a_released_claim_is_free_again(self, store: InputRoundStore) -> None:
+        # release is optional in the protocol; mcpkit's own stores have it (a round its
+        # server's shutdown stopped hands its state back for the client's retry).
+        later = time.time() + 60
+        assert await store.claim("freed.1", later) is True
+        await store.release("freed.1")  # type: ignore[attr-defined]
+        assert await store.claim("freed.1", later) is True
+        assert await store.claim("freed.1", later) is False
+
     async def test_a_claim_holds_until_its_expiry(self, store: InputRoundStore) -> None:
         assert await store.claim("soon.1", time.time() + 2) is True
         await asyncio.sleep(0.2)

@@ -22,14 +22,20 @@ move): :class:`ParkedTable` is their bounded table, in all and per principal.
 
 from __future__ import annotations
 
+import inspect
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, TooManyInputRounds
 
 __all__ = [
+    "DEFAULT_MAX_CLAIMS",
+    "DEFAULT_MAX_CLAIMS_PER_PRINCIPAL",
     "DEFAULT_MAX_PARKED",
     "DEFAULT_MAX_PARKED_PER_PRINCIPAL",
+    "Claims",
     "InputRoundStore",
     "MemoryInputRoundStore",
     "ParkedTable",
@@ -39,13 +45,26 @@ __all__ = [
 #: Parked calls of one process, in all and per principal, unless told otherwise.
 DEFAULT_MAX_PARKED: Final = 10_000
 DEFAULT_MAX_PARKED_PER_PRINCIPAL: Final = 1_000
+#: Claims of used states kept by MemoryInputRoundStore, in all and per principal.
+DEFAULT_MAX_CLAIMS: Final = 100_000
+DEFAULT_MAX_CLAIMS_PER_PRINCIPAL: Final = 10_000
 
 T = TypeVar("T")
+
+log = logging.getLogger("mcpkit.stores")
 
 
 @runtime_checkable
 class InputRoundStore(Protocol):
-    """Single use of ``requestState`` tokens, shared by every worker of a server."""
+    """Single use of ``requestState`` tokens, shared by every worker of a server.
+
+    Two optional extensions, found by name: ``claim`` may take ``owner`` (the
+    principal the state was issued to, as :func:`~mcpkit.server.stateless.principal_of`
+    gives it, None when unauthenticated) to bound claims per principal, and a
+    ``release(token_id)`` coroutine makes a claimed state usable again, which the
+    server calls for a round its shutdown stopped (so that the client's retry
+    replays the call on another worker). A store without them keeps working.
+    """
 
     async def claim(self, token_id: str, expires_at: float) -> bool:
         """Mark ``token_id`` used; True for the first claim, False if it was claimed before.
@@ -64,37 +83,117 @@ class MemoryInputRoundStore:
     dropped early (its state could then be replayed until it expires), which
     bounds memory under a flood of rounds. Size the bound above the number of
     rounds served within one state lifetime.
+
+    At most ``max_entries_per_principal`` of them belong to one principal (the
+    ``owner`` of :meth:`claim`; None, unauthenticated, is one owner like any
+    other): a principal at its bound is refused with :class:`TooManyInputRounds`
+    rather than have its own claims (or anyone else's) dropped, so one client's
+    flood cannot make the others' states replayable (until ``max_entries /
+    max_entries_per_principal`` principals flood at once).
     """
 
-    def __init__(self, *, max_entries: int = 100_000) -> None:
-        if max_entries < 1:
-            raise ConfigurationError("MemoryInputRoundStore: max_entries must be at least 1")
+    def __init__(
+        self,
+        *,
+        max_entries: int = DEFAULT_MAX_CLAIMS,
+        max_entries_per_principal: int = DEFAULT_MAX_CLAIMS_PER_PRINCIPAL,
+    ) -> None:
+        for name, value in (
+            ("max_entries", max_entries),
+            ("max_entries_per_principal", max_entries_per_principal),
+        ):
+            if type(value) is not int or value < 1:
+                raise ConfigurationError(
+                    f"MemoryInputRoundStore: {name} must be a positive integer, got {value!r}"
+                )
         self.max_entries = max_entries
+        self.max_entries_per_principal = max_entries_per_principal
         # Insertion order is close to expiry order (every state lives the same ttl), so
-        # expired claims are purged from the front.
-        self._claims: dict[str, float] = {}
+        # expired claims are purged from the front; the same holds for each owner's own.
+        self._claims: dict[str, tuple[float, str | None]] = {}
+        self._owned: dict[str | None, dict[str, None]] = {}
 
     def __len__(self) -> int:
         return len(self._claims)
 
-    async def claim(self, token_id: str, expires_at: float) -> bool:
+    def owned(self, owner: str | None) -> int:
+        """How many claims ``owner`` holds (expired ones not yet purged included)."""
+        return len(self._owned.get(owner, ()))
+
+    async def claim(self, token_id: str, expires_at: float, owner: str | None = None) -> bool:
         now = time.time()
         claims = self._claims
         stale: list[str] = []
-        for key, until in claims.items():  # amortised purge: a few expired claims each time
+        for key, (until, _) in claims.items():  # amortised purge: a few expired claims a time
             if until > now or len(stale) == 8:
                 break
             stale.append(key)
         for key in stale:
-            del claims[key]
+            self._drop(key)
         known = claims.get(token_id)
-        if known is not None and known > now:
+        if known is not None and known[0] > now:
             return False
-        claims.pop(token_id, None)
-        claims[token_id] = expires_at
+        if known is not None:
+            self._drop(token_id)
+        own = self._owned.get(owner)
+        if own is not None and len(own) >= self.max_entries_per_principal:
+            expired: list[str] = []
+            for key in own:  # its own expired claims, oldest first (each purged once)
+                if claims[key][0] > now:
+                    break
+                expired.append(key)
+            for key in expired:
+                self._drop(key)
+            own = self._owned.get(owner)
+            if own is not None and len(own) >= self.max_entries_per_principal:
+                raise TooManyInputRounds(self.max_entries_per_principal)
+        claims[token_id] = (expires_at, owner)
+        self._owned.setdefault(owner, {})[token_id] = None
         while len(claims) > self.max_entries:
-            del claims[next(iter(claims))]
+            self._drop(next(iter(claims)))
         return True
+
+    async def release(self, token_id: str) -> None:
+        """Forget the claim of ``token_id``: its state may be used (once) again."""
+        if token_id in self._claims:
+            self._drop(token_id)
+
+    def _drop(self, key: str) -> None:
+        _, owner = self._claims.pop(key)
+        own = self._owned[owner]
+        del own[key]
+        if not own:
+            del self._owned[owner]
+
+
+class Claims:
+    """How a server uses its :class:`InputRoundStore`: ``claim``, with the optional extensions
+    (``owner``, ``release``) when the store has them, found once rather than per call."""
+
+    __slots__ = ("_release", "_takes_owner", "store")
+
+    def __init__(self, store: InputRoundStore) -> None:
+        self.store = store
+        try:
+            names = set(inspect.signature(store.claim).parameters)
+        except (TypeError, ValueError):  # a claim inspect cannot read: call it plainly
+            names = set()
+        self._takes_owner = "owner" in names
+        self._release: Callable[[str], Awaitable[None]] | None = getattr(store, "release", None)
+
+    async def claim(self, token_id: str, expires_at: float, owner: str | None) -> bool:
+        if self._takes_owner:
+            return await self.store.claim(token_id, expires_at, owner=owner)  # type: ignore[call-arg]
+        return await self.store.claim(token_id, expires_at)
+
+    async def release(self, token_id: str) -> None:
+        """Hand a claimed state back, if the store can (else it stays used)."""
+        if self._release is None:
+            return
+        try:
+            await self._release(token_id)
+        except Exception as exc:  # the store is unreachable: the state stays used
+            log.warning("could not hand back a used requestState (%s): %r", token_id, exc)
 
 
 def check_parked_bounds(max_total: object, max_per_owner: object) -> None:
@@ -154,6 +253,10 @@ class ParkedTable(Generic[T]):
         self._items[key] = (owner, item)
         self._owned.setdefault(owner, {})[key] = None
         return gone
+
+    def oldest(self) -> T:
+        """The call parked first (the table must not be empty)."""
+        return self._items[next(iter(self._items))][1]
 
     def pop(self, key: str) -> T | None:
         return self._drop(key) if key in self._items else None

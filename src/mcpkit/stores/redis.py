@@ -258,6 +258,15 @@ class RedisInputRoundStore:
 
     The claim expires with the ``requestState`` it records (Redis's clock: keep
     the servers' clocks in step, as the state's own expiry already asks).
+
+    No bound per principal (unlike :class:`~mcpkit.stores.MemoryInputRoundStore`):
+    nothing here drops a claim before it expires, so one client's flood can neither
+    evict another's claims nor fill a shared table that locks others out; and a
+    claim exists only for a genuine state this server issued after serving a round,
+    so a client's claims are bounded by the rounds it was served in one state
+    lifetime, which the operator's request limits already bound. Memory is the
+    Redis server's (``maxmemory``; a ``volatile-*`` eviction policy would drop
+    claims early: use ``noeviction`` for the keys under this prefix).
     """
 
     __slots__ = ("_redis", "prefix")
@@ -274,6 +283,13 @@ class RedisInputRoundStore:
         except FAILURES as exc:
             self._redis.fail(exc)
         return bool(done)
+
+    async def release(self, token_id: str) -> None:
+        """Forget the claim of ``token_id`` (a round the server's shutdown stopped)."""
+        try:
+            await self._redis.client.delete(self.prefix + token_id)
+        except FAILURES as exc:
+            self._redis.fail(exc)
 
 
 # -- the bundle --------------------------------------------------------------------------------

@@ -263,6 +263,11 @@ async def lifespan(
             elif kind == "lifespan.shutdown":
                 try:
                     await on_shutdown()
+                    if server is not None:
+                        # 2026-07-28 calls parked for input: nobody waits on them here (their
+                        # clients' next retries replay them elsewhere); their handlers unwind
+                        # before the server's lifespan exits, not after the loop is closing.
+                        await server.input_rounds.close()
                     if server is not None and transport is not None and registered:
                         registered = False
                         server.unregister_transport(*transport)

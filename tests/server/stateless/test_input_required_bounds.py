@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from mcpkit import Context, InputRoundOptions, MCPServer, ServerLimits
-from mcpkit.errors import ConfigurationError
+from mcpkit.errors import INVALID_REQUEST, ConfigurationError
 from mcpkit.server.stateless.input_required import principal_of
+from mcpkit.stores import MemoryInputRoundStore
 from mcpkit.stores.input_required import ParkedTable
 from tests.server.stateless.test_input_required_principal import call, post, with_principal
 from tests.transports.conftest import run_app
@@ -118,6 +119,33 @@ async def test_the_default_caps_keep_a_flood_away_from_other_principals() -> Non
     done = await retry.serve(call(1, state, name="Bob"), _nowhere, auth_info={"sub": "bob"})
     assert done is not None and done["result"]["content"][0]["text"] == "hello Bob"
     assert len(runs) == 10_002  # resumed, not replayed
+
+
+async def test_a_principal_over_its_claim_bound_is_refused_and_others_go_on() -> None:
+    # The store of used states (MemoryInputRoundStore) kept 100,000 claims in all and
+    # dropped the oldest past that, whoever's: one client's flood of retries could make
+    # the others' states replayable. Now each principal has its own bound.
+    runs: list[str] = []
+    store = MemoryInputRoundStore(max_entries_per_principal=2)
+    server = asking_server(runs, input_rounds=InputRoundOptions(store=store))
+    async with run_app(with_principal(server.http_app())) as base:
+        url = base + "/mcp"
+        bob = (await post(url, call(1), "bob"))["result"]["requestState"]
+        states = [
+            (await post(url, call(10 + i), "mallory"))["result"]["requestState"] for i in range(3)
+        ]
+        for i, state in enumerate(states[:2]):
+            done = await post(url, call(20 + i, state, name="M"), "mallory")
+            assert done["result"]["content"][0]["text"] == "hello M"
+        refused = await post(url, call(22, states[2], name="M"), "mallory")
+        assert refused["error"]["code"] == INVALID_REQUEST
+        assert refused["error"]["data"] == {"maxRoundsPerPrincipal": 2}
+        assert "too many input-required rounds" in refused["error"]["message"]
+        # Not used up, nor its call dropped: still parked, still Mallory's.
+        assert server.input_rounds.parked.owned(principal_of({"sub": "mallory"})) == 1
+        done = await post(url, call(2, bob, name="Bob"), "bob")
+        assert done["result"]["content"][0]["text"] == "hello Bob"
+        assert store.owned(principal_of({"sub": "bob"})) == 1
 
 
 async def test_expired_calls_hand_their_memory_back_without_a_collection() -> None:

@@ -32,7 +32,8 @@ from ...protocol.envelope import (
 from ...protocol.versions import REVISIONS
 from ..context import LOG_LEVELS
 from ..middleware import serve_round
-from .input_required import INPUT_METHODS, NOT_PAUSABLE, Restart, runs_inline
+from .inline import NOT_PAUSABLE, Restart, runs_inline
+from .input_required import INPUT_METHODS
 
 if TYPE_CHECKING:
     from ..session import Request, Send, ServerSession

@@ -58,7 +58,15 @@ A parked call nobody resumes is cancelled after ``ttl`` seconds (also the
 one a retry replayed elsewhere left behind), its memory handed back at once.
 Parked calls are bounded in all and per principal (``ParkedTable`` in
 :mod:`mcpkit.stores.input_required`); one that gives way is cancelled, and its
-next retry replays it from its journal.
+next retry replays it from its journal. So are the claims of the default store
+(``MemoryInputRoundStore``): a principal at its bound gets ``TooManyInputRounds``.
+
+**Shutdown.** A round still running when the server stops (``serve()``'s graceful
+period is over) is answered with the ``SHUTTING_DOWN`` error by the request's task,
+since the handler runs in its own; the call is dropped and a retry's claimed state
+handed back (the store's optional ``release``), so that the same retry replays the
+call on another worker. Parked calls are dropped by :meth:`InputRounds.close`, which
+the ASGI lifespan shutdown awaits before the server's lifespan exits.
 """
 
 from __future__ import annotations
@@ -79,9 +87,16 @@ from ...errors import (
     InvalidParams,
     MCPError,
     PeerTimeout,
+    shutting_down_error,
 )
 from ...protocol import jsonrpc
-from ...stores.input_required import InputRoundStore, MemoryInputRoundStore, ParkedTable
+from ...stores.input_required import (
+    Claims,
+    InputRoundStore,
+    MemoryInputRoundStore,
+    ParkedTable,
+)
+from ..request import stopped_for_shutdown
 from .request_state import RequestStateCodec, principal_of
 
 if TYPE_CHECKING:
@@ -91,14 +106,11 @@ log = logging.getLogger("mcpkit.server")
 
 __all__ = [
     "INPUT_METHODS",
-    "NOT_PAUSABLE",
     "InputReplayMismatch",
     "InputRounds",
     "ParkedCall",
     "RequestStateCodec",
-    "Restart",
     "principal_of",
-    "runs_inline",
 ]
 
 # The largest requestState issued (bytes, encoded). The client sends it back with each
@@ -329,54 +341,6 @@ class ParkedCall:
         self._notify()
 
 
-class Restart(BaseException):
-    """A tool run in the request's own task asked for input; not an ``Exception``, so that
-    the tool's error handling does not turn it into an error result."""
-
-
-class _NotPausable(ParkedCall):
-    """``session.inputs`` while a plain tool runs in the request's task: asking, or a
-    journaled step, needs a pausable call, so both restart the tool as one."""
-
-    def __init__(self) -> None:  # no state: it is shared, and only ever raises
-        pass
-
-    def progress_token(self, own: str | int | None) -> str | int | None:
-        return own  # the tool runs in its own request, the only round there is
-
-    async def ask(
-        self, method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
-    ) -> dict[str, Any]:
-        raise Restart
-
-    async def once(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        raise Restart
-
-
-NOT_PAUSABLE: Final = _NotPausable()
-
-
-def runs_inline(session: ServerSession, msg: dict[str, Any]) -> bool:
-    """Whether ``msg`` is a first-round ``tools/call`` of a tool without a Context parameter.
-
-    Such tools rarely ask anything: the caller runs them in the request's own task
-    with ``session.inputs`` set to :data:`NOT_PAUSABLE`, sparing them the handler task
-    and wake-ups of a pausable call. One that does ask (through ``current_context()``)
-    is stopped at its question by :class:`Restart` and must then be served again, from
-    the top, as a pausable call (:meth:`InputRounds.serve`).
-    """
-    params = msg.get("params")
-    if (
-        msg["method"] != "tools/call"
-        or type(params) is not dict
-        or params.get("requestState") is not None
-    ):
-        return False
-    name = params.get("name")
-    tool = session.server.tools.get(name) if type(name) is str else None
-    return tool is not None and tool.takes_no_context
-
-
 def _plausible(method: str, value: dict[str, Any]) -> bool:
     """A minimal shape check of an input response (a bad one is asked again)."""
     if method == "elicitation/create":
@@ -426,12 +390,21 @@ class InputRounds:
         self.codec = RequestStateCodec(keys or [secrets.token_bytes(32)], ttl=ttl)
         self.ttl = ttl
         self.max_state = max_state
-        self.store: InputRoundStore = store if store is not None else MemoryInputRoundStore()
+        self.store = store if store is not None else MemoryInputRoundStore()
         self.parked: ParkedTable[ParkedCall] = parked if parked is not None else ParkedTable()
         self._displaced = 0
 
     def __len__(self) -> int:
         return len(self.parked)
+
+    @property
+    def store(self) -> InputRoundStore:
+        """The store of used states (set again when ``MCPServer(store=...)`` is swapped)."""
+        return self._claims.store
+
+    @store.setter
+    def store(self, store: InputRoundStore) -> None:
+        self._claims = Claims(store)
 
     async def serve(
         self, session: ServerSession, msg: dict[str, Any], send: Send, auth_info: Any, run: Run
@@ -444,6 +417,7 @@ class InputRounds:
         responses = responses if isinstance(responses, dict) else {}
         timeout = session.server.request_timeout
         principal = principal_of(auth_info)
+        claimed = ""
         if state is None:
             # Parked (id, binding, registered with its expiry timer) only once it asks
             # something: most calls never do, and they should not pay for it.
@@ -460,7 +434,8 @@ class InputRounds:
                 raise InvalidParams("requestState was issued for a different request")
             call_id, round_no = str(payload.get("c")), payload.get("r")
             # Single use on every worker sharing the store (mrtr § server requirements).
-            if not await self.store.claim(f"{call_id}.{round_no}", float(payload["exp"])):
+            claimed = f"{call_id}.{round_no}"
+            if not await self._claims.claim(claimed, float(payload["exp"]), principal):
                 raise InvalidParams("requestState was already used")
             found = self.parked.get(call_id)
             if found is not None:
@@ -487,7 +462,20 @@ class InputRounds:
                     )
                 )
                 self._start(call, session, msg, auth_info, run)
-        questions, outcome = await call.outcome()
+        try:
+            questions, outcome = await call.outcome()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not (stopped_for_shutdown(task) and task is not None and task.uncancel() == 0):
+                raise
+            # The server stops before the round ended (its graceful period is over). The
+            # handler runs in a task of its own, so the request's task answers for it, as
+            # the handshake era's requests do; the call is dropped here, and its state is
+            # handed back so that the client's retry replays it on another worker.
+            self._end(call)
+            if claimed:  # handed back (if the store can): the retry replays elsewhere
+                await self._claims.release(claimed)
+            return {"jsonrpc": "2.0", "id": rid, "error": shutting_down_error()}
         if questions:
             if not call.id:  # the first question of a first round
                 call.id = secrets.token_urlsafe(16)
@@ -529,6 +517,24 @@ class InputRounds:
         response: dict[str, Any] = dict(outcome)
         response["id"] = rid  # the round that completes answers with its own id
         return response
+
+    async def close(self, timeout: float = 1.0) -> None:
+        """Drop every parked call (the server stops), letting their handlers unwind.
+
+        Nobody waits on a parked call: its client holds the ``requestState``, whose next
+        retry replays the call on another worker (or this one, restarted). Cancelled
+        here, before the server's lifespan exits, a handler's ``finally`` still finds
+        what the lifespan provides; ``timeout`` bounds the wait for handlers that do not
+        stop when cancelled.
+        """
+        tasks = []
+        while len(self.parked):
+            call = self.parked.oldest()
+            if call.task is not None and not call.task.done():
+                tasks.append(call.task)
+            self._end(call)
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
 
     @staticmethod
     def _start(

@@ -404,7 +404,7 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.transports.cluster", "mcpkit.transports.streamable_http"): (
         "a cluster node serves one Streamable HTTP app"
     ),
-    ("mcpkit.transports.http_sessions", "mcpkit.transports.cluster"): (
+    ("mcpkit.transports.http_request_streams", "mcpkit.transports.cluster"): (
         "a session's streams reach its app's cluster node"
     ),
     ("mcpkit.client.stateless.listen", "mcpkit.client.session"): "Listener's session",

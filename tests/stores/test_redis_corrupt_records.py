@@ -228,7 +228,7 @@ async def test_an_event_log_key_of_the_wrong_type_warns_once_a_stream(
 ) -> None:
     """Events of a session whose log key Redis holds as another type still go out (no
     id: not resumable), with one warning for the stream, not one per event."""
-    from mcpkit.transports.http_sessions import record_event
+    from mcpkit.transports.http_request_streams import record_event
 
     prefix = f"w-{uuid4().hex[:8]}:"
     store = RedisStore(redis_url, prefix=prefix)

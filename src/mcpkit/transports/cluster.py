@@ -49,14 +49,8 @@ from ..server.stateless.request_state import RequestStateCodec
 from ..stores.bus import BusHandler
 from . import http_sessions
 from .cluster_ids import suffix_parts
-from .http_sessions import (
-    CLOSE,
-    FINAL,
-    HTTPSession,
-    StreamQueue,
-    record_event,
-    session_record,
-)
+from .http_request_streams import CLOSE, FINAL, StreamQueue, record_event
+from .http_sessions import HTTPSession, session_record
 
 if TYPE_CHECKING:
     from ..server.session import ServerSession

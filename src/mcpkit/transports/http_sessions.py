@@ -1,4 +1,4 @@
-"""Sessions and SSE streams of the Streamable HTTP transport.
+"""Sessions of the Streamable HTTP transport and the table of the live ones.
 
 * :class:`HTTPSession` is what the transport keeps per stateful session (a few
   slots next to the :class:`ServerSession`; also its ``standalone`` sender).
@@ -8,10 +8,8 @@
   :class:`~mcpkit.stores.SessionStore`: written at ``initialize``, refreshed at
   most every ``idle_timeout / 4`` (never per request) or when the log level
   changes, deleted when the session ends. Streams and tasks stay in the process.
-* :class:`RequestStream` is the SSE stream answering one POST, written inline
-  on the hot path; with an event store a later GET may take it over.
-* Queue-fed streams (the standalone GET stream, a resumed one) are written by
-  :mod:`.http_streams`.
+* A session's streams (:class:`~.http_request_streams.RequestStream` for a POST,
+  queue-fed ones written by :mod:`.http_streams`) are in :mod:`.http_request_streams`.
 
 Stream ids are ``"<session id>/<suffix>"``: ``/0`` is the standalone stream, POST
 streams count from 1 (in a cluster their suffix also names the node and the
@@ -26,90 +24,30 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
-from ..errors import ConnectionClosed, StoreUnavailable
+from ..errors import ConnectionClosed
 from ..server.context import LOG_LEVELS
-from ..stores import EventStore, SessionRecord, SessionStore
-from .asgi import PING, Send, sse_event
+from ..stores import SessionRecord, SessionStore
 from .cluster_ids import stream_suffix
+from .http_request_streams import (
+    CLOSE,
+    FINAL,
+    RequestStream,
+    StreamQueue,
+    StreamSettings,
+    record_event,
+)
 
 if TYPE_CHECKING:
     from ..server.session import ServerSession
-    from .cluster import ClusterNode
 
-__all__ = [
-    "CLOSE",
-    "DEFAULT_MAX_QUEUED_BYTES",
-    "FINAL",
-    "HTTPSession",
-    "RequestStream",
-    "SessionTable",
-    "StreamQueue",
-    "StreamSettings",
-    "record_event",
-    "session_record",
-]
+__all__ = ["HTTPSession", "SessionTable", "session_record"]
 
 log = logging.getLogger("mcpkit.transports.http")
 
 clock = time.monotonic  # module-level so tests can drive idle expiry without sleeping
-
-DEFAULT_MAX_QUEUED_BYTES: Final = 4 * 1024 * 1024  # waiting for a slow GET/resumed stream
-
-# Control items of a stream queue (the other items are `(event_id, message)` tuples).
-FINAL: Final = "final"  # the stream is complete: end the response
-CLOSE: Final = "close"  # end the connection, not the stream: send `retry`, the client comes back
-GONE: Final = "gone"  # the client disconnected
-
-
-class StreamSettings(Protocol):
-    """What streams need to know of their app."""
-
-    event_store: EventStore | None
-    keepalive_interval: float | None
-    retry_field: bytes  # b"retry: <ms>\n\n", or b"" when no retry interval is set
-    max_queued_bytes: int  # per queue-fed stream
-    cluster: ClusterNode | None  # this process as a node of a cluster (a shared store)
-
-
-DROP_WARNING_EVERY = 1000  # a stream that drops messages is logged on its 1st, 1000th, ... drop
-
-
-class StreamQueue(asyncio.Queue[Any]):
-    """What waits for a queue-fed stream: ``(event_id, serialised message)`` tuples and
-    control items (FINAL, CLOSE, GONE). Messages are bounded in bytes (``nbytes``,
-    ``limit``); control items always fit."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-        self.nbytes = 0
-        self.dropped = 0  # messages dropped so far
-
-    def put_message(self, event_id: str | None, message: dict[str, Any], force: bool) -> bool:
-        """Queue a message; False (dropped) when over the limit, unless ``force``."""
-        # A copy: orjson's result keeps its whole growth buffer (see .event_store).
-        data = bytes(memoryview(orjson.dumps(message)))
-        if not force and self.nbytes + len(data) > self.limit:
-            self.dropped += 1
-            # The client decides how many are dropped: warn on the first and then on
-            # every thousandth, so that one who never reads cannot flood the log.
-            if self.dropped == 1 or self.dropped % DROP_WARNING_EVERY == 0:
-                log.warning(
-                    "a stream's client does not read: %d bytes wait for it; dropped %s "
-                    "(%d messages dropped for this stream so far)",
-                    self.nbytes,
-                    message.get("method", "a response"),
-                    self.dropped,
-                )
-            return False
-        self.nbytes += len(data)
-        self.put_nowait((event_id, data))
-        return True
 
 
 class HTTPSession:
@@ -222,35 +160,6 @@ class HTTPSession:
                 if stream.resumer is not None:
                     stream.resumer.put_nowait(item)
                     stream.resumer = None
-
-
-async def record_event(
-    store: EventStore,
-    stream_id: str,
-    message: dict[str, Any] | None,
-    store_bytes: Callable[[str, bytes], Awaitable[str]] | None = None,
-    data: bytes = b"",
-) -> str | None:
-    """Record an event; None when a shared store is unavailable (Redis away, or a log
-    key it cannot use). The message is still delivered live, only without an id (not
-    resumable): losing the event store must not lose the answer to a request in flight.
-    Warned once a stream, not once an event. ``store_bytes``: the store's optional
-    ``store_event_bytes``, given the message's orjson ``data`` serialised already.
-    """
-    try:
-        if store_bytes is not None:
-            return await store_bytes(stream_id, data)
-        return await store.store_event(stream_id, message)
-    except StoreUnavailable as exc:
-        if stream_id not in _UNRECORDED:
-            _UNRECORDED[stream_id] = None
-            if len(_UNRECORDED) > 1024:  # bounded: the streams warned about last
-                _UNRECORDED.popitem(last=False)
-            log.warning("events of stream %s are not recorded (not resumable): %s", stream_id, exc)
-        return None
-
-
-_UNRECORDED: Final[OrderedDict[str, None]] = OrderedDict()
 
 
 def session_record(entry: HTTPSession) -> SessionRecord:
@@ -447,153 +356,7 @@ class SessionTable:
             self.end(entry, forget=False)
 
 
-class RequestStream:
-    """The SSE stream answering one POST; calling it sends a related message on it.
-
-    The POST's own connection is written inline (no queue on the hot path).
-    With an event store every event is recorded first, and a GET with
-    ``Last-Event-ID`` may take the stream over: from then on its messages go
-    to that connection's queue (``resumer``).
-    """
-
-    __slots__ = (
-        "done",
-        "entry",
-        "order",
-        "primed",
-        "resumer",
-        "send",
-        "settings",
-        "stream_id",
-        "timer",
-    )
-
-    def __init__(
-        self, settings: StreamSettings, entry: HTTPSession | None, send: Send, stream_id: str | None
-    ) -> None:
-        self.settings = settings
-        self.entry = entry
-        self.send: Send | None = send  # the POST's connection, until it ends
-        self.stream_id = stream_id  # None: not recorded, not resumable
-        self.order = asyncio.Lock() if stream_id is not None else None  # see emit
-        self.resumer: StreamQueue | None = None
-        self.primed = False
-        self.done = False
-        self.timer: asyncio.TimerHandle | None = None
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        await self.emit(message, False)
-
-    async def write(self, chunk: bytes, more: bool) -> None:
-        """Write to the POST's connection while it is open (errors mean: the client left)."""
-        send = self.send
-        if send is None:
-            return
-        if not more:
-            self.send = None
-        try:
-            await send({"type": "http.response.body", "body": chunk, "more_body": more})
-        except Exception:  # uvicorn ignores writes to a gone client; other servers raise
-            self.send = None
-            return
-        if more and self.timer is not None:
-            self.arm()
-
-    async def emit(self, message: dict[str, Any], final: bool) -> None:
-        order = self.order
-        if order is None:
-            await self._deliver(None, message, final)
-            return
-        # A network store awaits: the stream keeps its turn from recording an event to
-        # sending it, so events go out in the order of their ids (a resume from the last
-        # id received must not skip one sent before it).
-        async with order:
-            store = self.settings.event_store
-            assert store is not None and self.stream_id is not None
-            store_bytes = getattr(store, "store_event_bytes", None)
-            if store_bytes is None:
-                event_id = await record_event(store, self.stream_id, message)
-                await self._deliver(event_id, message, final)
-                return
-            # A store that takes the serialised message: the wire's bytes are logged as
-            # they are, so the message is serialised once (scale-out.md § 11.4).
-            data = orjson.dumps(message)
-            event_id = await record_event(store, self.stream_id, message, store_bytes, data)
-            await self._deliver(event_id, message, final, data)
-
-    async def _deliver(
-        self, event_id: str | None, message: dict[str, Any], final: bool, data: bytes | None = None
-    ) -> None:
-        resumer = self.resumer
-        if resumer is not None:
-            resumer.put_message(event_id, message, final)  # the response always fits
-            if final:
-                resumer.put_nowait(FINAL)
-        elif self.send is not None:
-            if data is None:
-                data = orjson.dumps(message)
-            await self.write(sse_event(data, event_id), not final)
-        if final:
-            self._finish()
-
-    async def end(self) -> None:
-        """No response will come (the request was cancelled): end the stream."""
-        if self.resumer is not None:
-            self.resumer.put_nowait(FINAL)
-        await self.write(b"", False)
-        self._finish()
-
-    def _finish(self) -> None:
-        self.done = True
-        self.send = None
-        self.disarm()
-        entry = self.entry
-        if entry is not None and entry.streams is not None and self.stream_id is not None:
-            entry.streams.pop(self.stream_id, None)
-
-    async def close_stream(self) -> None:
-        """Server-initiated disconnect (SEP-1699): close the connection, keep the stream.
-
-        Only a primed, resumable stream can be closed: otherwise the client
-        could not come back for the rest, and this is a no-op.
-        """
-        if not self.primed or self.done:
-            log.debug("close_sse_stream ignored: the stream is not resumable")
-            return
-        resumer = self.resumer
-        if resumer is not None:
-            self.resumer = None
-            resumer.put_nowait(CLOSE)
-        await self.write(self.settings.retry_field, False)
-        self.disarm()
-
-    # Keep-alive: one timer per open stream, pushed back by every write.
-    def arm(self) -> None:
-        interval = self.settings.keepalive_interval
-        if interval is None:
-            return
-        if self.timer is not None:
-            self.timer.cancel()
-        self.timer = asyncio.get_running_loop().call_later(interval, self._ping)
-
-    def disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _ping(self) -> None:
-        self.timer = None
-        if self.send is not None and self.resumer is None:
-            task = asyncio.ensure_future(self._send_ping())
-            _background.add(task)
-            task.add_done_callback(_background.discard)
-
-    async def _send_ping(self) -> None:
-        await self.write(PING, True)
-        if self.send is not None and self.timer is None:
-            self.arm()
-
-
+# Store writes in flight (the loop holds tasks weakly).
 _background: set[asyncio.Future[Any]] = set()
 
 

@@ -4,9 +4,10 @@
 replays the stream that id belongs to (only a stream of the asking session)
 and then continues it live; otherwise it opens the session's standalone
 stream. :func:`pump` writes such a stream with keep-alive pings until it
-ends, the client leaves or the server stops. The per-session state they use
-(:class:`~.http_sessions.HTTPSession`, :class:`~.http_sessions.RequestStream`)
-lives in :mod:`.http_sessions`.
+ends, the client leaves or the server stops. The state they use lives in
+:mod:`.http_sessions` (:class:`~.http_sessions.HTTPSession`) and
+:mod:`.http_request_streams` (:class:`~.http_request_streams.RequestStream`,
+the queues that feed these streams).
 """
 
 from __future__ import annotations
@@ -18,15 +19,8 @@ import orjson
 
 from ..errors import INVALID_REQUEST
 from .asgi import PING, SSE_HEADERS, Receive, Send, send_error, sse_event, watch_disconnect
-from .http_sessions import (
-    CLOSE,
-    FINAL,
-    GONE,
-    HTTPSession,
-    RequestStream,
-    StreamQueue,
-    StreamSettings,
-)
+from .http_request_streams import CLOSE, FINAL, GONE, RequestStream, StreamQueue, StreamSettings
+from .http_sessions import HTTPSession
 
 if TYPE_CHECKING:
     from .cluster import ClusterNode

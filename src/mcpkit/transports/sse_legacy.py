@@ -64,7 +64,7 @@ from .http_intake import (
     check_body_timeout,
     read_json_post,
 )
-from .http_sessions import DEFAULT_MAX_QUEUED_BYTES
+from .http_request_streams import DEFAULT_MAX_QUEUED_BYTES
 from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
 
 if TYPE_CHECKING:

@@ -105,13 +105,8 @@ from .http_intake import (
     check_body_timeout,
     read_json_post,
 )
-from .http_sessions import (
-    DEFAULT_MAX_QUEUED_BYTES,
-    HTTPSession,
-    RequestStream,
-    SessionTable,
-    record_event,
-)
+from .http_request_streams import DEFAULT_MAX_QUEUED_BYTES, RequestStream, record_event
+from .http_sessions import HTTPSession, SessionTable
 from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
 from .streamable_http_stateless import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
 from .streamable_sessions import BUSY, JSON_MODE, SessionEndpoints, drop, new_session_id

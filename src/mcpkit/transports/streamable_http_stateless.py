@@ -30,7 +30,8 @@ basic/transports/streamable-http):
   is written after ``keepalive_interval`` seconds without traffic, so that
   proxies and load balancers do not cut a quiet stream. This matters most for
   ``subscriptions/listen``, whose stream stays open and silent until something
-  changes; the handshake era's GET stream does the same (:mod:`.http_sessions`).
+  changes; the handshake era's streams do the same (:mod:`.http_request_streams`,
+  :mod:`.http_streams`).
   Comments are not events: clients ignore them (WHATWG HTML § server-sent events).
 """
 

@@ -11,18 +11,21 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mcpkit import (
+    CallNext,
     CapabilityError,
     Context,
     ElicitationValidationError,
     ElicitResult,
     InvalidParams,
     MCPServer,
+    MiddlewareContext,
     PeerTimeout,
     Root,
     ServerLimits,
     current_context,
 )
 from mcpkit.errors import INVALID_PARAMS, RemoteError
+from mcpkit.server.context import progress_reported_to
 from mcpkit.testing import connect
 from tests.schema import unchecked_client_traffic, validate_message
 
@@ -974,3 +977,23 @@ async def test_concurrent_tools_see_their_own_context() -> None:
     async with connect(server) as client:
         results = await asyncio.gather(*(client.call_tool("mine") for _ in range(3)))
     assert sorted(int(text_of(r)) for r in results) == [2, 3, 4]
+
+
+async def test_progress_reported_to_a_sink_never_reaches_the_wire() -> None:
+    # What a task of the tasks extension needs: progress of work whose request is answered.
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def to_sink(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        with progress_reported_to(sink):
+            return await call_next(ctx)
+
+    server = progress_server()
+    server.add_middleware(to_sink)
+    async with connect(server) as client:
+        await client.call_tool("work", progress_token="t")
+        await client.call_tool("work_sync", progress_token="t")
+        assert not [n for n in client.notifications if n["method"] == "notifications/progress"]
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3"), (0.5, None, None)]

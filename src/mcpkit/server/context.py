@@ -9,10 +9,11 @@ request that caused it (2025-11-25 transports: related messages).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
@@ -34,9 +35,11 @@ __all__ = [
     "Context",
     "ElicitResult",
     "LogLevel",
+    "ProgressSink",
     "RequestExtra",
     "Root",
     "current_context",
+    "progress_reported_to",
 ]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -51,6 +54,11 @@ T = TypeVar("T")
 
 _current: ContextVar[Context | None] = ContextVar("mcpkit_context", default=None)
 
+#: ``await sink(progress, total, message)``: where ``ctx.progress`` reports instead of the wire.
+ProgressSink = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
+
+_progress_sink: ContextVar[ProgressSink | None] = ContextVar("mcpkit_progress", default=None)
+
 
 def current_context() -> Context | None:
     """The ``Context`` of the MCP request being served, from anywhere in its call tree.
@@ -59,6 +67,23 @@ def current_context() -> Context | None:
     copy of the request's ``contextvars`` context.
     """
     return _current.get()
+
+
+@contextlib.contextmanager
+def progress_reported_to(sink: ProgressSink) -> Iterator[None]:
+    """Within this block (and the tasks and worker threads it starts), ``ctx.progress``
+    awaits ``sink(progress, total, message)`` instead of sending
+    ``notifications/progress``.
+
+    For work that outlives its request: a task of the tasks extension (SEP-2663) runs
+    after its ``tools/call`` was answered, so its progress has no request stream to go
+    to and becomes the task's status message instead.
+    """
+    token = _progress_sink.set(sink)
+    try:
+        yield
+    finally:
+        _progress_sink.reset(token)
 
 
 async def run_sync(
@@ -244,7 +269,12 @@ class Context:
     def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> Any:
-        """Report progress; a no-op when the request carried no progress token."""
+        """Report progress; a no-op when the request carried no progress token.
+
+        Inside :func:`progress_reported_to` it goes to that block's sink instead."""
+        sink = _progress_sink.get()  # read here: a sync tool's thread has a copy of it
+        if sink is not None:
+            return self._call(sink(progress, total, message))
         return self._call(self.request.progress(progress, total, message))
 
     def close_sse_stream(self) -> Any:

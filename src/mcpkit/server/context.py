@@ -40,6 +40,7 @@ __all__ = [
     "Root",
     "current_context",
     "progress_reported_to",
+    "progress_sink",
 ]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -77,13 +78,22 @@ def progress_reported_to(sink: ProgressSink) -> Iterator[None]:
 
     For work that outlives its request: a task of the tasks extension (SEP-2663) runs
     after its ``tools/call`` was answered, so its progress has no request stream to go
-    to and becomes the task's status message instead.
+    to and becomes the task's status message instead. Such work is detached from its
+    request in one more way: on 2026-07-28 no retry will come back with a
+    ``requestState``, so its ``tools/call`` runs in the caller's task (cancelling that
+    task cancels the tool) rather than as a call that may pause for input
+    (:func:`~mcpkit.server.stateless.input_required.runs_inline`).
     """
     token = _progress_sink.set(sink)
     try:
         yield
     finally:
         _progress_sink.reset(token)
+
+
+def progress_sink() -> ProgressSink | None:
+    """The sink of the enclosing :func:`progress_reported_to` block; None outside one."""
+    return _progress_sink.get()
 
 
 async def run_sync(

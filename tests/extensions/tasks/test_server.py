@@ -77,7 +77,15 @@ def task_server(probe: Probe, **options: Any) -> MCPServer:
     async def protocol_error() -> str:
         raise InvalidParams("no such job")
 
+    @server.tool
+    async def asks(ctx: Context) -> str:
+        answer = await ctx.elicit(
+            "OK?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        )
+        return f"answered {answer.action}"
+
     tools = {
+        "asks": "required",
         "count": "optional",
         "wait": "required",
         "tool_error": "required",
@@ -197,6 +205,20 @@ async def test_a_tool_error_completes_and_a_protocol_error_fails_the_task() -> N
     assert failed["error"]["code"] == INVALID_PARAMS
     assert failed["error"]["message"] == "no such job"
     valid("GetTaskResult", failed)
+
+
+async def test_input_inside_a_task_fails_it_with_a_clear_error_for_now() -> None:
+    # input_required + tasks/update is the next step; until then a 2026-07-28 task whose
+    # tool asks ends failed, never silently stuck in working.
+    server = task_server(Probe())
+    capabilities = {"elicitation": {}, **DECLARED}
+    async with connect(
+        server, protocol_version=MODERN, initialize=False, capabilities=capabilities
+    ) as client:
+        task = await until(client, (await client.call_tool("asks", {}))["taskId"], terminal)
+    assert task["status"] == "failed"
+    assert task["error"]["code"] == INTERNAL_ERROR
+    assert "asked for input" in task["error"]["message"]
 
 
 # -- tasks/cancel, TTL ------------------------------------------------------------------------

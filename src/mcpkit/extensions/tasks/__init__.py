@@ -17,7 +17,7 @@ notifications, the client part and queue execution are still to come:
 * :mod:`.redis`: :class:`~.redis.RedisTaskStore`, the only module that imports redis.
 
 The package sits in ``extensions`` (above ``server`` and ``client``, beside
-``adapters``) and uses only ``stores`` (the Redis connection helpers) and ``errors``
-below it; the core never imports it. docs/design/tasks.md says how the
+``adapters``) and uses only public seams below it (``errors``, ``stores``, the
+server's ``Extension``, middleware and ``Context``); the core never imports it. docs/design/tasks.md says how the
 remaining parts will build on it; docs/extensions.md how to use it.
 """

@@ -36,11 +36,14 @@ __all__ = [
     "ElicitResult",
     "LogLevel",
     "ProgressSink",
+    "RequestAsker",
     "RequestExtra",
     "Root",
     "current_context",
     "progress_reported_to",
     "progress_sink",
+    "request_asker",
+    "requests_answered_by",
 ]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -59,6 +62,14 @@ _current: ContextVar[Context | None] = ContextVar("mcpkit_context", default=None
 ProgressSink = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
 
 _progress_sink: ContextVar[ProgressSink | None] = ContextVar("mcpkit_progress", default=None)
+
+#: ``await ask(method, params, key, timeout) -> result``: who answers requests to the client.
+RequestAsker = Callable[
+    [str, "dict[str, Any] | None", "str | None", "float | None"],
+    Coroutine[Any, Any, "dict[str, Any]"],
+]
+
+_asker: ContextVar[RequestAsker | None] = ContextVar("mcpkit_asker", default=None)
 
 
 def current_context() -> Context | None:
@@ -89,6 +100,30 @@ def progress_reported_to(sink: ProgressSink) -> Iterator[None]:
         yield
     finally:
         _progress_sink.reset(token)
+
+
+@contextlib.contextmanager
+def requests_answered_by(ask: RequestAsker) -> Iterator[None]:
+    """Within this block (and the tasks it starts), a request to the client
+    (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) awaits
+    ``ask(method, params, key, timeout)`` for its result instead of going to the client,
+    once the client's capabilities have been checked as usual.
+
+    For work detached from its request, with :func:`progress_reported_to`: a task of
+    the tasks extension (SEP-2663) asks through its own record (``input_required``,
+    answered by ``tasks/update``). Async tools only: a sync tool's request hops to the
+    event loop outside this block's context.
+    """
+    token = _asker.set(ask)
+    try:
+        yield
+    finally:
+        _asker.reset(token)
+
+
+def request_asker() -> RequestAsker | None:
+    """The asker of the enclosing :func:`requests_answered_by` block; None outside one."""
+    return _asker.get()
 
 
 def progress_sink() -> ProgressSink | None:

@@ -77,15 +77,27 @@ def task_server(probe: Probe, **options: Any) -> MCPServer:
     async def protocol_error() -> str:
         raise InvalidParams("no such job")
 
+    ok_schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
     @server.tool
     async def asks(ctx: Context) -> str:
-        answer = await ctx.elicit(
-            "OK?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        try:
+            answer = await ctx.elicit("OK?", ok_schema)
+        except asyncio.CancelledError:
+            probe.cancelled.set()
+            raise
+        return f"answered {answer.action}: {(answer.content or {}).get('ok')}"
+
+    @server.tool
+    async def asks_twice(ctx: Context) -> str:
+        one, two = await asyncio.gather(
+            ctx.elicit("One?", ok_schema), ctx.elicit("Two?", ok_schema)
         )
-        return f"answered {answer.action}"
+        return f"{one.action} and {two.action}"
 
     tools = {
         "asks": "required",
+        "asks_twice": "required",
         "count": "optional",
         "wait": "required",
         "tool_error": "required",
@@ -207,18 +219,70 @@ async def test_a_tool_error_completes_and_a_protocol_error_fails_the_task() -> N
     valid("GetTaskResult", failed)
 
 
-async def test_input_inside_a_task_fails_it_with_a_clear_error_for_now() -> None:
-    # input_required + tasks/update is the next step; until then a 2026-07-28 task whose
-    # tool asks ends failed, never silently stuck in working.
-    server = task_server(Probe())
+def asking(server: MCPServer, era: str) -> InMemoryClient:
     capabilities = {"elicitation": {}, **DECLARED}
-    async with connect(
-        server, protocol_version=MODERN, initialize=False, capabilities=capabilities
-    ) as client:
-        task = await until(client, (await client.call_tool("asks", {}))["taskId"], terminal)
-    assert task["status"] == "failed"
-    assert task["error"]["code"] == INTERNAL_ERROR
-    assert "asked for input" in task["error"]["message"]
+    if era == MODERN:
+        return connect(server, protocol_version=era, initialize=False, capabilities=capabilities)
+    return connect(server, protocol_version=era, capabilities=capabilities)
+
+
+def waiting(task: dict[str, Any]) -> bool:
+    return task["status"] != "working"
+
+
+@pytest.mark.parametrize("era", [MODERN, "2025-11-25"])
+async def test_ctx_elicit_in_a_task_is_an_input_request_answered_by_tasks_update(
+    era: str,
+) -> None:
+    async with asking(task_server(Probe()), era) as client:
+        task_id = (await client.call_tool("asks", {}))["taskId"]
+        parked = await until(client, task_id, waiting)
+        valid("GetTaskResult", parked)
+        assert parked["status"] == "input_required"
+        (key, request), *more = parked["inputRequests"].items()
+        assert not more and request["method"] == "elicitation/create"
+        assert request["params"]["message"] == "OK?"
+        # Not sent to the client as a request of its own: it is in the task.
+        assert not [m for m in client.received if m.get("method") == "elicitation/create"]
+        answer = {"action": "accept", "content": {"ok": True}}
+        ack = await client.request(
+            "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}
+        )
+        assert ack["resultType"] == "complete" and "status" not in ack
+        done = await until(client, task_id, terminal)
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "answered accept: True"
+
+
+async def test_two_questions_at_once_are_listed_together_and_answered_in_parts() -> None:
+    async with asking(task_server(Probe()), MODERN) as client:
+        task_id = (await client.call_tool("asks_twice", {}))["taskId"]
+        parked = await until(client, task_id, lambda t: len(t.get("inputRequests", {})) == 2)
+        first, second = sorted(parked["inputRequests"])
+        accept = {"action": "accept", "content": {"ok": True}}
+        # Unknown keys are ignored; a partial answer leaves only the other key, at once.
+        responses = {first: accept, "no-such-key": accept}
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+        partial = await get(client, task_id)
+        assert partial["status"] == "input_required"
+        assert list(partial["inputRequests"]) == [second]
+        # An answered key answered again changes nothing.
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+        decline = {second: {"action": "decline"}}
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": decline})
+        done = await until(client, task_id, terminal)
+    assert done["result"]["content"][0]["text"] == "accept and decline"
+
+
+async def test_cancelling_a_task_waiting_for_input_cancels_its_handler() -> None:
+    probe = Probe()
+    async with asking(task_server(probe), MODERN) as client:
+        task_id = (await client.call_tool("asks", {}))["taskId"]
+        await until(client, task_id, waiting)
+        await client.request("tasks/cancel", {"taskId": task_id})
+        await asyncio.wait_for(probe.cancelled.wait(), 2)
+        task = await get(client, task_id)
+    assert task["status"] == "cancelled" and "inputRequests" not in task
 
 
 # -- tasks/cancel, TTL ------------------------------------------------------------------------

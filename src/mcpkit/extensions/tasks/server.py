@@ -45,8 +45,9 @@ from ...errors import (
     MCPError,
     to_jsonrpc_error,
 )
-from ...server.context import Context, progress_reported_to
+from ...server.context import Context, progress_reported_to, requests_answered_by
 from ...server.extension import Extension
+from .inputs import TaskInputs
 from .records import TaskRecord, create_task_result, get_task_result
 from .states import IllegalTransition, TaskStatus
 from .store import MemoryTaskStore, TaskLimitExceeded, TaskStore
@@ -144,6 +145,7 @@ class _Tasks:
         self.node_id = node_id
         self.heartbeat_s = heartbeat_s
         self.running: dict[str, asyncio.Task[None]] = {}
+        self.inputs: dict[str, TaskInputs] = {}
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -170,8 +172,12 @@ class _Tasks:
             raise MCPError(f"No task can be created now: {exc}", code=INTERNAL_ERROR) from None
         task = asyncio.create_task(self._run(record, ctx, call_next), name=f"task {record.task_id}")
         self.running[record.task_id] = task
-        task.add_done_callback(lambda _: self.running.pop(record.task_id, None))
+        task.add_done_callback(lambda _: self._forget(record.task_id))
         return create_task_result(record)
+
+    def _forget(self, task_id: str) -> None:
+        self.running.pop(task_id, None)
+        self.inputs.pop(task_id, None)
 
     async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
         task_id = record.task_id
@@ -189,9 +195,16 @@ class _Tasks:
                 message = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
             await self._move(task_id, TaskStatus.WORKING, status_message=message)
 
+        async def publish(outstanding: dict[str, dict[str, Any]]) -> None:
+            if outstanding:
+                await self._move(task_id, TaskStatus.INPUT_REQUIRED, input_requests=outstanding)
+            else:
+                await self._move(task_id, TaskStatus.WORKING)
+
+        inputs = self.inputs[task_id] = TaskInputs(publish)
         timeout = None if record.ttl_ms is None else record.ttl_ms / 1000
         try:
-            with progress_reported_to(status):
+            with progress_reported_to(status), requests_answered_by(inputs.ask):
                 async with asyncio.timeout(timeout):
                     result = await call_next(ctx)
         except TimeoutError:
@@ -213,10 +226,12 @@ class _Tasks:
             await self._move(task_id, TaskStatus.FAILED, error=to_jsonrpc_error(exc))
         else:
             if result.get("resultType") == "input_required":
-                # Input inside a task (input_required + tasks/update) is the next step.
+                # A sync tool's request reached the 2026-07-28 input rounds instead of the
+                # task (requests_answered_by covers async tools only).
                 error = {
                     "code": INTERNAL_ERROR,
-                    "message": "This tool asked for input, which tasks do not support yet",
+                    "message": "This tool asked for input from a worker thread; inside a task "
+                    "only async tools may ask",
                 }
                 await self._move(task_id, TaskStatus.FAILED, error=error)
                 return
@@ -231,6 +246,7 @@ class _Tasks:
         target: TaskStatus,
         *,
         status_message: str | None = None,
+        input_requests: Mapping[str, Any] | None = None,
         result: Mapping[str, Any] | None = None,
         error: Mapping[str, Any] | None = None,
         quiet: bool = False,
@@ -241,7 +257,12 @@ class _Tasks:
             status_message = str(error.get("message"))
         try:
             await self.store.transition(
-                task_id, target, status_message=status_message, result=result, error=error
+                task_id,
+                target,
+                status_message=status_message,
+                input_requests=input_requests,
+                result=result,
+                error=error,
             )
         except IllegalTransition as exc:
             if not quiet:
@@ -279,12 +300,15 @@ class _Tasks:
         return {"resultType": "complete"}
 
     async def update(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        await self._visible(params, ctx, "tasks/update")
+        record = await self._visible(params, ctx, "tasks/update")
         responses = params.get("inputResponses")
-        if responses is not None and not isinstance(responses, dict):
-            raise InvalidParams("tasks/update: 'inputResponses' must be an object")
-        # No task of this step waits for input: every key is unknown, and "servers MUST
-        # ignore responses for unknown or already-satisfied keys".
+        if not isinstance(responses, dict):
+            raise InvalidParams("tasks/update needs an 'inputResponses' object")
+        inputs = self.inputs.get(record.task_id)
+        if inputs is not None:
+            # Unknown or already-satisfied keys are ignored ("servers MUST ignore" them);
+            # the record shows what is left before the acknowledgement goes out.
+            await inputs.answer(responses)
         return {"resultType": "complete"}
 
     # -- lifespan -----------------------------------------------------------------------------

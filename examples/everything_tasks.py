@@ -5,21 +5,30 @@
 may or must run as a task. Kept apart from ``everything_server.py`` so that each file stays
 readable.
 
-Not here yet: ``confirm_delete``, ``multi_input`` and ``test_tool_with_task``, which park a
-task in ``input_required`` (``ctx.elicit`` inside a task, answered by ``tasks/update``):
-that part of the extension is not built yet, and their scenarios are listed in
-``conformance/expected-failures.txt``.
+``confirm_delete`` and ``multi_input`` ask with ``ctx.elicit`` inside the task: it parks in
+``input_required`` until ``tasks/update`` answers. Not here yet: ``test_tool_with_task``,
+an input round *before* the task is created (see ``conformance/expected-failures.txt``).
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from mcpkit import MCPServer, ToolError
+from mcpkit import Context, MCPServer, ToolError
 from mcpkit.errors import INTERNAL_ERROR, MCPError
 from mcpkit.extensions.tasks.server import tasks_extension
 
 __all__ = ["add_task_fixtures"]
+
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
+
+
+def _field(name: str) -> dict[str, object]:
+    return {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
 
 
 def add_task_fixtures(server: MCPServer) -> None:
@@ -45,12 +54,31 @@ def add_task_fixtures(server: MCPServer) -> None:
         """Fail with a JSON-RPC error (a task for a client that supports them)."""
         raise MCPError("protocol_error_job hit a protocol error", code=INTERNAL_ERROR)
 
+    @server.tool
+    async def confirm_delete(filename: str, ctx: Context) -> str:
+        """Delete a file once the user confirms (asks inside the task)."""
+        answer = await ctx.elicit(f"Delete {filename}?", CONFIRM)
+        if answer.action == "accept" and (answer.content or {}).get("confirm"):
+            return f"Deleted {filename}"
+        return f"Kept {filename}"
+
+    @server.tool
+    async def multi_input(ctx: Context) -> str:
+        """Ask two questions at once (both listed in the task's inputRequests)."""
+        name, color = await asyncio.gather(
+            ctx.elicit("What is your name?", _field("name")),
+            ctx.elicit("What is your favorite color?", _field("color")),
+        )
+        return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
     server.add_extension(
         tasks_extension(
             tools={
                 "slow_compute": "optional",
                 "failing_job": "required",
                 "protocol_error_job": "optional",
+                "confirm_delete": "optional",
+                "multi_input": "optional",
             }
         )
     )

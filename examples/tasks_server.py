@@ -12,9 +12,10 @@ progress line as ``statusMessage``, then ``completed`` with the tool's result
 (``"counted to {n}"``). ``tasks/cancel`` stops the count. A client without the
 extension is refused with -32021.
 
-Not here yet: ``approve(item)``, which asks for confirmation with ``ctx.elicit``
-inside a task (``input_required``, answered by ``tasks/update``): that part of the
-extension is the next step (docs/extensions.md, "Tasks").
+``approve(item)`` runs as a task too and asks for confirmation with the same
+``await ctx.elicit(...)`` as any tool: the task moves to ``input_required`` with the
+question in ``inputRequests``, the client answers with ``tasks/update``, and the
+task completes with ``"approved {item}"`` or ``"rejected {item}"``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,21 @@ async def slow_count(n: int, ctx: Context) -> str:
     return f"counted to {n}"
 
 
-server.add_extension(tasks_extension(tools={"slow_count": "required"}, poll_interval_ms=200))
+@server.tool
+async def approve(item: str, ctx: Context) -> str:
+    """Ask the user to approve item."""
+    answer = await ctx.elicit(
+        f"Approve {item}?",
+        {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+    )
+    if answer.action == "accept" and (answer.content or {}).get("ok") is True:
+        return f"approved {item}"
+    return f"rejected {item}"
+
+
+server.add_extension(
+    tasks_extension(tools={"slow_count": "required", "approve": "required"}, poll_interval_ms=200)
+)
 
 
 if __name__ == "__main__":

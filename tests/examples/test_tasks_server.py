@@ -72,3 +72,27 @@ async def test_slow_count_can_be_cancelled_and_needs_the_extension(server: MCPSe
         with pytest.raises(RemoteError) as info:
             await plain.call_tool("slow_count", {"n": 1})
     assert info.value.code == MISSING_CAPABILITY
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+@pytest.mark.parametrize(("ok", "text"), [(True, "approved report"), (False, "rejected report")])
+async def test_approve_asks_inside_its_task(
+    server: MCPServer, era: str, ok: bool, text: str
+) -> None:
+    options: dict[str, Any] = {
+        "protocol_version": era,
+        "capabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
+    }
+    if era == "2026-07-28":
+        options["initialize"] = False
+    async with connect(server, **options) as client:
+        task_id = (await client.call_tool("approve", {"item": "report"}))["taskId"]
+        task, _ = await poll(client, task_id)
+        assert task["status"] == "input_required"
+        [(key, request)] = task["inputRequests"].items()
+        assert request["params"]["message"] == "Approve report?"
+        answer = {key: {"action": "accept", "content": {"ok": ok}}}
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+        done, _ = await poll(client, task_id)
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": text}]

@@ -4,11 +4,12 @@ SEP-2663 is a draft: the wire shapes here follow the ``modelcontextprotocol/ext-
 repository's ``specification/draft/tasks.md`` and ``schema/draft/schema.json``, and
 may change with it.
 
-The server part runs tasks in the accepting process; input inside a task, status
-notifications, the client part and queue execution are still to come:
+The server part runs tasks in the accepting process, input inside a task included;
+status notifications, the client part and queue execution are still to come:
 
 * :mod:`.server`: :func:`~.server.tasks_extension`, the ``Extension`` a server adds
   (task-augmented ``tools/call``, ``tasks/get``, ``tasks/cancel``, ``tasks/update``);
+* :mod:`.inputs`: :class:`~.inputs.TaskInputs`, a running task's input requests;
 * :mod:`.states`: the task lifecycle as a table, and :func:`~.states.check_transition`;
 * :mod:`.records`: :class:`~.records.TaskRecord` and its wire forms (``Task``,
   ``CreateTaskResult``, ``GetTaskResult``, the ``notifications/tasks`` params);

@@ -20,11 +20,12 @@ in the process that accepted it:
    the task's owner (:func:`owner_of`); another caller gets "Task not found", exactly
    as for an unknown id, so that existence does not leak.
 
-Not yet: input inside a task (``ctx.elicit`` / ``ctx.sample`` moving it to
-``input_required``, answered by ``tasks/update``), ``notifications/tasks`` through
-``subscriptions/listen``, the ``Mcp-Name: <taskId>`` routing header, execution on other
-nodes or a queue. ``tasks/update`` is served (a task of this step never waits for
-input, so every response is for an unknown key and is ignored, as the spec asks).
+A tool's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` inside a task move it to
+``input_required`` (:mod:`.inputs`), answered by ``tasks/update``.
+
+Not yet: an input round before the task is created, ``notifications/tasks`` through
+``subscriptions/listen``, ``tasks/*`` served by a node other than the one running the
+task, execution through a queue.
 """
 
 from __future__ import annotations

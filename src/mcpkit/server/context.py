@@ -111,8 +111,8 @@ def requests_answered_by(ask: RequestAsker) -> Iterator[None]:
 
     For work detached from its request, with :func:`progress_reported_to`: a task of
     the tasks extension (SEP-2663) asks through its own record (``input_required``,
-    answered by ``tasks/update``). Async tools only: a sync tool's request hops to the
-    event loop outside this block's context.
+    answered by ``tasks/update``). A sync tool's requests see it too: its thread runs in
+    a copy of this context, and its calls hop to the loop with that copy.
     """
     token = _asker.set(ask)
     try:

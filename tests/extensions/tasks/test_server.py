@@ -425,3 +425,50 @@ async def test_a_tool_named_but_not_served_is_refused_at_start() -> None:
     with pytest.raises(LifespanError, match=r"names tools the server does not have: \['missing'\]"):
         async with connect(server):
             pass
+
+
+# -- progress throttling, liveness, sync tools ------------------------------------------------
+
+
+async def test_progress_is_stored_at_most_once_per_poll_interval() -> None:
+    async with modern(task_server(Probe(), poll_interval_ms=60_000)) as client:
+        task_id = (await client.call_tool("count", {"n": 5}))["taskId"]
+        messages = set()
+        while (task := await get(client, task_id))["status"] == "working":
+            messages.add(task.get("statusMessage"))
+            await asyncio.sleep(0.005)
+    # The first step is written; the four after it fall within the interval.
+    assert messages <= {None, "step 1 of 5"} and "step 1 of 5" in messages
+    assert task["status"] == "completed"
+
+
+async def test_the_server_sweeps_the_tasks_of_a_dead_node() -> None:
+    store = MemoryTaskStore()
+    orphan = TaskRecord.new(ttl_ms=60_000, node_id="node-that-died")
+    await store.create(orphan)
+    async with modern(task_server(Probe(), store=store, heartbeat_s=0.01)):
+        for _ in range(200):
+            record = await store.get(orphan.task_id)
+            if record is not None and record.terminal:
+                break
+            await asyncio.sleep(0.01)
+    assert record is not None and record.status == "failed"
+    assert record.error is not None and record.error["code"] == INTERNAL_ERROR
+
+
+async def test_a_sync_tool_asks_inside_a_task_from_its_thread() -> None:
+    server = MCPServer(name="tasks", version="1")
+
+    @server.tool
+    def asks_from_a_thread(ctx: Context) -> str:
+        answer = ctx.elicit("OK?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return f"answered {answer.action}"
+
+    server.add_extension(tasks_extension(tools={"asks_from_a_thread": "required"}))
+    async with asking(server, MODERN) as client:
+        task_id = (await client.call_tool("asks_from_a_thread", {}))["taskId"]
+        [key] = (await until(client, task_id, waiting))["inputRequests"]
+        answer = {key: {"action": "decline"}}
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+        task = await until(client, task_id, terminal)
+    assert task["result"]["content"][0]["text"] == "answered decline"

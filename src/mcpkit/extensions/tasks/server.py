@@ -227,12 +227,11 @@ class _Tasks:
             await self._move(task_id, TaskStatus.FAILED, error=to_jsonrpc_error(exc))
         else:
             if result.get("resultType") == "input_required":
-                # A sync tool's request reached the 2026-07-28 input rounds instead of the
-                # task (requests_answered_by covers async tools only).
+                # Defensive: a request that escaped requests_answered_by reached the
+                # 2026-07-28 input rounds; nobody would answer it there.
                 error = {
                     "code": INTERNAL_ERROR,
-                    "message": "This tool asked for input from a worker thread; inside a task "
-                    "only async tools may ask",
+                    "message": "This tool asked for input outside its task's channel",
                 }
                 await self._move(task_id, TaskStatus.FAILED, error=error)
                 return

@@ -16,7 +16,7 @@ import asyncio
 
 from mcpkit import Context, MCPServer, ToolError
 from mcpkit.errors import INTERNAL_ERROR, MCPError
-from mcpkit.extensions.tasks.server import tasks_extension
+from mcpkit.extensions.tasks import tasks_extension
 
 __all__ = ["add_task_fixtures"]
 

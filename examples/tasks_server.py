@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 
 from mcpkit import Context, MCPServer
-from mcpkit.extensions.tasks.server import tasks_extension
+from mcpkit.extensions.tasks import tasks_extension
 
 STEP_S = 0.2
 

@@ -22,3 +22,20 @@ The package sits in ``extensions`` (above ``server`` and ``client``, beside
 server's ``Extension``, middleware and ``Context``); the core never imports it. docs/design/tasks.md says how the
 remaining parts will build on it; docs/extensions.md how to use it.
 """
+
+from __future__ import annotations
+
+from .records import EXTENSION_ID, TaskRecord
+from .server import TaskSupport, tasks_extension
+from .states import TaskStatus
+from .store import MemoryTaskStore, TaskStore
+
+__all__ = [
+    "EXTENSION_ID",
+    "MemoryTaskStore",
+    "TaskRecord",
+    "TaskStatus",
+    "TaskStore",
+    "TaskSupport",
+    "tasks_extension",
+]

@@ -49,7 +49,7 @@ from ...errors import (
 from ...server.context import Context, progress_reported_to, requests_answered_by
 from ...server.extension import Extension
 from .inputs import TaskInputs
-from .records import TaskRecord, create_task_result, get_task_result
+from .records import EXTENSION_ID, TaskRecord, create_task_result, get_task_result
 from .states import IllegalTransition, TaskStatus
 from .store import MemoryTaskStore, TaskLimitExceeded, TaskStore
 
@@ -70,7 +70,7 @@ __all__ = [
 log = logging.getLogger("mcpkit.extensions.tasks")
 
 #: The extension's identifier (``capabilities.extensions`` key).
-TASKS: Final = "io.modelcontextprotocol/tasks"
+TASKS: Final = EXTENSION_ID
 
 #: Whether a tool runs as a task: ``"never"`` (always answered in place, the default),
 #: ``"optional"`` (a task for a client that declared the extension, in place for one that

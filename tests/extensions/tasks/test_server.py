@@ -89,6 +89,18 @@ def task_server(probe: Probe, **options: Any) -> MCPServer:
         return f"answered {answer.action}: {(answer.content or {}).get('ok')}"
 
     @server.tool
+    async def asks_while_counting(ctx: Context) -> str:
+        async def count() -> None:
+            for i in range(20):
+                await ctx.progress(i, message=f"still here {i}")
+                await asyncio.sleep(0.01)
+
+        counting = asyncio.create_task(count())
+        answer = await ctx.elicit("OK?", ok_schema)
+        await counting
+        return f"answered {answer.action}"
+
+    @server.tool
     async def asks_twice(ctx: Context) -> str:
         one, two = await asyncio.gather(
             ctx.elicit("One?", ok_schema), ctx.elicit("Two?", ok_schema)
@@ -97,6 +109,7 @@ def task_server(probe: Probe, **options: Any) -> MCPServer:
 
     tools = {
         "asks": "required",
+        "asks_while_counting": "required",
         "asks_twice": "required",
         "count": "optional",
         "wait": "required",
@@ -272,6 +285,22 @@ async def test_two_questions_at_once_are_listed_together_and_answered_in_parts()
         await client.request("tasks/update", {"taskId": task_id, "inputResponses": decline})
         done = await until(client, task_id, terminal)
     assert done["result"]["content"][0]["text"] == "accept and decline"
+
+
+async def test_progress_never_replaces_the_outstanding_questions() -> None:
+    async with asking(task_server(Probe(), poll_interval_ms=1), MODERN) as client:
+        task_id = (await client.call_tool("asks_while_counting", {}))["taskId"]
+        parked = await until(client, task_id, waiting)
+        for _ in range(10):  # while the tool keeps reporting progress
+            await asyncio.sleep(0.02)
+            task = await get(client, task_id)
+            assert task["status"] == "input_required", task
+            assert list(task["inputRequests"]) == list(parked["inputRequests"])
+        [key] = parked["inputRequests"]
+        answer = {key: {"action": "cancel"}}
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+        done = await until(client, task_id, terminal)
+    assert done["result"]["content"][0]["text"] == "answered cancel"
 
 
 async def test_cancelling_a_task_waiting_for_input_cancels_its_handler() -> None:

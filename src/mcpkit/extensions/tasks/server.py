@@ -194,7 +194,14 @@ class _Tasks:
             last_message = now
             if message is None:
                 message = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
-            await self._move(task_id, TaskStatus.WORKING, status_message=message)
+            # Only while working: a progress line must not replace outstanding questions.
+            await self._move(
+                task_id,
+                TaskStatus.WORKING,
+                status_message=message,
+                expected=TaskStatus.WORKING,
+                quiet=True,
+            )
 
         async def publish(outstanding: dict[str, dict[str, Any]]) -> None:
             if outstanding:
@@ -249,6 +256,7 @@ class _Tasks:
         input_requests: Mapping[str, Any] | None = None,
         result: Mapping[str, Any] | None = None,
         error: Mapping[str, Any] | None = None,
+        expected: TaskStatus | None = None,
         quiet: bool = False,
     ) -> None:
         """Record a move of a running task; a task already terminal (cancelled, expired
@@ -263,6 +271,7 @@ class _Tasks:
                 input_requests=input_requests,
                 result=result,
                 error=error,
+                expected=expected,
             )
         except IllegalTransition as exc:
             if not quiet:

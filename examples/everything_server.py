@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from everything_tasks import add_task_fixtures  # examples/everything_tasks.py, beside this file
 from pydantic import BaseModel, Field
 
 from mcpkit import (
@@ -568,6 +569,9 @@ def complete_prompt_argument(value: str) -> list[str]:
 # subfolder, which the directory-read scenario descends into).
 
 add_skills(server, Path(__file__).resolve().parent / "skills")
+
+# -- tasks extension (SEP-2663): the tasks-* scenarios' fixtures -------------------------------------
+add_task_fixtures(server)
 
 
 if __name__ == "__main__":

@@ -61,8 +61,10 @@ SAMPLING_ANSWER = {
 
 
 @pytest.fixture
-def server() -> Iterator[MCPServer]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MCPServer]:
     """A fresh copy of the fixture module per test: some tools change the server's lists."""
+    # As `python FILE` and `mcpkit run FILE` do: its sibling modules (everything_tasks).
+    monkeypatch.syspath_prepend(str(FIXTURE.parent))
     spec = importlib.util.spec_from_file_location("everything_server_under_test", FIXTURE)
     assert spec is not None and spec.loader is not None
     module: ModuleType = importlib.util.module_from_spec(spec)

@@ -22,6 +22,7 @@ from mcpkit.protocol.envelope import (
 from mcpkit.protocol.http_headers import (
     check_request_headers,
     decode_value,
+    http_headers,
     param_headers_of_schema,
 )
 from mcpkit.protocol.versions import REVISIONS, STATELESS_REVISIONS
@@ -198,3 +199,14 @@ def test_an_envelope_nested_near_the_decoder_limit_is_compared_without_recursion
     )
     for _ in range(2):
         assert isinstance(read_envelope(orjson.loads(raw), V), Envelope)
+
+
+def test_a_routed_extension_methods_mcp_name_is_checked_only_when_sent() -> None:
+    # SEP-2663: Mcp-Name carries the taskId on tasks/*; a mismatch is -32020, none is fine.
+    msg = {"method": "tasks/get", "params": {"taskId": "abc"}}
+    method = {b"mcp-method": b"tasks/get"}
+    assert check_request_headers(msg, method, {}) is None
+    assert check_request_headers(msg, {**method, b"mcp-name": b"abc"}, {}) is None
+    assert check_request_headers(msg, {**method, b"mcp-name": b"other"}, {}) is not None
+    cancel = {"method": "tasks/cancel", "params": {"taskId": "abc", "_meta": {PROTOCOL_VERSION: V}}}
+    assert http_headers(cancel, {})["mcp-name"] == "abc"

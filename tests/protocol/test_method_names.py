@@ -27,10 +27,21 @@ def test_the_table_is_every_method_of_every_schema_with_its_first_revision() -> 
 
 
 def test_spec_names_and_rpc_names_are_refused_and_others_are_not() -> None:
-    problem = reserved_method_problem("tasks/get")
-    assert problem is not None and "2025-11-25" in problem
+    problem = reserved_method_problem("initialize")
+    assert problem is not None and "2024-11-05" in problem
     assert reserved_method_problem("notifications/initialized") is not None
     rpc = reserved_method_problem("rpc.discover")
     assert rpc is not None and "JSON-RPC" in rpc
     assert reserved_method_problem("com.example/echo") is None
     assert reserved_method_problem("tools/describe") is None
+
+
+def test_a_reserved_prefix_is_allowed_only_to_its_extension() -> None:
+    tasks = "io.modelcontextprotocol/tasks"
+    for name in ("tasks/get", "tasks/update"):
+        problem = reserved_method_problem(name)
+        assert problem is not None and tasks in problem
+        assert reserved_method_problem(name, claimant="com.example/other") is not None
+        assert reserved_method_problem(name, claimant=tasks) is None
+    # The owner of a prefix gains nothing outside it.
+    assert reserved_method_problem("tools/call", claimant=tasks) is not None

@@ -11,19 +11,21 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mcpkit import (
+    CallNext,
     CapabilityError,
     Context,
     ElicitationValidationError,
     ElicitResult,
     InvalidParams,
     MCPServer,
+    MiddlewareContext,
     PeerTimeout,
     Root,
     ServerLimits,
     current_context,
 )
 from mcpkit.errors import INVALID_PARAMS, RemoteError
-from mcpkit.server.context import CancelSignal
+from mcpkit.server.context import CancelSignal, progress_reported_to, requests_answered_by
 from mcpkit.testing import connect
 from tests.schema import unchecked_client_traffic, validate_message
 
@@ -986,3 +988,54 @@ async def test_mark_cancelled_sets_the_signal_a_handler_reads_and_awaits() -> No
     signal.mark_cancelled()
     await asyncio.wait_for(waiter, 5)
     assert signal.cancelled and signal.aborted
+
+
+async def test_progress_reported_to_a_sink_never_reaches_the_wire() -> None:
+    # What a task of the tasks extension needs: progress of work whose request is answered.
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def to_sink(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        with progress_reported_to(sink):
+            return await call_next(ctx)
+
+    server = progress_server()
+    server.add_middleware(to_sink)
+    async with connect(server) as client:
+        await client.call_tool("work", progress_token="t")
+        await client.call_tool("work_sync", progress_token="t")
+        assert not [n for n in client.notifications if n["method"] == "notifications/progress"]
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3"), (0.5, None, None)]
+
+
+async def test_requests_answered_by_an_asker_never_reach_the_client() -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    async def ask(
+        method: str, params: dict[str, Any] | None, key: str | None, timeout: float | None
+    ) -> dict[str, Any]:
+        asked.append((method, (params or {}).get("message")))
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async def answer_here(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        with requests_answered_by(ask):
+            return await call_next(ctx)
+
+    server = MCPServer(name="ask", version="1")
+
+    @server.tool
+    async def hello(ctx: Context) -> str:
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        answer = await ctx.elicit("Name?", schema)
+        return f"hello {(answer.content or {}).get('name')}"
+
+    server.add_middleware(answer_here)
+    async with connect(server, capabilities=ELICIT) as client:
+        assert text_of(await client.call_tool("hello")) == "hello Ada"
+        assert not requests_of(client, "elicitation/create")
+    # The client's capabilities are still checked first.
+    async with connect(server) as client:
+        assert "elicitation" in text_of(await client.call_tool("hello"))
+    assert asked == [("elicitation/create", "Name?")]

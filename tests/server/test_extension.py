@@ -235,11 +235,25 @@ async def test_handler_errors_become_json_rpc_errors() -> None:
     assert_spec_traffic_valid(client)
 
 
-@pytest.mark.parametrize("name", sorted(SPEC_METHODS))
+@pytest.mark.parametrize("name", sorted(n for n in SPEC_METHODS if not n.startswith("tasks/")))
 def test_the_specifications_method_names_are_refused(name: str) -> None:
     server = MCPServer(name="ext", version="1")
     with pytest.raises(RegistrationError, match="defined by the MCP specification"):
         server.add_method(name, echo)
+
+
+@pytest.mark.parametrize("name", ["tasks/get", "tasks/cancel", "tasks/update", "tasks/mine"])
+def test_a_prefix_reserved_for_an_extension_is_its_alone(name: str) -> None:
+    # SEP-2663 reserves tasks/* for io.modelcontextprotocol/tasks: add_method and any other
+    # extension are refused, spec name or not; the tasks extension may serve them.
+    server = MCPServer(name="ext", version="1")
+    with pytest.raises(RegistrationError, match="reserved for the extension"):
+        server.add_method(name, echo)
+    with pytest.raises(RegistrationError, match="reserved for the extension"):
+        Extension(identifier="com.example/tasks", methods={name: echo})
+    tasks = Extension(identifier="io.modelcontextprotocol/tasks", methods={name: echo})
+    server.add_extension(tasks)
+    assert server.extensions["io.modelcontextprotocol/tasks"] is tasks
 
 
 def test_rpc_names_sync_handlers_and_duplicates_are_refused() -> None:

@@ -24,6 +24,7 @@ __all__ = ["EXTENSIONS"]
 EXTENSIONS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "io.modelcontextprotocol/skills": "mcpkit.extensions.skills",
+        "io.modelcontextprotocol/tasks": "mcpkit.extensions.tasks",
         "io.modelcontextprotocol/ui": "mcpkit.extensions.apps",
     }
 )

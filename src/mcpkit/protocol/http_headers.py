@@ -35,6 +35,7 @@ from .envelope import PROTOCOL_VERSION
 
 __all__ = [
     "NAME_FIELDS",
+    "ROUTED_FIELDS",
     "check_request_headers",
     "decode_value",
     "encode_header_value",
@@ -45,6 +46,10 @@ __all__ = [
 
 # The body field Mcp-Name mirrors, per method.
 NAME_FIELDS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# Extension methods whose Mcp-Name mirrors a body field too: checked when the header is
+# sent (a mismatch is -32020), not required of clients. SEP-2663 (tasks): "Mcp-Name: <taskId>"
+# on tasks/*, so that a load balancer can route a task's requests to the node that has it.
+ROUTED_FIELDS: Final = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 _PREFIX: Final = "=?base64?"
 _SUFFIX: Final = "?="
@@ -174,6 +179,17 @@ def check_request_headers(
             return "the Mcp-Name header value is malformed"
         if value != params.get(field):
             return f"Mcp-Name header {value!r} does not match body {field} {params.get(field)!r}"
+    else:
+        field = ROUTED_FIELDS.get(method)
+        raw = headers.get(b"mcp-name") if field is not None else None
+        if field is not None and raw is not None:
+            value = decode_value(raw)
+            if value is None:
+                return "the Mcp-Name header value is malformed"
+            if value != params.get(field):
+                return (
+                    f"Mcp-Name header {value!r} does not match body {field} {params.get(field)!r}"
+                )
     if params_for_tool:
         arguments = params.get("arguments")
         for path, name in params_for_tool.items():
@@ -269,7 +285,7 @@ def http_headers(
     headers = {"mcp-protocol-version": version}
     if isinstance(method, str):
         headers["mcp-method"] = method
-        field = NAME_FIELDS.get(method)
+        field = NAME_FIELDS.get(method) or ROUTED_FIELDS.get(method)
         name = params.get(field) if field else None
         if isinstance(name, str):
             headers["mcp-name"] = encode_header_value(name)

@@ -11,6 +11,11 @@ table equal to the method constants of the published schemas.
 
 JSON-RPC 2.0 (§4) reserves the names that begin with ``rpc.`` for the
 protocol itself: :func:`reserved_method_problem` refuses them too.
+
+:data:`EXTENSION_PREFIXES` lists the method-name prefixes a SEP reserves for one
+extension: only the :class:`~mcpkit.server.extension.Extension` of that identifier
+may register a name under it, spec names included (SEP-2663 moved ``tasks/*`` out
+of the core into the tasks extension, whose "Reservations" keep the prefix for it).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["SPEC_METHODS", "reserved_method_problem"]
+__all__ = ["EXTENSION_PREFIXES", "SPEC_METHODS", "reserved_method_problem"]
 
 #: Method name -> the first revision whose schema defines it (requests and notifications).
 SPEC_METHODS: Final[Mapping[str, str]] = MappingProxyType(
@@ -66,8 +71,30 @@ SPEC_METHODS: Final[Mapping[str, str]] = MappingProxyType(
 )
 
 
-def reserved_method_problem(name: str) -> str | None:
-    """Why ``name`` may not be an additional method (None: it may)."""
+#: Method-name prefix -> the extension identifier a SEP reserves it for.
+EXTENSION_PREFIXES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        # ext-tasks specification/draft/tasks.md, "Reservations" (SEP-2663).
+        "tasks/": "io.modelcontextprotocol/tasks",
+    }
+)
+
+
+def reserved_method_problem(name: str, *, claimant: str | None = None) -> str | None:
+    """Why ``name`` may not be an additional method (None: it may).
+
+    ``claimant`` is the identifier of the extension registering it (None for
+    ``server.add_method``): a name under one of :data:`EXTENSION_PREFIXES` is allowed
+    to that extension alone, and refused to everyone else.
+    """
+    for prefix, owner in EXTENSION_PREFIXES.items():
+        if name.startswith(prefix):
+            if claimant == owner:
+                return None
+            return (
+                f"method {name!r}: names beginning with {prefix!r} are reserved for the "
+                f"extension {owner!r}; an additional method needs a name of its own"
+            )
     first = SPEC_METHODS.get(name)
     if first is not None:
         return (

@@ -96,11 +96,13 @@ def _is_async(fn: object) -> bool:
     return callable(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
-def method_problem(name: object, handler: object) -> str | None:
-    """Why ``handler`` cannot serve the additional method ``name`` (None: it can)."""
+def method_problem(name: object, handler: object, *, claimant: str | None = None) -> str | None:
+    """Why ``handler`` cannot serve the additional method ``name`` (None: it can);
+    ``claimant``: the identifier of the extension adding it (a reserved prefix's owner
+    may use names under it, :data:`~mcpkit.protocol.method_names.EXTENSION_PREFIXES`)."""
     if not isinstance(name, str) or not name:
         return f"a method name must be a non-empty string, not {name!r}"
-    reserved = reserved_method_problem(name)
+    reserved = reserved_method_problem(name, claimant=claimant)
     if reserved is not None:
         return reserved
     if not _is_async(handler):
@@ -197,7 +199,8 @@ def _problems(
             problems.append(f"extension {label}: settings are not JSON: {exc}")
     if isinstance(methods, Mapping):
         for name, handler in methods.items():
-            problem = method_problem(name, handler)
+            claimant = identifier if isinstance(identifier, str) else None
+            problem = method_problem(name, handler, claimant=claimant)
             if problem is not None:
                 problems.append(f"extension {label}: {problem}")
     else:

@@ -40,7 +40,7 @@ from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
-from .context import LOG_LEVELS
+from .context import LOG_LEVELS, request_asker
 from .request import Request, Send, stopped_for_shutdown
 from .stateless.dispatch import serve_stateless
 
@@ -478,6 +478,9 @@ class ServerSession:
             raise CapabilityError(
                 f"the client did not declare the '{capability}' capability, so the server cannot send {method}"
             )
+        asker = request_asker()
+        if asker is not None:  # detached work (a task) asks through its own channel
+            return await asker(method, params, key, timeout)
         if self.inputs is not None:
             return await self.inputs.ask(method, params, key, timeout)
         if self.stateless:

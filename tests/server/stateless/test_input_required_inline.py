@@ -9,12 +9,15 @@ call: the answer is right, and only its work before the question runs twice
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from mcpkit import MCPServer, current_context
+from mcpkit import CallNext, Context, MCPServer, MiddlewareContext, current_context
 from mcpkit.client import Client
+from mcpkit.server.context import progress_reported_to
+from mcpkit.testing import connect
 
 ERAS = ["2026-07-28", "2025-11-25"]
 
@@ -96,3 +99,29 @@ async def test_a_step_in_a_plain_tool_still_runs_once(version: str) -> None:
         result = await client.call_tool("steps_deep_down", {})
     assert result["content"] == [{"type": "text", "text": "receipt 42, accept"}]
     assert runs["charged"] == 1
+
+
+async def test_detached_work_runs_in_its_callers_task_whatever_its_parameters() -> None:
+    # Under progress_reported_to (a task of the tasks extension), a tool with a Context
+    # parameter runs inline too: cancelling the caller's task cancels the tool.
+    server = MCPServer(name="inline", version="1")
+    seen: dict[str, Any] = {}
+
+    @server.tool
+    async def waits(ctx: Context) -> str:
+        seen["task"] = asyncio.current_task()
+        await asyncio.sleep(0)
+        return "done"
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        return None
+
+    async def detach(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        seen["caller"] = asyncio.current_task()
+        with progress_reported_to(sink):
+            return await call_next(ctx)
+
+    server.add_middleware(detach)
+    async with connect(server, protocol_version="2026-07-28", initialize=False) as client:
+        assert (await client.call_tool("waits", {}))["content"][0]["text"] == "done"
+    assert seen["task"] is seen["caller"]

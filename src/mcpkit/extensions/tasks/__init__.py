@@ -4,8 +4,12 @@ SEP-2663 is a draft: the wire shapes here follow the ``modelcontextprotocol/ext-
 repository's ``specification/draft/tasks.md`` and ``schema/draft/schema.json``, and
 may change with it.
 
-This step holds the foundation only, with no server or client part yet:
+The server part runs tasks in the accepting process, input inside a task included;
+status notifications, the client part and queue execution are still to come:
 
+* :mod:`.server`: :func:`~.server.tasks_extension`, the ``Extension`` a server adds
+  (task-augmented ``tools/call``, ``tasks/get``, ``tasks/cancel``, ``tasks/update``);
+* :mod:`.inputs`: :class:`~.inputs.TaskInputs`, a running task's input requests;
 * :mod:`.states`: the task lifecycle as a table, and :func:`~.states.check_transition`;
 * :mod:`.records`: :class:`~.records.TaskRecord` and its wire forms (``Task``,
   ``CreateTaskResult``, ``GetTaskResult``, the ``notifications/tasks`` params);
@@ -14,7 +18,24 @@ This step holds the foundation only, with no server or client part yet:
 * :mod:`.redis`: :class:`~.redis.RedisTaskStore`, the only module that imports redis.
 
 The package sits in ``extensions`` (above ``server`` and ``client``, beside
-``adapters``) and uses only ``stores`` (the Redis connection helpers) and ``errors``
-below it; the core never imports it. docs/design/tasks.md says how the server and
-client parts will build on it.
+``adapters``) and uses only public seams below it (``errors``, ``stores``, the
+server's ``Extension``, middleware and ``Context``); the core never imports it. docs/design/tasks.md says how the
+remaining parts will build on it; docs/extensions.md how to use it.
 """
+
+from __future__ import annotations
+
+from .records import EXTENSION_ID, TaskRecord
+from .server import TaskSupport, tasks_extension
+from .states import TaskStatus
+from .store import MemoryTaskStore, TaskStore
+
+__all__ = [
+    "EXTENSION_ID",
+    "MemoryTaskStore",
+    "TaskRecord",
+    "TaskStatus",
+    "TaskStore",
+    "TaskSupport",
+    "tasks_extension",
+]

@@ -30,6 +30,7 @@ from typing import Any, Final
 from .states import INITIAL, TERMINAL, TaskStatus, check_transition
 
 __all__ = [
+    "EXTENSION_ID",
     "TaskRecord",
     "create_task_result",
     "detailed_task_wire",
@@ -38,6 +39,9 @@ __all__ = [
     "new_task_id",
     "task_wire",
 ]
+
+#: The extension's identifier (its ``capabilities.extensions`` key).
+EXTENSION_ID: Final = "io.modelcontextprotocol/tasks"
 
 #: Bytes of randomness in a task id: the id may serve as a bearer token for the task's
 #: state, so it "MUST" be unguessable (ext-tasks, Security Considerations); 144 bits.

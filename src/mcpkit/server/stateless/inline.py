@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from ..context import progress_sink
 from .input_required import ParkedCall
 
 if TYPE_CHECKING:
@@ -55,6 +56,11 @@ def runs_inline(session: ServerSession, msg: dict[str, Any]) -> bool:
     and wake-ups of a pausable call. One that does ask (through ``current_context()``)
     is stopped at its question by :class:`Restart` and must then be served again, from
     the top, as a pausable call (:meth:`.input_required.InputRounds.serve`).
+
+    Work detached from its request (under
+    :func:`~mcpkit.server.context.progress_reported_to`: a task of the tasks extension)
+    runs inline too: its answer has gone out already, no retry will resume it, and its
+    caller must be able to cancel it by cancelling its own task.
     """
     params = msg.get("params")
     if (
@@ -65,4 +71,4 @@ def runs_inline(session: ServerSession, msg: dict[str, Any]) -> bool:
         return False
     name = params.get("name")
     tool = session.server.tools.get(name) if type(name) is str else None
-    return tool is not None and tool.takes_no_context
+    return tool is not None and (tool.takes_no_context or progress_sink() is not None)

@@ -1,0 +1,431 @@
+"""The tasks extension's server part: :func:`tasks_extension` and its ``tasks/*`` methods.
+
+SEP-2663 (ext-tasks ``specification/draft/tasks.md``; the overview in the spec tree,
+``extensions/tasks/overview.mdx``): the *server* decides per request whether a
+``tools/call`` becomes a task, and may do so only for a client that declared the
+extension in that request's capabilities (``_meta`` client capabilities on 2026-07-28,
+the ``initialize`` capabilities on a handshake-era session). This step runs every task
+in the process that accepted it:
+
+1. a middleware of the extension sees each ``tools/call``; a tool declared ``"optional"``
+   or ``"required"`` (``tasks_extension(tools={...})``) called by a declaring client
+   becomes a task: the record is created in the store *before* the ``CreateTaskResult``
+   goes out (the spec's "MUST NOT return ``CreateTaskResult`` until the task is durably
+   created");
+2. the rest of the chain (the tool itself) runs as an ``asyncio`` task of this process,
+   within the TTL; ``ctx.progress(...)`` becomes the task's ``statusMessage``;
+3. its result is recorded as ``completed`` (an ``isError`` result too: "Task Execution
+   Errors"), a JSON-RPC error as ``failed``;
+4. ``tasks/get`` / ``tasks/cancel`` / ``tasks/update`` answer from the store, only to
+   the task's owner (:func:`owner_of`); another caller gets "Task not found", exactly
+   as for an unknown id, so that existence does not leak.
+
+A tool's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` inside a task move it to
+``input_required`` (:mod:`.inputs`), answered by ``tasks/update``.
+
+Not yet: an input round before the task is created, ``notifications/tasks`` through
+``subscriptions/listen``, ``tasks/*`` served by a node other than the one running the
+task, execution through a queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from ...errors import (
+    INTERNAL_ERROR,
+    MISSING_CAPABILITY,
+    ConfigurationError,
+    InvalidParams,
+    MCPError,
+    to_jsonrpc_error,
+)
+from ...server.context import Context, progress_reported_to, requests_answered_by
+from ...server.extension import Extension
+from .inputs import TaskInputs
+from .records import EXTENSION_ID, TaskRecord, create_task_result, get_task_result
+from .states import IllegalTransition, TaskStatus
+from .store import MemoryTaskStore, TaskLimitExceeded, TaskStore
+
+if TYPE_CHECKING:
+    from ...server.middleware import CallNext, MiddlewareContext
+    from ...server.server import MCPServer
+
+__all__ = [
+    "DEFAULT_POLL_INTERVAL_MS",
+    "DEFAULT_TTL_MS",
+    "TASKS",
+    "TaskSupport",
+    "client_declares_tasks",
+    "owner_of",
+    "tasks_extension",
+]
+
+log = logging.getLogger("mcpkit.extensions.tasks")
+
+#: The extension's identifier (``capabilities.extensions`` key).
+TASKS: Final = EXTENSION_ID
+
+#: Whether a tool runs as a task: ``"never"`` (always answered in place, the default),
+#: ``"optional"`` (a task for a client that declared the extension, in place for one that
+#: did not) or ``"required"`` (a task; a client without the extension gets -32021).
+TaskSupport = Literal["never", "optional", "required"]
+_SUPPORT: Final = frozenset({"never", "optional", "required"})
+
+#: A finite default TTL (an hour): the per-owner cap of the store counts finished tasks
+#: until they expire (docs/design/tasks.md §3, "Expiry").
+DEFAULT_TTL_MS: Final = 3_600_000
+#: How often a client should poll ``tasks/get``; also the least time between two stored
+#: status messages of one task (progress is throttled to it).
+DEFAULT_POLL_INTERVAL_MS: Final = 500
+
+#: What a task that its server stopped under ends with (ext-tasks "Task Execution
+#: Errors": a failure of the server's own is an internal error).
+_STOPPED: Final[Mapping[str, Any]] = {
+    "code": INTERNAL_ERROR,
+    "message": "The server stopped before this task finished",
+}
+_EXPIRED_MESSAGE: Final = "The task's TTL ran out before it finished"
+_CANCELLED_MESSAGE: Final = "Cancelled at the client's request"
+
+
+def client_declares_tasks(capabilities: Mapping[str, Any]) -> bool:
+    """Whether client ``capabilities`` declare the tasks extension (``extensions`` key)."""
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS), Mapping)
+
+
+def owner_of(ctx: Context | MiddlewareContext) -> str | None:
+    """Who a task belongs to: the authenticated principal, else the session; None when
+    there is neither (a stateless request without auth), and then the unguessable task
+    id alone is the bearer token (ext-tasks Security Considerations, "Auth binding")."""
+    auth = ctx.auth
+    if auth is not None:
+        return f"principal:{auth.principal}"
+    session_id = ctx.session_id
+    return None if session_id is None else f"session:{session_id}"
+
+
+def _missing_capability(what: str) -> MCPError:
+    # -32021 with the capability named, as the 2026-07-28 missing-capability error and the
+    # conformance suite's tasks-required-task-error / tasks-capability-negotiation ask.
+    return MCPError(
+        f"{what} needs the {TASKS} extension in the request's client capabilities",
+        code=MISSING_CAPABILITY,
+        data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
+    )
+
+
+def _not_found(task_id: object) -> InvalidParams:
+    return InvalidParams(f"Task not found: {task_id}")
+
+
+class _Tasks:
+    """The state one :func:`tasks_extension` shares between its middleware and methods."""
+
+    def __init__(
+        self,
+        *,
+        store: TaskStore,
+        tools: Mapping[str, TaskSupport],
+        ttl_ms: int | None,
+        poll_interval_ms: int,
+        node_id: str,
+        heartbeat_s: float,
+    ) -> None:
+        self.store = store
+        self.tools = tools
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.node_id = node_id
+        self.heartbeat_s = heartbeat_s
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self.inputs: dict[str, TaskInputs] = {}
+
+    # -- tools/call ---------------------------------------------------------------------------
+
+    async def middleware(self, ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        name = ctx.params.get("name")
+        support = self.tools.get(name, "never") if isinstance(name, str) else "never"
+        if support == "never":
+            return await call_next(ctx)
+        if not client_declares_tasks(ctx.client_capabilities):
+            if support == "required":
+                raise _missing_capability(f"tool {name!r}")
+            return await call_next(ctx)  # "optional": answered in place
+        record = TaskRecord.new(
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            owner=owner_of(ctx),
+            node_id=self.node_id,
+        )
+        try:
+            await self.store.create(record)  # before the answer: create before answer
+        except TaskLimitExceeded as exc:
+            raise MCPError(f"No task can be created now: {exc}", code=INTERNAL_ERROR) from None
+        task = asyncio.create_task(self._run(record, ctx, call_next), name=f"task {record.task_id}")
+        self.running[record.task_id] = task
+        task.add_done_callback(lambda _: self._forget(record.task_id))
+        return create_task_result(record)
+
+    def _forget(self, task_id: str) -> None:
+        self.running.pop(task_id, None)
+        self.inputs.pop(task_id, None)
+
+    async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
+        task_id = record.task_id
+        last_message = 0.0
+
+        async def status(progress: float, total: float | None, message: str | None) -> None:
+            # ctx.progress -> statusMessage, at most once per poll interval: a client sees
+            # no more than one per poll, and a shared store is not written on every step.
+            nonlocal last_message
+            now = time.monotonic()
+            if now - last_message < self.poll_interval_ms / 1000:
+                return
+            last_message = now
+            if message is None:
+                message = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+            # Only while working: a progress line must not replace outstanding questions.
+            await self._move(
+                task_id,
+                TaskStatus.WORKING,
+                status_message=message,
+                expected=TaskStatus.WORKING,
+                quiet=True,
+            )
+
+        async def publish(outstanding: dict[str, dict[str, Any]]) -> None:
+            if outstanding:
+                await self._move(task_id, TaskStatus.INPUT_REQUIRED, input_requests=outstanding)
+            else:
+                await self._move(task_id, TaskStatus.WORKING)
+
+        inputs = self.inputs[task_id] = TaskInputs(publish)
+        timeout = None if record.ttl_ms is None else record.ttl_ms / 1000
+        try:
+            with progress_reported_to(status), requests_answered_by(inputs.ask):
+                async with asyncio.timeout(timeout):
+                    result = await call_next(ctx)
+        except TimeoutError:
+            # The task expired in the store: nothing will read what it would return.
+            log.info("task %s: the TTL ran out; its handler was cancelled", task_id)
+            await self._move(task_id, TaskStatus.CANCELLED, status_message=_EXPIRED_MESSAGE)
+        except asyncio.CancelledError:
+            # tasks/cancel recorded `cancelled` before cancelling; otherwise the server is
+            # stopping under the task: say so rather than leave it `working`.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(
+                    self._move(task_id, TaskStatus.FAILED, error=_STOPPED, quiet=True)
+                )
+            raise
+        except MCPError as exc:
+            await self._move(task_id, TaskStatus.FAILED, error=exc.to_error())
+        except Exception as exc:  # the chain maps handler errors; this is a middleware's
+            log.exception("task %s failed", task_id)
+            await self._move(task_id, TaskStatus.FAILED, error=to_jsonrpc_error(exc))
+        else:
+            if result.get("resultType") == "input_required":
+                # Defensive: a request that escaped requests_answered_by reached the
+                # 2026-07-28 input rounds; nobody would answer it there.
+                error = {
+                    "code": INTERNAL_ERROR,
+                    "message": "This tool asked for input outside its task's channel",
+                }
+                await self._move(task_id, TaskStatus.FAILED, error=error)
+                return
+            # The tools/call result, as the call would have returned it (ext-tasks: "what
+            # the original request would have returned"); `resultType` is tasks/get's own.
+            stored = {k: v for k, v in result.items() if k != "resultType"}
+            await self._move(task_id, TaskStatus.COMPLETED, result=stored)
+
+    async def _move(
+        self,
+        task_id: str,
+        target: TaskStatus,
+        *,
+        status_message: str | None = None,
+        input_requests: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | None = None,
+        error: Mapping[str, Any] | None = None,
+        expected: TaskStatus | None = None,
+        quiet: bool = False,
+    ) -> None:
+        """Record a move of a running task; a task already terminal (cancelled, expired
+        meanwhile) keeps its status: the loser of the race changes nothing."""
+        if status_message is None and error is not None:
+            status_message = str(error.get("message"))
+        try:
+            await self.store.transition(
+                task_id,
+                target,
+                status_message=status_message,
+                input_requests=input_requests,
+                result=result,
+                error=error,
+                expected=expected,
+            )
+        except IllegalTransition as exc:
+            if not quiet:
+                log.debug("task %s: %s", task_id, exc)
+
+    # -- tasks/* ------------------------------------------------------------------------------
+
+    async def _visible(self, params: Mapping[str, Any], ctx: Context, method: str) -> TaskRecord:
+        if not client_declares_tasks(ctx.client_capabilities):
+            raise _missing_capability(method)
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidParams(f"{method} needs a 'taskId' string")
+        record = await self.store.get(task_id)
+        # Another owner's task answers as an unknown one: existence must not leak.
+        if record is None or record.owner != owner_of(ctx):
+            raise _not_found(task_id)
+        return record
+
+    async def get(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        return get_task_result(await self._visible(params, ctx, "tasks/get"))
+
+    async def cancel(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        record = await self._visible(params, ctx, "tasks/cancel")
+        if not record.terminal:
+            # Recorded first, then the handler cancelled: its CancelledError finds the task
+            # terminal and changes nothing. A task that finished first keeps its result
+            # (cancellation is cooperative: the spec acknowledges anyway).
+            await self._move(
+                record.task_id, TaskStatus.CANCELLED, status_message=_CANCELLED_MESSAGE
+            )
+            running = self.running.get(record.task_id)
+            if running is not None:
+                running.cancel()
+        return {"resultType": "complete"}
+
+    async def update(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        record = await self._visible(params, ctx, "tasks/update")
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise InvalidParams("tasks/update needs an 'inputResponses' object")
+        inputs = self.inputs.get(record.task_id)
+        if inputs is not None:
+            # Unknown or already-satisfied keys are ignored ("servers MUST ignore" them);
+            # the record shows what is left before the acknowledgement goes out.
+            await inputs.answer(responses)
+        return {"resultType": "complete"}
+
+    # -- lifespan -----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, server: MCPServer) -> AsyncIterator[None]:
+        unknown = sorted(name for name in self.tools if server.tools.get(name) is None)
+        if unknown:
+            raise ConfigurationError(
+                f"tasks_extension(tools=...) names tools the server does not have: {unknown}"
+            )
+        beat = asyncio.create_task(self._beat(), name="tasks heartbeat")
+        try:
+            yield
+        finally:
+            beat.cancel()
+            running = list(self.running.values())
+            for task in running:
+                task.cancel()
+            # Each records `failed` (server stopped) on its way out.
+            await asyncio.gather(beat, *running, return_exceptions=True)
+
+    async def _beat(self) -> None:
+        # This node is alive for the store's sweeps (a shared store fails the tasks of a
+        # node that stops beating), and sweeps for others; idempotent on every node.
+        while True:
+            try:
+                await self.store.heartbeat(self.node_id, self.heartbeat_s * 3)
+                await self.store.sweep()
+            except Exception:
+                log.exception("tasks heartbeat failed")
+            await asyncio.sleep(self.heartbeat_s)
+
+
+def _check_ms(name: str, value: object, *, nullable: bool) -> None:
+    if value is None and nullable:
+        return
+    if type(value) is not int or value <= 0:
+        raise ConfigurationError(
+            f"{name} must be a positive integer of milliseconds, not {value!r}"
+        )
+
+
+def tasks_extension(
+    *,
+    store: TaskStore | None = None,
+    tools: Mapping[str, TaskSupport] | None = None,
+    ttl_ms: int | None = DEFAULT_TTL_MS,
+    poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
+    node_id: str | None = None,
+    heartbeat_s: float = 5.0,
+) -> Extension:
+    """The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663) for a server.
+
+    ``tools`` maps tool names to :data:`TaskSupport` (``"optional"`` or ``"required"``;
+    a tool not named is ``"never"``): checked against the server's tools when it starts.
+    ``store`` keeps the task records (default a :class:`~.store.MemoryTaskStore`);
+    ``ttl_ms`` (None: unlimited) and ``poll_interval_ms`` go in every task; ``node_id``
+    names this process in the records (default random), which beats every
+    ``heartbeat_s`` seconds so that a shared store's sweep can tell it is alive.
+
+    >>> server = MCPServer(name="jobs", version="1")
+    >>> server.add_extension(tasks_extension(tools={"slow_count": "required"}))
+    """
+    problems: list[str] = []
+    if store is None:
+        store = MemoryTaskStore()
+    elif not isinstance(store, TaskStore):
+        problems.append(f"store must be a TaskStore, not {type(store).__name__}")
+    tools = {} if tools is None else dict(tools)
+    for name, support in tools.items():
+        if not isinstance(name, str) or support not in _SUPPORT:
+            problems.append(
+                f"tools[{name!r}] must be one of 'never', 'optional', 'required', not {support!r}"
+            )
+    for label, value, nullable in (
+        ("ttl_ms", ttl_ms, True),
+        ("poll_interval_ms", poll_interval_ms, False),
+    ):
+        try:
+            _check_ms(label, value, nullable=nullable)
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+    if (
+        isinstance(heartbeat_s, bool)
+        or not isinstance(heartbeat_s, int | float)
+        or heartbeat_s <= 0
+    ):
+        problems.append(f"heartbeat_s must be a positive number of seconds, not {heartbeat_s!r}")
+    if problems:
+        raise ConfigurationError("; ".join(problems))
+    state = _Tasks(
+        store=store,
+        tools=tools,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=poll_interval_ms,
+        node_id=node_id if node_id is not None else f"node-{secrets.token_hex(8)}",
+        heartbeat_s=float(heartbeat_s),
+    )
+    return Extension(
+        identifier=TASKS,
+        # TasksExtensionCapability is an empty object (no settings defined).
+        settings={},
+        methods={
+            "tasks/get": state.get,
+            "tasks/cancel": state.cancel,
+            "tasks/update": state.update,
+        },
+        middleware=[state.middleware],
+        lifespan=state.lifespan,
+    )

@@ -268,13 +268,9 @@ class InvalidRequest(MCPError):
 
 
 class TooManyInputRounds(InvalidRequest):
-    """A principal holds as many unexpired used ``requestState``s as its bound allows.
-
-    Raised by ``MemoryInputRoundStore`` (``max_entries_per_principal``) before the
-    retry runs; the state is not used up, so the client may send the same retry
-    again once some of its earlier states have expired. ``-32600`` on an HTTP 200,
-    as the other per-client limits (``max_inflight``); ``data`` names the bound.
-    """
+    """A principal holds its bound of unexpired used ``requestState``s (the memory store's
+    ``max_entries_per_principal``): the state is not used up, so the same retry may come
+    again later. ``-32600`` on an HTTP 200, like ``max_inflight``; ``data`` names the bound."""
 
     def __init__(self, bound: int) -> None:
         super().__init__(
@@ -336,12 +332,10 @@ class LifespanError(MCPKitError):
 
 
 class Forbidden(MCPError):
-    """The caller may not make this request (raised by a middleware or a handler).
+    """The caller may not make this request: a JSON-RPC error -31403 with this message.
 
-    The client gets a JSON-RPC error with code -31403 and this message; no
-    tool runs. Raise it for a policy decision (a missing scope, a rate limit,
-    a tool the caller may not see), not for bad arguments (``InvalidParams``).
-    """
+    Raise it (in a middleware or handler) for a policy decision (a missing scope, a rate
+    limit, a hidden tool), not for bad arguments (``InvalidParams``); no tool runs."""
 
     code = FORBIDDEN
 
@@ -366,10 +360,8 @@ class InsufficientScope(Forbidden):
 class InvalidToken(MCPKitError):
     """A bearer token is missing, malformed, expired, revoked or issued for another resource.
 
-    Raised by token verifiers (returning None means the same); the HTTP layer
-    answers ``401`` with ``WWW-Authenticate: Bearer error="invalid_token"``. The
-    message goes to the client as ``error_description``: never put the token in it.
-    """
+    Raised by verifiers (returning None means the same): HTTP ``401``, ``WWW-Authenticate:
+    Bearer error="invalid_token"``, the message as ``error_description`` (never the token)."""
 
 
 class VerifierUnavailable(MCPKitError):
@@ -383,12 +375,9 @@ class VerifierUnavailable(MCPKitError):
 class StoreUnavailable(MCPKitError):
     """A shared store (``mcpkit.stores.redis``) could not be reached, timed out or failed.
 
-    Raised by a store operation within its bounded timeouts, never after a hang;
-    the message names the store's URL with any password hidden. It is the
-    operator's to fix, not the caller's: the HTTP transport answers ``503``, a
-    JSON-RPC request gets an internal error saying the server's state store is
-    unavailable (nothing about the store leaks). The store recovers by itself
-    once the server answers again: the next operation opens a fresh connection.
+    Raised within the store's bounded timeouts, never after a hang; the message names its
+    URL, password hidden. The operator's to fix: HTTP answers ``503``, a JSON-RPC request
+    an internal error that leaks nothing about the store. The next operation reconnects.
     """
 
 
@@ -402,11 +391,9 @@ class ServerBusy(MCPKitError):
 class AuthorizationFailed(MCPKitError):
     """An OAuth flow could not obtain a token for a protected server.
 
-    ``error`` is the OAuth error code when the authorization server gave one
-    (``invalid_grant``, ``invalid_client``, ...), else a short mcpkit reason
-    (``issuer_mismatch``, ``resource_mismatch``, ``retry_limit``...). Messages never
-    contain tokens, secrets or authorization codes.
-    """
+    ``error`` is the authorization server's OAuth error code (``invalid_grant``, ...), else
+    a short mcpkit reason (``issuer_mismatch``, ``retry_limit``, ...). Messages never
+    contain tokens, secrets or authorization codes."""
 
     def __init__(self, message: str, *, error: str | None = None) -> None:
         super().__init__(message)
@@ -522,11 +509,8 @@ class Unreachable(ConnectionClosed):
 
 
 class MessageTooLarge(ConnectionClosed):
-    """A server sent a message larger than ``max_message_size``; ``limit`` is that size.
-
-    The message is not read further (its connection or stream is dropped), so
-    the request it answered fails with this error.
-    """
+    """A server sent a message larger than ``max_message_size`` (``limit``): it is not read
+    further (its connection or stream is dropped), and the request it answered fails."""
 
     def __init__(self, server: str, limit: int, where: str) -> None:
         super().__init__(
@@ -550,10 +534,8 @@ def _size(n: int) -> str:
 
 
 class EventTooLarge(MCPKitError, ValueError):
-    """An SSE event (or a line) went past ``max_event_size`` bytes; the stream is unusable.
-
-    The client's transports turn it into :class:`MessageTooLarge`.
-    """
+    """An SSE event (or a line) went past ``max_event_size`` bytes; the stream is unusable
+    (the client's transports turn it into :class:`MessageTooLarge`)."""
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"an SSE event is larger than {limit} bytes")
@@ -601,10 +583,8 @@ def tool_error_text(exc: Exception, *, tool: str, debug: bool = False) -> str | 
     becomes a JSON-RPC error instead. :class:`ToolError` and the failures of a
     tool's own requests to the client (capability missing, timeout, the client's
     error answer, an elicitation answer that does not fit, connection gone) show
-    their message, which mcpkit or the tool
-    author wrote for the model. Anything else hides its text and traceback
-    unless ``debug`` (2025-11-25 server/tools § error handling: tool errors are
-    results the model can see; ARCHITECTURE.md principle 6: no internals leak).
+    their message, written for the model. Anything else hides its text and traceback
+    unless ``debug`` (2025-11-25 server/tools § error handling; no internals leak).
     """
     if isinstance(exc, ToolError | PeerTimeout | ConnectionClosed):
         return str(exc) or type(exc).__name__

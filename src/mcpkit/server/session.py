@@ -305,9 +305,6 @@ class ServerSession:
     # for a disconnect). The function itself, not a wrapper: no call more per request.
     serve_stateless = serve_stateless
 
-    # Earlier names, which tests and benchmarks still call.
-    handle_request = serve
-
     async def dispatch(
         self, msg: dict[str, Any], send: Send, auth_info: Any = None
     ) -> dict[str, Any] | None:

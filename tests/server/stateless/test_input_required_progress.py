@@ -116,7 +116,7 @@ async def test_a_retry_without_a_progress_token_gets_no_progress_of_the_resumed_
         retry_stream.append(message)
 
     session = server.create_session(stateless=True, revision="2026-07-28")
-    asked = await session.handle_request(
+    asked = await session.serve(
         {
             "jsonrpc": "2.0",
             "id": 1,
@@ -127,7 +127,7 @@ async def test_a_retry_without_a_progress_token_gets_no_progress_of_the_resumed_
     )
     assert asked is not None and asked["result"]["resultType"] == "input_required"
     retry = server.create_session(stateless=True, revision="2026-07-28")
-    done = await retry.handle_request(
+    done = await retry.serve(
         {
             "jsonrpc": "2.0",
             "id": 2,

@@ -24,11 +24,14 @@ must not mistake that for death asks again a second later. Where an ACL refuses
 
 Losing Redis (§ 12.2): the reader notices (a read fails, or a ``PING`` on an
 idle connection gets no answer within ``timeout``), logs one warning and tries
-a fresh connection every 0.5 s, each attempt bounded by ``connect_timeout``;
-once connected it subscribes every channel again, sets the heartbeat again and,
-when Redis confirmed every subscription, calls the :meth:`~RedisBus.on_reconnect`
+a fresh connection every 0.5 s (in a pool of its own, closed with it), each
+attempt bounded by ``connect_timeout + timeout``; once connected it subscribes
+every channel again, sets the heartbeat again (bounded by as much) and, when
+Redis confirmed every subscription, calls the :meth:`~RedisBus.on_reconnect`
 callbacks. Nothing raises out of the reader meanwhile; ``publish`` raises
 :class:`~mcpkit.errors.StoreUnavailable`, ``join`` too once ``timeout`` passed.
+``aclose`` ends the reader and the heartbeat even where a cancellation is lost
+(:meth:`RedisBus._stop`).
 """
 
 from __future__ import annotations

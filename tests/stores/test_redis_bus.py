@@ -370,25 +370,47 @@ async def test_the_bus_comes_back_after_redis_restarts(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
-async def test_a_silent_redis_is_noticed_by_the_idle_ping(own_redis: RedisServer) -> None:
+async def _until(what: str, seconds: float, check: Callable[[], bool]) -> None:
+    """Poll ``check`` until true; fail within ``seconds`` saying what did not happen."""
+    try:
+        async with asyncio.timeout(seconds):
+            while not check():
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"{what} within {seconds} s") from None
+
+
+async def test_a_silent_redis_is_noticed_by_the_idle_ping(
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
     # A frozen server closes no connection: only an unanswered PING tells the bus.
+    # Every wait is bounded and says what failed (a loaded machine may be slow, never hang),
+    # and the server stays frozen until the bus said it noticed (its one warning), so a
+    # stalled test process cannot miss the outage.
+    caplog.set_level(logging.WARNING, logger="mcpkit.stores.redis_bus")
     bus = RedisBus(own_redis.url, prefix="frozen:", node_ttl=1.5, connect_timeout=0.5, timeout=0.5)
     back = asyncio.Event()
     bus.on_reconnect(back.set)
     inbox = Inbox()
     await bus.start(inbox)
     assert own_redis.process is not None
-    os.kill(own_redis.process.pid, signal.SIGSTOP)
     try:
-        await asyncio.sleep(2.0)  # idle 0.5 s, then no PONG within 0.5 s
-    finally:
-        os.kill(own_redis.process.pid, signal.SIGCONT)
-    try:
-        await asyncio.wait_for(back.wait(), 5)
+        os.kill(own_redis.process.pid, signal.SIGSTOP)
+        try:  # idle 0.5 s, then no PONG within 0.5 s
+            await _until(
+                "the bus did not notice the frozen Redis",
+                10,
+                lambda: any("no answer to PING" in r.getMessage() for r in caplog.records),
+            )
+        finally:
+            os.kill(own_redis.process.pid, signal.SIGCONT)
+        # on_reconnect runs once Redis confirmed every subscription: publishing is safe.
+        await _until("the bus did not get Redis back", 10, back.is_set)
         assert await bus.publish(f"n:{bus.node_id}", {"after": True}) == 1
         assert await inbox.next() == (f"n:{bus.node_id}", {"after": True})
     finally:
-        await bus.aclose()
+        async with asyncio.timeout(5):
+            await bus.aclose()
 
 
 async def test_join_while_redis_is_down_fails_within_the_timeout(own_redis: RedisServer) -> None:

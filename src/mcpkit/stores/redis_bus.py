@@ -24,11 +24,14 @@ must not mistake that for death asks again a second later. Where an ACL refuses
 
 Losing Redis (§ 12.2): the reader notices (a read fails, or a ``PING`` on an
 idle connection gets no answer within ``timeout``), logs one warning and tries
-a fresh connection every 0.5 s, each attempt bounded by ``connect_timeout``;
-once connected it subscribes every channel again, sets the heartbeat again and,
-when Redis confirmed every subscription, calls the :meth:`~RedisBus.on_reconnect`
+a fresh connection every 0.5 s (in a pool of its own, closed with it), each
+attempt bounded by ``connect_timeout + timeout``; once connected it subscribes
+every channel again, sets the heartbeat again (bounded by as much) and, when
+Redis confirmed every subscription, calls the :meth:`~RedisBus.on_reconnect`
 callbacks. Nothing raises out of the reader meanwhile; ``publish`` raises
 :class:`~mcpkit.errors.StoreUnavailable`, ``join`` too once ``timeout`` passed.
+``aclose`` ends the reader and the heartbeat even where a cancellation is lost
+(:meth:`RedisBus._stop`).
 """
 
 from __future__ import annotations
@@ -120,16 +123,14 @@ class RedisBus:
             self._client = client_or_url
             self.url = where or where_of(client_or_url)
             self._owned = False
-        # The pub/sub connection: no retry of redis-py's own (it would reconnect and
-        # resubscribe behind our back); the reader replaces a lost one itself.
-        self._pool = sibling_pool(
-            self._client,
-            max_connections=2,
-            socket_connect_timeout=connect_timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-            decode_responses=False,  # messages are orjson bytes, whatever the client's setting
-        )
+        # The pub/sub connection's settings: no retry of redis-py's own (it would reconnect
+        # and resubscribe behind our back); the reader replaces a lost one itself.
+        self._pubsub_options: dict[str, Any] = {
+            "socket_connect_timeout": connect_timeout,
+            "socket_timeout": timeout,
+            "retry": Retry(NoBackoff(), 0),
+            "decode_responses": False,  # messages are orjson bytes, whatever the client's
+        }
         self.node_id = new_node_id()
         self.prefix = prefix
         self.node_ttl = node_ttl
@@ -186,15 +187,9 @@ class RedisBus:
         if self._closed:
             return
         self._closed = True
-        for task in (self._reader, self._heart):
-            if task is not None:
-                task.cancel()
-        for task in (self._reader, self._heart):
-            if task is not None:
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
+        await asyncio.gather(
+            *(self._stop(task) for task in (self._reader, self._heart) if task is not None)
+        )
         self._reader = self._heart = None
         await self._drop_pubsub()
         self._wanted.clear()
@@ -209,7 +204,6 @@ class RedisBus:
                 await self._client.delete(self._node_key)
             except FAILURES as exc:  # it expires by itself within node_ttl
                 logger.debug("could not delete %s: %s", self._node_key, exc)
-        await self._pool.disconnect()
         if self._owned:
             await self._client.aclose()
             await self._client.connection_pool.disconnect()
@@ -335,25 +329,60 @@ class RedisBus:
             if not future.done():
                 future.set_result(None)
 
+    async def _stop(self, task: asyncio.Task[None]) -> None:
+        """Cancel ``task`` and wait until it ended, cancelling it again as long as it runs.
+
+        Once is not always enough: on Python 3.11, ``asyncio.wait_for`` (which redis-py
+        sends every command through when a socket timeout is set) drops a cancellation
+        that arrives as the send it waits for completes (CPython gh-86296, fixed in 3.12
+        by building ``wait_for`` on ``asyncio.timeout``), and the task runs on; a bare
+        ``await task`` then waits forever. The loops also end by themselves once
+        ``_closed`` is set; a task still running after ``connect_timeout + timeout`` is
+        left to that (a warning), so ``aclose`` itself never hangs."""
+        deadline = asyncio.get_running_loop().time() + self.connect_timeout + self.timeout
+        while not task.done():
+            task.cancel()
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                logger.warning("bus task %s of node %s did not stop", task.get_name(), self.node_id)
+                return
+            await asyncio.wait({task}, timeout=min(left, 0.1))
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("bus task %s failed", task.get_name(), exc_info=task.exception())
+
     async def _open(self) -> PubSub:
-        pubsub = PubSub(self._pool, ignore_subscribe_messages=False)
+        # A pool of its own for each pub/sub connection, closed with it (_close_pubsub):
+        # whatever an interrupted connect could leave checked out in redis-py's pool goes
+        # with that pool, and can never make the next attempt fail ("Too many connections").
+        pool = sibling_pool(self._client, max_connections=1, **self._pubsub_options)
+        pubsub = PubSub(pool, ignore_subscribe_messages=False)
         try:
             async with asyncio.timeout(self.connect_timeout + self.timeout):
                 await pubsub.connect()  # type: ignore[no-untyped-call]
         except BaseException:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await self._close_pubsub(pubsub)
             raise
         return pubsub
+
+    @staticmethod
+    async def _close_pubsub(pubsub: PubSub) -> None:
+        """Close ``pubsub``'s connection and every other of its pool (see :meth:`_open`)."""
+        try:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+        except FAILURES:
+            pass
+        finally:
+            try:
+                await pubsub.connection_pool.disconnect()
+            except FAILURES:
+                pass
 
     async def _drop_pubsub(self) -> None:
         pubsub, self._pubsub = self._pubsub, None
         self._live.clear()
         self._ping_sent = None
         if pubsub is not None:
-            try:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
-            except FAILURES:
-                pass
+            await self._close_pubsub(pubsub)
 
     async def _beat(self) -> None:
         value = orjson.dumps(
@@ -362,7 +391,7 @@ class RedisBus:
         await self._client.set(self._node_key, value, px=max(1, int(self.node_ttl * 1000)))
 
     async def _heartbeat(self) -> None:
-        while True:
+        while not self._closed:  # besides the cancellation, which can be lost (_stop)
             await asyncio.sleep(self.node_ttl / 3)
             try:
                 await self._beat()
@@ -372,7 +401,7 @@ class RedisBus:
     async def _read(self) -> None:
         idle = min(self.node_ttl / 3, 5.0)  # ping a quiet connection this often
         last = time.monotonic()
-        while True:
+        while not self._closed:  # besides the cancellation, which can be lost (_stop)
             pubsub = self._pubsub
             try:
                 if pubsub is None:
@@ -407,20 +436,25 @@ class RedisBus:
             RECONNECT_INTERVAL,
         )
         await self._drop_pubsub()
-        while True:
+        while not self._closed:
             await asyncio.sleep(RECONNECT_INTERVAL)
             try:
                 pubsub = await self._open()
             except (*FAILURES, TimeoutError) as error:
                 logger.debug("bus reconnection failed: %s", error)
                 continue
+            if self._closed:  # aclose() meanwhile, its cancellation lost (_stop)
+                await self._close_pubsub(pubsub)
+                return
             # Published before subscribing, so a join() meanwhile sends its own SUBSCRIBE
             # (a duplicate is harmless: Redis confirms it again).
             self._pubsub = pubsub
             self._recovering = True
             try:
-                await pubsub.subscribe(*(self.prefix + channel for channel in self._wanted))
-                await self._beat()
+                # Bounded as a whole, as _open is: each attempt ends, one way or the other.
+                async with asyncio.timeout(self.connect_timeout + self.timeout):
+                    await pubsub.subscribe(*(self.prefix + channel for channel in self._wanted))
+                    await self._beat()
             except (*FAILURES, TimeoutError) as error:
                 logger.debug("bus reconnection failed: %s", error)
                 self._recovering = False

@@ -57,6 +57,11 @@ def routed_server() -> MCPServer:
     async def hello(request: HTTPRequest) -> str:
         return "hello"
 
+    @server.custom_route("/whoami")
+    async def whoami(request: HTTPRequest) -> dict[str, Any]:
+        info = request.scope.get("mcpkit.auth")  # the token's AuthInfo on a protected server
+        return {"subject": info.subject if info is not None else None}
+
     @server.custom_route("/broken")
     async def broken(request: HTTPRequest) -> HTTPResponse:
         raise RuntimeError("secret detail")
@@ -207,6 +212,9 @@ async def test_probes_and_public_routes_need_no_token_on_a_protected_server(
         assert (await http.get(f"{base}/nowhere")).status_code == 401
         authed = await http.get(f"{base}/status", headers={"X-Probe": "k", **bearer("alice-rw")})
         assert authed.status_code == 200
+        assert (await http.get(f"{base}/whoami", headers=bearer("bob-rw"))).json() == {
+            "subject": "bob"
+        }
         # A public route's name does not open the metadata path or anything else.
         meta = await http.get(f"{base}/.well-known/oauth-protected-resource/mcp")
         assert meta.json()["resource"] == "https://mcp.example.com/mcp"

@@ -62,6 +62,10 @@ def routed_server() -> MCPServer:
         info = request.scope.get("mcpkit.auth")  # the token's AuthInfo on a protected server
         return {"subject": info.subject if info is not None else None}
 
+    @server.custom_route("/odd")
+    async def odd(request: HTTPRequest) -> Any:
+        return 42
+
     @server.custom_route("/broken")
     async def broken(request: HTTPRequest) -> HTTPResponse:
         raise RuntimeError("secret detail")
@@ -115,6 +119,12 @@ async def test_a_failing_route_answers_500_without_its_details(
         got = await http.get(f"{base}/broken")
         assert got.status_code == 500 and "secret" not in got.text
     assert "secret detail" in caplog.text
+    async with run_app(routed_server().http_app()) as base:
+        not_json = await http.post(f"{base}/echo", content=b"{nope")
+        assert not_json.status_code == 400
+        odd = await http.get(f"{base}/odd")  # returned neither a response nor JSON nor text
+        assert odd.status_code == 500
+    assert "must return an HTTPResponse" in caplog.text
     too_big = routed_server().http_app(max_body_size=8)
     async with run_app(too_big) as base:
         refused = await http.post(f"{base}/echo", content=b"x" * 100)

@@ -45,6 +45,7 @@ __all__ = [
     "HTTPRequest",
     "HTTPResponse",
     "HealthOptions",
+    "InvalidJSON",
     "Route",
     "RouteHandler",
     "RouteTable",
@@ -97,7 +98,16 @@ class HTTPRequest:
         return self._body
 
     async def json(self) -> Any:
-        return orjson.loads(await self.body())
+        """The body as JSON; a body that is not JSON answers 400 unless the handler
+        catches the ``ValueError``."""
+        try:
+            return orjson.loads(await self.body())
+        except orjson.JSONDecodeError as exc:
+            raise InvalidJSON(str(exc)) from exc
+
+
+class InvalidJSON(ValueError):
+    """The request body is not JSON (:meth:`HTTPRequest.json`): answered 400."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,14 +253,19 @@ class RouteTable:
                 return
         try:
             result = await route.handler(HTTPRequest(scope, receive, path, self.max_body_size))
+            status, headers, body = _encode(result)
         except BodyTooLarge:
             await send_body(send, 413, b"Payload Too Large", content_type=_TEXT)
+            return
+        except InvalidJSON:
+            await send_body(send, 400, b"Bad Request: the body is not JSON", content_type=_TEXT)
             return
         except Exception:  # a failing handler must not take the server down nor leak
             log.exception("custom route %s %s failed", method, path)
             await send_body(send, 500, b"Internal Server Error", content_type=_TEXT)
             return
-        await _send_result(send, result, head=method == "HEAD")
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
     # -- the probes ------------------------------------------------------------------------------
     async def _healthz(self, request: HTTPRequest) -> HTTPResponse:
@@ -282,7 +297,8 @@ _OK: Final = HTTPResponse.json({"status": "ok"})
 _READY: Final = HTTPResponse.json({"status": "ready"})
 
 
-async def _send_result(send: Send, result: object, *, head: bool) -> None:
+def _encode(result: object) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """A handler's result as (status, raw headers, body)."""
     if isinstance(result, HTTPResponse):
         response = result
     elif type(result) is str:
@@ -290,10 +306,10 @@ async def _send_result(send: Send, result: object, *, head: bool) -> None:
     elif isinstance(result, (Mapping, list)):
         response = HTTPResponse.json(result)
     else:
-        log.error("a custom route returned %s, not an HTTPResponse", type(result).__name__)
-        await send_body(send, 500, b"Internal Server Error", content_type=_TEXT)
-        return
+        raise TypeError(
+            f"a custom route must return an HTTPResponse, dict, list or str, "
+            f"not {type(result).__name__}"
+        )
     headers = [(b"content-length", str(len(response.body)).encode())]
     headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers)
-    await send({"type": "http.response.start", "status": response.status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head else response.body})
+    return response.status, headers, response.body

@@ -96,6 +96,12 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.running", "mcpkit.transports.streamable_http", "type"): (
         "server.streamable_http_transport is the StreamableHTTPApp serving it"
     ),
+    ("mcpkit.server.running", "mcpkit.transports.http_routes", "function"): (
+        "MCPServer.custom_route() declares an extra route of the HTTP apps"
+    ),
+    ("mcpkit.server.running", "mcpkit.transports.http_routes", "type"): (
+        "custom_route() takes and keeps the HTTP apps' route handler and Route types"
+    ),
     # The agents and workflows of MCPServer(agents=..., workflows=...) become tools built
     # beside their adapters and engine; the core imports the builder on first use, so
     # that the option works with no import by the user.

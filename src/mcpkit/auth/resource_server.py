@@ -352,14 +352,26 @@ class ProtectedApp:
     ``session()``...), so code written for the bare app keeps working.
     """
 
-    __slots__ = ("_metadata_paths", "app", "resource")
+    __slots__ = ("_metadata_paths", "_open_paths", "_public_paths", "app", "resource")
 
     def __init__(
         self, resource: ProtectedResource, app: Any | None, paths: Sequence[str] = ()
     ) -> None:
         self.resource = resource
         self.app = app
-        self._metadata_paths = resource.metadata_paths(*paths)
+        self._metadata_paths = metadata = resource.metadata_paths(*paths)
+        # The app's extra routes (mcpkit.transports.http_routes, read by duck typing: this
+        # layer sits below the transports): the probes and public=True routes need no token.
+        routes = getattr(app, "routes", None)
+        clash = sorted(getattr(routes, "paths", frozenset()) & metadata)
+        if clash:
+            raise ConfigurationError(
+                f"route {clash[0]!r} would shadow the protected resource metadata "
+                "(RFC 9728): choose another path"
+            )
+        self._public_paths: frozenset[str] = getattr(routes, "public_paths", frozenset())
+        # One set for the hot path: a request outside it pays a single lookup, as before.
+        self._open_paths = metadata | self._public_paths
 
     def __getattr__(self, name: str) -> Any:
         app = object.__getattribute__(self, "app")
@@ -374,12 +386,18 @@ class ProtectedApp:
             elif scope["type"] == "lifespan":
                 await _bare_lifespan(receive, send)
             return
-        paths = self._metadata_paths
+        paths = self._open_paths
         # Relative to the mount (an app under a prefix), or the full path (metadata_app()
         # mounted at "/.well-known" by a framework that keeps the full path in "path").
-        if _route_path(scope) in paths or scope["path"] in paths:
-            await self.resource.send_metadata(scope, send)
-            return
+        path = _route_path(scope)
+        if path in paths or scope["path"] in paths:
+            if path in self._public_paths and self.app is not None:  # a probe, a public route
+                await self.app(scope, receive, send)
+                return
+            metadata = self._metadata_paths
+            if path in metadata or scope["path"] in metadata:
+                await self.resource.send_metadata(scope, send)
+                return
         if self.app is None:
             await _respond(send, 404, b"Not Found", [(b"content-type", b"text/plain")])
             return

@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from collections.abc import Container
+    from collections.abc import Callable, Container, Iterable
 
     from ..auth.resource_server import ProtectedResource
     from ..transports.asgi import ASGIApp
+    from ..transports.http_routes import Route, RouteHandler
     from ..transports.serve import ServeOptions
     from ..transports.sse_legacy import SSEApp
     from ..transports.stdio import StdioConnection
@@ -64,6 +65,8 @@ class ServerRunning:
     # A class-level None until the first registration: a server that is never served, or
     # only in memory, carries nothing, and MCPServer.__init__ needs no line for it.
     _running_transports: dict[TransportKind, list[object]] | None = None
+    # The extra HTTP routes (custom_route), by path; None, like the above, until the first.
+    _custom_routes: dict[str, Route] | None = None
 
     # -- the transports serving this server (Mastra's getStdioTransport() and friends) --------
     @property
@@ -125,6 +128,35 @@ class ServerRunning:
             if stack[i] is transport:
                 del stack[i]
                 return
+
+    # -- extra HTTP routes ----------------------------------------------------------------------
+    def custom_route(
+        self, path: str, *, methods: Iterable[str] = ("GET",), public: bool = False
+    ) -> Callable[[RouteHandler], RouteHandler]:
+        """Decorate ``async def handler(request) -> response`` to answer ``path`` on the HTTP
+        apps (see :mod:`mcpkit.transports.http_routes`).
+
+        ``methods``: what it answers (GET brings HEAD; another gets 405). ``public``: no
+        bearer token needed on a protected server. Routes are read when an app is built
+        (``http_app()``, ``sse_app()``, ``run_*``): declare them first. A path the app's
+        MCP endpoint or the RFC 9728 metadata uses is refused then (ConfigurationError).
+        """
+        from ..transports.http_routes import Route, check_route
+
+        allowed = check_route(path, methods)
+        routes = self._custom_routes
+        if routes is None:
+            routes = self._custom_routes = {}
+        if path in routes:
+            raise ConfigurationError(f"custom route {path!r} is already declared")
+
+        def register(handler: RouteHandler) -> RouteHandler:
+            if not callable(handler):
+                raise ConfigurationError(f"custom route {path!r}: the handler must be callable")
+            routes[path] = Route(path, allowed, handler, public)
+            return handler
+
+        return register
 
     # -- starting it ----------------------------------------------------------------------------
     def run_stdio(self) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "BodyTimeout",
     "BodyTooLarge",
     "ClientGone",
+    "LifespanState",
     "Message",
     "Receive",
     "Scope",
@@ -83,6 +84,10 @@ def register_stream_owner(owner: StreamOwner) -> None:
 def end_all_streams() -> None:
     """End every open SSE stream of every mcpkit HTTP app in this process (call on the loop)."""
     for owner in list(_stream_owners):
+        # A draining app is no longer ready: its /readyz answers 503 from now (.http_routes).
+        routes = getattr(owner, "routes", None)
+        if routes is not None:
+            routes.state.stopping = True
         try:
             owner.end_streams()
         except Exception:  # pragma: no cover - defensive: shutdown must go on
@@ -215,6 +220,18 @@ def accepts_event_stream(accept: bytes | None) -> bool:
     return b"text/event-stream" in a or b"text/*" in a or b"*/*" in a
 
 
+class LifespanState:
+    """Where an app is in its life, for ``/readyz`` (:mod:`.http_routes`): set by
+    :func:`lifespan` (``started`` after startup, ``stopping`` at shutdown) and by a
+    drain (:func:`end_all_streams`)."""
+
+    __slots__ = ("started", "stopping")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.stopping = False
+
+
 async def lifespan(
     receive: Receive,
     send: Send,
@@ -223,6 +240,7 @@ async def lifespan(
     on_startup: Callable[[], Awaitable[None]] | None = None,
     *,
     transport: tuple[TransportKind, object] | None = None,
+    state: LifespanState | None = None,
 ) -> None:
     """Answer the ASGI lifespan protocol: on startup connect the server's store (when it
     has a ``connect()``, as ``RedisStore``: an unreachable store fails the startup with a
@@ -231,7 +249,8 @@ async def lifespan(
 
     ``transport`` (kind, app) is registered with the server once started and
     unregistered once its sessions have ended (``server.streamable_http_transport``,
-    ``server.sse_transport``): the lifespan, not a request, so requests pay nothing."""
+    ``server.sse_transport``): the lifespan, not a request, so requests pay nothing.
+    ``state`` (the app's, for ``/readyz``) notes when startup is done and shutdown begun."""
     entered = False
     registered = False
     try:
@@ -259,8 +278,12 @@ async def lifespan(
                     if transport is not None:
                         server.register_transport(*transport)
                         registered = True
+                if state is not None:
+                    state.started = True
                 await send({"type": "lifespan.startup.complete"})
             elif kind == "lifespan.shutdown":
+                if state is not None:
+                    state.stopping = True
                 try:
                     await on_shutdown()
                     if server is not None:

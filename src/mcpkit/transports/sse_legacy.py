@@ -65,6 +65,7 @@ from .http_intake import (
     read_json_post,
 )
 from .http_request_streams import DEFAULT_MAX_QUEUED_BYTES
+from .http_routes import HealthOptions, RouteTable
 from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
 
 if TYPE_CHECKING:
@@ -165,7 +166,8 @@ class SSEApp:
 
     ``max_queued_bytes`` (default 4 MiB) bounds the messages waiting for one
     session's stream; a client that lets more pile up loses its session (see
-    the module docstring).
+    the module docstring). Other paths are served as on Streamable HTTP: the
+    server's custom routes and the ``health`` probes (:mod:`.http_routes`).
     """
 
     def __init__(
@@ -184,6 +186,7 @@ class SSEApp:
         keepalive_interval: float | None = 15.0,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         debug: bool = False,
+        health: HealthOptions | bool | None = None,
     ) -> None:
         if not sse_path.startswith("/") or not message_path.startswith("/"):
             raise ConfigurationError("sse_path and message_path must start with '/'")
@@ -215,6 +218,14 @@ class SSEApp:
             allowed_origins=allowed_origins,
             max_header_size=max_header_size,
         )
+        # Other paths: server.custom_route's routes and the probes (.http_routes).
+        self.routes = RouteTable(
+            server,
+            self.guard,
+            reserved=(sse_path, message_path),
+            health=health,
+            max_body_size=max_body_size,
+        )
         self._connections: dict[str, _Connection] = {}
         # A shared store (Redis): this process is one node of several; a session lives
         # with its stream on one node, and POSTs reaching another are forwarded there.
@@ -232,12 +243,18 @@ class SSEApp:
         if kind != "http":
             if kind == "lifespan":
                 await lifespan(
-                    receive, send, self.aclose, self.server, self._join, transport=("sse", self)
+                    receive,
+                    send,
+                    self.aclose,
+                    self.server,
+                    self._join,
+                    transport=("sse", self),
+                    state=self.routes.state,
                 )
             return
         path = route_path(scope)
         if path != self.sse_path and path != self.message_path:
-            await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
+            await self.routes.serve(path, scope, receive, send)  # a custom route, a probe or 404
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
         verdict = self.guard.admit(scope, headers)

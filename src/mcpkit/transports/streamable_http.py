@@ -1,59 +1,53 @@
 """Streamable HTTP transport (2025-03-26 … 2026-07-28): a lean ASGI app.
 
-A POST of the stateless 2026-07-28 revision (named by its ``MCP-Protocol-Version``
-header or, without one, by its ``_meta`` envelope) is served by
-:mod:`.streamable_http_stateless`; everything below describes the handshake era, whose
-clients share the endpoint.
+A POST of the stateless 2026-07-28 revision (named by its ``MCP-Protocol-Version`` header
+or, without one, by its ``_meta`` envelope) is served by :mod:`.streamable_http_stateless`;
+everything below describes the handshake era, whose clients share the endpoint.
 
-One endpoint (``path``) answers POST (client messages), GET (the session's
-standalone SSE stream, or a resumed stream with ``Last-Event-ID``) and DELETE
-(end the session). The hot path is: check headers from one ``dict`` of the
-raw header list → read the body → ``orjson.loads`` once → ``session.handle`` →
-``orjson.dumps`` once → two ``send`` calls. No framework, no queue, no extra
-task per request. The POST path is here; creating, finding, streaming (GET) and
-ending (DELETE) sessions is :mod:`.streamable_sessions`, and reading the POST
-body is :mod:`.http_intake`.
+One endpoint (``path``) answers POST (client messages), GET (the session's standalone SSE
+stream, or a resumed stream with ``Last-Event-ID``) and DELETE (end the session). The hot
+path is: check headers from one ``dict`` of the raw header list → read the body →
+``orjson.loads`` once → ``session.handle`` → ``orjson.dumps`` once → two ``send`` calls.
+No framework, no queue, no extra task per request. The POST path is here; creating,
+finding, streaming (GET) and ending (DELETE) sessions is :mod:`.streamable_sessions`, and
+reading the POST body is :mod:`.http_intake`.
 
 Choices the spec leaves open (2025-11-25 basic/transports):
 
-* **Response type.** A request is answered with an SSE stream when the client
-  accepts ``text/event-stream`` (related notifications and server→client
-  requests go on it before the response), with plain JSON when
-  ``json_response`` is set or the client accepts only JSON. Stateless apps
-  default to JSON. In JSON mode related messages go to the session's
+* **Response type.** A request is answered with an SSE stream when the client accepts
+  ``text/event-stream`` (related notifications and server→client requests go on it before
+  the response), with plain JSON when ``json_response`` is set or the client accepts only
+  JSON. Stateless apps default to JSON. In JSON mode related messages go to the session's
   standalone stream (the GET stream, if one is open).
-* **Accept.** Lenient: a missing ``Accept`` or ``*/*`` accepts anything; 406
-  only when neither JSON nor SSE is acceptable.
-* **Sessions.** ``initialize`` creates one; its id (``secrets.token_urlsafe``,
-  256 bits) comes back in ``Mcp-Session-Id``. Sessions idle for
-  ``session_idle_timeout`` seconds (default 30 min) expire; expiry is checked
-  on lookup and by a sweep that runs at most every few seconds from the
-  request path (no timers per session; sessions are kept in LRU order so a
-  sweep stops at the first live one). At most ``max_sessions`` (default
-  10 000) live at once: a new session evicts the least recently used *idle*
-  one (its client gets 404 and re-initializes, as the spec prescribes); only
-  when every session is busy does ``initialize`` get 503.
-* **Stores.** A session's record goes to the ``session_store`` (default: in
-  memory), its live streams and tasks stay here; ``MCPServer(store=...)`` gives
-  both stores. A shared one (Redis) makes the app a node of a cluster (:mod:`.cluster`).
-* **Resumability** (only with an ``event_store``): every SSE event carries an
-  id; POST streams of 2025-11-25 sessions start with a priming event (id,
-  empty data, optional ``retry``); a handler may close its request's stream
-  early (``ctx.close_sse_stream()``, SEP-1699) and the client resumes with
-  ``GET`` + ``Last-Event-ID``, getting the rest by replay, then live. An
-  unknown or foreign ``Last-Event-ID`` is treated as a plain GET.
-* **One GET stream per session**: a second plain GET gets 409; a GET
-  resuming the standalone stream (its ``Last-Event-ID``) takes over instead,
-  since the old connection is evidently dead. Without a GET stream,
-  unrelated messages are dropped, or kept in the event store once the
-  session has listened at least once.
-* **Disconnection is not cancellation**: a client dropping a POST stream does
-  not stop the handler; with an event store its messages wait for a resume.
-  So a session has at most ``max_inflight`` requests in flight. Without
-  sessions (``stateless``) nobody could ever get the answer: there a
-  disconnect does cancel the request.
-* **Keep-alive**: SSE streams get a ``: ping`` comment after
-  ``keepalive_interval`` seconds (default 15) without traffic.
+* **Accept.** Lenient: a missing ``Accept`` or ``*/*`` accepts anything; 406 only when
+  neither JSON nor SSE is acceptable.
+* **Sessions.** ``initialize`` creates one; its id (``secrets.token_urlsafe``, 256 bits)
+  comes back in ``Mcp-Session-Id``. Sessions idle for ``session_idle_timeout`` seconds
+  (default 30 min) expire; expiry is checked on lookup and by a sweep that runs at most
+  every few seconds from the request path (no timers per session; sessions are kept in LRU
+  order so a sweep stops at the first live one). At most ``max_sessions`` (default 10 000)
+  live at once: a new session evicts the least recently used *idle* one (its client gets
+  404 and re-initializes, as the spec prescribes); only when every session is busy does
+  ``initialize`` get 503.
+* **Stores.** A session's record goes to the ``session_store`` (default: in memory), its
+  live streams and tasks stay here; ``MCPServer(store=...)`` gives both stores. A shared
+  one (Redis) makes the app a node of a cluster (:mod:`.cluster`).
+* **Resumability** (only with an ``event_store``): every SSE event carries an id; POST
+  streams of 2025-11-25 sessions start with a priming event (id, empty data, optional
+  ``retry``); a handler may close its request's stream early (``ctx.close_sse_stream()``,
+  SEP-1699) and the client resumes with ``GET`` + ``Last-Event-ID``, getting the rest by
+  replay, then live. An unknown or foreign ``Last-Event-ID`` is treated as a plain GET.
+* **One GET stream per session**: a second plain GET gets 409; a GET resuming the
+  standalone stream (its ``Last-Event-ID``) takes over instead, since the old connection is
+  evidently dead. Without a GET stream, unrelated messages are dropped, or kept in the
+  event store once the session has listened at least once.
+* **Disconnection is not cancellation**: a client dropping a POST stream does not stop the
+  handler; with an event store its messages wait for a resume. So a session has at most
+  ``max_inflight`` requests in flight. Without sessions (``stateless``) nobody could ever
+  get the answer: there a disconnect does cancel the request.
+* **Keep-alive**: SSE streams get a ``: ping`` comment after ``keepalive_interval`` seconds
+  (default 15) without traffic.
+* **Other paths**: custom routes and the health probes, or 404 (:mod:`.http_routes`).
 """
 
 from __future__ import annotations
@@ -106,6 +100,7 @@ from .http_intake import (
     read_json_post,
 )
 from .http_request_streams import DEFAULT_MAX_QUEUED_BYTES, RequestStream, record_event
+from .http_routes import HealthOptions, RouteTable
 from .http_sessions import HTTPSession, SessionTable
 from .security import DEFAULT_MAX_HEADER_SIZE, RequestGuard
 from .streamable_http_stateless import WATCH_AFTER_S, DisconnectWatch, serve_stateless_post
@@ -190,13 +185,14 @@ class StreamableHTTPApp(SessionEndpoints):
         The SSE ``retry`` sent in priming events and before a server-initiated
         close; None sends none (clients use their default).
     ``keepalive_interval``
-        Seconds of silence before an SSE ``: ping`` comment (default 15;
-        None disables).
+        Seconds of silence before an SSE ``: ping`` comment (default 15; None disables).
     ``max_queued_bytes``
         Bytes of messages that may wait for one GET (or resumed) stream whose
         client reads slowly (default 4 MiB); past that, messages are dropped.
     ``debug``
         Put exception details in 500 answers (also on when ``server.debug``).
+    ``health``
+        ``/healthz``, ``/readyz``: :class:`.http_routes.HealthOptions`, or False for none.
     """
 
     def __init__(
@@ -222,6 +218,7 @@ class StreamableHTTPApp(SessionEndpoints):
         keepalive_interval: float | None = DEFAULT_KEEPALIVE,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         debug: bool = False,
+        health: HealthOptions | bool | None = None,
     ) -> None:
         if not path.startswith("/"):
             raise ConfigurationError(f"path must start with '/': {path!r}")
@@ -278,6 +275,9 @@ class StreamableHTTPApp(SessionEndpoints):
             b"retry: %d\n\n" % retry_interval_ms if retry_interval_ms is not None else b""
         )
         self._allow = _ALLOW_STATELESS if stateless else _ALLOW_STATEFUL
+        self.routes = RouteTable(  # server.custom_route's routes and the probes (.http_routes)
+            server, self.guard, reserved=self._paths, health=health, max_body_size=max_body_size
+        )
         # A shared store (Redis) makes this app one node of a cluster (.cluster).
         self.cluster = cluster_for(self)
         self._sessions.shared = self.cluster is not None
@@ -299,8 +299,8 @@ class StreamableHTTPApp(SessionEndpoints):
             if kind == "lifespan":
                 await self._lifespan(receive, send)
             return
-        if route_path(scope) not in self._paths:
-            await send_body(send, 404, b"Not Found", content_type=(b"content-type", b"text/plain"))
+        if (path := route_path(scope)) not in self._paths:  # the MCP endpoint's one compare
+            await self.routes.serve(path, scope, receive, send)  # a custom route, a probe or 404
             return
         headers: dict[bytes, bytes] = dict(scope["headers"])
         verdict = self.guard.admit(scope, headers)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..server.session import ServerSession
     from .cluster import ClusterNode
+    from .http_routes import RouteTable
 
 __all__ = ["BUSY", "JSON_MODE", "SessionEndpoints", "drop", "new_session_id"]
 
@@ -76,6 +77,7 @@ class SessionEndpoints:
     _versions: frozenset[bytes]
     stateless: bool
     cluster: ClusterNode | None
+    routes: RouteTable
 
     def __len__(self) -> int:
         """The number of live sessions."""
@@ -172,6 +174,7 @@ class SessionEndpoints:
             self.server,
             self._start,
             transport=("streamable_http", self),
+            state=self.routes.state,
         )
 
     async def _start(self) -> None:

@@ -158,6 +158,11 @@ class ServerRunning:
 
         return register
 
+    def custom_routes(self) -> dict[str, Route]:
+        """The routes declared with :meth:`custom_route`, by path (a copy): what the HTTP
+        apps read when they are built (``transports/http_routes.py``)."""
+        return dict(self._custom_routes or {})
+
     # -- starting it ----------------------------------------------------------------------------
     def run_stdio(self) -> None:
         """Serve on stdin/stdout until stdin closes or SIGTERM."""

@@ -170,8 +170,11 @@ class PipeOutput(asyncio.BaseProtocol):
     async def aclose(self, timeout: float) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()  # flushes what is buffered, then closes
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop the caller's
+        # cancellation as the wait completes (CPython gh-86296).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._closed), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._closed)
         if self._transport is not None and not self.lost:
             self._transport.abort()
 

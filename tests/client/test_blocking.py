@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
 import pytest
 
 from mcpkit.client import Blocking, Client, MCPClient
+from mcpkit.client.blocking import LoopThread
 from mcpkit.errors import ConnectionClosed, ToolCallError
 from tests.client.conftest import DEMO, PYTHON, alive
 from tests.client.fixtures.demo_server import build_server
@@ -90,3 +92,30 @@ def test_a_failed_start_stops_the_loop() -> None:
         with mcp:
             pass
     assert len(loop_threads()) == before
+
+
+def test_stopping_ends_a_task_that_lost_its_cancellation() -> None:
+    # Python 3.11's asyncio.wait_for can drop a cancellation (CPython gh-86296): the loop's
+    # stop cancels again, and never waits forever.
+    thread = LoopThread()
+    lost: list[int] = []
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            lost.append(1)  # dropped: it runs on
+        await asyncio.sleep(3600)
+
+    async def spawn() -> None:
+        task = asyncio.ensure_future(stubborn())
+        await asyncio.sleep(0)
+        assert not task.done()
+
+    thread.run(spawn)
+    stopping = threading.Thread(target=thread.stop, daemon=True)
+    stopping.start()
+    stopping.join(timeout=4.0)
+    assert not stopping.is_alive(), "LoopThread.stop() waits forever on a lost cancellation"
+    assert lost == [1]
+    assert thread.loop.is_closed()

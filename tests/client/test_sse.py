@@ -363,3 +363,32 @@ def test_sse_urls_are_recognised() -> None:
     assert _is_sse_url("http://h/sse?token=1")
     assert not _is_sse_url("http://h/mcp")
     assert not _is_sse_url("http://h/classes")
+
+
+async def test_closing_ends_a_stream_that_lost_its_cancellation() -> None:
+    # Python 3.11's asyncio.wait_for (in httpx's stack or the application's) can drop a
+    # cancellation (CPython gh-86296): the stream runs on, and close must not wait forever.
+    app = build_server().sse_app()
+    async with serve(app) as url:
+        transport = SSETransport(sse_url(url))
+        read_stream = transport._read_stream
+        lost: list[int] = []
+
+        async def loses_one_cancellation(ready: asyncio.Future[str]) -> Any:
+            try:
+                return await read_stream(ready)
+            except asyncio.CancelledError:
+                lost.append(1)
+            await asyncio.sleep(3600)  # runs on until cancelled again
+
+        transport._read_stream = loses_one_cancellation  # type: ignore[method-assign]
+        client = Client(transport=transport, timeout=5)
+        await client.__aenter__()
+        await client.ping()
+        closing = asyncio.ensure_future(client.__aexit__(None, None, None))
+        done, _ = await asyncio.wait({closing}, timeout=4.0)
+        if not done:
+            closing.cancel()
+            raise AssertionError("closing the client waits forever on a lost cancellation")
+        closing.result()
+        assert lost == [1]

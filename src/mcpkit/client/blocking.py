@@ -24,11 +24,12 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectionClosed
-from ..loops import new_event_loop
+from ..loops import cancel_and_wait, new_event_loop
 
 __all__ = ["Blocking", "LoopThread"]
 
 _CLOSE_METHODS = frozenset({"disconnect", "aclose"})
+_STOP_WAIT = 5.0  # seconds: how long stopping the loop waits for its tasks to end
 
 
 class LoopThread:
@@ -71,9 +72,9 @@ class LoopThread:
         async def shutdown() -> None:
             current = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks() if t is not current]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Bounded: a cancellation can be lost on Python 3.11 (loops.cancel_and_wait),
+            # and the calling thread waits for this.
+            await cancel_and_wait(*tasks, timeout=_STOP_WAIT, what="the blocking client's loop")
             await self.loop.shutdown_asyncgens()
 
         asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result()

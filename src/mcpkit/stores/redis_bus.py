@@ -56,6 +56,7 @@ with require_extra("redis", feature="the Redis message bus (mcpkit.stores.redis_
     from redis.exceptions import ResponseError
 
 from ..errors import ConfigurationError, StoreUnavailable
+from ..loops import cancel_and_wait
 from .bus import BusHandler, new_node_id
 from .redis_connection import FAILURES, redact_url, sibling_pool, where_of
 
@@ -334,20 +335,12 @@ class RedisBus:
 
         Once is not always enough: on Python 3.11, ``asyncio.wait_for`` (which redis-py
         sends every command through when a socket timeout is set) drops a cancellation
-        that arrives as the send it waits for completes (CPython gh-86296, fixed in 3.12
-        by building ``wait_for`` on ``asyncio.timeout``), and the task runs on; a bare
-        ``await task`` then waits forever. The loops also end by themselves once
-        ``_closed`` is set; a task still running after ``connect_timeout + timeout`` is
-        left to that (a warning), so ``aclose`` itself never hangs."""
-        deadline = asyncio.get_running_loop().time() + self.connect_timeout + self.timeout
-        while not task.done():
-            task.cancel()
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                logger.warning("bus task %s of node %s did not stop", task.get_name(), self.node_id)
-                return
-            await asyncio.wait({task}, timeout=min(left, 0.1))
-        if not task.cancelled() and task.exception() is not None:
+        (CPython gh-86296; :func:`~mcpkit.loops.cancel_and_wait`). The loops also end by
+        themselves once ``_closed`` is set; a task still running after ``connect_timeout
+        + timeout`` is left to that (a warning), so ``aclose`` itself never hangs."""
+        what = f"bus task of node {self.node_id}"
+        await cancel_and_wait(task, timeout=self.connect_timeout + self.timeout, what=what)
+        if task.done() and not task.cancelled() and task.exception() is not None:
             logger.error("bus task %s failed", task.get_name(), exc_info=task.exception())
 
     async def _open(self) -> PubSub:

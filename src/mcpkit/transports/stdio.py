@@ -55,7 +55,7 @@ import orjson
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, ConnectionClosed
 from ..framing import MAX_LINE_SIZE, LineSplitter, Oversized
-from ..loops import new_event_loop
+from ..loops import cancel_and_wait, new_event_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind
 from ..server.request import stop_for_shutdown
@@ -102,6 +102,7 @@ _READ_WAIT: Final = 1.0
 _BLIND_WAIT: Final = 0.002
 _MAX_PAUSE: Final = 0.005
 _DUMP_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
+_LEFTOVER_WAIT: Final = 2.0  # seconds run_stdio waits for tasks left when serving ended
 
 
 # -- the connection -------------------------------------------------------------------------------
@@ -520,10 +521,11 @@ def run_stdio(server: MCPServer, **options: Any) -> None:
         executor.shutdown(wait=False, cancel_futures=True)
         try:
             leftovers = asyncio.all_tasks(loop)
-            for task in leftovers:
-                task.cancel()
             if leftovers:
-                loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+                # Bounded: a cancellation can be lost on Python 3.11 (loops.cancel_and_wait),
+                # and the process must still exit.
+                stopping = cancel_and_wait(*leftovers, timeout=_LEFTOVER_WAIT, what="stdio")
+                loop.run_until_complete(stopping)
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             asyncio.set_event_loop(None)

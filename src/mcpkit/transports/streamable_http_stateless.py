@@ -38,7 +38,6 @@ basic/transports/streamable-http):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import types
 from collections.abc import Coroutine, Generator
@@ -47,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import orjson
 
 from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
+from ..loops import cancel_and_wait
 from ..protocol.envelope import REMOVED_METHODS, Refusal, read_envelope
 from ..protocol.http_headers import check_request_headers
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request, wire_id
@@ -71,6 +71,8 @@ log = logging.getLogger("mcpkit.transports")
 
 # How long a request runs before a task watches for its client going away (see above).
 WATCH_AFTER_S: Final = 0.005
+# How long the end of a request waits for its watcher to stop (DisconnectWatch.stop).
+STOP_WATCH_S: Final = 1.0
 
 # JSON-RPC codes a 2026-07-28 server answers with a non-200 status.
 _STATUS: Final = {-32020: 400, -32021: 400, -32022: 400, METHOD_NOT_FOUND: 404}
@@ -292,9 +294,9 @@ class DisconnectWatch:
         task = self._task
         if task is None:
             return False
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        # Bounded, cancelling again (a cancellation can be lost on Python 3.11), and never
+        # swallowing this request's own cancellation (loops.cancel_and_wait).
+        await cancel_and_wait(task, timeout=STOP_WATCH_S, what="the disconnect watcher")
         return task.done() and not task.cancelled() and task.result() is True
 
 

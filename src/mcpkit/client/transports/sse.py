@@ -20,7 +20,6 @@ connects to a URL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
 from collections.abc import Mapping
@@ -43,6 +42,7 @@ from ...errors import (
     MCPKitError,
     RemoteError,
 )
+from ...loops import cancel_and_wait
 from ...protocol import jsonrpc
 from ...protocol.jsonrpc import exact_ids
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired
@@ -55,6 +55,7 @@ log = logging.getLogger("mcpkit.client")
 
 _SSE: Final = "text/event-stream"
 _JSON: Final = "application/json"
+_CLOSE_WAIT: Final = 5.0  # seconds: how long aclose waits for the stream to end
 
 
 class SSETransport:
@@ -115,9 +116,10 @@ class SSETransport:
         self._closed = True
         stream, self._stream = self._stream, None
         if stream is not None:
-            stream.cancel()  # closing the stream ends the server's session
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await stream
+            # Closing the stream ends the server's session. Bounded (a cancellation can be
+            # lost on Python 3.11), and the caller's own cancellation goes through
+            # (loops.cancel_and_wait); how the stream ended does not matter here.
+            await cancel_and_wait(stream, timeout=_CLOSE_WAIT, what=f"closing {self.label}")
         if self._ready is not None and not self._ready.done():
             self._ready.cancel()
         if self._client is not None and self._owns_client:

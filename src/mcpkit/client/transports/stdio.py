@@ -219,8 +219,9 @@ class StdioTransport:
         if not self._closing and self._lost is None and self._lost_waiter is None:
             self._lost_waiter = asyncio.get_running_loop().create_future()
         if self._lost_waiter is not None and not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._lost_waiter), _EXIT_GRACE + 1.0)
+            with contextlib.suppress(TimeoutError):  # not wait_for: see _wait_exit
+                async with asyncio.timeout(_EXIT_GRACE + 1.0):
+                    await asyncio.shield(self._lost_waiter)
         if self._lost is not None:
             return copy.copy(self._lost)
         return ServerExited(f"MCP server {self.label!r}: its stdin is closed", self.returncode)
@@ -263,7 +264,10 @@ class StdioTransport:
         if self._exited.is_set():
             return True
         try:
-            await asyncio.wait_for(self._exited.wait(), timeout)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop the caller's
+            # cancellation as the wait completes (CPython gh-86296).
+            async with asyncio.timeout(timeout):
+                await self._exited.wait()
         except TimeoutError:
             return False
         return True

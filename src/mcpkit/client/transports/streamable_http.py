@@ -51,6 +51,7 @@ from ...errors import (
     MCPKitError,
     RemoteError,
 )
+from ...loops import cancel_and_wait
 from ...protocol import jsonrpc
 from ...protocol.http_headers import http_headers, param_headers_of_tool
 from ...protocol.jsonrpc import exact_ids
@@ -66,6 +67,7 @@ _POST_ACCEPT: Final = "application/json, text/event-stream"
 _SSE: Final = "text/event-stream"
 _JSON: Final = "application/json"
 _MAX_BACKOFF: Final = 30.0  # seconds
+_CLOSE_WAIT: Final = 5.0  # seconds: how long aclose waits for its tasks, for the DELETE
 
 
 class StreamableHTTPTransport:
@@ -131,20 +133,19 @@ class StreamableHTTPTransport:
         tasks = list(self._requests.values())
         if self._listener is not None:
             tasks.append(self._listener)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        # Bounded: a cancellation can be lost on Python 3.11 (loops.cancel_and_wait).
+        await cancel_and_wait(*tasks, timeout=_CLOSE_WAIT, what=f"closing {self.label}")
         client = self._client
         if client is None:
             return
         try:
             if self.session_id is not None and self.terminate_on_close:
                 # Session management, item 5: say we are done; 405 means "not supported".
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop the
+                # caller's cancellation (CPython gh-86296).
                 with contextlib.suppress(httpx.HTTPError, TimeoutError):
-                    await asyncio.wait_for(
-                        self._exchange("DELETE", client=client, headers=self._headers()), 5.0
-                    )
+                    async with asyncio.timeout(_CLOSE_WAIT):
+                        await self._exchange("DELETE", client=client, headers=self._headers())
         finally:
             self.session_id = None
             if self._owns_client:

@@ -73,7 +73,10 @@ class TaskInputs:
             if timeout is None:
                 return await future
             try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop the
+                # handler's cancellation (CPython gh-86296), and the server's stop waits.
+                async with asyncio.timeout(timeout):
+                    return await asyncio.shield(future)
             except TimeoutError:
                 raise PeerTimeout(
                     f"the client did not answer {method} within {timeout:g} s"

@@ -46,6 +46,7 @@ from ...errors import (
     MCPError,
     to_jsonrpc_error,
 )
+from ...loops import cancel_and_wait
 from ...server.context import Context, progress_reported_to, requests_answered_by
 from ...server.extension import Extension
 from .inputs import TaskInputs
@@ -93,6 +94,8 @@ _STOPPED: Final[Mapping[str, Any]] = {
 }
 _EXPIRED_MESSAGE: Final = "The task's TTL ran out before it finished"
 _CANCELLED_MESSAGE: Final = "Cancelled at the client's request"
+# How long the server's stop waits for the heartbeat and the running handlers to end.
+_STOP_WAIT: Final = 10.0
 
 
 def client_declares_tasks(capabilities: Mapping[str, Any]) -> bool:
@@ -333,12 +336,10 @@ class _Tasks:
         try:
             yield
         finally:
-            beat.cancel()
+            # Each handler records `failed` (server stopped) on its way out. Bounded: a
+            # cancellation can be lost on Python 3.11 (loops.cancel_and_wait).
             running = list(self.running.values())
-            for task in running:
-                task.cancel()
-            # Each records `failed` (server stopped) on its way out.
-            await asyncio.gather(beat, *running, return_exceptions=True)
+            await cancel_and_wait(beat, *running, timeout=_STOP_WAIT, what="the tasks extension")
 
     async def _beat(self) -> None:
         # This node is alive for the store's sweeps (a shared store fails the tasks of a

@@ -89,6 +89,7 @@ from ...errors import (
     PeerTimeout,
     shutting_down_error,
 )
+from ...loops import cancel_and_wait
 from ...protocol import jsonrpc
 from ...stores.input_required import (
     Claims,
@@ -533,8 +534,8 @@ class InputRounds:
             if call.task is not None and not call.task.done():
                 tasks.append(call.task)
             self._end(call)
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+        # Cancelled again while they run: a cancellation can be lost on 3.11 (loops).
+        await cancel_and_wait(*tasks, timeout=timeout, what="the parked calls")
 
     @staticmethod
     def _start(

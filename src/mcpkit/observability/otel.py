@@ -15,7 +15,9 @@ round of a 2026-07-28 input exchange). Following the conventions' MCP page
   under it;
 - attributes ``mcp.method.name``, ``mcp.session.id``, ``mcp.protocol.version``,
   ``jsonrpc.request.id``, ``gen_ai.tool.name`` with ``gen_ai.operation.name =
-  execute_tool``, ``gen_ai.prompt.name``, ``mcp.resource.uri``;
+  execute_tool``, ``gen_ai.prompt.name``, ``mcp.resource.uri``,
+  ``network.transport`` (``pipe`` on stdio, ``tcp`` on HTTP) and
+  ``network.protocol.name`` (``http``);
 - on a JSON-RPC error: ``error.type`` and ``rpc.response.status_code`` the error
   code as a string, status ``ERROR`` with the error's message; on a tool result
   with ``isError``: ``error.type = tool_error`` and status ``ERROR``; a request
@@ -55,6 +57,13 @@ _INSTRUMENTATION: Final = "mcpkit"
 _TARGETS: Final[dict[str, tuple[str, str]]] = {
     "tools/call": ("name", "gen_ai.tool.name"),
     "prompts/get": ("name", "gen_ai.prompt.name"),
+}
+# network.transport and network.protocol.name by ctx.transport: "pipe" for stdio, "tcp"
+# for HTTP (the conventions' note on network.transport); nothing for in-memory sessions.
+_NETWORK: Final[dict[str, dict[str, str]]] = {
+    "stdio": {"network.transport": "pipe"},
+    "streamable_http": {"network.transport": "tcp", "network.protocol.name": "http"},
+    "sse": {"network.transport": "tcp", "network.protocol.name": "http"},
 }
 # The methods that carry a resource URI (the conventions' note on mcp.resource.uri).
 _RESOURCE_METHODS: Final = frozenset(
@@ -98,6 +107,9 @@ def otel_middleware(
             attributes["jsonrpc.request.id"] = str(ctx.request_id)
         if ctx.session_id is not None:
             attributes["mcp.session.id"] = ctx.session_id
+        transport = ctx.transport
+        if transport is not None and transport in _NETWORK:
+            attributes.update(_NETWORK[transport])
         if method != "initialize":  # initialize: the revision is known from its answer
             attributes["mcp.protocol.version"] = ctx.revision
 

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from opentelemetry import baggage, trace
+from opentelemetry import baggage
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -224,17 +224,3 @@ async def test_a_clients_trace_continues_into_the_server(
     assert span.context is not None and span.parent is not None
     assert span.context.trace_id == ids.trace_id
     assert span.parent.span_id == ids.span_id
-
-
-async def test_without_a_provider_the_spans_are_no_ops() -> None:
-    # No tracer provider configured anywhere: the API's no-op spans, and the call works.
-    server = MCPServer(name="quiet", version="1", middleware=[otel_middleware()])
-
-    @server.tool
-    async def current() -> bool:
-        """Whether a recording span is current."""
-        return trace.get_current_span().is_recording()
-
-    async with client_for(server, ERAS[0]) as client:
-        result = await client.call_tool("current", {})
-    assert result["content"][0]["text"] == "false"

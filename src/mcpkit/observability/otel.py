@@ -38,7 +38,16 @@ from .._extras import require_extra
 with require_extra("otel", feature="OpenTelemetry tracing (mcpkit.observability.otel)"):
     from opentelemetry import context as otel_context
     from opentelemetry import trace
-    from opentelemetry.trace import Link, SpanKind, Status, StatusCode, TracerProvider
+    from opentelemetry.trace import (
+        Link,
+        NoOpTracerProvider,
+        ProxyTracerProvider,
+        SpanKind,
+        Status,
+        StatusCode,
+        Tracer,
+        TracerProvider,
+    )
 
 from .._version import version
 from ..errors import MCPError
@@ -76,14 +85,31 @@ def otel_middleware(
 ) -> Middleware:
     """A middleware that traces each request: ``MCPServer(middleware=[otel_middleware()])``.
 
-    ``tracer_provider`` defaults to the global one (``trace.set_tracer_provider``);
-    with none configured the spans are OpenTelemetry's no-op ones.
+    ``tracer_provider`` defaults to the global one (``trace.set_tracer_provider``),
+    looked up until the application installs it: before, requests pass through
+    untraced (no span, no context taken from ``_meta``).
     ``resource_uri_in_name`` names ``resources/*`` spans ``{method} {uri}`` (off by
     default: the conventions advise against high-cardinality span names).
     """
-    tracer = trace.get_tracer(_INSTRUMENTATION, version(), tracer_provider=tracer_provider)
+    tracer: Tracer | None = None
+    if tracer_provider is not None:
+        tracer = tracer_provider.get_tracer(_INSTRUMENTATION, version())
+
+    def global_tracer() -> Tracer | None:
+        # Until the application installs a provider the global one is a proxy whose
+        # spans are no-ops: the request then goes straight through, saving the span's
+        # cost (several microseconds). Installed once, a provider stays (the API's rule).
+        nonlocal tracer
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, ProxyTracerProvider | NoOpTracerProvider):
+            return None
+        tracer = provider.get_tracer(_INSTRUMENTATION, version())
+        return tracer
 
     async def otel(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        current = tracer or global_tracer()
+        if current is None:
+            return await call_next(ctx)
         method = ctx.method
         params = ctx.params
         attributes: dict[str, str] = {"mcp.method.name": method}
@@ -127,7 +153,7 @@ def otel_middleware(
             # Baggage without a trace: keep the ambient parent, add the baggage.
             token = otel_context.attach(extract(meta))
         try:
-            with tracer.start_as_current_span(
+            with current.start_as_current_span(
                 name,
                 kind=SpanKind.SERVER,
                 attributes=attributes,

@@ -1,0 +1,39 @@
+"""``mcpkit_stdio.py``'s server traced by ``otel_middleware``: what tracing costs per request.
+
+``python mcpkit_stdio_otel.py api``: the middleware with no tracer provider configured
+(the OpenTelemetry API's no-op spans). ``sdk``: the SDK's provider with a span
+processor whose exporter drops every span, so the figure holds the SDK's own work
+(span objects, attributes, the processor) and no I/O.
+"""
+
+import sys
+from collections.abc import Sequence
+
+from mcpkit import MCPServer
+from mcpkit.observability import otel_middleware
+
+provider = None
+if sys.argv[1:] == ["sdk"]:
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Drop()))
+
+server = MCPServer(
+    name="bench", version="1.0.0", middleware=[otel_middleware(tracer_provider=provider)]
+)
+
+
+@server.tool
+async def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+if __name__ == "__main__":
+    server.run_stdio()

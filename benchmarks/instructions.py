@@ -21,7 +21,8 @@ script prints every seed's figure so such a run shows.
 
 Paths: ``stdio`` (``servers/mcpkit_stdio.py``, 2025-11-25 session), ``stdio-otel``
 and ``stdio-otel-sdk`` (the same traced by ``otel_middleware``, with no tracer
-provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py``),
+provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py``;
+``stdio-mw``: a middleware that only calls ``call_next``, the chain's own share),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -66,12 +67,14 @@ PATHS = (
     "http-2026",
     "http-auth",
     "http-bearer",
+    "stdio-mw",
     "stdio-otel",
     "stdio-otel-sdk",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
     "stdio": [str(SERVERS / "mcpkit_stdio.py")],
+    "stdio-mw": [str(SERVERS / "mcpkit_stdio_otel.py"), "pass"],
     "stdio-otel": [str(SERVERS / "mcpkit_stdio_otel.py"), "api"],
     "stdio-otel-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "sdk"],
 }

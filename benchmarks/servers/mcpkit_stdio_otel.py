@@ -3,14 +3,22 @@
 ``python mcpkit_stdio_otel.py api``: the middleware with no tracer provider configured
 (the OpenTelemetry API's no-op spans). ``sdk``: the SDK's provider with a span
 processor whose exporter drops every span, so the figure holds the SDK's own work
-(span objects, attributes, the processor) and no I/O.
+(span objects, attributes, the processor) and no I/O. ``pass``: a middleware that
+only calls ``call_next``, for the chain's own share.
 """
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from mcpkit import MCPServer
 from mcpkit.observability import otel_middleware
+from mcpkit.server.middleware import CallNext, MiddlewareContext
+
+
+async def passing(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+    return await call_next(ctx)
+
 
 provider = None
 if sys.argv[1:] == ["sdk"]:
@@ -24,9 +32,8 @@ if sys.argv[1:] == ["sdk"]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(Drop()))
 
-server = MCPServer(
-    name="bench", version="1.0.0", middleware=[otel_middleware(tracer_provider=provider)]
-)
+middleware = passing if sys.argv[1:] == ["pass"] else otel_middleware(tracer_provider=provider)
+server = MCPServer(name="bench", version="1.0.0", middleware=[middleware])
 
 
 @server.tool

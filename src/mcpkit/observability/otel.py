@@ -31,6 +31,7 @@ request's ``_meta``, so a client's trace continues into the server.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Final
 
 from .._extras import require_extra
@@ -61,6 +62,8 @@ __all__ = ["TRACE_CONTEXT_EXTENSION", "otel_extension", "otel_middleware"]
 TRACE_CONTEXT_EXTENSION: Final = "io.opentelemetry/trace-context"
 
 _INSTRUMENTATION: Final = "mcpkit"
+#: Seconds between two looks for the global tracer provider while none is installed.
+_LOOKUP_INTERVAL: Final = 1.0
 
 # The methods whose params name a low-cardinality target, and the attribute it goes in.
 _TARGETS: Final[dict[str, tuple[str, str]]] = {
@@ -86,8 +89,8 @@ def otel_middleware(
     """A middleware that traces each request: ``MCPServer(middleware=[otel_middleware()])``.
 
     ``tracer_provider`` defaults to the global one (``trace.set_tracer_provider``),
-    looked up until the application installs it: before, requests pass through
-    untraced (no span, no context taken from ``_meta``).
+    looked up (at most once a second) until the application installs it: before,
+    requests pass through untraced (no span, no context taken from ``_meta``).
     ``resource_uri_in_name`` names ``resources/*`` spans ``{method} {uri}`` (off by
     default: the conventions advise against high-cardinality span names).
     """
@@ -95,11 +98,18 @@ def otel_middleware(
     if tracer_provider is not None:
         tracer = tracer_provider.get_tracer(_INSTRUMENTATION, version())
 
+    next_lookup = 0.0
+
     def global_tracer() -> Tracer | None:
         # Until the application installs a provider the global one is a proxy whose
         # spans are no-ops: the request then goes straight through, saving the span's
-        # cost (several microseconds). Installed once, a provider stays (the API's rule).
-        nonlocal tracer
+        # cost (several microseconds). The lookup itself reads os.environ, so it runs
+        # at most once a second; installed once, a provider stays (the API's rule).
+        nonlocal tracer, next_lookup
+        now = time.monotonic()
+        if now < next_lookup:
+            return None
+        next_lookup = now + _LOOKUP_INTERVAL
         provider = trace.get_tracer_provider()
         if isinstance(provider, ProxyTracerProvider | NoOpTracerProvider):
             return None

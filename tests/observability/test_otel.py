@@ -178,6 +178,22 @@ async def test_the_meta_parent_wins_and_the_ambient_span_is_linked(
     assert prompts.links == ()
 
 
+async def test_baggage_without_a_trace_keeps_the_ambient_parent(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    tracer = provider.get_tracer("transport")
+    async with client_for(make_server(provider), ERAS[0]) as client:
+        with tracer.start_as_current_span("POST /mcp") as http:
+            result = await client.request(
+                "tools/call", {"name": "tenant", "_meta": {"baggage": "tenant=globex"}}
+            )
+    assert result["content"][0]["text"] == "globex"
+    span = only(server_spans(exporter), "tools/call tenant")
+    assert span.parent is not None
+    assert span.parent.span_id == http.get_span_context().span_id
+    assert span.links == ()
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_jsonrpc_error_sets_error_type_and_status(
     provider: TracerProvider, exporter: InMemorySpanExporter, era: str

@@ -66,3 +66,12 @@ def test_baggage_alone_travels_without_a_traceparent() -> None:
     inject(meta, context=baggage.set_baggage("tenant", "acme", context=Context()))
     assert "traceparent" not in meta
     assert baggage.get_baggage("tenant", extract(meta, context=Context())) == "acme"
+
+
+def test_without_trace_context_the_current_context_is_kept(provider: TracerProvider) -> None:
+    with provider.get_tracer("t").start_as_current_span("outer") as outer:
+        ctx = extract({"baggage": "tenant=acme"})
+        empty = extract({"progressToken": 1})
+    for got in (ctx, empty):
+        assert trace.get_current_span(got) is outer
+    assert baggage.get_baggage("tenant", ctx) == "acme"

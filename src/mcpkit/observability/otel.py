@@ -187,9 +187,9 @@ def otel_middleware(
                     span.set_attribute("error.type", "tool_error")
                     span.set_status(Status(StatusCode.ERROR, _first_text(result)))
                 elif method == "initialize":
-                    version = result.get("protocolVersion")
-                    if isinstance(version, str):
-                        span.set_attribute("mcp.protocol.version", version)
+                    negotiated = result.get("protocolVersion")
+                    if isinstance(negotiated, str):
+                        span.set_attribute("mcp.protocol.version", negotiated)
                 return result
         finally:
             if token is not None:

@@ -18,7 +18,7 @@ from .._extras import require_extra
 
 with require_extra("otel", feature="OpenTelemetry tracing (mcpkit.observability.propagation)"):
     from opentelemetry import propagate
-    from opentelemetry.context import Context
+    from opentelemetry.context import Context, get_current
     from opentelemetry.propagators.textmap import Getter
 
 __all__ = ["extract", "inject"]
@@ -45,9 +45,12 @@ def extract(meta: Mapping[str, Any] | None, *, context: Context | None = None) -
     Based on ``context`` (the current context when None): without trace
     context in ``meta`` the result is that context unchanged.
     """
+    # Passed explicitly: the W3C trace context propagator, finding no traceparent, answers
+    # an empty context for None, which would drop the current span and baggage.
+    base = get_current() if context is None else context
     if not meta:
-        return propagate.extract({}, context=context)
-    return propagate.extract(meta, context=context, getter=_GETTER)
+        return base
+    return propagate.extract(meta, context=base, getter=_GETTER)
 
 
 def inject(meta: MutableMapping[str, Any], *, context: Context | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,7 +24,10 @@ PARENT_ID = 0x00F067AA0BA902B7
 TRACEPARENT = f"00-{TRACE_ID:032x}-{PARENT_ID:016x}-01"
 
 
-def make_server(provider: TracerProvider, **options: Any) -> MCPServer:
+def make_server(
+    provider: TracerProvider, started: asyncio.Event | None = None, **options: Any
+) -> MCPServer:
+    started = started or asyncio.Event()
     server = MCPServer(
         name="traced",
         version="1",
@@ -46,6 +50,13 @@ def make_server(provider: TracerProvider, **options: Any) -> MCPServer:
     async def fail() -> str:
         """Always a tool error."""
         raise ToolError("the upstream is down")
+
+    @server.tool
+    async def slow() -> str:
+        """Wait until cancelled."""
+        started.set()
+        await asyncio.sleep(60)
+        return "late"
 
     @server.prompt
     def greet(name: str) -> str:
@@ -240,3 +251,22 @@ async def test_a_clients_trace_continues_into_the_server(
     assert span.context is not None and span.parent is not None
     assert span.context.trace_id == ids.trace_id
     assert span.parent.span_id == ids.span_id
+
+
+async def test_a_cancelled_request_is_a_cancelled_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    started = asyncio.Event()
+    async with client_for(make_server(provider, started), ERAS[0]) as client:
+        call = asyncio.ensure_future(
+            client.send_raw(
+                {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "slow"}}
+            )
+        )
+        async with asyncio.timeout(10):
+            await started.wait()
+            await client.notify("notifications/cancelled", {"requestId": 9})
+            assert await call is None
+    span = only(server_spans(exporter), "tools/call slow")
+    assert span.attributes is not None and span.attributes["error.type"] == "cancelled"
+    assert span.status.status_code is StatusCode.ERROR

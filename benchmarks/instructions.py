@@ -19,7 +19,10 @@ script prints every seed's figure so such a run shows.
     python benchmarks/instructions.py                        # all four paths
     python benchmarks/instructions.py --paths stdio,http-2026 --n1 200 --n2 1200
 
-Paths: ``stdio`` (``servers/mcpkit_stdio.py``, 2025-11-25 session),
+Paths: ``stdio`` (``servers/mcpkit_stdio.py``, 2025-11-25 session), ``stdio-otel``
+and ``stdio-otel-sdk`` (the same traced by ``otel_middleware``, with no tracer
+provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py``;
+``stdio-mw``: a middleware that only calls ``call_next``, the chain's own share),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -57,7 +60,24 @@ import orjson
 from _util import PROTOCOL_VERSION, SERVERS, child_env, free_port, jwt_protection
 from bench_http import INITIALIZE, INITIALIZED, TEXT
 
-PATHS = ("stdio", "http-stateful", "http-stateless", "http-2026", "http-auth", "http-bearer")
+PATHS = (
+    "stdio",
+    "http-stateful",
+    "http-stateless",
+    "http-2026",
+    "http-auth",
+    "http-bearer",
+    "stdio-mw",
+    "stdio-otel",
+    "stdio-otel-sdk",
+)
+# The stdio paths: the server script and its arguments.
+STDIO: dict[str, list[str]] = {
+    "stdio": [str(SERVERS / "mcpkit_stdio.py")],
+    "stdio-mw": [str(SERVERS / "mcpkit_stdio_otel.py"), "pass"],
+    "stdio-otel": [str(SERVERS / "mcpkit_stdio_otel.py"), "api"],
+    "stdio-otel-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "sdk"],
+}
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -91,9 +111,9 @@ def total(out: Path) -> int:
     raise RuntimeError(f"no totals in {out}")
 
 
-def drive_stdio(out: Path, n: int, seed: int) -> int:
+def drive_stdio(out: Path, n: int, seed: int, path: str = "stdio") -> int:
     proc = subprocess.Popen(
-        [*callgrind(out), str(SERVERS / "mcpkit_stdio.py")],
+        [*callgrind(out), *STDIO[path]],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -210,7 +230,9 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
 
 def count(path: str, n: int, workdir: Path, seed: int) -> int:
     out = workdir / f"{path}-{n}.out"
-    return drive_stdio(out, n, seed) if path == "stdio" else drive_http(out, n, path, seed)
+    if path in STDIO:
+        return drive_stdio(out, n, seed, path)
+    return drive_http(out, n, path, seed)
 
 
 def main() -> None:

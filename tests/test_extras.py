@@ -170,6 +170,16 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "the pydantic-ai adapter (mcpkit.adapters.pydantic_ai) needs pydantic_ai, which is "
         "not installed: pip install 'mcpkit[pydantic-ai]'",
     ),
+    *(
+        (
+            f"mcpkit.observability.{name}",
+            "otel",
+            "opentelemetry",
+            f"OpenTelemetry tracing (mcpkit.observability.{name}) needs opentelemetry, which "
+            "is not installed: pip install 'mcpkit[otel]'",
+        )
+        for name in ("otel", "propagation")
+    ),
 ]
 
 

@@ -29,6 +29,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "auth": ("joserfc", "cryptography", "httpx"),
     "redis": ("redis",),
     "pydantic-ai": ("pydantic_ai",),
+    "otel": ("opentelemetry",),
 }
 
 

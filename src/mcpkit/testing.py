@@ -103,6 +103,7 @@ class InMemoryClient:
             standalone=self._deliver,
             stateless=stateless or self._envelope is not None,
             revision=protocol_version if self._envelope is not None else None,
+            transport="memory",
         )
 
     async def __aenter__(self) -> InMemoryClient:

@@ -8,7 +8,8 @@ legacy SSE and in memory, on 2025-11-25 and on 2026-07-28; each run checks
 that every request passed both middlewares in order with its method and
 result, that the refused tool never ran and the client got -31403, that a
 2026-07-28 input round passed the chain once per round, that no notification
-did, and that the lifespan was entered once before the first request and
+did, that each request's ``ctx.transport`` names the transport, and that
+the lifespan was entered once before the first request and
 exited once at the end.
 """
 
@@ -43,6 +44,15 @@ CASES = [
     ("http-sessionless", MODERN),
     ("sse", LEGACY),
 ]
+
+# What ctx.transport says for each way of serving.
+CARRIER = {
+    "memory": "memory",
+    "stdio": "stdio",
+    "http": "streamable_http",
+    "http-sessionless": "streamable_http",
+    "sse": "sse",
+}
 
 
 def accept_ada(params: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +150,8 @@ async def test_middleware_and_lifespan(transport: str, revision: str, tmp_path: 
     assert events[0] == "lifespan enter" and events[-1] == "lifespan exit"
     if transport != "stdio":
         assert "lifespan exit" not in during  # still open while the client was connected
+    # Every request says what carried it.
+    assert {e for e in events if e.startswith("via ")} == {f"via {CARRIER[transport]}"}
     # No notification passes through the chain (notifications/initialized, ...).
     assert not [e for e in events if "notifications/" in e]
 

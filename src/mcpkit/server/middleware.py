@@ -92,8 +92,8 @@ class MiddlewareContext:
     treat them as read-only), ``request_id``, ``auth_info`` (what the HTTP auth
     middleware put in the ASGI scope as ``mcpkit.auth``; None on stdio, in
     memory and for unauthenticated requests), the ``session`` it arrived on
-    with its ``session_id``, ``client_info``, ``client_capabilities``,
-    ``revision`` and ``era``, the ``server`` and its ``lifespan_state``.
+    with its ``session_id``, ``transport``, ``client_info``,
+    ``client_capabilities``, ``revision`` and ``era``, the ``server`` and its ``lifespan_state``.
 
     On 2026-07-28 every request carries its own client info, capabilities and
     revision (in ``_meta``): they are read before the chain runs, so a
@@ -133,6 +133,12 @@ class MiddlewareContext:
     def session_id(self) -> str | None:
         """The transport's session id (Streamable HTTP, legacy SSE); None elsewhere."""
         return self.session.session_id
+
+    @property
+    def transport(self) -> str | None:
+        """What carries the request: ``"stdio"``, ``"streamable_http"``, ``"sse"`` or
+        ``"memory"`` (in-process clients and tests); None when unknown."""
+        return self.session.transport
 
     @property
     def client_info(self) -> dict[str, Any] | None:

@@ -589,12 +589,18 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
         standalone: Any = None,
         stateless: bool = False,
         revision: str | None = None,
+        transport: str | None = None,
     ) -> ServerSession:
-        """A new session; transports call this once per connection (stateless: per request)."""
+        """A new session; transports call this once per connection (stateless: per request).
+
+        ``transport`` names what carries it (``"stdio"``, ``"streamable_http"``,
+        ``"sse"``, ``"memory"``), for middleware (``ctx.transport``).
+        """
         return ServerSession(
             self,
             session_id=session_id,
             standalone=standalone,
             stateless=stateless,
             revision=revision,
+            transport=transport,
         )

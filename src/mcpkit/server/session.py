@@ -95,6 +95,7 @@ class ServerSession:
         "stateless",
         "subscriber_scopes",
         "subscriptions",
+        "transport",
     )
 
     def __init__(
@@ -105,9 +106,13 @@ class ServerSession:
         standalone: Send | None = None,
         stateless: bool = False,
         revision: str | None = None,
+        transport: str | None = None,
     ) -> None:
         self.server = server
         self.session_id = session_id
+        # What carries the session: "stdio", "streamable_http", "sse", "memory"; None when
+        # unknown (a session made directly, or server.execute_tool's detached one).
+        self.transport = transport
         self.standalone: Send = standalone or _drop
         self.stateless = stateless
         # No client at all (server.execute_tool): nothing could answer a request to it.
@@ -290,7 +295,9 @@ class ServerSession:
         else:
             # A 2026-07-28 request on a connection that has not initialized (stdio's
             # server/discover probe): the era is decided per request, so serve it alone.
-            single = self.server.create_session(stateless=True, revision=STATELESS_REVISIONS[-1])
+            single = self.server.create_session(
+                stateless=True, revision=STATELESS_REVISIONS[-1], transport=self.transport
+            )
             # Shared, so notifications/cancelled on this connection reaches the request.
             single._inflight = self._inflight
             resp = await serve_stateless(single, msg, send, auth_info)

@@ -253,7 +253,9 @@ class ClusterNode:
             return None
         if not app.sessions.make_room():
             raise ServerBusy("too many active sessions on this node to serve one more")
-        session = app.server.create_session(session_id=sid, revision=record.protocol_version)
+        session = app.server.create_session(
+            session_id=sid, revision=record.protocol_version, transport="streamable_http"
+        )
         session.max_inflight = app.max_inflight
         self._apply(
             session,

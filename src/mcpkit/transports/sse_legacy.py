@@ -302,7 +302,9 @@ class SSEApp:
         auth_info = scope.get(AUTH_SCOPE_KEY)
         conn = _Connection(self, sid, None if auth_info is None else principal_of(auth_info))
         conn.stream_task = asyncio.current_task()
-        conn.session = session = self.server.create_session(session_id=sid, standalone=conn)
+        conn.session = session = self.server.create_session(
+            session_id=sid, standalone=conn, transport="sse"
+        )
         session.max_inflight = self.max_inflight
         self._connections[sid] = conn
         endpoint = f"{scope.get('root_path', '')}{self.message_path}?sessionId={sid}"

@@ -137,7 +137,7 @@ class StdioConnection(asyncio.Protocol):
         # Messages `send` wrote, and how many of them the client was last seen to have read.
         self._sent = 0
         self._seen = 0
-        self.session: ServerSession = server.create_session(standalone=self.send)
+        self.session: ServerSession = server.create_session(standalone=self.send, transport="stdio")
         # Bound once: read per message, and a bound method is made anew at each lookup.
         self._receive = self.session.receive
         self._defer = self._loop.call_soon

@@ -419,7 +419,9 @@ class StreamableHTTPApp(SessionEndpoints):
             return
         if self.stateless:
             revision = version.decode() if version is not None else DEFAULT_HTTP_REVISION
-            session = self.server.create_session(stateless=True, revision=revision)
+            session = self.server.create_session(
+                stateless=True, revision=revision, transport="streamable_http"
+            )
             await self._dispatch_sessionless(session, msg, mode, receive, send, auth_info)
             return
         raw_sid = headers.get(b"mcp-session-id")

@@ -214,7 +214,9 @@ async def serve_stateless_post(
             send, 400, error_response(rid, HEADER_MISMATCH, f"Header mismatch: {problem}")
         )
         return
-    session = server.create_session(stateless=True, revision=envelope.revision.name)
+    session = server.create_session(
+        stateless=True, revision=envelope.revision.name, transport="streamable_http"
+    )
     stream = _LazyStream(send, keepalive_interval)
     serving = session.serve_stateless(msg, stream, auth_info, envelope)
     try:

@@ -112,7 +112,7 @@ class SessionEndpoints:
             raise ConfigurationError(
                 f"session_id_generator returned an unusable session id {sid!r}"
             )
-        session = self.server.create_session(session_id=sid)
+        session = self.server.create_session(session_id=sid, transport="streamable_http")
         session.max_inflight = self.max_inflight
         entry = HTTPSession(self, sid, session, principal)
         session.standalone = entry

@@ -42,7 +42,7 @@ class InProcessServer(Protocol):
     siblings that do not import each other (``docs/architecture.md``).
     """
 
-    def create_session(self, *, standalone: Deliver) -> InProcessSession: ...
+    def create_session(self, *, standalone: Deliver, transport: str) -> InProcessSession: ...
 
     def lifespan_context(self) -> AbstractAsyncContextManager[Any]: ...
 
@@ -65,7 +65,7 @@ class MemoryTransport:
         await lifespan.__aenter__()
         self._lifespan = lifespan
         self._inbound = inbound
-        self.session = self.server.create_session(standalone=self._deliver)
+        self.session = self.server.create_session(standalone=self._deliver, transport="memory")
 
     async def send(self, message: dict[str, Any]) -> None:
         session = self.session

@@ -1,0 +1,46 @@
+"""``mcpkit_stdio.py``'s server traced by ``otel_middleware``: what tracing costs per request.
+
+``python mcpkit_stdio_otel.py api``: the middleware with no tracer provider configured
+(the OpenTelemetry API's no-op spans). ``sdk``: the SDK's provider with a span
+processor whose exporter drops every span, so the figure holds the SDK's own work
+(span objects, attributes, the processor) and no I/O. ``pass``: a middleware that
+only calls ``call_next``, for the chain's own share.
+"""
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from mcpkit import MCPServer
+from mcpkit.observability import otel_middleware
+from mcpkit.server.middleware import CallNext, MiddlewareContext
+
+
+async def passing(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+    return await call_next(ctx)
+
+
+provider = None
+if sys.argv[1:] == ["sdk"]:
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Drop()))
+
+middleware = passing if sys.argv[1:] == ["pass"] else otel_middleware(tracer_provider=provider)
+server = MCPServer(name="bench", version="1.0.0", middleware=[middleware])
+
+
+@server.tool
+async def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+if __name__ == "__main__":
+    server.run_stdio()

@@ -1,0 +1,221 @@
+"""OpenTelemetry server spans for MCP requests, by the OpenTelemetry MCP semantic conventions.
+
+:func:`otel_middleware` opens one span of kind ``SERVER`` around each request the
+server serves (the middleware chain: every transport, both protocol eras, each
+round of a 2026-07-28 input exchange). Following the conventions' MCP page
+(OpenTelemetry GenAI semantic conventions, "Server" span):
+
+- name ``{mcp.method.name} {target}``, the target being the tool or prompt name;
+  ``{mcp.method.name}`` alone when there is none. A resource URI is high
+  cardinality, so it joins the name only when asked (``resource_uri_in_name``);
+- parent: the trace context in ``params._meta`` (SEP-414); the ambient context
+  (an HTTP server span, say) is then linked, not used. Without trace context in
+  ``_meta`` the ambient context is the parent. ``baggage`` from ``_meta`` is
+  current while the handler runs, as is the span: tool code's own spans nest
+  under it;
+- attributes ``mcp.method.name``, ``mcp.session.id``, ``mcp.protocol.version``,
+  ``jsonrpc.request.id``, ``gen_ai.tool.name`` with ``gen_ai.operation.name =
+  execute_tool``, ``gen_ai.prompt.name``, ``mcp.resource.uri``,
+  ``network.transport`` (``pipe`` on stdio, ``tcp`` on HTTP) and
+  ``network.protocol.name`` (``http``);
+- on a JSON-RPC error: ``error.type`` and ``rpc.response.status_code`` the error
+  code as a string, status ``ERROR`` with the error's message; on a tool result
+  with ``isError``: ``error.type = tool_error`` and status ``ERROR``; a request
+  the client cancelled: ``error.type = cancelled``.
+
+:func:`otel_extension` is the client side: a :class:`mcpkit.Client` extension
+whose ``request_meta`` hook writes the current trace context into each outgoing
+request's ``_meta``, so a client's trace continues into the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Final
+
+from .._extras import require_extra
+
+with require_extra("otel", feature="OpenTelemetry tracing (mcpkit.observability.otel)"):
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import (
+        Link,
+        NoOpTracerProvider,
+        ProxyTracerProvider,
+        SpanKind,
+        Status,
+        StatusCode,
+        Tracer,
+        TracerProvider,
+    )
+
+from .._version import version
+from ..errors import MCPError
+from ..server.extension import Extension
+from ..server.middleware import CallNext, Middleware, MiddlewareContext
+from .propagation import extract, inject
+
+__all__ = ["TRACE_CONTEXT_EXTENSION", "otel_extension", "otel_middleware"]
+
+#: The identifier :func:`otel_extension` goes by in ``Client(extensions=[...])``.
+TRACE_CONTEXT_EXTENSION: Final = "io.opentelemetry/trace-context"
+
+_INSTRUMENTATION: Final = "mcpkit"
+#: Seconds between two looks for the global tracer provider while none is installed.
+_LOOKUP_INTERVAL: Final = 1.0
+
+# The methods whose params name a low-cardinality target, and the attribute it goes in.
+_TARGETS: Final[dict[str, tuple[str, str]]] = {
+    "tools/call": ("name", "gen_ai.tool.name"),
+    "prompts/get": ("name", "gen_ai.prompt.name"),
+}
+# network.transport and network.protocol.name by ctx.transport: "pipe" for stdio, "tcp"
+# for HTTP (the conventions' note on network.transport); nothing for in-memory sessions.
+_NETWORK: Final[dict[str, dict[str, str]]] = {
+    "stdio": {"network.transport": "pipe"},
+    "streamable_http": {"network.transport": "tcp", "network.protocol.name": "http"},
+    "sse": {"network.transport": "tcp", "network.protocol.name": "http"},
+}
+# The methods that carry a resource URI (the conventions' note on mcp.resource.uri).
+_RESOURCE_METHODS: Final = frozenset(
+    {"resources/read", "resources/subscribe", "resources/unsubscribe"}
+)
+
+
+def otel_middleware(
+    *, tracer_provider: TracerProvider | None = None, resource_uri_in_name: bool = False
+) -> Middleware:
+    """A middleware that traces each request: ``MCPServer(middleware=[otel_middleware()])``.
+
+    ``tracer_provider`` defaults to the global one (``trace.set_tracer_provider``),
+    looked up (at most once a second) until the application installs it: before,
+    requests pass through untraced (no span, no context taken from ``_meta``).
+    ``resource_uri_in_name`` names ``resources/*`` spans ``{method} {uri}`` (off by
+    default: the conventions advise against high-cardinality span names).
+    """
+    tracer: Tracer | None = None
+    if tracer_provider is not None:
+        tracer = tracer_provider.get_tracer(_INSTRUMENTATION, version())
+
+    next_lookup = 0.0
+
+    def global_tracer() -> Tracer | None:
+        # Until the application installs a provider the global one is a proxy whose
+        # spans are no-ops: the request then goes straight through, saving the span's
+        # cost (several microseconds). The lookup itself reads os.environ, so it runs
+        # at most once a second; installed once, a provider stays (the API's rule).
+        nonlocal tracer, next_lookup
+        now = time.monotonic()
+        if now < next_lookup:
+            return None
+        next_lookup = now + _LOOKUP_INTERVAL
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, ProxyTracerProvider | NoOpTracerProvider):
+            return None
+        tracer = provider.get_tracer(_INSTRUMENTATION, version())
+        return tracer
+
+    async def otel(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        current = tracer or global_tracer()
+        if current is None:
+            return await call_next(ctx)
+        method = ctx.method
+        params = ctx.params
+        attributes: dict[str, str] = {"mcp.method.name": method}
+        name = method
+        target = _TARGETS.get(method)
+        if target is not None:
+            value = params.get(target[0])
+            if isinstance(value, str):
+                attributes[target[1]] = value
+                name = f"{method} {value}"
+            if method == "tools/call":
+                attributes["gen_ai.operation.name"] = "execute_tool"
+        elif method in _RESOURCE_METHODS:
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                attributes["mcp.resource.uri"] = uri
+                if resource_uri_in_name:
+                    name = f"{method} {uri}"
+        # A null id is not captured (the conventions' note on jsonrpc.request.id).
+        if ctx.request_id is not None:
+            attributes["jsonrpc.request.id"] = str(ctx.request_id)
+        if ctx.session_id is not None:
+            attributes["mcp.session.id"] = ctx.session_id
+        transport = ctx.transport
+        if transport is not None and transport in _NETWORK:
+            attributes.update(_NETWORK[transport])
+        if method != "initialize":  # initialize: the revision is known from its answer
+            attributes["mcp.protocol.version"] = ctx.revision
+
+        meta = params.get("_meta")
+        carried = extract(meta, context=otel_context.Context()) if isinstance(meta, dict) else None
+        links: list[Link] = []
+        token = None
+        if carried is not None and trace.get_current_span(carried).get_span_context().is_valid:
+            # _meta parents the span; the transport's context (an HTTP span) is linked.
+            ambient = trace.get_current_span().get_span_context()
+            if ambient.is_valid:
+                links.append(Link(ambient))
+            token = otel_context.attach(carried)
+        elif carried:
+            # Baggage without a trace: keep the ambient parent, add the baggage.
+            token = otel_context.attach(extract(meta))
+        try:
+            with current.start_as_current_span(
+                name,
+                kind=SpanKind.SERVER,
+                attributes=attributes,
+                links=links,
+                record_exception=False,
+                set_status_on_exception=False,
+            ) as span:
+                try:
+                    result = await call_next(ctx)
+                except MCPError as exc:
+                    code = str(exc.code)
+                    span.set_attribute("error.type", code)
+                    span.set_attribute("rpc.response.status_code", code)
+                    span.set_status(Status(StatusCode.ERROR, exc.message))
+                    raise
+                except asyncio.CancelledError:
+                    span.set_attribute("error.type", "cancelled")
+                    span.set_status(Status(StatusCode.ERROR, "cancelled by the client"))
+                    raise
+                if method == "tools/call" and result.get("isError") is True:
+                    span.set_attribute("error.type", "tool_error")
+                    span.set_status(Status(StatusCode.ERROR, _first_text(result)))
+                elif method == "initialize":
+                    negotiated = result.get("protocolVersion")
+                    if isinstance(negotiated, str):
+                        span.set_attribute("mcp.protocol.version", negotiated)
+                return result
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+
+    return otel
+
+
+def _first_text(result: dict[str, Any]) -> str | None:
+    """The text of a tool error's first text block: what the tool said went wrong."""
+    content = result.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                return text if isinstance(text, str) else None
+    return None
+
+
+def _inject(method: str, meta: dict[str, Any]) -> None:
+    inject(meta)
+
+
+def otel_extension() -> Extension:
+    """The client side: ``Client(extensions=[otel_extension()])`` writes the current
+    trace context into the ``_meta`` of each request the client sends, so the
+    server's span continues the client's trace (both eras: the hook runs before
+    the 2026-07-28 envelope is added). Servers take :func:`otel_middleware`."""
+    return Extension(identifier=TRACE_CONTEXT_EXTENSION, request_meta=_inject)

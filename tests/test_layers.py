@@ -392,6 +392,7 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
         "mcpkit.server.session",
     ): "a plain tool runs inline on a session",
     ("mcpkit.server.session", "mcpkit.server.server"): "ServerSession.server",
+    ("mcpkit.server.outbound", "mcpkit.server.server"): "ServerSession.server (the outbound mixin)",
     ("mcpkit.server.request", "mcpkit.server.session"): "Request.session",
     (
         "mcpkit.server.stateless.listen",

@@ -189,14 +189,10 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
         self._fanout: Fanout | None = None
         # The requestState keys were given (else a cluster shares one through its store).
         self._request_state_keys_given = rounds.request_state_keys is not None
-        # The method table (methods.METHODS) and the middleware around it, built once;
-        # public, plain attributes (read on every request), rebuilt by add_middleware:
-        # - methods: method name -> handler, without middleware;
-        # - middleware_chain: the chain composed (serve_round), None without middleware;
-        # - wrapped_methods: each handler inside the chain; handshake-era sessions
-        #   dispatch with it. 2026-07-28 requests run the chain around each round
-        #   (stateless.dispatch.serve_stateless) and dispatch with the bare methods inside it.
-        # Read them; do not set them.
+        # The method table and its middleware, built once, rebuilt by add_middleware; plain
+        # public attributes (read on every request; do not set them): methods (no middleware),
+        # middleware_chain (None without middleware; stateless requests run it around each
+        # round), wrapped_methods (each handler inside the chain: the handshake era's table).
         self.methods: dict[str, Handler] = dict(METHODS)
         self._middleware: list[Middleware] = check_middleware(middleware)
         self.middleware_chain: CallNext | None = build_chain(self._middleware)
@@ -591,11 +587,8 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
         revision: str | None = None,
         transport: str | None = None,
     ) -> ServerSession:
-        """A new session; transports call this once per connection (stateless: per request).
-
-        ``transport`` names what carries it (``"stdio"``, ``"streamable_http"``,
-        ``"sse"``, ``"memory"``), for middleware (``ctx.transport``).
-        """
+        """A new session; transports call this once per connection (stateless: per request),
+        naming themselves (``"stdio"``, ``"streamable_http"``, ``"sse"``, ``"memory"``)."""
         return ServerSession(
             self,
             session_id=session_id,

@@ -25,11 +25,9 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    CapabilityError,
     ConnectionClosed,
     InvalidParams,
     MCPError,
-    PeerTimeout,
     RemoteError,
     shutting_down_error,
     to_jsonrpc_error,
@@ -40,7 +38,8 @@ from ..protocol.envelope import Envelope, is_stateless_request
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
-from .context import LOG_LEVELS, request_asker
+from .context import LOG_LEVELS
+from .outbound import SessionOutbound
 from .request import Request, Send, stopped_for_shutdown
 from .stateless.dispatch import serve_stateless
 
@@ -71,7 +70,7 @@ async def _drop(message: dict[str, Any]) -> None:
     log.debug("no stream to deliver %s", message.get("method"))
 
 
-class ServerSession:
+class ServerSession(SessionOutbound):
     """State of one client connection (or one request, in stateless mode)."""
 
     __slots__ = (
@@ -450,113 +449,6 @@ class ServerSession:
         if req.task is not None:
             req.task.cancel()
         return True
-
-    # -- outbound ----------------------------------------------------------------------------
-    async def send_request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        request: Request | None = None,
-        *,
-        timeout: float | None = None,
-        capability: str | None = None,
-        key: str | None = None,
-    ) -> dict[str, Any]:
-        """Send a request to the client and await its result.
-
-        On the stateless era the request becomes an input request of an
-        input-required result (MRTR) named ``key``, and the answer arrives with
-        the client's retry (see :mod:`.stateless.input_required`).
-
-        Raises :class:`CapabilityError` when ``capability`` was not declared by the
-        client, :class:`PeerTimeout` when it does not answer within ``timeout``
-        (default: the server's ``request_timeout``), :class:`RemoteError` when it
-        answers with an error and :class:`ConnectionClosed` when the session ends.
-        """
-        if self.state is State.CLOSED:
-            raise ConnectionClosed(f"cannot send {method}: the session is closed")
-        unreachable = self.unreachable(method)
-        if unreachable is not None:
-            raise unreachable
-        if capability is not None and capability not in self.client_capabilities:
-            raise CapabilityError(
-                f"the client did not declare the '{capability}' capability, so the server cannot send {method}"
-            )
-        asker = request_asker()
-        if asker is not None:  # detached work (a task) asks through its own channel
-            return await asker(method, params, key, timeout)
-        if self.inputs is not None:
-            return await self.inputs.ask(method, params, key, timeout)
-        if self.stateless:
-            raise CapabilityError(
-                f"cannot send {method}: this server runs in stateless mode, which has no channel "
-                "for server-to-client requests"
-            )
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        outgoing = self.outgoing
-        entry, message = outgoing.open(method, params, fut)
-        send = request.send_raw if request is not None else self.standalone
-        wait = self.server.request_timeout if timeout is None else timeout
-        try:
-            await send(message)
-            return await asyncio.wait_for(fut, wait)
-        except TimeoutError:
-            cancelled = outgoing.cancel(entry.id, "timeout")
-            if cancelled is not None:
-                try:
-                    await send(cancelled)
-                except Exception:
-                    pass
-            raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
-        finally:
-            outgoing.forget(entry.id)
-
-    def unreachable(self, method: str) -> CapabilityError | None:
-        """Why no request can reach the client at all, whatever capabilities it declared.
-
-        On the handshake era's stateless HTTP mode every POST gets a fresh session
-        that never saw ``initialize``, so the client's capabilities are unknown: say
-        that the mode is why, not that the client failed to declare them. A detached
-        session (``server.execute_tool``) has no client to ask: say that.
-        """
-        if self.detached:
-            return CapabilityError(
-                f"cannot send {method}: no client is connected (the tool runs directly, through "
-                "server.execute_tool), so nothing can answer a server-to-client request; call "
-                "the tool through a client (for tests, mcpkit.testing.connect(server)) instead"
-            )
-        if not self.stateless or self.inputs is not None or self.revision.era == "stateless":
-            return None
-        return CapabilityError(
-            f"cannot send {method}: this server runs in stateless mode (stateless HTTP: each "
-            "request is served without a session), which has no channel for server-to-client "
-            "requests, whatever capabilities the client declared; serve with sessions (the "
-            "default) for this tool, or use a client on protocol revision 2026-07-28, which "
-            "answers such requests in input-required rounds"
-        )
-
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """A notification not related to any request (standalone stream)."""
-        if self.state is State.NEW:
-            return
-        try:
-            await self.standalone(jsonrpc.notification(method, params))
-        except Exception as exc:  # a gone client must not break the notifier
-            log.debug("could not deliver %s: %s", method, exc)
-
-    async def log(
-        self, request: Request | None, level: str, data: Any, *, logger: str | None = None
-    ) -> None:
-        rank = LOG_LEVELS.get(level)
-        if rank is None:
-            raise ValueError(f"unknown log level {level!r}")
-        if rank < self.log_level:
-            return
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        msg = jsonrpc.notification("notifications/message", params)
-        await (request.send_raw if request is not None else self.standalone)(msg)
 
     def close(self) -> None:
         """End the session: fail pending server→client requests, cancel in-flight ones."""

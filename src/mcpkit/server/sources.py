@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from ..compose.proxy import ProxyTarget
     from .request import Request
+    from .server import MCPServer
     from .session import ServerSession
 
 __all__ = [
@@ -84,7 +86,7 @@ class ComponentSource(Protocol):
 
 
 class ServerSources:
-    """Mixed into ``MCPServer``: its component sources (none by default)."""
+    """Mixed into ``MCPServer``: its component sources (none by default), and ``proxy``."""
 
     #: The sources, in the order added; read by the handlers (an empty tuple: none).
     component_sources: tuple[ComponentSource, ...] = ()
@@ -109,6 +111,14 @@ class ServerSources:
         for s in self.component_sources:
             kinds |= frozenset(s.kinds)
         self.sourced_kinds = kinds
+
+    @classmethod
+    def proxy(cls, target: ProxyTarget, *, name: str = "proxy") -> MCPServer:
+        """A server serving what ``target`` (a URL, a command line, an ``mcpServers``
+        entry or an ``MCPServer``) serves: ``mcpkit.compose.proxy``, which has the rules."""
+        from ..compose.proxy import proxy
+
+        return proxy(target, name=name)
 
 
 async def listed_by_sources(session: ServerSession, kind: ComponentKind) -> list[dict[str, Any]]:

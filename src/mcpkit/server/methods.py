@@ -177,7 +177,10 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
         result = await tool.run(arguments, ctx, debug=server.debug)
     finally:
         _current.reset(token)
-    return _call_result(result, session.revision)
+    revision = session.revision  # inline, not _call_result: one call less on the hot path
+    if revision.meta_fields and revision.structured_output:
+        return result
+    return shape_result(result, revision)
 
 
 def _call_result(result: dict[str, Any], revision: Revision) -> dict[str, Any]:

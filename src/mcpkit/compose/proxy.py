@@ -11,6 +11,11 @@ prompt gets and completions go to the *upstream* server through a
   proxied call costs one hop, never a handshake. Stateless downstream traffic
   (2026-07-28 requests, stateless HTTP: a session per request) shares one
   upstream connection instead, closed with the proxy's lifespan.
+- **Server→client requests flow down.** The upstream's elicitation, sampling
+  and roots requests go to the downstream client (on the stream of the call
+  being served) and its answers go back; the upstream connection declares the
+  downstream client's own capabilities for them, and a downstream roots change
+  is passed up. The shared upstream of stateless traffic declares none.
 - **Notifications flow down.** The upstream's ``list_changed`` reaches the
   downstream session; progress of a call reaches the downstream request that
   asked for it (under its own progress token), and the upstream's log messages
@@ -35,6 +40,7 @@ or another ``MCPServer`` (in memory).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import shlex
 import weakref
@@ -131,6 +137,7 @@ class Upstream:
                     raise ConnectionClosed("the downstream session was closed")
                 client = Client(
                     **{"protocol_version": LATEST_HANDSHAKE, **self.source.options},
+                    **self.back_channel(),
                     on_list_changed=self.list_changed,
                     log_handler=self.logged,
                     server_logs=False,
@@ -149,6 +156,40 @@ class Upstream:
                     await self.drop()
                     raise ConnectionClosed("the downstream session was closed")
             return self.client
+
+    def back_channel(self) -> dict[str, Any]:
+        """Handlers passing the upstream's requests to the downstream client: only for what
+        that client declared, so that the upstream sees the same capabilities."""
+        session = self.session() if self.session is not None else None
+        if session is None:  # the shared upstream: no one client to ask
+            return {}
+        caps = session.client_capabilities
+        out: dict[str, Any] = {}
+        elicitation = caps.get("elicitation")
+        if isinstance(elicitation, dict):
+            # 2025-11-25 client/elicitation § capabilities: {} means form only.
+            modes = tuple(m for m in ("form", "url") if m in elicitation) or ("form",)
+            out["elicitation_handler"] = functools.partial(self.ask, "elicitation/create")
+            out["elicitation_modes"] = modes
+        if "sampling" in caps:
+            out["sampling_handler"] = functools.partial(self.ask, "sampling/createMessage")
+        if "roots" in caps:
+            out["roots"] = self.roots
+        return out
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send the upstream's ``method`` request to the downstream client; its answer."""
+        session = self.session() if self.session is not None else None
+        if session is None:
+            raise ConnectionClosed("the downstream session was closed")
+        # On the stream of the request being served, where the client expects it
+        # (Streamable HTTP: requests related to a call go on that call's stream).
+        request = self.serving[-1] if self.serving else None
+        return await session.send_request(method, params, request)
+
+    async def roots(self) -> list[dict[str, Any]]:
+        roots = (await self.ask("roots/list", {})).get("roots")
+        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
 
     async def drop(self) -> None:
         client, self.client = self.client, None
@@ -279,6 +320,13 @@ class ProxySource:
             return await client.request(method, _without_meta(params))
         return None
 
+    async def roots_changed(self, session: ServerSession) -> None:
+        """The downstream client's roots changed: so did the upstream client's."""
+        upstream = self.upstreams.get(session)
+        client = upstream.client if upstream is not None else None
+        if client is not None and client.connected:
+            await client.notify("notifications/roots/list_changed")
+
     def session_closed(self, session: ServerSession) -> None:
         upstream = self.upstreams.pop(session, None)
         if upstream is not None:
@@ -338,6 +386,7 @@ def proxy(
     )
     source = ProxySource(server, options, label=label)
     server.add_component_source(source)
+    server.on_roots_changed(source.roots_changed)
 
     @asynccontextmanager
     async def upstreams(_server: MCPServer) -> AsyncIterator[None]:

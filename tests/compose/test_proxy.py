@@ -236,3 +236,39 @@ async def test_a_cancelled_downstream_call_is_cancelled_upstream() -> None:
         await asyncio.wait_for(stopped.wait(), 5)
         after = await client.call_tool("forecast", {"city": "Oslo"})  # the session goes on
         assert after["content"][0]["text"] == "sunny in Oslo"
+
+
+async def test_a_subscription_follows_the_upstream_resource() -> None:
+    up = Upstream()
+    async with connect(proxy(up.server)) as client:
+        await client.subscribe_resource("weather://stations")
+        (upstream_session,) = up.server.sessions()
+        assert upstream_session.subscriptions == {"weather://stations"}
+        await up.server.resources.notify_updated("weather://stations")
+        await settle(
+            lambda: any(
+                n["method"] == "notifications/resources/updated"
+                and n["params"] == {"uri": "weather://stations"}
+                for n in client.notifications
+            )
+        )
+        await client.unsubscribe_resource("weather://stations")
+        assert upstream_session.subscriptions == set()
+
+
+async def test_the_downstream_log_level_is_passed_up_before_and_after_connecting() -> None:
+    up = Upstream()
+
+    @up.server.tool
+    async def chatty(ctx: Context) -> str:
+        await ctx.debug("fine detail")
+        await ctx.warning("careful")
+        return "ok"
+
+    async with connect(proxy(up.server)) as client:
+        await client.set_logging_level("debug")  # before any upstream connection
+        await client.call_tool("chatty", {})
+        await client.set_logging_level("warning")  # while connected
+        await client.call_tool("chatty", {})
+    logged = [n["params"]["data"] for n in client.notifications if n["method"].endswith("message")]
+    assert logged == ["fine detail", "careful", "careful"]

@@ -7,8 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcpkit import Client
 from mcpkit.compose import proxy
+from mcpkit.errors import RemoteError
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo_server.py"
 
@@ -38,3 +41,34 @@ async def test_a_stdio_upstream_is_served_through_one_process_per_session() -> N
         assert len(source.upstreams) == 1  # type: ignore[attr-defined]
     assert progress == [1, 2]
     assert [entry["data"] for entry in logs] == ["counted 1", "counted 2"]
+
+
+MORTAL = """
+import os
+from mcpkit import MCPServer
+
+server = MCPServer(name="mortal", version="1.0.0")
+
+@server.tool
+def pid() -> int:
+    return os.getpid()
+
+@server.tool
+def die() -> str:
+    os._exit(3)
+"""
+
+
+async def test_an_upstream_that_dies_is_a_clear_error_and_the_next_call_restarts_it(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "mortal.py"
+    script.write_text(MORTAL)
+    server = proxy(shlex.join([sys.executable, "-m", "mcpkit", "run", str(script)]))
+    async with Client(server=server, protocol_version="2025-11-25") as client:
+        first = (await client.call_tool("pid", {}))["content"][0]["text"]
+        with pytest.raises(RemoteError, match=r"upstream server .* is unavailable") as exc:
+            await client.call_tool("die", {})
+        assert exc.value.code == -32603
+        second = (await client.call_tool("pid", {}))["content"][0]["text"]
+        assert second != first  # a new upstream process, same downstream session

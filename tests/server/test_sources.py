@@ -173,3 +173,13 @@ def test_a_source_is_checked_and_can_be_removed() -> None:
     server.remove_component_source(source)
     assert server.component_sources == () and server.sourced_kinds == frozenset()
     assert "prompts" not in server.capabilities()
+
+
+async def test_subscriptions_are_recorded_then_offered_to_the_sources() -> None:
+    server, source = server_with_source()
+    async with connect(server) as client:
+        await client.subscribe_resource("remote://1")
+        assert client.session.subscriptions == {"remote://1"}
+        await client.unsubscribe_resource("remote://1")
+        assert client.session.subscriptions == set()
+    assert source.served == ["resources/subscribe", "resources/unsubscribe"]

@@ -16,11 +16,11 @@ prompt gets and completions go to the *upstream* server through a
   being served) and its answers go back; the upstream connection declares the
   downstream client's own capabilities for them, and a downstream roots change
   is passed up. The shared upstream of stateless traffic declares none.
-- **Notifications flow down.** The upstream's ``list_changed`` reaches the
-  downstream session; progress of a call reaches the downstream request that
+- **Notifications flow down.** The upstream's ``list_changed`` and (for a
+  subscribed URI) ``resources/updated`` reach the downstream session; progress of a call reaches the downstream request that
   asked for it (under its own progress token), and the upstream's log messages
-  reach the downstream request being served (the downstream client's log level
-  applies).
+  reach the downstream request being served (the downstream client's
+  ``logging/setLevel`` is passed up). Subscriptions and cancellation flow up.
 - **The upstream speaks the handshake era** (the newest handshake revision)
   unless an ``mcpServers`` entry pins ``protocol_version``: one ``initialize``
   per upstream session. Bridging eras (a 2026-07-28 downstream served from a
@@ -61,6 +61,7 @@ from ..errors import (
 )
 from ..protocol.envelope import SERVER_INFO
 from ..protocol.versions import LATEST_HANDSHAKE
+from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
@@ -121,6 +122,8 @@ class Upstream:
         self.client: Client | None = None
         self.lock = asyncio.Lock()
         self.closed = False
+        #: The log level the downstream client set (None: never set), passed up.
+        self.level: str | None = None
         #: Downstream requests being served through it, latest last (where logs go).
         self.serving: list[Request] = []
 
@@ -139,6 +142,7 @@ class Upstream:
                     **{"protocol_version": LATEST_HANDSHAKE, **self.source.options},
                     **self.back_channel(),
                     on_list_changed=self.list_changed,
+                    on_resource_updated=self.resource_updated,
                     log_handler=self.logged,
                     server_logs=False,
                     cache=False,  # the proxy's own caching hints apply downstream
@@ -155,6 +159,8 @@ class Upstream:
                 if self.closed:  # the session ended while we connected
                     await self.drop()
                     raise ConnectionClosed("the downstream session was closed")
+                if self.level is not None:
+                    await self.pass_level(client)
             return self.client
 
     def back_channel(self) -> dict[str, Any]:
@@ -191,6 +197,16 @@ class Upstream:
         roots = (await self.ask("roots/list", {})).get("roots")
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
 
+    async def pass_level(self, client: Client) -> None:
+        """Ask the upstream for the downstream client's log level (when it logs at all)."""
+        if self.level is not None and "logging" in client.server_capabilities:
+            try:
+                await client.set_logging_level(self.level)
+            except RemoteError as exc:  # its refusal does not fail the downstream request
+                log.debug(
+                    "upstream of proxy %r refused level %s: %s", self.source.label, self.level, exc
+                )
+
     async def drop(self) -> None:
         client, self.client = self.client, None
         if client is not None:
@@ -211,6 +227,11 @@ class Upstream:
             await session.notify(method)
         elif self.session is None:  # the shared upstream: every live downstream session
             await self.source.server.broadcast(method)
+
+    async def resource_updated(self, uri: str) -> None:
+        session = self.session() if self.session is not None else None
+        if session is not None and uri in session.subscriptions:
+            await session.notify("notifications/resources/updated", {"uri": uri})
 
     async def logged(self, params: dict[str, Any]) -> None:
         session = self.session() if self.session is not None else None
@@ -318,7 +339,28 @@ class ProxySource:
             )
         if method == "completion/complete":
             return await client.request(method, _without_meta(params))
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            resources = client.server_capabilities.get("resources")
+            if not isinstance(resources, dict) or not resources.get("subscribe"):
+                return None  # the upstream has no updates to follow
+            if method == "resources/subscribe":
+                await client.subscribe_resource(params["uri"])
+            else:
+                await client.unsubscribe_resource(params["uri"])
+            return {}
         return None
+
+    async def level_set(self, ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        """Middleware: a downstream ``logging/setLevel`` is passed up (now, or on connect)."""
+        result = await call_next(ctx)
+        level = ctx.params.get("level")
+        if ctx.method == "logging/setLevel" and isinstance(level, str):
+            upstream = self.upstream(ctx.session)
+            upstream.level = level
+            client = upstream.client
+            if client is not None and client.connected:
+                await upstream.pass_level(client)
+        return result
 
     async def roots_changed(self, session: ServerSession) -> None:
         """The downstream client's roots changed: so did the upstream client's."""
@@ -387,6 +429,7 @@ def proxy(
     source = ProxySource(server, options, label=label)
     server.add_component_source(source)
     server.on_roots_changed(source.roots_changed)
+    server.add_middleware(source.level_set)
 
     @asynccontextmanager
     async def upstreams(_server: MCPServer) -> AsyncIterator[None]:

@@ -251,6 +251,8 @@ async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions.add(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)
+    if session.server.component_sources:  # a source's resource: it subscribes upstream
+        await served_by_sources(session, req, "resources")
     return {}
 
 
@@ -263,6 +265,8 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions.discard(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)
+    if session.server.component_sources:
+        await served_by_sources(session, req, "resources")
     return {}
 
 

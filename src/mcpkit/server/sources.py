@@ -17,6 +17,11 @@ they were added (``server.add_component_source``):
   offered to each source's :meth:`ComponentSource.serve` until one answers
   (the server's own components always win); when none does, the usual
   not-found error is raised;
+- ``resources/subscribe`` and ``resources/unsubscribe`` are recorded on the
+  session as always (``session.subscriptions``), then offered to the sources the
+  same way, so that one holding the resource can follow it where it lives (the
+  answer is ``{}`` either way; sending ``notifications/resources/updated`` to
+  the session is then the source's part);
 - :meth:`ComponentSource.session_closed` is called when a session ends, so that
   a source can release what it holds for it.
 
@@ -73,7 +78,8 @@ class ComponentSource(Protocol):
         ...
 
     async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
-        """The result of ``request`` (a call, read, get or completion), or None: not mine.
+        """The result of ``request`` (a call, read, get, completion, subscribe or
+        unsubscribe), or None: not mine.
 
         An :class:`~mcpkit.errors.MCPError` raised here is the caller's JSON-RPC
         error, code included.

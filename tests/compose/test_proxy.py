@@ -135,7 +135,9 @@ async def test_progress_and_logs_of_an_upstream_call_reach_the_downstream_reques
     up = Upstream()
     progress: list[tuple[float, float | None, str | None]] = []
     logs: list[Any] = []
-    async with Client(server=proxy(up.server), log_handler=logs.append) as client:
+    async with Client(
+        server=proxy(up.server), log_handler=logs.append, protocol_version="2025-11-25"
+    ) as client:
         result = await client.call_tool(
             "slow", {}, progress=lambda p, t, m: progress.append((p, t, m))
         )
@@ -272,3 +274,15 @@ async def test_the_downstream_log_level_is_passed_up_before_and_after_connecting
         await client.call_tool("chatty", {})
     logged = [n["params"]["data"] for n in client.notifications if n["method"].endswith("message")]
     assert logged == ["fine detail", "careful", "careful"]
+
+
+async def test_the_shared_upstreams_logs_reach_no_client_but_progress_does() -> None:
+    up = Upstream()
+    logs: list[Any] = []
+    progress: list[float] = []
+    async with Client(server=proxy(up.server), log_handler=logs.append) as client:
+        assert client.protocol_version == "2026-07-28"  # stateless: the shared upstream
+        result = await client.call_tool("slow", {}, progress=lambda p, t, m: progress.append(p))
+    assert result["content"][0]["text"] == "finished"
+    assert progress == [1, 2]
+    assert logs == []  # a log message names no request: it could be another client's

@@ -20,7 +20,8 @@ prompt gets and completions go to the *upstream* server through a
   subscribed URI) ``resources/updated`` reach the downstream session; progress of a call reaches the downstream request that
   asked for it (under its own progress token), and the upstream's log messages
   reach the downstream request being served (the downstream client's
-  ``logging/setLevel`` is passed up). Subscriptions and cancellation flow up.
+  ``logging/setLevel`` is passed up; the shared upstream's logs go nowhere, as
+  they name no request and could reach another client). Subscriptions and cancellation flow up.
 - **The upstream speaks the handshake era** (the newest handshake revision)
   unless an ``mcpServers`` entry pins ``protocol_version``: one ``initialize``
   per upstream session. Bridging eras (a 2026-07-28 downstream served from a
@@ -234,12 +235,14 @@ class Upstream:
             await session.notify("notifications/resources/updated", {"uri": uri})
 
     async def logged(self, params: dict[str, Any]) -> None:
-        session = self.session() if self.session is not None else None
-        request = self.serving[-1] if self.serving else None
-        if session is None and request is not None:
-            session = request.session
+        if self.session is None:
+            # The shared upstream serves many clients, and a log message names no
+            # request: passing it down could tell one client of another's call.
+            return
+        session = self.session()
         if session is None:
             return
+        request = self.serving[-1] if self.serving else None
         level, logger = params.get("level"), params.get("logger")
         try:
             await session.log(

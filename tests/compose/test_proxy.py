@@ -286,3 +286,17 @@ async def test_the_shared_upstreams_logs_reach_no_client_but_progress_does() -> 
     assert result["content"][0]["text"] == "finished"
     assert progress == [1, 2]
     assert logs == []  # a log message names no request: it could be another client's
+
+
+async def test_the_envelope_of_a_stateless_call_is_not_passed_up() -> None:
+    up = Upstream()
+    seen: list[dict[str, Any]] = []
+
+    @up.server.tool
+    def meta(ctx: Context) -> str:
+        seen.append(dict(ctx.meta))
+        return "ok"
+
+    async with connect(proxy(up.server), protocol_version="2026-07-28", initialize=False) as c:
+        await c.request("tools/call", {"name": "meta", "_meta": {"trace": "t1"}})
+    assert seen == [{"trace": "t1"}]

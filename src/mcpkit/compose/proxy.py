@@ -60,7 +60,13 @@ from ..errors import (
     PeerTimeout,
     RemoteError,
 )
-from ..protocol.envelope import SERVER_INFO
+from ..protocol.envelope import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    LOG_LEVEL,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+)
 from ..protocol.versions import LATEST_HANDSHAKE
 from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
@@ -85,6 +91,11 @@ _LISTING = {
 # What a 2026-07-28 upstream adds to a result that belongs to its own answer, not to the
 # component: the proxy's session completes the downstream result for its own era.
 _ERA_FIELDS = frozenset({"resultType", "ttlMs", "cacheScope"})
+# A request's _meta keys that belong to its hop (2026-07-28 envelope; the progress token,
+# replaced by the upstream client's own): never passed up.
+_HOP_META = frozenset(
+    {"progressToken", PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL}
+)
 # Failures of the upstream itself (as opposed to its JSON-RPC answers).
 _UPSTREAM_FAILURES = (ConnectionClosed, PeerTimeout, OSError)
 
@@ -268,16 +279,21 @@ class ProxySource:
             weakref.WeakKeyDictionary()
         )
         self.shared: Upstream | None = None
+        # Every upstream not yet closed: one whose session is gone without a close (no
+        # transport said so) is still closed with the proxy's lifespan.
+        self.open: set[Upstream] = set()
         self.closing: set[asyncio.Task[None]] = set()
 
     def upstream(self, session: ServerSession) -> Upstream:
         if session.stateless:
             if self.shared is None:
                 self.shared = Upstream(self, None)
+                self.open.add(self.shared)
             return self.shared
         upstream = self.upstreams.get(session)
         if upstream is None:
             upstream = self.upstreams[session] = Upstream(self, session)
+            self.open.add(upstream)
         return upstream
 
     def failure(self, exc: BaseException) -> MCPError:
@@ -324,7 +340,7 @@ class ProxySource:
         progress = request.progress if request.progress_token is not None else None
         method = request.method
         if method == "tools/call":
-            meta = {k: v for k, v in request.meta.items() if k != "progressToken"}
+            meta = {k: v for k, v in request.meta.items() if k not in _HOP_META}
             return await client.call_tool(
                 params.get("name"),  # type: ignore[arg-type]  # the upstream checks it
                 params.get("arguments"),
@@ -375,17 +391,16 @@ class ProxySource:
     def session_closed(self, session: ServerSession) -> None:
         upstream = self.upstreams.pop(session, None)
         if upstream is not None:
+            self.open.discard(upstream)
             task = asyncio.get_running_loop().create_task(upstream.aclose())
             self.closing.add(task)
             task.add_done_callback(self.closing.discard)
 
     async def aclose(self) -> None:
         """Close every upstream connection (the proxy's lifespan ends)."""
-        upstreams = list(self.upstreams.values())
+        upstreams, self.open = self.open, set()
         self.upstreams.clear()
-        if self.shared is not None:
-            upstreams.append(self.shared)
-            self.shared = None
+        self.shared = None
         await asyncio.gather(*(u.aclose() for u in upstreams), *self.closing)
 
 

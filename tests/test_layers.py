@@ -119,6 +119,13 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.server", "mcpkit.compose.mount", "type"): (
         "MCPServer.mount() returns the compose Mount it made"
     ),
+    # MCPServer.proxy(target) likewise: the proxy lives in compose/, imported when called.
+    ("mcpkit.server.sources", "mcpkit.compose.proxy", "function"): (
+        "MCPServer.proxy() is a convenience over mcpkit.compose.proxy"
+    ),
+    ("mcpkit.server.sources", "mcpkit.compose.proxy", "type"): (
+        "MCPServer.proxy() takes the compose ProxyTarget"
+    ),
 }
 
 
@@ -406,6 +413,7 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.prompts", "mcpkit.server.server"): "PromptManager's server",
     ("mcpkit.server.resources", "mcpkit.server.server"): "ResourceManager's server",
     ("mcpkit.server.tool_manager", "mcpkit.server.server"): "ToolManager's server",
+    ("mcpkit.server.sources", "mcpkit.server.server"): "MCPServer.proxy() makes a server",
     ("mcpkit.server.scopes", "mcpkit.server.server"): "scopes are looked up on a server",
     ("mcpkit.client.handlers", "mcpkit.client.session"): "ServerHandlers' session",
     ("mcpkit.transports.cluster", "mcpkit.transports.streamable_http"): (

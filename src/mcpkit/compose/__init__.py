@@ -1,4 +1,4 @@
-"""Servers built from other servers: ``mount`` (a live link to another ``MCPServer``).
+"""Servers built from other servers: ``mount`` (a live link to another ``MCPServer``), ``proxy``.
 
 Core seams used, all public: ``server.tools.add_listener`` and the resource, prompt
 and completion registries' ``add_listener`` (a mounted server's changes reach the
@@ -11,12 +11,16 @@ names it, and ``MCPServer.mount`` imports it only when called.
 
 :mod:`.naming` holds the one set of namespacing rules, :mod:`.mount` the link itself,
 :mod:`.chain` the mounted server's middleware as one middleware of the parent's
-(``server.add_middleware``).
+(``server.add_middleware``). :mod:`.proxy` serves another server's components
+through a ``Client``, one upstream session per downstream session: it is a
+component source (``server.add_component_source``, :mod:`mcpkit.server.sources`),
+the seam for components that differ per session.
 """
 
 from __future__ import annotations
 
 from .mount import Mount, mount
 from .naming import SEPARATOR, prefixed_name, prefixed_uri
+from .proxy import ProxySource, proxy
 
-__all__ = ["SEPARATOR", "Mount", "mount", "prefixed_name", "prefixed_uri"]
+__all__ = ["SEPARATOR", "Mount", "ProxySource", "mount", "prefixed_name", "prefixed_uri", "proxy"]

@@ -35,6 +35,15 @@ class CompletionRegistry:
         for listener in self.listeners:
             listener(kind, target, argument, fn)
 
+    def serves(self, params: dict[str, Any]) -> bool:
+        """Whether a completion/complete with ``params`` has a handler here (else a source's)."""
+        ref, arg = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(arg, dict):
+            return True  # malformed: answered (refused) here
+        target = ref.get("name") if ref.get("type") == "ref/prompt" else ref.get("uri")
+        kind, name = ref.get("type"), arg.get("name")
+        return (kind, target, name) in self.handlers or (kind, target, None) in self.handlers
+
     async def complete(self, params: dict[str, Any]) -> dict[str, Any]:
         ref = params.get("ref")
         arg = params.get("argument")

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import InvalidParams
+from ..errors import InvalidParams, ResourceNotFound
 from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .content import shape_content, shape_result
@@ -40,6 +40,7 @@ from .context import Context, _current
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
 from .scopes import completion_scopes, enforce, granted_scopes, visible
+from .sources import listed_by_sources, served_by_sources
 from .stateless.dispatch import discover
 from .stateless.listen import listen
 
@@ -108,6 +109,10 @@ async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
         needed = completion_scopes(server, req.params)
         if needed:
             enforce(req.auth_info, needed, "completing these arguments")
+    if server.component_sources and not server.completions.serves(req.params):
+        result = await served_by_sources(session, req, "completions")
+        if result is not None:
+            return result
     return await server.completions.complete(req.params)
 
 
@@ -138,6 +143,9 @@ def _listed(
 async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
     tools = session.server.tools
     listing = tools.listing(session.revision)
+    if session.server.component_sources:
+        sourced = await listed_by_sources(session, "tools")
+        listing = [*listing, *_shaped(sourced, session.revision)]
     if not tools.scoped:  # the fast path: nothing depends on the caller
         return _listed(session, req, "tools", listing, False)
     return _listed(
@@ -151,7 +159,13 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
     name = params.get("name")
     tool = server.tools.by_name.get(name) if isinstance(name, str) else None
     if tool is None:
-        raise InvalidParams(f"Unknown tool: {name}")
+        # Only a name the server lacks reaches the sources: its own tools cost nothing more.
+        sourced = (
+            await served_by_sources(session, req, "tools") if server.component_sources else None
+        )
+        if sourced is None:
+            raise InvalidParams(f"Unknown tool: {name}")
+        return _call_result(sourced, session.revision)
     if tool.scopes:
         enforce(req.auth_info, tool.scopes, f"tool {name!r}")
     arguments = params.get("arguments")
@@ -163,7 +177,13 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
         result = await tool.run(arguments, ctx, debug=server.debug)
     finally:
         _current.reset(token)
-    revision = session.revision
+    revision = session.revision  # inline, not _call_result: one call less on the hot path
+    if revision.meta_fields and revision.structured_output:
+        return result
+    return shape_result(result, revision)
+
+
+def _call_result(result: dict[str, Any], revision: Revision) -> dict[str, Any]:
     if revision.meta_fields and revision.structured_output:
         return result
     return shape_result(result, revision)
@@ -174,13 +194,19 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
 
 async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
     resources = session.server.resources
-    listing = _shaped(await resources.list(req.auth_info), session.revision)
+    listing = await resources.list(req.auth_info)
+    if session.server.component_sources:
+        listing = [*listing, *await listed_by_sources(session, "resources")]
+    listing = _shaped(listing, session.revision)
     return _listed(session, req, "resources", listing, resources.any_scoped)
 
 
 async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
     resources = session.server.resources
-    listing = _shaped(await resources.list_templates(req.auth_info), session.revision)
+    listing = await resources.list_templates(req.auth_info)
+    if session.server.component_sources:
+        listing = [*listing, *await listed_by_sources(session, "resourceTemplates")]
+    listing = _shaped(listing, session.revision)
     return _listed(session, req, "resourceTemplates", listing, resources.any_scoped)
 
 
@@ -192,6 +218,16 @@ async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]
     token = _current.set(ctx)
     try:
         contents, hint = await session.server.resources.read_with_hint(uri, ctx)
+    except ResourceNotFound:
+        # Not the server's own: a source may have it (its answer is already complete).
+        sourced = (
+            await served_by_sources(session, req, "resources")
+            if session.server.component_sources
+            else None
+        )
+        if sourced is None:
+            raise
+        contents, hint = sourced.get("contents") or [], None
     finally:
         _current.reset(token)
     if not session.revision.meta_fields:
@@ -215,6 +251,8 @@ async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions.add(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)
+    if session.server.component_sources:  # a source's resource: it subscribes upstream
+        await served_by_sources(session, req, "resources")
     return {}
 
 
@@ -227,6 +265,8 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions.discard(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)
+    if session.server.component_sources:
+        await served_by_sources(session, req, "resources")
     return {}
 
 
@@ -235,7 +275,10 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
 
 async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
     prompts = session.server.prompts
-    listing = _shaped(await prompts.list(req.auth_info), session.revision)
+    listing = await prompts.list(req.auth_info)
+    if session.server.component_sources:
+        listing = [*listing, *await listed_by_sources(session, "prompts")]
+    listing = _shaped(listing, session.revision)
     return _listed(session, req, "prompts", listing, prompts.any_scoped)
 
 
@@ -250,10 +293,14 @@ async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
     version = params.get("version") or req.meta.get("version")
     if version is not None and type(version) is not str:
         raise InvalidParams(f"prompts/get: 'version' must be a string, got {json_type(version)}")
+    server = session.server
+    sourced = None
+    if server.component_sources and not server.prompts.serves(name, version):
+        sourced = await served_by_sources(session, req, "prompts")
     ctx = Context(session, req)
     token = _current.set(ctx)
     try:
-        result = await session.server.prompts.get(name, args, version, ctx)
+        result = sourced or await server.prompts.get(name, args, version, ctx)
     finally:
         _current.reset(token)
     revision = session.revision

@@ -180,6 +180,12 @@ class PromptManager:
         candidates = [p for (n, _v), p in self.registered.items() if n == name]
         return candidates[-1] if candidates else None  # latest registered version
 
+    def serves(self, name: str, version: str | None = None) -> bool:
+        """Whether ``prompts/get`` of ``name`` is this server's to answer (else a source's)."""
+        return (
+            self.find(name, version) is not None or self.callbacks.get_prompt_messages is not None
+        )
+
     async def list(self, auth_info: Any = None) -> list[dict[str, Any]]:
         """``prompts/list`` entries; with ``auth_info``, only what it may get."""
         if auth_info is not None and self.any_scoped:

@@ -2,10 +2,11 @@
 
 The handlers of the MCP methods live in :mod:`.methods`, the middleware chain
 around them in :mod:`.middleware`, the application lifespan in :mod:`.lifespan`.
-Three mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
+Mixins complete the class: :mod:`.running` (the ``run_*``/``*_app``
 conveniences over the transports), :mod:`.introspection` (Mastra's
-introspection API, ``execute_tool``) and :mod:`.extension` (``add_method``,
-``add_extension``: the seam capability packages plug into).
+introspection API, ``execute_tool``), :mod:`.extension` (``add_method``,
+``add_extension``: the seam capability packages plug into) and :mod:`.sources`
+(``add_component_source``: components served from elsewhere, per session).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .resources import MCPServerResources, ResourceManager, bare_resource_proble
 from .running import ServerRunning
 from .scopes import required_scopes
 from .session import ServerSession
+from .sources import ServerSources
 from .stateless.cache_hints import CacheHint, CacheOptions, CacheScope
 from .stateless.input_options import InputRoundOptions
 from .stateless.input_required import InputRounds
@@ -63,7 +65,7 @@ def _is_protected_resource(auth: object) -> bool:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessions):
+class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSources, LiveSessions):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer(name="Demo", version="1.0.0")
@@ -444,11 +446,8 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
             raise RegistrationError(problems)
 
     def mount(self, server: MCPServer, *, namespace: str) -> Mount:
-        """Serve ``server``'s components here under ``namespace``: a live link.
-
-        Same as ``mcpkit.compose.mount(self, server, namespace=namespace)``, which
-        documents the naming rules and collisions; returns its ``Mount``.
-        """
+        """Serve ``server``'s components here under ``namespace`` (a live link): the
+        ``Mount`` of ``mcpkit.compose.mount(self, server, ...)``, which has the rules."""
         from ..compose.mount import mount
 
         return mount(self, server, namespace=namespace)
@@ -550,14 +549,15 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, LiveSessio
     def capabilities(self, revision: Revision | None = None) -> dict[str, Any]:
         """The server capabilities (for ``revision``: without what it does not define)."""
         caps: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
-        if self.resources.enabled:
+        sourced = self.sourced_kinds  # what component sources (.sources) may serve
+        if self.resources.enabled or "resources" in sourced:
             caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self.prompts.enabled:
+        if self.prompts.enabled or "prompts" in sourced:
             caps["prompts"] = {"listChanged": True}
         # The `completions` capability is 2025-03-26; completion/complete itself is older.
-        if (self.completions or self.prompts.enabled or self.resources.has_templates) and (
-            revision is None or revision.completions
-        ):
+        if (
+            self.completions or self.prompts.enabled or self.resources.has_templates or sourced
+        ) and (revision is None or revision.completions):
             caps["completions"] = {}
         if revision is not None and revision.era == "stateless":
             # ctx.elicit, sampling and roots become input rounds on this era: say so, so that

@@ -463,6 +463,8 @@ class ServerSession(SessionOutbound):
             if req.task is not None and req.task is not asyncio.current_task():
                 req.task.cancel()
         self.server.discard_session(self)
+        for source in self.server.component_sources:  # what they hold for it (.sources)
+            source.session_closed(self)
 
     # -- lifecycle requests ------------------------------------------------------------------
     async def initialize(self, req: Request) -> dict[str, Any]:

@@ -141,6 +141,13 @@ def option_problems(values: Mapping[str, Any], label: Callable[[str], str] = str
                 f"{label('extensions')}[{i}] must be an extension (an identifier and a "
                 f"request_meta hook or None, like mcpkit.Extension), not {type(ext).__name__}"
             )
+            continue
+        capability = getattr(ext, "client_capability", None)
+        if capability is not None and not isinstance(capability, Mapping):
+            yield (
+                f"{label('extensions')}[{i}] ({ext.identifier}): client_capability must be "
+                f"a dict or None, not {type(capability).__name__}"
+            )
     version = values.get("protocol_version")
     if version is not None and version not in supported:
         yield (

@@ -12,7 +12,8 @@ An extension that also has a ``client_capability`` attribute (a JSON object, not
 None) is declared as ``capabilities.extensions[identifier]`` (SEP-2133): in
 ``initialize`` on the handshake era, in every request's envelope on 2026-07-28
 (:func:`declared_extensions`). ``mcpkit.Extension`` has none: a server's extension
-given to a client (trace context) declares nothing.
+given to a client (trace context) declares nothing. One with a ``result_handlers``
+attribute completes results of its own ``resultType`` (:mod:`.results`).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from .handlers import (
 )
 from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
 from .request_meta import declared_extensions, with_request_meta
+from .results import result_handlers_of
 from .session_api import SessionAPI
 from .stateless import discover
 from .stateless.listen import Listener
@@ -142,6 +143,8 @@ class ClientSession(SessionAPI):
         )
         self._capabilities = self.handlers.capabilities(options.elicitation_modes)
         self._capabilities.update(self._declared)
+        # resultType -> the extension handler that completes such results (client.results).
+        self.result_handlers = result_handlers_of(options.extensions)
 
     @property
     def _target(self) -> ClientSession:  # SessionAPI's methods work on the session itself

@@ -389,14 +389,17 @@ class TasksClient:
     :func:`tasks_client`. Declares ``io.modelcontextprotocol/tasks`` (an empty object:
     the extension defines no client settings) and follows ``resultType: "task"``."""
 
-    __slots__ = ("on_status", "result_handlers")
+    __slots__ = ("on_status", "report_progress", "result_handlers")
 
     identifier: Final = EXTENSION_ID
     request_meta: Final = None
     client_capability: Final[Mapping[str, Any]] = MappingProxyType({})
 
-    def __init__(self, *, on_status: StatusCallback | None = None) -> None:
+    def __init__(
+        self, *, on_status: StatusCallback | None = None, report_progress: bool = True
+    ) -> None:
         self.on_status = on_status
+        self.report_progress = report_progress
         self.result_handlers: Mapping[str, ResultHandler] = MappingProxyType({"task": self._follow})
 
     async def _follow(self, context: ResultContext) -> dict[str, Any]:
@@ -404,24 +407,30 @@ class TasksClient:
         state = _first_state(session, context.result)
         handle = TaskHandle(session, state.task_id, state=state)
         return await follow(
-            handle, timeout=context.timeout, on_status=self.on_status, progress=context.progress
+            handle,
+            timeout=context.timeout,
+            on_status=self.on_status,
+            progress=context.progress if self.report_progress else None,
         )
 
     def __repr__(self) -> str:
         return f"tasks_client(on_status={self.on_status!r})"
 
 
-def tasks_client(*, on_status: StatusCallback | None = None) -> TasksClient:
+def tasks_client(
+    *, on_status: StatusCallback | None = None, report_progress: bool = True
+) -> TasksClient:
     """The tasks extension for a client: ``Client(extensions=[tasks_client()])``.
 
     ``await client.call_tool(...)`` then returns a task's final result as if the tool
     had answered in place; ``on_status(state)`` (a :class:`TaskState`) sees each new
     status or status message of the tasks it follows, and so does the call's
-    ``progress`` callback (``progress(step, None, statusMessage)``).
+    ``progress`` callback (``progress(step, None, statusMessage)``) unless
+    ``report_progress`` is false (a caller that shows ``on_status`` already).
     """
     if on_status is not None and not callable(on_status):
         raise TypeError(f"on_status must be callable, not {type(on_status).__name__}")
-    return TasksClient(on_status=on_status)
+    return TasksClient(on_status=on_status, report_progress=report_progress)
 
 
 async def call_tool_task(

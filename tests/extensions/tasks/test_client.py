@@ -259,3 +259,14 @@ async def test_the_client_declares_the_extension_on_both_eras(example: MCPServer
         assert client.session.capabilities["extensions"] == {TASKS: {}}
         handle = await call_tool_task(client, "slow_count", {"n": 1})
     assert isinstance(handle, TaskHandle)  # the server saw the declaration: a task
+
+
+async def test_a_failing_status_callback_does_not_stop_the_task(example: MCPServer) -> None:
+    def broken(state: TaskState) -> None:
+        raise RuntimeError("display broke")
+
+    async with Client(
+        server=example, protocol_version="2026-07-28", extensions=[tasks_client(on_status=broken)]
+    ) as client:
+        result = await client.call_tool("slow_count", {"n": 1})
+    assert text(result) == "counted to 1"

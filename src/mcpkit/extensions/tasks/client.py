@@ -258,17 +258,25 @@ async def _report(
     on_status: StatusCallback | None,
     progress: ProgressCallback | None,
 ) -> None:
+    # A failing callback is logged, as the session's notification callbacks are: showing
+    # a status must not abandon (and so cancel) the task.
     if on_status is not None:
-        outcome = on_status(state)
-        if inspect.isawaitable(outcome):
-            await outcome
+        try:
+            outcome = on_status(state)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            log.exception("on_status %r failed", on_status)
     if progress is not None:
         # A task's status messages are its progress reports: one step each (progress
         # must increase: basic/utilities/progress), the message as the report's.
         message = state.status_message or state.status.value
-        outcome = progress(float(step), None, message)
-        if inspect.isawaitable(outcome):
-            await outcome
+        try:
+            outcome = progress(float(step), None, message)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            log.exception("progress callback %r failed", progress)
 
 
 async def _answer(session: ClientSession, requests: Mapping[str, Any]) -> dict[str, Any]:
@@ -346,11 +354,13 @@ async def follow(
     task is cancelled on the server (``tasks/cancel``, waited for at most
     :data:`CANCEL_WAIT` seconds) before the exception goes on.
     """
-    assert handle.last is not None, "follow() needs the task's first state"
+    first = handle.last
+    if first is None:
+        raise ValueError("follow() needs the task's first state (TaskHandle(..., state=...))")
     try:
         state = await _poll(
             handle,
-            handle.last,
+            first,
             timeout=timeout,
             answer_inputs=True,
             on_status=on_status,

@@ -11,7 +11,7 @@ execution are still to come:
 * :mod:`.server`: :func:`~.server.tasks_extension`, the ``Extension`` a server adds
   (task-augmented ``tools/call``, ``tasks/get``, ``tasks/cancel``, ``tasks/update``);
 * :mod:`.client`: :func:`~.client.tasks_client` for ``Client(extensions=[...])``,
-  :class:`~.client.TaskHandle` and :func:`~.client.call_tool_task` (not imported here:
+  :class:`~.client.TaskHandle` and :func:`~.client.call_tool_task` (exported lazily:
   a server need not load the client);
 * :mod:`.inputs`: :class:`~.inputs.TaskInputs`, a running task's input requests;
 * :mod:`.states`: the task lifecycle as a table, and :func:`~.states.check_transition`;
@@ -30,17 +30,33 @@ remaining parts will build on it; docs/extensions.md how to use it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
 from .records import EXTENSION_ID, TaskRecord
 from .server import TaskSupport, tasks_extension
 from .states import TaskStatus
 from .store import MemoryTaskStore, TaskStore
 
+if TYPE_CHECKING:
+    from .client import TaskHandle, TaskState, call_tool_task, tasks_client
+
 __all__ = [
     "EXTENSION_ID",
     "MemoryTaskStore",
+    "TaskHandle",
     "TaskRecord",
+    "TaskState",
     "TaskStatus",
     "TaskStore",
     "TaskSupport",
+    "call_tool_task",
+    "tasks_client",
     "tasks_extension",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {name: ".client" for name in ("TaskHandle", "TaskState", "call_tool_task", "tasks_client")},
+    __all__,
+)

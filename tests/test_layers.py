@@ -443,6 +443,9 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.client.session_api", "mcpkit.client.session"): (
         "SessionAPI's methods are typed for the ClientSession (or Client) they run on"
     ),
+    ("mcpkit.client.results", "mcpkit.client.session"): (
+        "a result-type handler gets the session its result came on"
+    ),
 }
 
 

@@ -104,3 +104,37 @@ def test_on_a_terminal_each_field_is_asked_with_its_type() -> None:
     assert "    an integer, please" in err
     assert "  milk (boolean, optional, default false): " in err
     assert err.count("mcpkit: progress") == 2
+
+
+TASKS_SERVER = str(REPO / "examples" / "tasks_server.py")
+
+
+def tasks_call(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = shlex.join([sys.executable, "-m", "mcpkit", "run", TASKS_SERVER])
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", "call", tool, "--stdio", command, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_a_task_is_followed_to_its_result_and_its_status_shown_live() -> None:
+    proc = tasks_call("slow_count", "--args", '{"n": 3}')
+    assert (proc.returncode, proc.stdout) == (0, "counted to 3\n")
+    lines = proc.stderr.splitlines()
+    assert all(line.startswith("mcpkit: task ") for line in lines), lines
+    assert len({line.split()[2] for line in lines}) == 1  # one task id throughout
+    assert lines[0].endswith(" working") and lines[-1].endswith(" completed")
+    assert any(line.endswith("working: counted 1 of 3") for line in lines)
+
+
+def test_a_task_asking_for_input_is_answered_from_elicit_json_on_both_eras() -> None:
+    for era in ("2025-11-25", "2026-07-28"):
+        proc = tasks_call(
+            "approve", "--args", '{"item": "it"}', "-e", '{"ok": true}', "--protocol-version", era
+        )
+        assert (proc.returncode, proc.stdout) == (0, "approved it\n"), proc.stderr
+        assert " input required" in proc.stderr

@@ -616,3 +616,28 @@ async def test_server_logs_can_be_turned_off_per_server(
             "io.modelcontextprotocol/logLevel" not in mute.sent("tools/call")[0]["params"]["_meta"]
         )
     mute.check()
+
+
+async def test_a_server_definition_takes_client_extensions() -> None:
+    seen: list[dict[str, Any]] = []
+    hooked: list[str] = []
+    server = MCPServer(name="caps", version="1")
+
+    @server.tool
+    async def look(ctx: Context) -> str:
+        seen.append(dict(ctx.client_capabilities))
+        return "ok"
+
+    class Declaring:
+        identifier = "com.example/declared"
+        client_capability: dict[str, Any] = {}  # noqa: RUF012
+
+        def request_meta(self, method: str, meta: dict[str, Any]) -> None:
+            hooked.append(method)
+
+    async with MCPClient(
+        servers={"caps": {"server": server, "extensions": [Declaring()]}}, timeout=TIMEOUT
+    ) as mcp:
+        await mcp.call_tool("caps", "look", {})
+    assert seen[0]["extensions"] == {"com.example/declared": {}}
+    assert "tools/call" in hooked

@@ -9,13 +9,17 @@ its questions to the user (elicitation) are answered from ``--elicit JSON``,
 else on the terminal, else declined (see :mod:`.elicit`). There is no model
 here: a tool that asks the client's model (sampling) gets ``--sample TEXT`` as
 the answer, and without it the client does not declare sampling at all.
+
+The client declares the tasks extension (SEP-2663): a tool the server runs as a
+task is followed to its result, and each change of the task's status or status
+message is printed to stderr as it is seen (``mcpkit: task ID working: ...``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .client_args import (
     UsageError,
@@ -27,7 +31,9 @@ from .client_args import (
 )
 
 if TYPE_CHECKING:
+    from ..client.config import ServerConfig
     from ..client.mcp_client import MCPClient
+    from ..extensions.tasks.client import TaskState
 
 __all__ = ["HELP", "configure", "run"]
 
@@ -78,6 +84,16 @@ def run(args: argparse.Namespace) -> int:
         content = {"type": "text", "text": text}
         return {"role": "assistant", "content": content, "model": "mcpkit-call --sample"}
 
+    def with_tasks(config: ServerConfig) -> ServerConfig:
+        import dataclasses
+
+        from ..extensions.tasks.client import tasks_client
+
+        # Status lines come from on_status; the call's progress callback stays for the
+        # progress notifications of a tool answered in place.
+        ext = tasks_client(on_status=print_task_status, report_progress=False)
+        return dataclasses.replace(config, extensions=(*config.extensions, ext))
+
     def prepare(mcp: MCPClient) -> None:
         for server in mcp.server_names:
             mcp.elicitation.on_request(server, elicitor)
@@ -115,7 +131,16 @@ def run(args: argparse.Namespace) -> int:
         kind="tool",
         listing="tools",
         prepare=prepare,
+        configure=with_tasks,
     )
+
+
+def print_task_status(state: TaskState, *, file: TextIO | None = None) -> None:
+    """A task's new status (and status message), as one line on stderr."""
+    line = f"mcpkit: task {state.task_id} {state.status.value.replace('_', ' ')}"
+    if state.status_message:
+        line += f": {state.status_message}"
+    print(line, file=file if file is not None else sys.stderr, flush=True)
 
 
 def _interactive() -> bool:

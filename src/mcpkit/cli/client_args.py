@@ -387,12 +387,14 @@ def run_named(
     kind: str,
     listing: str,
     prepare: Callable[[MCPClient], None] | None = None,
+    configure: Callable[[ServerConfig], ServerConfig] | None = None,
 ) -> int:
     """Run a command on one ``SERVER_TOOL`` or ``SERVER_PROMPT`` with ``--args JSON``.
 
     ``act(mcp, server, own name, arguments)`` does the work once the name is
     resolved; bad ``--args`` fail (status 2) before any server starts, and only
-    the servers that can own ``name`` are started.
+    the servers that can own ``name`` are started, each definition passed through
+    ``configure`` first (to add client extensions, say).
     """
     try:
         arguments = parse_json_object(args.args, "--args")
@@ -403,6 +405,13 @@ def run_named(
         server, own = await resolve(mcp, selection, name, names_of, kind=kind, listing=listing)
         return await act(mcp, server, own, arguments)
 
-    return run_with_client(
-        args, action, narrow=owners_of(name, kind=kind, listing=listing), prepare=prepare
-    )
+    owners = owners_of(name, kind=kind, listing=listing)
+
+    def narrow(selection: Selection) -> Selection:
+        chosen = owners(selection)
+        if configure is None:
+            return chosen
+        servers = {n: configure(c) for n, c in chosen.servers.items()}
+        return Selection(servers, single=chosen.single)
+
+    return run_with_client(args, action, narrow=narrow, prepare=prepare)

@@ -16,7 +16,8 @@ starting; default ``timeout``), ``capabilities``, ``server_logs`` (Mastra's
 for the stateless revision, see docs/client.md), ``max_message_size`` (bytes; the
 largest message read from the server, default the ``MCPClient``'s),
 ``max_server_requests`` (how many of the server's own requests are handled at
-once, default the ``MCPClient``'s) and ``trace``
+once, default the ``MCPClient``'s), ``extensions`` (client extensions, as
+``Client(extensions=...)`` takes them: ``tasks_client()``, trace context) and ``trace``
 (``trace(direction, message)`` sees every message, for debugging and tests). Unknown keys are an error, so a typo
 does not silently drop an option.
 
@@ -50,7 +51,7 @@ from .._extras import require_extra
 from ..errors import ConfigurationError
 from .client import HTTPTransportChoice
 from .handlers import ElicitationHandler, LogCallback, RootsSpec, SamplingHandler
-from .options import Trace, option_problems
+from .options import ClientExtension, Trace, option_problems
 
 if TYPE_CHECKING:
     import httpx
@@ -98,6 +99,7 @@ class ServerConfig:
     protocol_version: str | None = None  # None: the Client's default
     max_message_size: int | None = None  # None: the MCPClient's
     max_server_requests: int | None = None  # None: the MCPClient's
+    extensions: tuple[ClientExtension, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -221,6 +223,8 @@ def _parse_one(name: Any, definition: Any, *, strict: bool) -> ServerConfig:
         options["auth"] = _auth(name, options["auth"])
     if "args" in options:
         options["args"] = tuple(options["args"])
+    if "extensions" in options:
+        options["extensions"] = tuple(options["extensions"])
     return ServerConfig(**options)
 
 
@@ -256,6 +260,7 @@ _CODE_ONLY: Final = frozenset(
         "sampling_handler",
         "elicitation_handler",
         "trace",
+        "extensions",
     }
 )
 

@@ -132,6 +132,7 @@ class ServerConnection:
             protocol_version=protocol_version,
             max_message_size=self.max_message_size,
             max_server_requests=self.max_server_requests,
+            extensions=config.extensions,
         )
         self._cache.clear()
         self._closed = False

@@ -141,6 +141,22 @@ def option_problems(values: Mapping[str, Any], label: Callable[[str], str] = str
                 f"{label('extensions')}[{i}] must be an extension (an identifier and a "
                 f"request_meta hook or None, like mcpkit.Extension), not {type(ext).__name__}"
             )
+            continue
+        capability = getattr(ext, "client_capability", None)
+        if capability is not None and not isinstance(capability, Mapping):
+            yield (
+                f"{label('extensions')}[{i}] ({ext.identifier}): client_capability must be "
+                f"a dict or None, not {type(capability).__name__}"
+            )
+        handlers = getattr(ext, "result_handlers", None)
+        if handlers is not None and not (
+            isinstance(handlers, Mapping)
+            and all(isinstance(k, str) and callable(v) for k, v in handlers.items())
+        ):
+            yield (
+                f"{label('extensions')}[{i}] ({ext.identifier}): result_handlers must map "
+                "result types to async functions"
+            )
     version = values.get("protocol_version")
     if version is not None and version not in supported:
         yield (

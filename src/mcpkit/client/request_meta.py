@@ -1,4 +1,5 @@
-"""Extensions on the client side: the hooks that change each outgoing request's ``_meta``.
+"""Extensions on the client side: the hooks that change each outgoing request's ``_meta``,
+and the capability an extension declares.
 
 ``Client(extensions=[...])`` takes extensions (``mcpkit.Extension`` is one) and
 runs the ``request_meta(method, meta)`` hook of each on every request the
@@ -6,11 +7,18 @@ session sends, to add trace context (``traceparent``, 2026-07-28 basic/index §
 _meta), an extension's opt-ins, or anything else an extension keeps in
 ``_meta``. The hooks run before the 2026-07-28 envelope is added, and may not
 set its keys (the session's alone), so they work the same on both eras.
+
+An extension that also has a ``client_capability`` attribute (a JSON object, not
+None) is declared as ``capabilities.extensions[identifier]`` (SEP-2133): in
+``initialize`` on the handshake era, in every request's envelope on 2026-07-28
+(:func:`declared_extensions`). ``mcpkit.Extension`` has none: a server's extension
+given to a client (trace context) declares nothing. One with a ``result_handlers``
+attribute completes results of its own ``resultType`` (:mod:`.results`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from .stateless.discover import (
@@ -20,7 +28,13 @@ from .stateless.discover import (
     PROTOCOL_VERSION_KEY,
 )
 
-__all__ = ["ClientExtension", "RequestMetaHook", "with_request_meta"]
+__all__ = [
+    "ClientExtension",
+    "RequestMetaHook",
+    "client_capability_of",
+    "declared_extensions",
+    "with_request_meta",
+]
 
 RequestMetaHook = Callable[[str, dict[str, Any]], None]
 """``hook(method, meta)``: changes the ``_meta`` of one outgoing request in place."""
@@ -36,6 +50,34 @@ class ClientExtension(Protocol):
     def identifier(self) -> str: ...
     @property
     def request_meta(self) -> RequestMetaHook | None: ...
+
+
+def client_capability_of(extension: object) -> Mapping[str, Any] | None:
+    """What ``extension`` declares in the client's ``capabilities.extensions`` (its
+    optional ``client_capability`` attribute), None when it declares nothing."""
+    capability = getattr(extension, "client_capability", None)
+    return capability if isinstance(capability, Mapping) else None
+
+
+def declared_extensions(
+    extensions: Iterable[ClientExtension], capabilities: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``capabilities`` (copied) with each declaring extension under ``extensions``.
+
+    SEP-2133: a client lists the extensions it supports in ``capabilities.extensions``,
+    keyed by identifier, each with its settings (an empty object: no settings). An
+    entry the caller wrote in ``capabilities`` itself wins over the extension's.
+    """
+    out = dict(capabilities)
+    entries: dict[str, Any] = {}
+    for ext in extensions:
+        capability = client_capability_of(ext)
+        if capability is not None:
+            entries[ext.identifier] = dict(capability)
+    if entries:
+        given = out.get("extensions")
+        out["extensions"] = {**entries, **(given if isinstance(given, Mapping) else {})}
+    return out
 
 
 _ENVELOPE_KEYS: Final = (

@@ -38,7 +38,8 @@ from .handlers import (
     ServerHandlers,
 )
 from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
-from .request_meta import with_request_meta
+from .request_meta import declared_extensions, with_request_meta
+from .results import result_handlers_of
 from .session_api import SessionAPI
 from .stateless import discover
 from .stateless.listen import Listener
@@ -134,13 +135,16 @@ class ClientSession(SessionAPI):
             )
         self.listener = Listener(self)  # the stateless era's subscriptions/listen
         self._elicitation_modes = options.elicitation_modes
-        self._declared = dict(options.capabilities) if options.capabilities else {}
+        # The capabilities asked for, with the extensions that declare one (SEP-2133).
+        self._declared = declared_extensions(options.extensions, options.capabilities or {})
         # The extensions' hooks on each outgoing request's `_meta` (trace context, opt-ins).
         self._meta_hooks = tuple(
             hook for ext in options.extensions if (hook := ext.request_meta) is not None
         )
         self._capabilities = self.handlers.capabilities(options.elicitation_modes)
         self._capabilities.update(self._declared)
+        # resultType -> the extension handler that completes such results (client.results).
+        self.result_handlers = result_handlers_of(options.extensions)
 
     @property
     def _target(self) -> ClientSession:  # SessionAPI's methods work on the session itself

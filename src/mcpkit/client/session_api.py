@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import HEADER_MISMATCH, INTERNAL_ERROR, RemoteError
 from .cache import credential_of
 from .handlers import ProgressCallback, RootsSpec
+from .results import complete
 from .stateless import input_required
 
 if TYPE_CHECKING:
@@ -66,20 +67,22 @@ class SessionAPI:
         if meta:
             params["_meta"] = dict(meta)
         try:
-            return await input_required.with_input(
+            result = await input_required.with_input(
                 s, "tools/call", params, timeout=timeout, progress=progress
             )
         except RemoteError as exc:
             if exc.code != HEADER_MISMATCH or s.stateless_version is None:
                 raise
-        # Streamable HTTP § custom headers: the Mcp-Param-* headers did not match the
-        # tool's x-mcp-header annotations (not listed yet, or changed): list, then retry once.
-        if s.cache is not None:
-            s.cache.invalidate(s._origin, ("tools/list",))
-        await s.list_tools(timeout=timeout)
-        return await input_required.with_input(
-            s, "tools/call", params, timeout=timeout, progress=progress
-        )
+            # Streamable HTTP § custom headers: the Mcp-Param-* headers did not match the
+            # tool's x-mcp-header annotations (not listed yet, or changed): list, retry once.
+            if s.cache is not None:
+                s.cache.invalidate(s._origin, ("tools/list",))
+            await s.list_tools(timeout=timeout)
+            result = await input_required.with_input(
+                s, "tools/call", params, timeout=timeout, progress=progress
+            )
+        # An extension's result type (a task, SEP-2663) is completed by its handler.
+        return await complete(s, "tools/call", params, result, timeout=timeout, progress=progress)
 
     # -- resources ----------------------------------------------------------------------------
     async def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
@@ -102,16 +105,18 @@ class SessionAPI:
         """``resources/read``; returns the result dict (its ``contents`` list)."""
         s = self._target
         params = {"uri": uri}
-        first = await s._fetch("resources/read", params, timeout, progress)
-        if first.get("resultType") != "input_required":
-            return first
-        return await input_required.with_input(
-            s,
-            "resources/read",
-            params,
-            timeout=timeout,
-            progress=progress,
-            first=first,
+        result = await s._fetch("resources/read", params, timeout, progress)
+        if result.get("resultType") == "input_required":
+            result = await input_required.with_input(
+                s,
+                "resources/read",
+                params,
+                timeout=timeout,
+                progress=progress,
+                first=result,
+            )
+        return await complete(
+            s, "resources/read", params, result, timeout=timeout, progress=progress
         )
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
@@ -157,9 +162,10 @@ class SessionAPI:
             params["arguments"] = dict(arguments)
         if version is not None:
             params["version"] = version
-        return await input_required.with_input(
+        result = await input_required.with_input(
             s, "prompts/get", params, timeout=timeout, progress=progress
         )
+        return await complete(s, "prompts/get", params, result, timeout=timeout, progress=progress)
 
     # -- utilities ----------------------------------------------------------------------------
     async def complete(

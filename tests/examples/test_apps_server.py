@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import re
@@ -18,6 +17,7 @@ from mcpkit import MCPServer
 from mcpkit.client import Client
 from mcpkit.extensions.apps import EXTENSION_ID, MIME_TYPE, ui_for_tool
 from tests import ext_apps_sdk
+from tests.examples.fresh import fresh_example
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "apps_server.py"
@@ -35,15 +35,8 @@ def sdk_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def example(sdk_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """A fresh copy of the example (its counter keeps state), told where the SDK is."""
     monkeypatch.setenv("MCPKIT_EXT_APPS_SDK", str(sdk_bundle))
-    spec = importlib.util.spec_from_file_location("apps_server_under_test", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with fresh_example(EXAMPLE) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def inlined_sdk(html: str) -> bytes:

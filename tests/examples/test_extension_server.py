@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from mcpkit import MCPServer
 from mcpkit.client import Client
 from mcpkit.errors import RemoteError
+from tests.examples.fresh import fresh_example
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "extension_server.py"
@@ -23,15 +23,8 @@ TIMEOUT = 30.0
 @pytest.fixture
 def example() -> Iterator[ModuleType]:
     """A fresh copy of the example per test (its counter keeps state)."""
-    spec = importlib.util.spec_from_file_location("extension_server_under_test", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with fresh_example(EXAMPLE) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 # The extension's methods are in no schema: what the client sends is not checked here

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from mcpkit import MCPServer
 from mcpkit.client import Client
+from tests.examples.fresh import fresh_example
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "mount_server.py"
@@ -21,15 +21,8 @@ EXAMPLE = REPO / "examples" / "mount_server.py"
 @pytest.fixture
 def example() -> Iterator[ModuleType]:
     """A fresh copy of the example per test (its notes server gains a tool)."""
-    spec = importlib.util.spec_from_file_location("mount_server_under_test", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with fresh_example(EXAMPLE) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])

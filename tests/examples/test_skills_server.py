@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from mcpkit import MCPServer
 from mcpkit.client import Client
 from mcpkit.extensions.skills import digest
 from mcpkit.extensions.skills.client import SkillsClient
+from tests.examples.fresh import fresh_example
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "skills_server.py"
@@ -25,15 +25,8 @@ pytestmark = pytest.mark.no_schema_check  # the extension's methods are in no sc
 
 @pytest.fixture
 def example() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("skills_server_under_test", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with fresh_example(EXAMPLE) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 async def check(client: Client) -> None:

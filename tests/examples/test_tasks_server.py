@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,6 +13,7 @@ from mcpkit import MCPServer
 from mcpkit.errors import MISSING_CAPABILITY, RemoteError
 from mcpkit.extensions.tasks.server import TASKS
 from mcpkit.testing import InMemoryClient, connect
+from tests.examples.fresh import fresh_example
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks_server.py"
 
@@ -24,15 +22,8 @@ pytestmark = pytest.mark.no_schema_check  # the extension's methods are in no co
 
 @pytest.fixture
 def server() -> Iterator[MCPServer]:
-    spec = importlib.util.spec_from_file_location("tasks_server_under_test", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with fresh_example(EXAMPLE) as module:
         yield module.server
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 async def poll(client: InMemoryClient, task_id: str) -> tuple[dict[str, Any], list[str]]:

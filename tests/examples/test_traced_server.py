@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -16,21 +14,15 @@ from opentelemetry.trace import StatusCode
 
 from mcpkit.client import Client
 from mcpkit.observability import otel_extension
+from tests.examples.fresh import fresh_example
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "traced_server.py"
 
 
 @pytest.fixture
 def example() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("traced_server_under_test", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with fresh_example(EXAMPLE) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])

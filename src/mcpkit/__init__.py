@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "ElicitResult": "mcpkit.server.context",
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
+    "URLElicitation": "mcpkit.server.client_requests",
+    "URLElicitationRequiredError": "mcpkit.server.client_requests",
     "ToolAnnotations": "mcpkit.server.tools",
     "McpHeader": "mcpkit.server.stateless.mcp_header",
     "InputRoundStore": "mcpkit.stores.input_required",
@@ -130,6 +132,8 @@ __all__ = [
     "ToolError",
     "ToolParam",
     "ToolResult",
+    "URLElicitation",
+    "URLElicitationRequiredError",
     "UriTemplate",
     "Workflow",
     "__version__",
@@ -178,6 +182,7 @@ if TYPE_CHECKING:
         ToolCallError,
         ToolError,
     )
+    from .server.client_requests import URLElicitation, URLElicitationRequiredError
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
     from .server.declarative import (

@@ -16,19 +16,19 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
-from .form_validation import answer_errors
-from .lazy_pydantic import model_class, validation_error
+from .client_requests import (
+    ClientAsks,
+    ElicitResult,
+    Root,
+    elicitation_schema,
+    requested_schema_for,
+)
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-    from pydantic_core import ErrorDetails
-
     from ..auth.info import AuthInfo
-    from ..protocol.versions import Revision
     from .session import Request, ServerSession
 
 __all__ = [
@@ -40,9 +40,11 @@ __all__ = [
     "RequestExtra",
     "Root",
     "current_context",
+    "elicitation_schema",
     "progress_reported_to",
     "progress_sink",
     "request_asker",
+    "requested_schema_for",
     "requests_answered_by",
 ]
 
@@ -153,20 +155,6 @@ async def run_sync(
     return await call_in_thread(call, wait=wait, loop=loop)
 
 
-@dataclass(frozen=True, slots=True)
-class ElicitResult(Generic[T]):
-    """The user's answer: ``action`` is ``accept``, ``decline`` or ``cancel``."""
-
-    action: Literal["accept", "decline", "cancel"]
-    content: T | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Root:
-    uri: str
-    name: str | None = None
-
-
 class CancelSignal:
     """Set when the client cancels the request (Mastra's ``signal``)."""
 
@@ -207,8 +195,12 @@ class RequestExtra:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class Context:
-    """Per-request handle: logging, progress, elicitation, sampling, roots."""
+class Context(ClientAsks):
+    """Per-request handle: logging, progress, elicitation, sampling, roots.
+
+    What it asks of the client (``elicit``, ``elicit_url``, ``sample``,
+    ``list_roots``) is in :class:`~mcpkit.server.client_requests.ClientAsks`.
+    """
 
     __slots__ = ("_extra", "_loop", "request", "session")
 
@@ -344,155 +336,6 @@ class Context:
     ) -> dict[str, Any]:
         return await self.session.send_request(method, params, self.request, timeout=timeout)
 
-    @overload
-    def elicit(
-        self,
-        message: str,
-        schema: type[T],
-        *,
-        timeout: float | None = None,
-        key: str | None = None,
-    ) -> Awaitable[ElicitResult[T]]: ...
-    @overload
-    def elicit(
-        self,
-        message: str,
-        schema: dict[str, Any],
-        *,
-        timeout: float | None = None,
-        key: str | None = None,
-    ) -> Awaitable[ElicitResult[dict[str, Any]]]: ...
-    def elicit(
-        self, message: str, schema: Any, *, timeout: float | None = None, key: str | None = None
-    ) -> Any:
-        """Ask the user for structured input (client/elicitation, form mode).
-
-        ``schema`` is a pydantic model (the content is parsed into it) or a
-        JSON-Schema dict of a flat object (enums and defaults allowed; the answer
-        is checked against it as :mod:`~mcpkit.server.form_validation` says). ``key``
-        names the question in a 2026-07-28 input-required result (default:
-        ``elicitation``, ``elicitation_2``, ...).
-
-        An accepted answer that does not fit ``schema`` raises
-        :class:`~mcpkit.errors.ElicitationValidationError` (its ``content`` and
-        ``errors``): catch it to ask again or fall back; uncaught in a tool it
-        becomes a tool error naming each failing field.
-        """
-        return self._call(self._elicit(message, schema, timeout, key))
-
-    async def _elicit(
-        self, message: str, schema: Any, timeout: float | None, key: str | None = None
-    ) -> ElicitResult[Any]:
-        model = model_class(schema)
-        if model is not None:
-            requested = elicitation_schema(model)
-        elif isinstance(schema, dict):
-            requested = schema
-        else:
-            raise TypeError("elicit() schema must be a pydantic model class or a JSON-Schema dict")
-        revision = self.session.revision
-        unreachable = self.session.unreachable("elicitation/create")
-        if unreachable is not None:
-            raise unreachable
-        caps = self.session.client_capabilities.get("elicitation")
-        if caps is None:
-            raise CapabilityError(
-                "the client did not declare the 'elicitation' capability, so the server cannot "
-                "send elicitation/create"
-            )
-        if not revision.elicitation:
-            raise CapabilityError(
-                f"elicitation is not part of protocol revision {revision.name}: the client must "
-                "negotiate 2025-06-18 or later"
-            )
-        # 2025-11-25 client/elicitation § capabilities: `{}` means form mode only.
-        if isinstance(caps, dict) and caps and "form" not in caps:
-            raise CapabilityError("the client supports only URL-mode elicitation, not forms")
-        params: dict[str, Any] = {
-            "message": message,
-            "requestedSchema": requested_schema_for(requested, revision),
-        }
-        if revision.rich_elicitation:
-            params["mode"] = "form"
-        result = await self.session.send_request(
-            "elicitation/create", params, self.request, timeout=timeout, key=key
-        )
-        action = result.get("action")
-        if action not in ("accept", "decline", "cancel"):
-            raise InvalidParams(f"client answered elicitation with an unknown action {action!r}")
-        if action != "accept":
-            return ElicitResult(action=action)
-        content = result.get("content")
-        if model is not None:
-            try:
-                return ElicitResult(action="accept", content=model.model_validate(content or {}))
-            except validation_error() as exc:
-                raise ElicitationValidationError(content, exc.errors(include_url=False)) from None
-        if content is not None and not isinstance(content, dict):
-            problem: ErrorDetails = {
-                "type": "dict_type",
-                "loc": (),
-                "msg": f"the content is not an object (got {type(content).__name__})",
-                "input": content,
-            }
-            raise ElicitationValidationError(content, [problem])
-        checked, errors = answer_errors(requested, content or {})
-        if errors:
-            raise ElicitationValidationError(content, errors)
-        return ElicitResult(action="accept", content=None if content is None else checked)
-
-    def sample(
-        self,
-        messages: str | list[dict[str, Any]],
-        *,
-        max_tokens: int = 1000,
-        system_prompt: str | None = None,
-        temperature: float | None = None,
-        stop_sequences: list[str] | None = None,
-        model_preferences: dict[str, Any] | None = None,
-        include_context: Literal["none", "thisServer", "allServers"] | None = None,
-        metadata: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        key: str | None = None,
-    ) -> Any:
-        """Ask the client's LLM (``sampling/createMessage``); returns the result dict.
-
-        ``key`` names the question in a 2026-07-28 input-required result.
-        """
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
-        for name, value in (
-            ("systemPrompt", system_prompt),
-            ("temperature", temperature),
-            ("stopSequences", stop_sequences),
-            ("modelPreferences", model_preferences),
-            ("includeContext", include_context),
-            ("metadata", metadata),
-        ):
-            if value is not None:
-                params[name] = value
-        return self._call(
-            self.session.send_request(
-                "sampling/createMessage",
-                params,
-                self.request,
-                timeout=timeout,
-                capability="sampling",
-                key=key,
-            )
-        )
-
-    def list_roots(self, *, timeout: float | None = None, key: str | None = None) -> Any:
-        """The client's roots (``roots/list``); ``key`` as for :meth:`elicit`."""
-        return self._call(self._list_roots(timeout, key))
-
-    async def _list_roots(self, timeout: float | None, key: str | None = None) -> list[Root]:
-        result = await self.session.send_request(
-            "roots/list", None, self.request, timeout=timeout, capability="roots", key=key
-        )
-        return [Root(uri=r["uri"], name=r.get("name")) for r in result.get("roots", [])]
-
     def once(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` (sync or async) once per call, however many rounds it takes.
 
@@ -521,75 +364,3 @@ class Context:
 
     def ping(self, *, timeout: float | None = None) -> Any:
         return self._call(self.session.send_request("ping", None, self.request, timeout=timeout))
-
-
-def _inline(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """Resolve a pydantic ``$ref`` (enums) and ``Optional[X]`` into one flat property."""
-    ref = prop.get("$ref")
-    if isinstance(ref, str):
-        target = dict(defs.get(ref.rsplit("/", 1)[-1], {}))
-        target.update({k: v for k, v in prop.items() if k != "$ref"})
-        prop = target
-    if "anyOf" in prop:  # Optional[X]
-        options = [p for p in prop["anyOf"] if p.get("type") != "null"]
-        if len(options) == 1:
-            merged = _inline(dict(options[0]), defs)
-            merged.update({k: v for k, v in prop.items() if k != "anyOf"})
-            prop = merged
-    if isinstance(prop.get("items"), dict):  # multi-select: list[Enum] / list[Literal]
-        prop["items"] = _inline(prop["items"], defs)
-        prop["items"].pop("title", None)
-    if "default" in prop and prop["default"] is None:
-        del prop["default"]  # a null default is not a value of any primitive schema
-    return prop
-
-
-def elicitation_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A flat ``requestedSchema`` from a pydantic model (elicitation § requested schema).
-
-    Fields may be ``str`` (with ``format`` from e.g. ``EmailStr``, ``date``),
-    ``int``, ``float``, ``bool``, an ``Enum`` or ``Literal`` of strings (single
-    select), or a list of those (multi select, 2025-11-25); defaults carry over.
-    """
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
-    props = {name: _inline(dict(prop), defs) for name, prop in schema.get("properties", {}).items()}
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    if schema.get("required"):
-        out["required"] = schema["required"]
-    return out
-
-
-def requested_schema_for(schema: dict[str, Any], revision: Revision) -> dict[str, Any]:
-    """``schema`` in the forms ``revision`` knows.
-
-    2025-11-25 added defaults on strings, numbers and enums, titled enums
-    (``oneOf`` of ``const``/``title``) and multi-select enums; for 2025-06-18
-    defaults are dropped (the form still works without them), titled enums
-    become the legacy ``enum`` + ``enumNames`` form, and a multi-select cannot be
-    expressed at all.
-    """
-    props = schema.get("properties")
-    if schema.get("type") != "object" or not isinstance(props, dict):
-        raise ValueError("an elicitation schema is a flat JSON object schema with 'properties'")
-    if revision.rich_elicitation:
-        return schema
-    out_props: dict[str, Any] = {}
-    for name, prop in props.items():
-        if not isinstance(prop, dict):
-            raise ValueError(f"elicitation schema property {name!r} is not an object")
-        prop = dict(prop)
-        kind = prop.get("type")
-        if kind == "array":
-            raise CapabilityError(
-                f"multi-select field {name!r} needs protocol revision 2025-11-25; "
-                f"the client negotiated {revision.name}"
-            )
-        one_of = prop.pop("oneOf", None)
-        if isinstance(one_of, list):
-            prop["enum"] = [option.get("const") for option in one_of]
-            prop["enumNames"] = [option.get("title", option.get("const")) for option in one_of]
-        if kind != "boolean":
-            prop.pop("default", None)
-        out_props[name] = prop
-    return {**schema, "properties": out_props}

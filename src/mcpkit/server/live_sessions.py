@@ -19,6 +19,8 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from .client_requests import send_elicitation_complete
+
 if TYPE_CHECKING:
     from .session import ServerSession
 
@@ -54,6 +56,20 @@ class LiveSessions:
         """Close every live session."""
         for session in self.sessions():
             session.close()
+
+    async def complete_elicitation(self, elicitation_id: str, *, session_id: str | None) -> bool:
+        """Send ``notifications/elicitation/complete`` for ``elicitation_id`` to the live
+        session ``session_id`` of this process (2025-11-25 client/elicitation § completion
+        notifications): call it from the route that finished the URL-mode interaction.
+
+        True when such a session is live here and can get the notification (a
+        2025-11-25 session whose client declared URL-mode elicitation); False otherwise
+        (gone, on another process, or a revision without the notification).
+        """
+        for session in self.sessions():
+            if session.session_id == session_id:
+                return await send_elicitation_complete(session, elicitation_id)
+        return False
 
     # -- broadcasts ------------------------------------------------------------------------
     async def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:

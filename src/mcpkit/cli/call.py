@@ -92,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
         # Status lines come from on_status; the call's progress callback stays for the
         # progress notifications of a tool answered in place.
         ext = tasks_client(on_status=print_task_status, report_progress=False)
-        return dataclasses.replace(config, extensions=(*config.extensions, ext))
+        # URL-mode elicitation too: the Elicitor shows the URL and opens it on consent.
+        return dataclasses.replace(
+            config, extensions=(*config.extensions, ext), elicitation_modes=("form", "url")
+        )
 
     def prepare(mcp: MCPClient) -> None:
         for server in mcp.server_names:

@@ -10,6 +10,9 @@ A tool may ask the user for input while it runs (``elicitation/create``,
    stdin is one: field by field, with each field's type and choices;
 3. otherwise the question is declined, with a note on stderr saying why.
 
+A URL-mode question (2025-11-25) shows the URL and its host, and on a terminal
+asks before opening it in the browser; without a terminal it is declined.
+
 Everything this module prints goes to stderr: stdout holds only the result.
 """
 
@@ -18,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import webbrowser
 from collections.abc import Mapping
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 __all__ = ["Elicitor", "print_progress"]
 
@@ -97,16 +102,25 @@ class Elicitor:
         return {"action": "accept", "content": content}
 
     async def _url(self, params: Mapping[str, Any], message: str) -> dict[str, Any]:
-        url = params.get("url")
-        self.say(f"mcpkit: the server asks you to open {url}: {message}")
+        # 2025-11-25 client/elicitation § safe URL handling: show the whole URL and its
+        # host, never fetch it, and open it only on the user's explicit consent.
+        url = str(params.get("url") or "")
+        host = urlsplit(url).hostname or "?"
+        self.say(f"mcpkit: the server asks you to open a page on {host}: {message}")
+        self.say(f"  {url}")
         if not self.interactive:
             self.say("mcpkit: declined (stdin is not a terminal)")
             return {"action": "decline"}
         try:
-            reply = await self._ask("Open it, then answer: done? [y/N] ")
+            reply = await self._ask("Open it in your browser? [y/N] ")
         except _Cancelled:
             return {"action": "cancel"}
-        return {"action": "accept" if reply.lower() in ("y", "yes") else "decline"}
+        if reply.lower() not in ("y", "yes"):
+            return {"action": "decline"}
+        # webbrowser.open may start a process and wait: not on the event loop.
+        if not await asyncio.to_thread(webbrowser.open, url):
+            self.say("mcpkit: no browser could be started here; open the URL yourself")
+        return {"action": "accept"}
 
     async def _ask(self, prompt: str) -> str:
         self.stderr.write(prompt)

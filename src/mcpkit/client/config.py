@@ -94,6 +94,7 @@ class ServerConfig:
     log_handler: LogCallback | None = None
     sampling_handler: SamplingHandler | None = None
     elicitation_handler: ElicitationHandler | None = None
+    elicitation_modes: tuple[str, ...] | None = None  # None: the Client's ("form",)
     roots: RootsSpec | None = field(default=None)
     trace: Trace | None = None
     protocol_version: str | None = None  # None: the Client's default

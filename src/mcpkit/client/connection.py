@@ -133,6 +133,7 @@ class ServerConnection:
             max_message_size=self.max_message_size,
             max_server_requests=self.max_server_requests,
             extensions=config.extensions,
+            elicitation_modes=config.elicitation_modes or ("form",),
         )
         self._cache.clear()
         self._closed = False

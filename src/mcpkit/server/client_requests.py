@@ -255,8 +255,8 @@ class ClientAsks:
         may then tell the client with ``notifications/elicitation/complete``
         (:meth:`complete_elicitation`).
 
-        ``elicitation_id`` identifies the elicitation to the client (default: a
-        fresh random one); build ``url`` with an id you chose to tie the page's
+        ``elicitation_id`` identifies the elicitation to the client on 2025-11-25
+        (default: a fresh random one; 2026-07-28 sends none); build ``url`` with an id you chose to tie the page's
         visit to this request, and verify the visitor is the same user (the spec's
         phishing warning: never a pre-authenticated URL). Needs a client that
         declared ``elicitation.url``; on 2026-07-28 it is an input request like
@@ -288,12 +288,11 @@ class ClientAsks:
                 "the client did not declare URL-mode elicitation (capability elicitation.url), "
                 "so the server cannot send the user to a URL through it"
             )
-        params: dict[str, Any] = {
-            "mode": "url",
-            "message": message,
-            "url": url,
-            "elicitationId": elicitation_id or str(uuid.uuid4()),
-        }
+        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if revision.era == "handshake":
+            # 2025-11-25 only: 2026-07-28's URL params have no id (the requestState
+            # ties the answer to its request, and there is no completion notification).
+            params["elicitationId"] = elicitation_id or str(uuid.uuid4())
         result = await self.session.send_request(
             "elicitation/create", params, self.request, timeout=timeout, key=key
         )

@@ -70,6 +70,8 @@ EXPECTED_ALL = [
     "ToolError",
     "ToolParam",
     "ToolResult",
+    "URLElicitation",
+    "URLElicitationRequiredError",
     "UriTemplate",
     "Workflow",
     "__version__",

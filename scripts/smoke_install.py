@@ -153,6 +153,18 @@ EXTRAS = [
         "pydantic_ai",
         "the pydantic-ai adapter (mcpkit.adapters.pydantic_ai)",
     ),
+    (
+        "pydantic-ai",
+        "mcpkit.frameworks.pydantic_ai",
+        "pydantic_ai",
+        "the pydantic-ai toolset (mcpkit.frameworks.pydantic_ai)",
+    ),
+    (
+        "langchain",
+        "mcpkit.frameworks.langchain",
+        "langchain_core",
+        "the LangChain tools (mcpkit.frameworks.langchain)",
+    ),
 ]
 
 

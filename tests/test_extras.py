@@ -170,6 +170,20 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "the pydantic-ai adapter (mcpkit.adapters.pydantic_ai) needs pydantic_ai, which is "
         "not installed: pip install 'mcpkit[pydantic-ai]'",
     ),
+    (
+        "mcpkit.frameworks.pydantic_ai",
+        "pydantic-ai",
+        "pydantic_ai",
+        "the pydantic-ai toolset (mcpkit.frameworks.pydantic_ai) needs pydantic_ai, which is "
+        "not installed: pip install 'mcpkit[pydantic-ai]'",
+    ),
+    (
+        "mcpkit.frameworks.langchain",
+        "langchain",
+        "langchain_core",
+        "the LangChain tools (mcpkit.frameworks.langchain) needs langchain_core, which is "
+        "not installed: pip install 'mcpkit[langchain]'",
+    ),
     *(
         (
             f"mcpkit.observability.{name}",

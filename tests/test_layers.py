@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("protocol",),
     ("stores", "auth"),
     ("server", "client"),
-    ("adapters", "workflow", "extensions", "compose", "observability", "middleware"),
+    ("adapters", "workflow", "extensions", "compose", "observability", "middleware", "frameworks"),
     ("transports",),
     ("cli", "testing", "__main__"),
 )

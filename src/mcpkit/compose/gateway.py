@@ -134,6 +134,17 @@ def _matches(patterns: Sequence[str], name: str, tags: Collection[str]) -> bool:
     return False
 
 
+class NamespacedProxy(ProxySource):
+    """A proxy whose resources are served under a namespace (their updates too)."""
+
+    def __init__(self, server: MCPServer, options: dict[str, Any], *, namespace: str) -> None:
+        super().__init__(server, options, label=repr(namespace))
+        self.namespace = namespace
+
+    def downstream_uri(self, uri: str) -> str:
+        return prefixed_uri(self.namespace, uri) or uri
+
+
 class Member:
     """One upstream of the gateway: its proxy, its filter, whether it is down."""
 
@@ -177,9 +188,7 @@ class GatewaySource:
     # -- health ------------------------------------------------------------------------------
     def went_down(self, member: Member, exc: BaseException) -> None:
         first = member.down_until is None
-        member.wait = (
-            self.retry_after if first else min(max(member.wait, 1.0) * 2, MAX_RETRY_AFTER)
-        )
+        member.wait = self.retry_after if first else min(max(member.wait, 1.0) * 2, MAX_RETRY_AFTER)
         member.down_until = time.monotonic() + member.wait
         # ProxySource.failure names the upstream already; anything else is named here.
         member.error = (
@@ -292,13 +301,28 @@ class GatewaySource:
             request.auth_info,
         )
         try:
-            return await member.source.serve(session, own)
+            result = await member.source.serve(session, own)
         except RemoteError:
             raise
         except MCPError as exc:
             if member.down_until is not None:  # it was due for a retry, and is still down
                 self.went_down(member, exc)
             raise
+        if request.method == "resources/read" and result is not None:
+            return self.read_result(member, result)
+        return result
+
+    def read_result(self, member: Member, result: dict[str, Any]) -> dict[str, Any]:
+        """A read's contents under the URIs the gateway serves them at (as a mount's are)."""
+        contents = result.get("contents")
+        if not isinstance(contents, list):
+            return result
+        renamed = []
+        for content in contents:
+            uri = content.get("uri") if isinstance(content, dict) else None
+            mounted = prefixed_uri(member.name, uri) if isinstance(uri, str) else None
+            renamed.append(content if mounted is None else {**content, "uri": mounted})
+        return {**result, "contents": renamed}
 
     async def served_tool(self, member: Member, session: ServerSession, name: Any) -> bool:
         if not isinstance(name, str):
@@ -487,10 +511,10 @@ def from_config(
     members = {
         upstream: Member(
             upstream,
-            ProxySource(
+            NamespacedProxy(
                 server,
                 {"connect_timeout": connect_timeout, **_options(parsed)},
-                label=repr(upstream),
+                namespace=upstream,
             ),
             filters[upstream],
         )

@@ -19,16 +19,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
+from .elicitation_schema import elicitation_schema, requested_schema_for
 from .form_validation import answer_errors
 from .lazy_pydantic import model_class, validation_error
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
     from pydantic_core import ErrorDetails
 
     from ..auth.info import AuthInfo
-    from ..protocol.versions import Revision
     from .session import Request, ServerSession
 
 __all__ = [
@@ -522,74 +521,38 @@ class Context:
     def ping(self, *, timeout: float | None = None) -> Any:
         return self._call(self.session.send_request("ping", None, self.request, timeout=timeout))
 
+    # -- requests to the server itself ------------------------------------------------------
+    def read_resource(self, uri: str) -> Any:
+        """Read one of this server's resources (``resources/read``); the result dict.
 
-def _inline(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """Resolve a pydantic ``$ref`` (enums) and ``Optional[X]`` into one flat property."""
-    ref = prop.get("$ref")
-    if isinstance(ref, str):
-        target = dict(defs.get(ref.rsplit("/", 1)[-1], {}))
-        target.update({k: v for k, v in prop.items() if k != "$ref"})
-        prop = target
-    if "anyOf" in prop:  # Optional[X]
-        options = [p for p in prop["anyOf"] if p.get("type") != "null"]
-        if len(options) == 1:
-            merged = _inline(dict(options[0]), defs)
-            merged.update({k: v for k, v in prop.items() if k != "anyOf"})
-            prop = merged
-    if isinstance(prop.get("items"), dict):  # multi-select: list[Enum] / list[Literal]
-        prop["items"] = _inline(prop["items"], defs)
-        prop["items"].pop("title", None)
-    if "default" in prop and prop["default"] is None:
-        del prop["default"]  # a null default is not a value of any primitive schema
-    return prop
+        Served as the client's own read would be: the server's resources, the mounted
+        and the proxied ones (component sources) alike, through the server's middleware
+        (which sees the calling request's id), with this request's auth info, so a
+        resource's scopes are checked against the caller's token. A missing resource
+        raises :class:`~mcpkit.errors.ResourceNotFound`.
+        """
+        return self._call(self._served("resources/read", {"uri": uri}))
 
+    def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, version: str | None = None
+    ) -> Any:
+        """Get one of this server's prompts (``prompts/get``), as :meth:`read_resource`
+        reads: mounted and proxied prompts included; the result dict (``messages``)."""
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if version is not None:
+            params["version"] = version
+        return self._call(self._served("prompts/get", params))
 
-def elicitation_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A flat ``requestedSchema`` from a pydantic model (elicitation § requested schema).
+    async def _served(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from .request import Request  # request.py imports this module
 
-    Fields may be ``str`` (with ``format`` from e.g. ``EmailStr``, ``date``),
-    ``int``, ``float``, ``bool``, an ``Enum`` or ``Literal`` of strings (single
-    select), or a list of those (multi select, 2025-11-25); defaults carry over.
-    """
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
-    props = {name: _inline(dict(prop), defs) for name, prop in schema.get("properties", {}).items()}
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    if schema.get("required"):
-        out["required"] = schema["required"]
-    return out
-
-
-def requested_schema_for(schema: dict[str, Any], revision: Revision) -> dict[str, Any]:
-    """``schema`` in the forms ``revision`` knows.
-
-    2025-11-25 added defaults on strings, numbers and enums, titled enums
-    (``oneOf`` of ``const``/``title``) and multi-select enums; for 2025-06-18
-    defaults are dropped (the form still works without them), titled enums
-    become the legacy ``enum`` + ``enumNames`` form, and a multi-select cannot be
-    expressed at all.
-    """
-    props = schema.get("properties")
-    if schema.get("type") != "object" or not isinstance(props, dict):
-        raise ValueError("an elicitation schema is a flat JSON object schema with 'properties'")
-    if revision.rich_elicitation:
-        return schema
-    out_props: dict[str, Any] = {}
-    for name, prop in props.items():
-        if not isinstance(prop, dict):
-            raise ValueError(f"elicitation schema property {name!r} is not an object")
-        prop = dict(prop)
-        kind = prop.get("type")
-        if kind == "array":
-            raise CapabilityError(
-                f"multi-select field {name!r} needs protocol revision 2025-11-25; "
-                f"the client negotiated {revision.name}"
-            )
-        one_of = prop.pop("oneOf", None)
-        if isinstance(one_of, list):
-            prop["enum"] = [option.get("const") for option in one_of]
-            prop["enumNames"] = [option.get("title", option.get("const")) for option in one_of]
-        if kind != "boolean":
-            prop.pop("default", None)
-        out_props[name] = prop
-    return {**schema, "properties": out_props}
+        outer = self.request
+        # The same stream and auth as the calling request: a proxied upstream's
+        # server-to-client requests and logs reach the caller, as its call's do.
+        inner = Request(
+            self.session,
+            {"id": outer.id, "method": method, "params": params},
+            outer.send_raw,
+            outer.auth_info,
+        )
+        return await self.session.server.wrapped_methods[method](self.session, inner)

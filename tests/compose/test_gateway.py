@@ -97,7 +97,9 @@ def down_warnings(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == LOGGER and r.levelno == logging.WARNING and f"server {name!r}" in r.getMessage()
+        if r.name == LOGGER
+        and r.levelno == logging.WARNING
+        and f"server {name!r}" in r.getMessage()
     ]
 
 
@@ -184,9 +186,7 @@ async def test_a_down_upstream_is_retried_and_its_tools_are_announced_when_it_is
 ) -> None:
     caplog.set_level(logging.WARNING, LOGGER)
     gate = tmp_path / "gate"
-    gateway = from_config(
-        {"mcpServers": {"flaky": entry(upstream, GATE=gate)}}, retry_after=0.5
-    )
+    gateway = from_config({"mcpServers": {"flaky": entry(upstream, GATE=gate)}}, retry_after=0.5)
     changed = asyncio.Event()
 
     async def on_list_changed(kind: str) -> None:

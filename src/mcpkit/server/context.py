@@ -18,7 +18,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
-from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
+from ..errors import (
+    RESOURCE_NOT_FOUND,
+    CapabilityError,
+    ElicitationValidationError,
+    InvalidParams,
+    MCPError,
+    ResourceNotFound,
+)
 from .elicitation_schema import elicitation_schema, requested_schema_for
 from .form_validation import answer_errors
 from .lazy_pydantic import model_class, validation_error
@@ -529,9 +536,20 @@ class Context:
         and the proxied ones (component sources) alike, through the server's middleware
         (which sees the calling request's id), with this request's auth info, so a
         resource's scopes are checked against the caller's token. A missing resource
-        raises :class:`~mcpkit.errors.ResourceNotFound`.
+        raises :class:`~mcpkit.errors.ResourceNotFound` (a proxied server's too); any
+        other error is the :class:`~mcpkit.errors.MCPError` a client would get.
         """
-        return self._call(self._served("resources/read", {"uri": uri}))
+        return self._call(self._read(uri))
+
+    async def _read(self, uri: str) -> dict[str, Any]:
+        try:
+            return await self._served("resources/read", {"uri": uri})
+        except ResourceNotFound:
+            raise
+        except MCPError as exc:  # a proxied server's not-found: the same exception
+            if exc.code == RESOURCE_NOT_FOUND:
+                raise ResourceNotFound(uri) from exc
+            raise
 
     def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, version: str | None = None

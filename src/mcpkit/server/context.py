@@ -562,12 +562,11 @@ class Context:
         return self._call(self._served("prompts/get", params))
 
     async def _served(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        from .request import Request  # request.py imports this module
-
         outer = self.request
         # The same stream and auth as the calling request: a proxied upstream's
         # server-to-client requests and logs reach the caller, as its call's do.
-        inner = Request(
+        # (Made as type(outer): request.py imports this module, not the reverse.)
+        inner = type(outer)(
             self.session,
             {"id": outer.id, "method": method, "params": params},
             outer.send_raw,

@@ -15,7 +15,8 @@ names it, and ``MCPServer.mount`` imports it only when called.
 through a ``Client``, one upstream session per downstream session: it is a
 component source (``server.add_component_source``, :mod:`mcpkit.server.sources`),
 the seam for components that differ per session. :mod:`.gateway` serves every
-server of an ``mcpServers`` file under its name, one proxy each, in one component source.
+server of an ``mcpServers`` file under its name, one proxy each, in one component source;
+:mod:`.prefixed` serves a component source under a namespace (a mounted proxy's).
 """
 
 from __future__ import annotations

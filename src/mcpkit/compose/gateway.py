@@ -53,7 +53,8 @@ from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
-from .naming import namespace_problem, prefixed_name, prefixed_uri, unprefixed_uri
+from .naming import namespace_problem, prefixed_uri
+from .prefixed import namespace_of, own_params, prefixed_entries, prefixed_read, request_with
 from .proxy import ProxySource
 
 __all__ = ["ToolFilter", "entry_tags", "from_config"]
@@ -61,13 +62,6 @@ __all__ = ["ToolFilter", "entry_tags", "from_config"]
 log = logging.getLogger("mcpkit.compose")
 
 _KINDS: Final = frozenset({"tools", "resources", "resourceTemplates", "prompts", "completions"})
-#: The key of a listing entry that is namespaced, per kind.
-_NAMED: Final = {
-    "tools": "name",
-    "prompts": "name",
-    "resources": "uri",
-    "resourceTemplates": "uriTemplate",
-}
 #: Longest wait between two retries of an upstream that stays down.
 MAX_RETRY_AFTER: Final = 300.0
 # The keys of an mcpServers entry: mcpkit's own (client/config.ServerConfig), the
@@ -264,22 +258,13 @@ class GatewaySource:
 
     def renamed(self, member: Member, kind: str, entries: list[Any]) -> list[dict[str, Any]]:
         """``entries`` under ``member``'s namespace, without the tools its filter hides."""
-        key, out = _NAMED[kind], []
-        for entry in entries:
-            own = entry.get(key) if isinstance(entry, dict) else None
-            if not isinstance(own, str):
-                continue
-            if kind == "tools" and not member.filter.allows(own, entry_tags(entry)):
-                continue
-            if key == "name":
-                out.append({**entry, key: prefixed_name(member.name, own)})
-                continue
-            uri = prefixed_uri(member.name, own)
-            if uri is None:  # nothing to namespace it under (naming.py): not served
-                log.debug("upstream %r: %s %r has no 'scheme://'", member.name, kind, own)
-                continue
-            out.append({**entry, key: uri})
-        return out
+        if kind != "tools":
+            return prefixed_entries(member.name, kind, entries)
+
+        def served(entry: dict[str, Any]) -> bool:
+            return member.filter.allows(entry["name"], entry_tags(entry))
+
+        return prefixed_entries(member.name, kind, entries, served)
 
     async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
         routed = self.route(request.method, request.params)
@@ -292,16 +277,8 @@ class GatewaySource:
             return None  # filtered out: unknown, as the core says
         if member.resting:
             raise member.unavailable()
-        # The same request under the upstream's own names (its id, stream, _meta and
-        # progress token unchanged: progress and server→client requests find the caller).
-        own = Request(
-            session,
-            {"id": request.id, "method": request.method, "params": params},
-            request.send_raw,
-            request.auth_info,
-        )
         try:
-            result = await member.source.serve(session, own)
+            result = await member.source.serve(session, request_with(request, params))
         except RemoteError:
             raise
         except MCPError as exc:
@@ -309,20 +286,8 @@ class GatewaySource:
                 self.went_down(member, exc)
             raise
         if request.method == "resources/read" and result is not None:
-            return self.read_result(member, result)
+            return prefixed_read(member.name, result)
         return result
-
-    def read_result(self, member: Member, result: dict[str, Any]) -> dict[str, Any]:
-        """A read's contents under the URIs the gateway serves them at (as a mount's are)."""
-        contents = result.get("contents")
-        if not isinstance(contents, list):
-            return result
-        renamed = []
-        for content in contents:
-            uri = content.get("uri") if isinstance(content, dict) else None
-            mounted = prefixed_uri(member.name, uri) if isinstance(uri, str) else None
-            renamed.append(content if mounted is None else {**content, "uri": mounted})
-        return {**result, "contents": renamed}
 
     async def served_tool(self, member: Member, session: ServerSession, name: Any) -> bool:
         if not isinstance(name, str):
@@ -335,38 +300,10 @@ class GatewaySource:
 
     def route(self, method: str, params: dict[str, Any]) -> tuple[Member, dict[str, Any]] | None:
         """The upstream a request is for, and its params under that upstream's names."""
-        if method in ("tools/call", "prompts/get"):
-            named = self.by_name(params.get("name"))
-            return None if named is None else (named[0], {**params, "name": named[1]})
-        if method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
-            addressed = self.by_uri(params.get("uri"))
-            return None if addressed is None else (addressed[0], {**params, "uri": addressed[1]})
-        if method == "completion/complete":
-            ref = params.get("ref")
-            if not isinstance(ref, dict):
-                return None
-            key = "name" if ref.get("type") == "ref/prompt" else "uri"
-            found = self.by_name(ref.get(key)) if key == "name" else self.by_uri(ref.get(key))
-            if found is None:
-                return None
-            return found[0], {**params, "ref": {**ref, key: found[1]}}
-        return None
-
-    def by_name(self, name: Any) -> tuple[Member, str] | None:
-        if not isinstance(name, str):
-            return None
-        # A namespace holds no '_' (naming.py), so the first one ends it.
-        namespace, sep, own = name.partition("_")
-        member = self.members.get(namespace)
-        return (member, own) if sep and member is not None and own else None
-
-    def by_uri(self, uri: Any) -> tuple[Member, str] | None:
-        if not isinstance(uri, str):
-            return None
-        _scheme, _sep, rest = uri.partition("://")
-        member = self.members.get(rest.partition("/")[0])
-        own = unprefixed_uri(member.name, uri) if member is not None else None
-        return (member, own) if member is not None and own is not None else None
+        namespace = namespace_of(method, params)
+        member = self.members.get(namespace) if namespace is not None else None
+        own = own_params(member.name, method, params) if member is not None else None
+        return None if member is None or own is None else (member, own)
 
     def session_closed(self, session: ServerSession) -> None:
         for member in self.members.values():

@@ -181,6 +181,8 @@ class GatewaySource:
 
     # -- health ------------------------------------------------------------------------------
     def went_down(self, member: Member, exc: BaseException) -> None:
+        if member.resting:  # another request found it down meanwhile: one wait, not two
+            return
         first = member.down_until is None
         member.wait = self.retry_after if first else min(max(member.wait, 1.0) * 2, MAX_RETRY_AFTER)
         member.down_until = time.monotonic() + member.wait

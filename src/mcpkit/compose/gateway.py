@@ -184,7 +184,8 @@ class GatewaySource:
         if member.resting:  # another request found it down meanwhile: one wait, not two
             return
         first = member.down_until is None
-        member.wait = self.retry_after if first else min(max(member.wait, 1.0) * 2, MAX_RETRY_AFTER)
+        longest = max(MAX_RETRY_AFTER, self.retry_after)
+        member.wait = self.retry_after if first else min(member.wait * 2, longest)
         member.down_until = time.monotonic() + member.wait
         # ProxySource.failure names the upstream already; anything else is named here.
         member.error = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from mcpkit import Client, MCPServer
 from mcpkit.compose import ToolFilter, from_config
 from mcpkit.compose.gateway import entry_tags
 from mcpkit.errors import ConfigurationError, RemoteError
+from tests.transports.conftest import run_app
 
 # An upstream server: it writes its pid to $MARKER when it starts (to see when the
 # gateway starts it), and exits at once while the file $GATE is missing (a broken
@@ -148,7 +150,41 @@ async def test_upstreams_start_on_first_use_by_default(upstream: Path, tmp_path:
         await asyncio.sleep(0.3)  # time enough for a process to start, were one started
         assert not marker.exists()
         assert "up_search" in names(await client.list_tools())
-        assert len(marker.read_text().split()) == 1
+        for q in range(5):
+            await client.call_tool("up_search", {"q": str(q)})
+        assert len(marker.read_text().split()) == 1  # one process, one handshake, for all
+
+
+async def test_http_upstreams_are_served_beside_stdio_ones_and_a_refused_one_is_down(
+    upstream: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    remote = MCPServer(name="remote", version="1.0.0")
+
+    @remote.tool
+    def shout(text: str) -> str:
+        return text.upper()
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    async with run_app(remote.http_app()) as base:
+        gateway = from_config(
+            {
+                "mcpServers": {
+                    "local": entry(upstream),
+                    "remote": {"type": "http", "url": f"{base}/mcp"},
+                    "gone": {"url": refused},
+                }
+            }
+        )
+        async with Client(server=gateway, protocol_version="2025-11-25") as client:
+            assert {"local_search", "remote_shout"} <= names(await client.list_tools())
+            shouted = await client.call_tool("remote_shout", {"text": "hi"})
+            assert shouted["content"][0]["text"] == "HI"
+            with pytest.raises(RemoteError, match="upstream server 'gone' is unavailable"):
+                await client.call_tool("gone_shout", {"text": "x"})
+    assert len(down_warnings(caplog, "gone")) == 1
 
 
 async def test_eager_upstreams_start_with_the_gateway_and_a_broken_one_is_warned_of_then(

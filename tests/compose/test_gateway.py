@@ -298,7 +298,7 @@ def test_a_config_file_is_read_from_its_path(upstream: Path, tmp_path: Path) -> 
     path = tmp_path / "claude_desktop_config.json"
     path.write_text(
         '{"mcpServers": {"up": {"command": "python", "args": ["x.py"]}, '
-        '"off": {"command": "python", "disabled": true}}, "globalShortcut": "Ctrl+Space"}'
+        '"off_line": {"comand": "python", "disabled": true}}, "globalShortcut": "Ctrl+Space"}'
     )
     gateway = from_config(path, name="hub")
     assert gateway.name == "hub"

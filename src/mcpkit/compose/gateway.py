@@ -78,6 +78,7 @@ _KNOWN_KEYS: Final = frozenset(f.name for f in fields(ServerConfig)) | {
     "envFile",
     "description",
     "transportType",
+    "dev",
 }
 _TOP_KEYS: Final = ("mcpServers", "servers")
 
@@ -379,6 +380,8 @@ def _servers(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str,
 def _key_problems(servers: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     for name, entry in servers.items():
+        if isinstance(entry, Mapping) and entry.get("disabled") is True:
+            continue  # skipped, as load_config skips it
         problem = namespace_problem(name)
         if problem is not None:
             problems.append(f"server {name!r}: its name is its namespace, and {problem}")

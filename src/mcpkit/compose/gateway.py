@@ -333,10 +333,14 @@ class GatewaySource:
             await member.source.roots_changed(session)
 
     async def aclose(self) -> None:
+        """Stop the retries (a connection they were opening closes as it is cancelled,
+        client.Client._open), then close every upstream connection."""
+        retries = [m.retry for m in self.members.values() if m.retry is not None]
         for member in self.members.values():
-            if member.retry is not None:
-                member.retry.cancel()
-                member.retry = None
+            member.retry = None
+        for task in retries:
+            task.cancel()
+        await asyncio.gather(*retries, return_exceptions=True)
         await asyncio.gather(*(m.source.aclose() for m in self.members.values()))
 
 

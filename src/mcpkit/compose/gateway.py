@@ -48,7 +48,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from ..client.config import ServerConfig, load_config
-from ..errors import INTERNAL_ERROR, ConfigurationError, MCPError, RemoteError
+from ..errors import INTERNAL_ERROR, ConfigurationError, ConnectionClosed, MCPError, RemoteError
 from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
@@ -209,7 +209,7 @@ class GatewaySource:
         if member.down_until is None:
             return
         member.down_until, member.wait, member.error = None, 0.0, ""
-        log.warning("upstream server %r of gateway %r is back", member.name, self.server.name)
+        log.info("upstream server %r of gateway %r is back", member.name, self.server.name)
         # Its background retry (not cancelled: it may be starting a process) sees it is
         # up when it wakes, and ends.
         loop = asyncio.get_running_loop()
@@ -235,7 +235,7 @@ class GatewaySource:
         probe = self.server.create_session(stateless=True)
         try:
             await member.source.upstream(probe).connected()
-        except (MCPError, OSError) as exc:
+        except MCPError as exc:
             self.went_down(member, exc)
         else:
             self.came_back(member)
@@ -252,8 +252,10 @@ class GatewaySource:
         except RemoteError as exc:  # it answered: this listing only
             log.warning("upstream server %r failed to list %s: %s", member.name, kind, exc)
             return []
-        except (MCPError, OSError) as exc:
+        except MCPError as exc:  # ProxySource.failure: it cannot be started or reached
             self.went_down(member, exc)
+            return []
+        except ConnectionClosed:  # the downstream session closed meanwhile
             return []
         self.came_back(member)
         if kind == "tools":

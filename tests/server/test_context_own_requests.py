@@ -62,6 +62,11 @@ def hub() -> MCPServer:
         return text
 
     @server.tool
+    def sync_read(ctx: Context) -> str:  # run in a worker thread: the read blocks it
+        text: str = ctx.read_resource("mem://kid/hello")["contents"][0]["text"]
+        return text
+
+    @server.tool
     async def missing(ctx: Context) -> str:
         try:
             await ctx.read_resource("own://nothing")
@@ -129,3 +134,10 @@ async def test_a_missing_resource_raises_resource_not_found_in_the_tool() -> Non
     async with connect(hub()) as client:
         result = await client.call_tool("missing", {})
     assert result["content"][0]["text"].startswith("not found:")
+
+
+async def test_a_sync_tool_reads_by_blocking_its_worker_thread() -> None:
+    async with connect(hub()) as client:
+        result = await client.call_tool("sync_read", {})
+    assert result["content"][0]["text"] == "hello from the child"
+

@@ -140,4 +140,3 @@ async def test_a_sync_tool_reads_by_blocking_its_worker_thread() -> None:
     async with connect(hub()) as client:
         result = await client.call_tool("sync_read", {})
     assert result["content"][0]["text"] == "hello from the child"
-

@@ -126,6 +126,10 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.sources", "mcpkit.compose.proxy", "type"): (
         "MCPServer.proxy() takes the compose ProxyTarget"
     ),
+    # MCPServer.from_config(path) likewise: the gateway lives in compose/.
+    ("mcpkit.server.sources", "mcpkit.compose.gateway", "function"): (
+        "MCPServer.from_config() is a convenience over mcpkit.compose.gateway"
+    ),
 }
 
 

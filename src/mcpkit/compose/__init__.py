@@ -14,13 +14,26 @@ names it, and ``MCPServer.mount`` imports it only when called.
 (``server.add_middleware``). :mod:`.proxy` serves another server's components
 through a ``Client``, one upstream session per downstream session: it is a
 component source (``server.add_component_source``, :mod:`mcpkit.server.sources`),
-the seam for components that differ per session.
+the seam for components that differ per session. :mod:`.gateway` serves every
+server of an ``mcpServers`` file under its name, one proxy each, in one component source;
+:mod:`.prefixed` serves a component source under a namespace (a mounted proxy's).
 """
 
 from __future__ import annotations
 
+from .gateway import ToolFilter, from_config
 from .mount import Mount, mount
 from .naming import SEPARATOR, prefixed_name, prefixed_uri
 from .proxy import ProxySource, proxy
 
-__all__ = ["SEPARATOR", "Mount", "ProxySource", "mount", "prefixed_name", "prefixed_uri", "proxy"]
+__all__ = [
+    "SEPARATOR",
+    "Mount",
+    "ProxySource",
+    "ToolFilter",
+    "from_config",
+    "mount",
+    "prefixed_name",
+    "prefixed_uri",
+    "proxy",
+]

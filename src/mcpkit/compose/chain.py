@@ -25,29 +25,44 @@ __all__ = ["child_middleware"]
 Rename = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-def child_middleware(child: MCPServer, namespace: str, tool_names: set[str]) -> Any:
+def child_middleware(
+    parent: MCPServer, child: MCPServer, namespace: str, tool_names: set[str]
+) -> Any:
     """The parent's middleware running ``child``'s chain for its mounted components.
 
     ``tool_names`` is the live set of the parent's names of the child's tools
-    (:class:`~.mount.Mount` keeps it). None when ``child`` has no middleware.
+    (:class:`~.mount.Mount` keeps it). None when ``child`` has no middleware. A
+    child with component sources (a proxy) also has the names under its namespace
+    that the parent does not serve itself (its sources may hold them), and
+    ``logging/setLevel`` (a proxy passes the level up).
     """
     chain = build_chain(child.middleware)
     if chain is None:
         return None
     inner: CallNext = chain
+    sourced = bool(child.component_sources)
 
     def tool(params: dict[str, Any]) -> dict[str, Any] | None:
         name = params.get("name")
-        if not isinstance(name, str) or name not in tool_names:
+        if not isinstance(name, str):
             return None
-        return {**params, "name": unprefixed_name(namespace, name)}
+        if name not in tool_names and (not sourced or name in parent.tools):
+            return None
+        own = unprefixed_name(namespace, name)
+        return None if not own else {**params, "name": own}
 
     def prompt(params: dict[str, Any]) -> dict[str, Any] | None:
         name = params.get("name")
-        own = unprefixed_name(namespace, name) if isinstance(name, str) else None
-        if own is None or not child.prompts.find(own, params.get("version")):
+        if not isinstance(name, str):
             return None
-        return {**params, "name": own}
+        own = unprefixed_name(namespace, name)
+        if own is None:
+            return None
+        if child.prompts.find(own, params.get("version")):
+            return {**params, "name": own}
+        if sourced and not parent.prompts.serves(name, params.get("version")):
+            return {**params, "name": own}
+        return None
 
     def resource(params: dict[str, Any]) -> dict[str, Any] | None:
         uri = params.get("uri")
@@ -76,6 +91,8 @@ def child_middleware(child: MCPServer, namespace: str, tool_names: set[str]) -> 
         "resources/unsubscribe": resource,
         "completion/complete": completion,
     }
+    if sourced:
+        renames["logging/setLevel"] = lambda params: params
 
     async def mounted_chain(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
         rename = renames.get(ctx.method)

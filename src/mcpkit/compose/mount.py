@@ -12,7 +12,11 @@ A live link, resolved when something changes, never per call:
   the child's registries add the ones it registers later (and announce them).
 - the child's **lifespan** is entered inside the parent's (``server.add_lifespan``);
 - the child's **middleware** runs inside the parent's for requests to its
-  components (:mod:`.chain`).
+  components (:mod:`.chain`);
+- what the child serves through **component sources** (a proxy's upstream) is
+  served under the namespace through a :class:`~.prefixed.PrefixedSource` per source
+  (the sources the child has when mounted), and the parent's clients' roots changes
+  reach the child's ``on_roots_changed`` callbacks.
 
 Handlers of the child receive the parent's request context: ``ctx`` logs, reports
 progress, elicits and samples through the caller's session on both eras, and a
@@ -24,6 +28,7 @@ appears under both namespaces (``outer_inner_tool``).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,9 +39,11 @@ from ..errors import RegistrationError
 from ..server.prompts import PromptDefinition
 from ..server.resources import ResourceDefinition, TemplateDefinition
 from ..server.server import MCPServer
+from ..server.session import ServerSession
 from ..server.tools import ToolDefinition
 from .chain import child_middleware
 from .naming import mounted_ref, namespace_problem, prefixed_name, prefixed_uri
+from .prefixed import PrefixedSource
 
 __all__ = ["Mount", "mount"]
 
@@ -178,6 +185,14 @@ class Mount:
             return
         self.parent.completions.add(kind, renamed, argument, fn)
 
+    async def roots_changed(self, session: ServerSession) -> None:
+        """The parent's client changed its roots: tell the child's callbacks (a proxy
+        passes it up to the upstream of that session)."""
+        for callback in self.child.roots_changed_callbacks:
+            result = callback(session)
+            if inspect.isawaitable(result):
+                await result
+
     def skipped(self, what: str, own: str, mounted: str | None) -> bool:
         log.warning(
             "%s %r of mounted server %r is not served by %r: %s",
@@ -295,7 +310,14 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
         async with child.lifespan_context() as state:
             yield state
 
-    around = child_middleware(child, namespace, link.tool_names)
+    # What the child serves through component sources (a proxy's upstream) cannot be
+    # copied: each source is served under the namespace as it is (prefixed.py).
+    for source in child.component_sources:
+        parent.add_component_source(PrefixedSource(source, namespace))
+    if child.component_sources:
+        parent.on_roots_changed(link.roots_changed)
+
+    around = child_middleware(parent, child, namespace, link.tool_names)
     if around is not None:
         parent.add_middleware(around)
     parent.add_lifespan(child_lifespan, label=f"mount {namespace!r} ({child.name})")

@@ -241,6 +241,7 @@ class Upstream:
             await self.source.server.broadcast(method)
 
     async def resource_updated(self, uri: str) -> None:
+        uri = self.source.downstream_uri(uri)
         session = self.session() if self.session is not None else None
         if session is not None and uri in session.subscriptions:
             await session.notify("notifications/resources/updated", {"uri": uri})
@@ -295,6 +296,11 @@ class ProxySource:
             upstream = self.upstreams[session] = Upstream(self, session)
             self.open.add(upstream)
         return upstream
+
+    def downstream_uri(self, uri: str) -> str:
+        """The URI downstream clients know the upstream's resource ``uri`` by: the same
+        here; a gateway (:mod:`.gateway`) serves it under a namespace."""
+        return uri
 
     def failure(self, exc: BaseException) -> MCPError:
         """The downstream error for an upstream that failed (not one that answered)."""

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from ..errors import RESOURCE_NOT_FOUND, MCPError, ResourceNotFound
 from .client_requests import (
     ClientAsks,
     ElicitResult,
@@ -364,3 +365,49 @@ class Context(ClientAsks):
 
     def ping(self, *, timeout: float | None = None) -> Any:
         return self._call(self.session.send_request("ping", None, self.request, timeout=timeout))
+
+    # -- requests to the server itself ------------------------------------------------------
+    def read_resource(self, uri: str) -> Any:
+        """Read one of this server's resources (``resources/read``); the result dict.
+
+        Served as the client's own read would be: the server's resources, the mounted
+        and the proxied ones (component sources) alike, through the server's middleware
+        (which sees the calling request's id), with this request's auth info, so a
+        resource's scopes are checked against the caller's token. A missing resource
+        raises :class:`~mcpkit.errors.ResourceNotFound` (a proxied server's too); any
+        other error is the :class:`~mcpkit.errors.MCPError` a client would get.
+        """
+        return self._call(self._read(uri))
+
+    async def _read(self, uri: str) -> dict[str, Any]:
+        try:
+            return await self._served("resources/read", {"uri": uri})
+        except ResourceNotFound:
+            raise
+        except MCPError as exc:  # a proxied server's not-found: the same exception
+            if exc.code == RESOURCE_NOT_FOUND:
+                raise ResourceNotFound(uri) from exc
+            raise
+
+    def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, version: str | None = None
+    ) -> Any:
+        """Get one of this server's prompts (``prompts/get``), as :meth:`read_resource`
+        reads: mounted and proxied prompts included; the result dict (``messages``)."""
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if version is not None:
+            params["version"] = version
+        return self._call(self._served("prompts/get", params))
+
+    async def _served(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        outer = self.request
+        # The same stream and auth as the calling request: a proxied upstream's
+        # server-to-client requests and logs reach the caller, as its call's do.
+        # (Made as type(outer): request.py imports this module, not the reverse.)
+        inner = type(outer)(
+            self.session,
+            {"id": outer.id, "method": method, "params": params},
+            outer.send_raw,
+            outer.auth_info,
+        )
+        return await self.session.server.wrapped_methods[method](self.session, inner)

@@ -37,6 +37,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Mapping, Sequence
+
     from ..compose.proxy import ProxyTarget
     from .request import Request
     from .server import MCPServer
@@ -92,7 +95,8 @@ class ComponentSource(Protocol):
 
 
 class ServerSources:
-    """Mixed into ``MCPServer``: its component sources (none by default), and ``proxy``."""
+    """Mixed into ``MCPServer``: its component sources (none by default), ``proxy`` and
+    ``from_config``."""
 
     #: The sources, in the order added; read by the handlers (an empty tuple: none).
     component_sources: tuple[ComponentSource, ...] = ()
@@ -125,6 +129,32 @@ class ServerSources:
         from ..compose.proxy import proxy
 
         return proxy(target, name=name)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: str | os.PathLike[str] | Mapping[str, Any],
+        *,
+        name: str = "gateway",
+        eager: bool = False,
+        include: Mapping[str, Sequence[str]] | None = None,
+        exclude: Mapping[str, Sequence[str]] | None = None,
+        retry_after: float = 30.0,
+        connect_timeout: float = 10.0,
+    ) -> MCPServer:
+        """A gateway: every server of an ``mcpServers`` file (a path, or its dict) proxied
+        under its name: ``mcpkit.compose.gateway.from_config``, which has the rules."""
+        from ..compose.gateway import from_config
+
+        return from_config(
+            config,
+            name=name,
+            eager=eager,
+            include=include,
+            exclude=exclude,
+            retry_after=retry_after,
+            connect_timeout=connect_timeout,
+        )
 
 
 async def listed_by_sources(session: ServerSession, kind: ComponentKind) -> list[dict[str, Any]]:

@@ -1,0 +1,175 @@
+"""A component source served under a namespace: listings renamed, requests routed back.
+
+A mount copies the child's *registered* components (:mod:`.mount`); what a child
+serves through component sources (:mod:`mcpkit.server.sources`: a proxy's upstream)
+differs per session and cannot be copied. :class:`PrefixedSource` wraps such a
+source for the parent instead: its listings come out under the namespace, by the
+rules of :mod:`.naming`, and a request for a name or URI under the namespace goes
+to the wrapped source under the child's own name. The gateway (:mod:`.gateway`)
+routes to its upstreams with the same functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..server.request import Request
+from ..server.session import ServerSession
+from ..server.sources import ComponentSource
+from .naming import SEPARATOR, prefixed_name, prefixed_uri, unprefixed_name, unprefixed_uri
+
+__all__ = [
+    "PrefixedSource",
+    "namespace_of",
+    "own_params",
+    "prefixed_entries",
+    "prefixed_read",
+    "request_with",
+]
+
+log = logging.getLogger("mcpkit.compose")
+
+#: The key of a listing entry that is namespaced, per kind.
+NAMED: Final = {
+    "tools": "name",
+    "prompts": "name",
+    "resources": "uri",
+    "resourceTemplates": "uriTemplate",
+}
+_BY_NAME: Final = frozenset({"tools/call", "prompts/get"})
+_BY_URI: Final = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+
+
+def _name_space(name: Any) -> str | None:
+    # A namespace holds no separator (naming.py), so the first one ends it.
+    if not isinstance(name, str):
+        return None
+    namespace, sep, own = name.partition(SEPARATOR)
+    return namespace if sep and own else None
+
+
+def _uri_space(uri: Any) -> str | None:
+    if not isinstance(uri, str):
+        return None
+    _scheme, sep, rest = uri.partition("://")
+    namespace, slash, _own = rest.partition("/")
+    return namespace if sep and slash and namespace else None
+
+
+def namespace_of(method: str, params: dict[str, Any]) -> str | None:
+    """The namespace the name or URI of a ``method`` request falls under (None: none)."""
+    if method in _BY_NAME:
+        return _name_space(params.get("name"))
+    if method in _BY_URI:
+        return _uri_space(params.get("uri"))
+    if method == "completion/complete":
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            return None
+        if ref.get("type") == "ref/prompt":
+            return _name_space(ref.get("name"))
+        return _uri_space(ref.get("uri"))
+    return None
+
+
+def own_params(namespace: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """``params`` of a ``method`` request under the child's own names (None: not its)."""
+    if method in _BY_NAME:
+        name = params.get("name")
+        own = unprefixed_name(namespace, name) if isinstance(name, str) else None
+        return None if not own else {**params, "name": own}
+    if method in _BY_URI:
+        uri = params.get("uri")
+        own = unprefixed_uri(namespace, uri) if isinstance(uri, str) else None
+        return None if own is None else {**params, "uri": own}
+    if method == "completion/complete":
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            return None
+        key = "name" if ref.get("type") == "ref/prompt" else "uri"
+        value = ref.get(key)
+        if not isinstance(value, str):
+            return None
+        own = (
+            unprefixed_name(namespace, value) if key == "name" else unprefixed_uri(namespace, value)
+        )
+        return None if not own else {**params, "ref": {**ref, key: own}}
+    return None
+
+
+def prefixed_entries(
+    namespace: str,
+    kind: str,
+    entries: list[Any],
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Listing ``entries`` of ``kind`` under ``namespace``; ``keep`` may leave some out."""
+    key = NAMED[kind]
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        own = entry.get(key) if isinstance(entry, dict) else None
+        if not isinstance(own, str) or (keep is not None and not keep(entry)):
+            continue
+        if key == "name":
+            out.append({**entry, key: prefixed_name(namespace, own)})
+            continue
+        uri = prefixed_uri(namespace, own)
+        if uri is None:  # nothing to namespace it under (naming.py): not served
+            log.debug("%s %r under %r has no 'scheme://': not served", kind, own, namespace)
+            continue
+        out.append({**entry, key: uri})
+    return out
+
+
+def prefixed_read(namespace: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A ``resources/read`` result with its contents' URIs under ``namespace``."""
+    contents = result.get("contents")
+    if not isinstance(contents, list):
+        return result
+    renamed = []
+    for content in contents:
+        uri = content.get("uri") if isinstance(content, dict) else None
+        mounted = prefixed_uri(namespace, uri) if isinstance(uri, str) else None
+        renamed.append(content if mounted is None else {**content, "uri": mounted})
+    return {**result, "contents": renamed}
+
+
+def request_with(request: Request, params: dict[str, Any]) -> Request:
+    """``request`` with other ``params``: its id, stream, auth, ``_meta`` and progress
+    token unchanged, so progress and server-to-client requests still find the caller."""
+    return Request(
+        request.session,
+        {"id": request.id, "method": request.method, "params": params},
+        request.send_raw,
+        request.auth_info,
+    )
+
+
+class PrefixedSource:
+    """``source`` (a mounted server's component source) served under ``namespace``."""
+
+    def __init__(self, source: ComponentSource, namespace: str) -> None:
+        self.source = source
+        self.namespace = namespace
+        self.kinds = frozenset(source.kinds)
+
+    def __repr__(self) -> str:
+        return f"PrefixedSource({self.source!r} under {self.namespace!r})"
+
+    async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
+        entries = await self.source.list_components(session, kind)
+        return prefixed_entries(self.namespace, kind, entries)
+
+    async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
+        params = own_params(self.namespace, request.method, request.params)
+        if params is None:
+            return None
+        result = await self.source.serve(session, request_with(request, params))
+        if result is not None and request.method == "resources/read":
+            return prefixed_read(self.namespace, result)
+        return result
+
+    def session_closed(self, session: ServerSession) -> None:
+        self.source.session_closed(session)

@@ -159,7 +159,7 @@ async def test_elicitation_in_a_queued_task_is_answered_through_tasks_update(
 
 
 async def _killed_mid_task(
-    node_a: MCPServer, workers: Workers, tmp_path: Path, tool: str
+    node_a: MCPServer, workers: Workers, tmp_path: Path, tool: str, how: str = "kill"
 ) -> tuple[TaskHandle, asyncio.subprocess.Process, dict[str, Any] | RemoteError]:
     first = await workers.start()
     marker = tmp_path / "m"
@@ -169,8 +169,11 @@ async def _killed_mid_task(
         handle = await call_tool_task(client, tool, {"marker": str(marker)})
         assert isinstance(handle, TaskHandle)
         await _until((tmp_path, f"m.{first.pid}.1.started"))
-        first.kill()  # SIGKILL mid-task: no chance to hand the job back
-        await first.wait()
+        if how == "kill":
+            first.kill()  # SIGKILL mid-task: no chance to hand the job back
+        else:
+            first.send_signal(signal.SIGTERM)  # a rolling restart: stopped under the task
+        await asyncio.wait_for(first.wait(), DEADLINE)
         second = await workers.start()
         (tmp_path / "m.go").touch()
         try:
@@ -182,19 +185,21 @@ async def _killed_mid_task(
     return handle, second, outcome
 
 
+@pytest.mark.parametrize("how", ["kill", "term"])
 async def test_an_idempotent_tool_is_run_again_when_its_worker_is_killed(
-    node_a: MCPServer, workers: Workers, tmp_path: Path
+    node_a: MCPServer, workers: Workers, tmp_path: Path, how: str
 ) -> None:
-    _, second, outcome = await _killed_mid_task(node_a, workers, tmp_path, "hold_again")
+    _, second, outcome = await _killed_mid_task(node_a, workers, tmp_path, "hold_again", how)
     assert isinstance(outcome, dict)
     assert text(outcome) == str(second.pid)
     assert (tmp_path / f"m.{second.pid}.2.started").exists()
 
 
+@pytest.mark.parametrize("how", ["kill", "term"])
 async def test_a_tool_not_declared_idempotent_fails_when_its_worker_is_killed(
-    node_a: MCPServer, workers: Workers, tmp_path: Path
+    node_a: MCPServer, workers: Workers, tmp_path: Path, how: str
 ) -> None:
-    _, _, outcome = await _killed_mid_task(node_a, workers, tmp_path, "hold")
+    _, _, outcome = await _killed_mid_task(node_a, workers, tmp_path, "hold", how)
     assert isinstance(outcome, RemoteError)
     assert outcome.code == INTERNAL_ERROR
     assert "not declared idempotent" in str(outcome) and "'hold'" in str(outcome)

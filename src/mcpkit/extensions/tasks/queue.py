@@ -88,6 +88,10 @@ _ANSWER_WAIT: Final = 2.0
 # How long a worker blocks on a task's answer list per pop, and how long the list lives.
 _ANSWER_POP_S: Final = 1
 _ANSWER_TTL_MS: Final = 3_600_000
+# Redis operations of this module at once per process: pydocket's connection pool refuses
+# more connections than its limit rather than waiting, so a burst of tools/call (500 at
+# once) would fail enqueues with "Too many connections" without this gate.
+_REDIS_AT_ONCE: Final = 32
 # How long stopping waits for the consumer to hand its jobs back before cancelling it.
 _STOP_WAIT: Final = 5.0
 
@@ -201,6 +205,7 @@ class TaskQueue:
         self._docket: Docket | None = None
         self._server: MCPServer | None = None
         self._store: TaskStore | None = None
+        self._gate: asyncio.Semaphore | None = None
 
     def __repr__(self) -> str:
         return f"TaskQueue(name={self.name!r}, concurrency={self.concurrency})"
@@ -210,6 +215,13 @@ class TaskQueue:
         if self._docket is None:
             raise RuntimeError("the task queue is not running (it starts with the server)")
         return self._docket
+
+    @property
+    def gate(self) -> asyncio.Semaphore:
+        """Bounds this process's own Redis operations at once (see ``_REDIS_AT_ONCE``)."""
+        if self._gate is None:
+            raise RuntimeError("the task queue is not running (it starts with the server)")
+        return self._gate
 
     # -- start and stop -----------------------------------------------------------------------
 
@@ -231,6 +243,7 @@ class TaskQueue:
         if name is None:
             name = (redis_store.prefix if redis_store is not None else "mcpkit:") + "tasks"
         self._server, self._store = server, store
+        self._gate = asyncio.Semaphore(_REDIS_AT_ONCE)
         role = _role.get()
         consume = self.consume or role is not None
         async with Docket(name=name, url=url) as docket:
@@ -283,11 +296,13 @@ class TaskQueue:
             "client": ctx.client_info,
             "auth": _auth_json(ctx.auth_info),
         }
-        await self.docket.add(JOB_NAME, key=record.task_id)(orjson.dumps(job).decode())
+        async with self.gate:
+            await self.docket.add(JOB_NAME, key=record.task_id)(orjson.dumps(job).decode())
 
     async def cancel(self, task_id: str) -> None:
         """Drop the task's job from the queue, or cancel its handler on the worker."""
-        await self.docket.cancel(task_id)
+        async with self.gate:
+            await self.docket.cancel(task_id)
 
     async def answer(self, record: TaskRecord, responses: Mapping[str, Any]) -> None:
         """Hand ``tasks/update``'s answers to the worker running ``record``'s task, and wait
@@ -297,7 +312,7 @@ class TaskQueue:
         if not answered:
             return  # unknown or satisfied keys are ignored ("servers MUST ignore" them)
         key = self.answers_key(record.task_id)
-        async with self.docket.redis() as redis:
+        async with self.gate, self.docket.redis() as redis:
             pipe: Any = redis.pipeline(transaction=True)
             pipe.rpush(key, orjson.dumps(answered))
             pipe.pexpire(key, _ANSWER_TTL_MS)
@@ -330,7 +345,7 @@ class TaskQueue:
         if record is None or record.terminal:
             return  # expired, or cancelled before any worker took it
         tool_name = job["tool"]
-        async with self.docket.redis() as redis:
+        async with self.gate, self.docket.redis() as redis:
             attempts_key = self.docket.key(f"mcpkit-attempts:{task_id}")
             pipe: Any = redis.pipeline(transaction=True)
             pipe.incr(attempts_key)

@@ -23,9 +23,11 @@ in the process that accepted it:
 A tool's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` inside a task move it to
 ``input_required`` (:mod:`.inputs`), answered by ``tasks/update``.
 
+With ``queue=`` (:mod:`.queue`), step 2 is a job of a Redis queue instead, run by any
+worker process; ``tasks/cancel`` and ``tasks/update`` then reach it from any node.
+
 Not yet: an input round before the task is created, ``notifications/tasks`` through
-``subscriptions/listen``, ``tasks/*`` served by a node other than the one running the
-task, execution through a queue.
+``subscriptions/listen``, ``tasks/*`` of a task run *in process* served by another node.
 """
 
 from __future__ import annotations

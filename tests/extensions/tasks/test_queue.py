@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Client, MCPServer
-from mcpkit.errors import INTERNAL_ERROR, RemoteError
+from mcpkit.errors import INTERNAL_ERROR, ConfigurationError, RemoteError
 from mcpkit.extensions.tasks import tasks_extension
 from mcpkit.extensions.tasks.client import TaskHandle, call_tool_task, tasks_client
 from mcpkit.extensions.tasks.queue import TaskQueue
@@ -241,3 +241,28 @@ async def test_a_queue_needs_a_shared_task_store() -> None:
     with pytest.raises(Exception, match="needs a shared task store"):
         async with server.lifespan_context():
             pass
+
+
+def test_a_tool_is_idempotent_by_its_annotation_or_by_the_queues_option() -> None:
+    server = make(consume=False)
+    plain, named = TaskQueue(), TaskQueue(idempotent={"hold"})
+    assert plain.is_idempotent(server, "hold_again")  # ToolAnnotations(idempotent_hint=True)
+    assert not plain.is_idempotent(server, "hold")
+    assert named.is_idempotent(server, "hold")
+    assert not named.is_idempotent(server, "unknown")
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"concurrency": 0}, "concurrency must be a positive integer"),
+        ({"max_attempts": 0}, "max_attempts must be a positive integer"),
+        ({"redelivery_s": 0}, "redelivery_s must be positive"),
+        ({"idempotent": "hold"}, "idempotent must be a collection of tool names"),
+    ],
+)
+def test_bad_queue_options_are_refused_with_their_name(
+    options: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=problem):
+        TaskQueue(**options)

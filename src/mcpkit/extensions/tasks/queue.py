@@ -352,7 +352,7 @@ class TaskQueue:
             pipe.pexpire(attempts_key, _ANSWER_TTL_MS if record.ttl_ms is None else record.ttl_ms)
             attempt = int((await pipe.execute())[0])
         if attempt > 1:
-            idempotent = self._idempotent(server, tool_name)
+            idempotent = self.is_idempotent(server, tool_name)
             if not idempotent or attempt > self.max_attempts:
                 log.warning("task %s: its worker stopped; not run again", task_id)
                 error = _worker_lost(tool_name, attempt, idempotent)
@@ -361,7 +361,8 @@ class TaskQueue:
             log.info("task %s: its worker stopped; running it again (run %d)", task_id, attempt)
         await _Run(self, store, record, job).run(server)
 
-    def _idempotent(self, server: MCPServer, name: object) -> bool:
+    def is_idempotent(self, server: MCPServer, name: object) -> bool:
+        """Whether tool ``name`` of ``server`` may run again after its worker died."""
         if not isinstance(name, str):
             return False
         if name in self.idempotent:

@@ -266,3 +266,30 @@ def test_bad_queue_options_are_refused_with_their_name(
 ) -> None:
     with pytest.raises(ConfigurationError, match=problem):
         TaskQueue(**options)
+
+
+async def test_without_a_store_the_servers_redis_store_keeps_the_records(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    def node() -> MCPServer:
+        server = MCPServer(name="in-process", version="1")
+
+        @server.tool
+        async def slow() -> str:
+            await asyncio.sleep(0.2)
+            return "done"
+
+        server.use_store(RedisStore(redis_server.url, prefix=prefix))
+        server.add_extension(tasks_extension(tools={"slow": "required"}, poll_interval_ms=50))
+        return server
+
+    era = "2026-07-28"  # no session: the id alone is the bearer, on any node
+    async with (
+        Client(server=node(), protocol_version=era, extensions=[tasks_client()]) as on_a,
+        Client(server=node(), protocol_version=era, extensions=[tasks_client()]) as on_b,
+    ):
+        handle = await call_tool_task(on_a, "slow", {})
+        assert isinstance(handle, TaskHandle)
+        # Node B never saw the task: it reads the record node A wrote to the shared Redis.
+        result = await asyncio.wait_for(TaskHandle(on_b, handle.task_id).result(), DEADLINE)
+    assert text(result) == "done"

@@ -371,8 +371,12 @@ class _Tasks:
             # Each handler records `failed` (server stopped) on its way out. Bounded: a
             # cancellation can be lost on Python 3.11 (loops.cancel_and_wait).
             running = list(self.running.values())
-            await cancel_and_wait(beat, *running, timeout=_STOP_WAIT, what="the tasks extension")
-            await placed.__aexit__(None, None, None)
+            try:
+                await cancel_and_wait(
+                    beat, *running, timeout=_STOP_WAIT, what="the tasks extension"
+                )
+            finally:
+                await placed.__aexit__(None, None, None)
 
     @contextlib.asynccontextmanager
     async def _placed(self, server: MCPServer) -> AsyncIterator[None]:

@@ -148,6 +148,12 @@ EXTRAS = [
     ("auth", "mcpkit.auth.jwt", "httpx", "JWT access token verification (mcpkit.auth.jwt)"),
     ("redis", "mcpkit.stores.redis", "redis", "the Redis store (mcpkit.stores.redis)"),
     (
+        "tasks-queue",
+        "mcpkit.extensions.tasks.queue",
+        "docket",
+        "the tasks job queue (mcpkit.extensions.tasks.queue)",
+    ),
+    (
         "pydantic-ai",
         "mcpkit.adapters.pydantic_ai",
         "pydantic_ai",

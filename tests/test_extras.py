@@ -164,6 +164,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "installed: pip install 'mcpkit[redis]'",
     ),
     (
+        "mcpkit.extensions.tasks.queue",
+        "tasks-queue",
+        "docket",
+        "the tasks job queue (mcpkit.extensions.tasks.queue) needs docket, which is not "
+        "installed: pip install 'mcpkit[tasks-queue]'",
+    ),
+    (
         "mcpkit.adapters.pydantic_ai",
         "pydantic-ai",
         "pydantic_ai",

@@ -28,6 +28,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "client": ("httpx",),
     "auth": ("joserfc", "cryptography", "httpx"),
     "redis": ("redis",),
+    "tasks-queue": ("docket", "redis"),
     "pydantic-ai": ("pydantic_ai",),
     "otel": ("opentelemetry",),
     "langchain": ("langchain_core",),

@@ -4,9 +4,9 @@ SEP-2663 is a draft: the wire shapes here follow the ``modelcontextprotocol/ext-
 repository's ``specification/draft/tasks.md`` and ``schema/draft/schema.json``, and
 may change with it.
 
-The server part runs tasks in the accepting process, input inside a task included;
-the client part follows a task inside ``call_tool``; status notifications and queue
-execution are still to come:
+The server part runs tasks in the accepting process, input inside a task included, or
+through a Redis job queue on any worker process; the client part follows a task inside
+``call_tool``; status notifications are still to come:
 
 * :mod:`.server`: :func:`~.server.tasks_extension`, the ``Extension`` a server adds
   (task-augmented ``tools/call``, ``tasks/get``, ``tasks/cancel``, ``tasks/update``);
@@ -19,7 +19,9 @@ execution are still to come:
   ``CreateTaskResult``, ``GetTaskResult``, the ``notifications/tasks`` params);
 * :mod:`.store`: the :class:`~.store.TaskStore` protocol and
   :class:`~.store.MemoryTaskStore`;
-* :mod:`.redis`: :class:`~.redis.RedisTaskStore`, the only module that imports redis.
+* :mod:`.redis`: :class:`~.redis.RedisTaskStore`, the task records on Redis;
+* :mod:`.queue`: :class:`~.queue.TaskQueue`, execution through a pydocket job queue
+  (``mcpkit[tasks-queue]``; ``mcpkit worker``), the only module that imports docket.
 
 The package sits in ``extensions`` (above ``server`` and ``client``, beside
 ``adapters``) and uses only public seams below it (``errors``, ``stores``, the

@@ -23,9 +23,11 @@ in the process that accepted it:
 A tool's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` inside a task move it to
 ``input_required`` (:mod:`.inputs`), answered by ``tasks/update``.
 
+With ``queue=`` (:mod:`.queue`), step 2 is a job of a Redis queue instead, run by any
+worker process; ``tasks/cancel`` and ``tasks/update`` then reach it from any node.
+
 Not yet: an input round before the task is created, ``notifications/tasks`` through
-``subscriptions/listen``, ``tasks/*`` served by a node other than the one running the
-task, execution through a queue.
+``subscriptions/listen``, ``tasks/*`` of a task run *in process* served by another node.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from ...errors import (
     INTERNAL_ERROR,
@@ -57,6 +60,8 @@ from .store import MemoryTaskStore, TaskLimitExceeded, TaskStore
 if TYPE_CHECKING:
     from ...server.middleware import CallNext, MiddlewareContext
     from ...server.server import MCPServer
+    from ...stores.redis import RedisStore
+    from .queue import TaskQueue
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL_MS",
@@ -141,6 +146,8 @@ class _Tasks:
         poll_interval_ms: int,
         node_id: str,
         heartbeat_s: float,
+        queue: TaskQueue | bool = False,
+        store_given: bool = True,
     ) -> None:
         self.store = store
         self.tools = tools
@@ -150,6 +157,11 @@ class _Tasks:
         self.heartbeat_s = heartbeat_s
         self.running: dict[str, asyncio.Task[None]] = {}
         self.inputs: dict[str, TaskInputs] = {}
+        # Execution through a job queue (.queue, docs/design/tasks.md §4): the option as
+        # given, and the queue in use while the server runs (None: in this process).
+        self.queue_option = queue
+        self.store_given = store_given
+        self.queue: TaskQueue | None = None
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -168,16 +180,30 @@ class _Tasks:
             ttl_ms=self.ttl_ms,
             poll_interval_ms=self.poll_interval_ms,
             owner=owner_of(ctx),
-            node_id=self.node_id,
+            # A queued task is no node's: the queue's redelivery is its liveness.
+            node_id=self.node_id if self.queue is None else None,
         )
         try:
             await self.store.create(record)  # before the answer: create before answer
         except TaskLimitExceeded as exc:
             raise MCPError(f"No task can be created now: {exc}", code=INTERNAL_ERROR) from None
+        if self.queue is not None:
+            await self._enqueue(self.queue, record, ctx)
+            return create_task_result(record)
         task = asyncio.create_task(self._run(record, ctx, call_next), name=f"task {record.task_id}")
         self.running[record.task_id] = task
         task.add_done_callback(lambda _: self._forget(record.task_id))
         return create_task_result(record)
+
+    async def _enqueue(self, queue: TaskQueue, record: TaskRecord, ctx: MiddlewareContext) -> None:
+        try:
+            await queue.enqueue(record, ctx)
+        except BaseException as exc:
+            # Created but never queued: say so in the record, and answer with the error.
+            error = exc.to_error() if isinstance(exc, MCPError) else to_jsonrpc_error(exc)
+            with contextlib.suppress(Exception):
+                await self._move(record.task_id, TaskStatus.FAILED, error=error, quiet=True)
+            raise
 
     def _forget(self, task_id: str) -> None:
         self.running.pop(task_id, None)
@@ -309,6 +335,8 @@ class _Tasks:
             running = self.running.get(record.task_id)
             if running is not None:
                 running.cancel()
+            elif self.queue is not None:
+                await self.queue.cancel(record.task_id)
         return {"resultType": "complete"}
 
     async def update(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -321,6 +349,8 @@ class _Tasks:
             # Unknown or already-satisfied keys are ignored ("servers MUST ignore" them);
             # the record shows what is left before the acknowledgement goes out.
             await inputs.answer(responses)
+        elif self.queue is not None and record.status is TaskStatus.INPUT_REQUIRED:
+            await self.queue.answer(record, responses)  # to the worker running it
         return {"resultType": "complete"}
 
     # -- lifespan -----------------------------------------------------------------------------
@@ -332,6 +362,8 @@ class _Tasks:
             raise ConfigurationError(
                 f"tasks_extension(tools=...) names tools the server does not have: {unknown}"
             )
+        placed = self._placed(server)  # the shared store and the job queue, if any
+        await placed.__aenter__()
         beat = asyncio.create_task(self._beat(), name="tasks heartbeat")
         try:
             yield
@@ -339,7 +371,42 @@ class _Tasks:
             # Each handler records `failed` (server stopped) on its way out. Bounded: a
             # cancellation can be lost on Python 3.11 (loops.cancel_and_wait).
             running = list(self.running.values())
-            await cancel_and_wait(beat, *running, timeout=_STOP_WAIT, what="the tasks extension")
+            try:
+                await cancel_and_wait(
+                    beat, *running, timeout=_STOP_WAIT, what="the tasks extension"
+                )
+            finally:
+                await placed.__aexit__(None, None, None)
+
+    @contextlib.asynccontextmanager
+    async def _placed(self, server: MCPServer) -> AsyncIterator[None]:
+        """Where records live and tasks run while the server runs: without ``store=``, a
+        server's RedisStore shares the records (``mcpkit run --redis``); with ``queue``,
+        the job queue (.queue) takes the execution."""
+        redis_store = _redis_store_of(server)
+        if not self.store_given and redis_store is not None:
+            from .redis import RedisTaskStore
+
+            self.store = RedisTaskStore.from_store(redis_store)
+        option = self.queue_option
+        if option is False or (option is True and redis_store is None):
+            yield  # in process (queue=True without Redis: the same app runs on one node)
+            return
+        if option is True:
+            from .queue import TaskQueue
+
+            option = TaskQueue()
+        if isinstance(self.store, MemoryTaskStore):
+            raise ConfigurationError(
+                "tasks_extension(queue=...) needs a shared task store: give the server a "
+                "RedisStore (mcpkit run --redis URL), or store=RedisTaskStore(...)"
+            )
+        async with option.running(server, self.store, redis_store):
+            self.queue = option
+            try:
+                yield
+            finally:
+                self.queue = None
 
     async def _beat(self) -> None:
         # This node is alive for the store's sweeps (a shared store fails the tasks of a
@@ -351,6 +418,15 @@ class _Tasks:
             except Exception:
                 log.exception("tasks heartbeat failed")
             await asyncio.sleep(self.heartbeat_s)
+
+
+def _redis_store_of(server: MCPServer) -> RedisStore | None:
+    """The server's store when it is a RedisStore; its module is loaded only if it is."""
+    module = sys.modules.get("mcpkit.stores.redis")
+    store = server.store
+    if module is None or store is None or not isinstance(store, module.RedisStore):
+        return None
+    return cast("RedisStore", store)
 
 
 def _check_ms(name: str, value: object, *, nullable: bool) -> None:
@@ -370,6 +446,7 @@ def tasks_extension(
     poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
     node_id: str | None = None,
     heartbeat_s: float = 5.0,
+    queue: TaskQueue | bool = False,
 ) -> Extension:
     """The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663) for a server.
 
@@ -379,11 +456,18 @@ def tasks_extension(
     ``ttl_ms`` (None: unlimited) and ``poll_interval_ms`` go in every task; ``node_id``
     names this process in the records (default random), which beats every
     ``heartbeat_s`` seconds so that a shared store's sweep can tell it is alive.
+    Without ``store``, a server whose store is a RedisStore (``mcpkit run --redis``)
+    keeps the records there (:class:`~.redis.RedisTaskStore`).
+
+    ``queue``: run tasks through a Redis job queue (:class:`~.queue.TaskQueue`,
+    ``mcpkit[tasks-queue]``) rather than in the accepting process; True: a default
+    ``TaskQueue`` on the server's RedisStore when it has one, in process otherwise.
 
     >>> server = MCPServer(name="jobs", version="1")
     >>> server.add_extension(tasks_extension(tools={"slow_count": "required"}))
     """
     problems: list[str] = []
+    store_given = store is not None
     if store is None:
         store = MemoryTaskStore()
     elif not isinstance(store, TaskStore):
@@ -408,6 +492,8 @@ def tasks_extension(
         or heartbeat_s <= 0
     ):
         problems.append(f"heartbeat_s must be a positive number of seconds, not {heartbeat_s!r}")
+    if not isinstance(queue, bool) and type(queue).__name__ != "TaskQueue":
+        problems.append(f"queue must be a TaskQueue or a bool, not {type(queue).__name__}")
     if problems:
         raise ConfigurationError("; ".join(problems))
     state = _Tasks(
@@ -417,6 +503,8 @@ def tasks_extension(
         poll_interval_ms=poll_interval_ms,
         node_id=node_id if node_id is not None else f"node-{secrets.token_hex(8)}",
         heartbeat_s=float(heartbeat_s),
+        queue=queue,
+        store_given=store_given,
     )
     return Extension(
         identifier=TASKS,

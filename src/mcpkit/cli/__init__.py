@@ -31,6 +31,7 @@ COMMANDS: Final[dict[str, str]] = {
     "read": "mcpkit.cli.read",
     "prompts": "mcpkit.cli.prompts",
     "prompt": "mcpkit.cli.prompt",
+    "inspect": "mcpkit.cli.inspection",
 }
 
 

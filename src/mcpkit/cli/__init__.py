@@ -32,6 +32,7 @@ COMMANDS: Final[dict[str, str]] = {
     "prompts": "mcpkit.cli.prompts",
     "prompt": "mcpkit.cli.prompt",
     "inspect": "mcpkit.cli.inspection",
+    "install": "mcpkit.cli.install",
 }
 
 

@@ -33,6 +33,7 @@ COMMANDS: Final[dict[str, str]] = {
     "prompt": "mcpkit.cli.prompt",
     "inspect": "mcpkit.cli.inspection",
     "install": "mcpkit.cli.install",
+    "dev": "mcpkit.cli.dev",
 }
 
 

@@ -349,6 +349,8 @@ def run(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         from ..server.lifespan import LifespanError
 
+        if _on_a_terminal():  # a person ran it: silence would look like a hang
+            print(_STDIO_WAITING.format(name=server.name), file=sys.stderr, flush=True)
         try:
             server.run_stdio()
         except LifespanError as exc:  # names the server and the cause: no traceback
@@ -419,6 +421,20 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigurationError, LifespanError) as exc:  # port in use, uvicorn missing...
         return _fail(str(exc), status=1)
     return 0
+
+
+_STDIO_WAITING = (
+    "mcpkit: serving {name!r} over stdio: waiting for an MCP client on stdin. A client "
+    "(Claude Desktop, Cursor...) starts this command itself; to try the server by hand, "
+    "use mcpkit dev FILE or -t http. Ctrl+C stops it"
+)
+
+
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # a closed stdin
+        return False
 
 
 _NEEDS_SHARED_STATE = (

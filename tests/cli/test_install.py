@@ -201,6 +201,12 @@ def test_goose_yaml_keeps_other_settings(home: Path, app: Path) -> None:
     assert item["timeout"] == 300 and item["envs"] == {}
 
 
+def test_goose_keys_the_entry_as_goose_does(home: Path, app: Path) -> None:
+    assert main(["install", "goose", str(app), "--name", "My Weather+"]) == 0
+    item = entry(load(home / LINUX_FILES["goose"]), "goose", "myweather_")
+    assert item["name"] == "My Weather+"
+
+
 def test_vscode_file_with_comments_is_read(
     home: Path, app: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

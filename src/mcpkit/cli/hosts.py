@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["HOSTS", "Host", "Launch", "entry_for", "parse_jsonc", "user_config_path"]
+__all__ = [
+    "HOSTS",
+    "Host",
+    "Launch",
+    "entry_for",
+    "entry_key",
+    "parse_jsonc",
+    "user_config_path",
+]
 
 Format = Literal["mcpServers", "vscode", "goose"]
 
@@ -146,6 +154,18 @@ def entry_for(host: Host, name: str, launch: Launch, *, description: str | None)
     if launch.env:
         entry["env"] = launch.env
     return entry
+
+
+def entry_key(host: Host, name: str) -> str:
+    """The key the entry is stored under: the name, or for Goose the key Goose derives
+    from it (its ``name_to_key``: whitespace dropped, lowercase, other characters than
+    letters, digits, ``_`` and ``-`` folded to ``_``), so Goose finds the entry it made."""
+    if host.format != "goose":
+        return name
+    folded = (
+        c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name if not c.isspace()
+    )
+    return "".join(folded).lower()
 
 
 def servers_key(host: Host) -> str:

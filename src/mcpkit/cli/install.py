@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from .hosts import HOSTS, entry_for, env_key, servers_key, user_config_path
+    from .hosts import HOSTS, entry_for, entry_key, env_key, servers_key, user_config_path
 
     host = HOSTS[args.host]
     env = _environment(args)
@@ -114,13 +114,14 @@ def _install(args: argparse.Namespace) -> int:
     if not isinstance(servers, dict):
         raise _Refused(f"{path}: '{servers_key(host)}' is not an object; fix the file first", 1)
     entry = entry_for(host, name, launch, description=description)
-    previous = servers.get(name)
+    key = entry_key(host, name)
+    previous = servers.get(key)
     if isinstance(previous, dict) and isinstance(previous.get(env_key(host)), dict):
         # Variables set by hand (a token added in the host's UI) survive a re-install.
         kept = {**previous[env_key(host)], **entry.get(env_key(host), {})}
         if kept:
             entry[env_key(host)] = kept
-    servers[name] = entry
+    servers[key] = entry
     text = _dump(doc, host)
 
     if args.dry_run:

@@ -32,6 +32,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "pydantic-ai": ("pydantic_ai",),
     "otel": ("opentelemetry",),
     "langchain": ("langchain_core",),
+    "devtools": ("watchfiles", "yaml"),
 }
 
 

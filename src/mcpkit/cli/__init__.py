@@ -32,6 +32,9 @@ COMMANDS: Final[dict[str, str]] = {
     "read": "mcpkit.cli.read",
     "prompts": "mcpkit.cli.prompts",
     "prompt": "mcpkit.cli.prompt",
+    "inspect": "mcpkit.cli.inspection",
+    "install": "mcpkit.cli.install",
+    "dev": "mcpkit.cli.dev",
 }
 
 
@@ -54,9 +57,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mcpkit`` console script and ``python -m mcpkit``."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse reads a command's positionals in one go, so `call TOOL --args J k=v`
+        # leaves `k=v` over: KEY=VALUE words belong to a command that takes them anywhere.
+        if isinstance(getattr(args, "pairs", None), list) and all(
+            "=" in word and not word.startswith("-") for word in extra
+        ):
+            args.pairs.extend(extra)
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    status: int = args._module.run(args)
+    try:
+        status: int = args._module.run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`mcpkit tools ... | head`): what is left unprinted has no
+        # one to read it. No traceback, and none at exit when Python flushes stdout again.
+        _drop_stdout()
+        return 1
     return status
+
+
+def _drop_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
+        pass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .client_args import (
@@ -45,6 +46,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "tool", metavar="SERVER_TOOL", help="the tool, named as 'mcpkit tools' shows it"
     )
     parser.add_argument(
+        "pairs",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="an argument, typed by the tool's schema (days=3 sends a number when the "
+        "parameter is one, tags=a,b an array of strings); wins over --args",
+    )
+    parser.add_argument(
         "--args",
         "-a",
         metavar="JSON",
@@ -68,45 +76,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .arguments import split_pairs, typed_arguments
     from .elicit import Elicitor, print_progress
 
     try:
         answers = parse_json_object(args.elicit, "--elicit") if args.elicit is not None else None
+        pairs = split_pairs(args.pairs)
     except UsageError as exc:
         return fail(str(exc), 2)
     elicitor = Elicitor(answers, interactive=_interactive())
 
-    sample = args.sample
-
-    def sampler(params: dict[str, Any]) -> dict[str, Any]:
-        # 2025-11-25 client/sampling: a CreateMessageResult; the "model" is this option.
-        text = "" if sample is None else sample
-        content = {"type": "text", "text": text}
-        return {"role": "assistant", "content": content, "model": "mcpkit-call --sample"}
-
-    def with_tasks(config: ServerConfig) -> ServerConfig:
-        import dataclasses
-
-        from ..extensions.tasks.client import tasks_client
-
-        # Status lines come from on_status; the call's progress callback stays for the
-        # progress notifications of a tool answered in place.
-        ext = tasks_client(on_status=print_task_status, report_progress=False)
-        # URL-mode elicitation too: the Elicitor shows the URL and opens it on consent.
-        return dataclasses.replace(
-            config, extensions=(*config.extensions, ext), elicitation_modes=("form", "url")
-        )
-
-    def prepare(mcp: MCPClient) -> None:
-        for server in mcp.server_names:
-            mcp.elicitation.on_request(server, elicitor)
-            if sample is not None:
-                mcp.sampling.on_request(server, sampler)
+    with_tasks, prepare = client_capabilities(elicitor, args.sample)
 
     async def act(mcp: MCPClient, server: str, tool: str, arguments: dict[str, Any]) -> int:
         from ..errors import RemoteError
         from .render import content_text, pretty
 
+        if pairs:
+            listed = {t.get("name"): t for t in await mcp.client(server).list_tools()}
+            if tool not in listed:
+                return fail(f"no tool {tool!r} on server {server!r}; see 'mcpkit tools'", 2)
+            try:
+                schema = listed[tool].get("inputSchema")
+                arguments = {**arguments, **typed_arguments(pairs, schema, tool=tool)}
+            except UsageError as exc:
+                return fail(str(exc), 2)
         try:
             result = await mcp.call_tool(server, tool, arguments, progress=print_progress)
         except RemoteError as exc:  # the server refused the call (unknown tool, bad params)
@@ -136,6 +130,42 @@ def run(args: argparse.Namespace) -> int:
         prepare=prepare,
         configure=with_tasks,
     )
+
+
+def client_capabilities(
+    elicitor: Any, sample: str | None
+) -> tuple[Callable[[ServerConfig], ServerConfig], Callable[[MCPClient], None]]:
+    """What the client declares, as (a server definition's change, handlers to install):
+    the tasks extension, elicitation (form and URL mode) answered by ``elicitor``, and sampling answered with
+    ``sample`` when given. ``mcpkit tools`` declares the same, so that it lists every tool
+    ``mcpkit call`` can run (a server may list a task-only tool only to clients that
+    declare tasks)."""
+
+    def sampler(params: dict[str, Any]) -> dict[str, Any]:
+        # 2025-11-25 client/sampling: a CreateMessageResult; the "model" is this option.
+        content = {"type": "text", "text": "" if sample is None else sample}
+        return {"role": "assistant", "content": content, "model": "mcpkit-call --sample"}
+
+    def with_tasks(config: ServerConfig) -> ServerConfig:
+        import dataclasses
+
+        from ..extensions.tasks.client import tasks_client
+
+        # Status lines come from on_status; the call's progress callback stays for the
+        # progress notifications of a tool answered in place.
+        ext = tasks_client(on_status=print_task_status, report_progress=False)
+        # URL-mode elicitation too: the Elicitor shows the URL and opens it on consent.
+        return dataclasses.replace(
+            config, extensions=(*config.extensions, ext), elicitation_modes=("form", "url")
+        )
+
+    def prepare(mcp: MCPClient) -> None:
+        for server in mcp.server_names:
+            mcp.elicitation.on_request(server, elicitor)
+            if sample is not None:
+                mcp.sampling.on_request(server, sampler)
+
+    return with_tasks, prepare
 
 
 def print_task_status(state: TaskState, *, file: TextIO | None = None) -> None:

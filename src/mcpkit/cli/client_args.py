@@ -239,8 +239,10 @@ def run_with_client(
         return fail(one_line(exc), 2)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
+    except BrokenPipeError:
+        raise  # stdout's reader is gone: the command line's end (mcpkit.cli.main) says nothing
     except Exception as exc:
-        return fail(one_line(exc), 1)
+        return fail(one_line(exc) + _auth_hint(exc, args), 1)
 
 
 async def _run(
@@ -285,6 +287,25 @@ async def list_per_server(
         if name in failed:
             print(f"mcpkit: error: server {name!r}: {one_line(failed[name])}", file=sys.stderr)
     return out, 1 if failed else 0
+
+
+def _auth_hint(exc: BaseException, args: argparse.Namespace) -> str:
+    """What to try when a ``--url`` server answered 401 (it needs authorization)."""
+    from ..errors import HTTPErrorStatus
+
+    seen: BaseException | None = exc
+    while seen is not None and not (isinstance(seen, HTTPErrorStatus) and seen.status == 401):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None or not getattr(args, "url", None):
+        return ""
+    if args.auth:
+        return ""  # the OAuth flow ran: its own message says what went wrong
+    if any(h.split(":", 1)[0].strip().lower() == "authorization" for h in args.header or ()):
+        return " (the Authorization header given with --header was refused)"
+    return (
+        " (the server needs authorization: add --auth oauth to sign in, or "
+        "--header 'Authorization: Bearer TOKEN' with a token you have)"
+    )
 
 
 def fail(message: str, status: int) -> int:

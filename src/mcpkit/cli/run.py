@@ -89,6 +89,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"SSE reconnection delay sent to clients with --resumable or --redis "
         f"(default {DEFAULT_RETRY_MS})",
     )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the server when a .py file beside it changes; a change that does not "
+        "load keeps the last good server (http, sse; needs pip install 'mcpkit[devtools]')",
+    )
+    parser.add_argument(
+        "--reload-dir", action="append", metavar="DIR", help="with --reload: watch DIR too"
+    )
     scale = parser.add_argument_group("several processes (http, sse)")
     scale.add_argument(
         "--redis",
@@ -208,6 +217,8 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
         "--max-requests": args.max_requests is not None,
         "--max-requests-jitter": args.max_requests_jitter is not None,
         "--max-memory": args.max_memory is not None,
+        "--reload": args.reload,
+        "--reload-dir": args.reload_dir is not None,
     }
     scale = {
         "--redis",
@@ -219,7 +230,8 @@ def _misplaced_options(args: argparse.Namespace) -> list[str]:
     }
     applies = {
         "stdio": set(),
-        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits, *scale},
+        "sse": {"--host", "--port", "--allowed-host", "--allowed-origin", *limits, *scale}
+        | {"--reload", "--reload-dir"},
         "http": set(given),
     }[args.transport]
     return [name for name, on in given.items() if on and name not in applies]
@@ -322,6 +334,9 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         return _fail(problem)
     recycle = args.max_requests is not None or args.max_memory is not None
+    problem = _reload_problem(args, workers, recycle)
+    if problem is not None:
+        return _fail(problem)
     host = args.host or DEFAULT_HOST
     port = DEFAULT_PORT if args.port is None else args.port
     if args.transport != "stdio":
@@ -334,6 +349,8 @@ def run(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         from ..server.lifespan import LifespanError
 
+        if _on_a_terminal():  # a person ran it: silence would look like a hang
+            print(_STDIO_WAITING.format(name=server.name), file=sys.stderr, flush=True)
         try:
             server.run_stdio()
         except LifespanError as exc:  # names the server and the cause: no traceback
@@ -371,7 +388,19 @@ def run(args: argparse.Namespace) -> int:
             max_memory=args.max_memory,
         )
     try:
-        if workers == 1 and not recycle:
+        if args.reload:
+            from .reload import serve_reloading, watch_roots
+
+            serve_reloading(
+                functools.partial(_worker_app, args.target, spec),
+                host=host,
+                port=port,
+                banner=_banner(server, spec),
+                watch=watch_roots(args.target, args.reload_dir or ()),
+                on_serving=getattr(args, "on_serving", None),  # set by `mcpkit dev`
+                **serve_options,
+            )
+        elif workers == 1 and not recycle:
             from ..transports.serve import serve
 
             app = _make_app(server, spec)
@@ -394,6 +423,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_STDIO_WAITING = (
+    "mcpkit: serving {name!r} over stdio: waiting for an MCP client on stdin. A client "
+    "(Claude Desktop, Cursor...) starts this command itself; to try the server by hand, "
+    "use mcpkit dev FILE or -t http. Ctrl+C stops it"
+)
+
+
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # a closed stdin
+        return False
+
+
 _NEEDS_SHARED_STATE = (
     "several workers need shared state: give --redis URL, or --stateless (without Redis, "
     "2026-07-28 input rounds then need the same request_state_keys in every worker, and a "
@@ -405,6 +448,23 @@ _RECYCLING_NEEDS_SHARED_STATE = (
     "--max-requests and --max-memory replace worker processes, so sessions must outlive "
     "them: give --redis URL, or --stateless"
 )
+
+
+def _reload_problem(args: argparse.Namespace, workers: int, recycle: bool) -> str | None:
+    if args.reload_dir is not None and not args.reload:
+        return "--reload-dir needs --reload"
+    if not args.reload:
+        return None
+    if workers > 1 or recycle:
+        return "--reload runs one server process: drop --workers, --max-requests and --max-memory"
+    from ..errors import MissingExtra
+    from .reload import require_watchfiles
+
+    try:
+        require_watchfiles()
+    except MissingExtra as exc:
+        return str(exc)
+    return None
 
 
 def _recycling_problem(args: argparse.Namespace) -> str | None:

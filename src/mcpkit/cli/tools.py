@@ -47,4 +47,14 @@ def run(args: argparse.Namespace) -> int:
                     print(f"    annotations: {compact(tool['annotations'])}")
         return status
 
-    return run_with_client(args, action)
+    from .call import client_capabilities
+    from .elicit import Elicitor
+
+    # Declared as `mcpkit call` declares them, so that a tool it can run is listed here.
+    configure, prepare = client_capabilities(Elicitor(None, interactive=False), None)
+
+    def narrow(selection: Selection) -> Selection:
+        servers = {name: configure(c) for name, c in selection.servers.items()}
+        return Selection(servers, single=selection.single)
+
+    return run_with_client(args, action, narrow=narrow, prepare=prepare)

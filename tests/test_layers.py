@@ -126,6 +126,10 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.sources", "mcpkit.compose.proxy", "type"): (
         "MCPServer.proxy() takes the compose ProxyTarget"
     ),
+    # MCPServer.from_openapi / from_fastapi likewise: built by compose/openapi when called.
+    ("mcpkit.server.sources", "mcpkit.compose.openapi", "function"): (
+        "MCPServer.from_openapi() and from_fastapi() are conveniences over mcpkit.compose.openapi"
+    ),
 }
 
 

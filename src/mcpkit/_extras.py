@@ -30,6 +30,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "redis": ("redis",),
     "pydantic-ai": ("pydantic_ai",),
     "otel": ("opentelemetry",),
+    "openapi": ("httpx", "openapi_pydantic", "yaml"),
 }
 
 

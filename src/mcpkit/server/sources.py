@@ -92,7 +92,8 @@ class ComponentSource(Protocol):
 
 
 class ServerSources:
-    """Mixed into ``MCPServer``: its component sources (none by default), and ``proxy``."""
+    """Mixed into ``MCPServer``: its component sources (none by default), and the servers
+    built from elsewhere: ``proxy``, ``from_openapi``, ``from_fastapi``."""
 
     #: The sources, in the order added; read by the handlers (an empty tuple: none).
     component_sources: tuple[ComponentSource, ...] = ()
@@ -125,6 +126,23 @@ class ServerSources:
         from ..compose.proxy import proxy
 
         return proxy(target, name=name)
+
+    @classmethod
+    def from_openapi(cls, spec: Any, *, client: Any, **options: Any) -> MCPServer:
+        """A server calling the operations of the OpenAPI document ``spec`` through
+        ``client`` (an ``httpx.AsyncClient``): ``mcpkit.compose.openapi.from_openapi``,
+        which has the options and rules (needs the ``openapi`` extra)."""
+        from ..compose.openapi import from_openapi
+
+        return from_openapi(spec, client=client, **options)
+
+    @classmethod
+    def from_fastapi(cls, app: Any, **options: Any) -> MCPServer:
+        """A server calling ``app``'s operations in process (no socket):
+        ``mcpkit.compose.openapi.from_fastapi`` (needs the ``openapi`` extra)."""
+        from ..compose.openapi import from_fastapi
+
+        return from_fastapi(app, **options)
 
 
 async def listed_by_sources(session: ServerSession, kind: ComponentKind) -> list[dict[str, Any]]:

@@ -1,0 +1,251 @@
+"""``from_openapi`` and ``from_fastapi``: a server whose components call an HTTP API.
+
+Each operation the route maps keep becomes a tool (``create_tool`` with the
+operation's merged input schema), a resource or a resource template
+(``server.resources.add``), all registered through the public registries: the
+result is an ordinary ``MCPServer`` that can be given more tools, mounted or
+served. Nothing is fetched at start-up: the document is given, its references
+are local, and the HTTP client is used only when a component is called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+from collections.abc import AsyncIterator, Collection, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ..._extras import require_extra
+from ...errors import ConfigurationError, MCPError, ResourceNotFound
+from ...server.context import Context
+from ...server.tools import ToolAnnotations, create_tool
+from .call import HTTPSettings, OperationCall, build_call
+from .parse import Document, load_document
+from .routes import RouteMap, ToolNamer, route_of
+from .schema import SchemaConverter
+
+with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi)"):
+    import httpx
+
+if TYPE_CHECKING:
+    from ...server.server import MCPServer
+
+__all__ = ["from_fastapi", "from_openapi"]
+
+_UNSET: Final[Any] = object()
+_VAR_RE: Final = re.compile(r"\{([^{}]+)\}")
+
+# MCP tool annotations each method implies (2025-11-25 server/tools § ToolAnnotations;
+# RFC 9110 § 9.2.1 safe and § 9.2.2 idempotent methods).
+_ANNOTATIONS: Final[dict[str, ToolAnnotations]] = {
+    "get": ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    "head": ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    "options": ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    "put": ToolAnnotations(idempotent_hint=True, destructive_hint=True, open_world_hint=True),
+    "delete": ToolAnnotations(idempotent_hint=True, destructive_hint=True, open_world_hint=True),
+}
+_OTHER: Final = ToolAnnotations(open_world_hint=True)
+
+
+def from_openapi(
+    spec: Mapping[str, Any] | str | bytes | Path,
+    *,
+    client: httpx.AsyncClient,
+    name: str | None = None,
+    version: str | None = None,
+    route_maps: Collection[RouteMap] = (),
+    names: Mapping[str, str] | None = None,
+    base_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | httpx.Timeout | None = _UNSET,
+    forward_bearer_token: bool = False,
+    max_error_body: int = 2000,
+    uri_prefix: str = "api://",
+    server: MCPServer | None = None,
+) -> MCPServer:
+    """A server serving the operations of the OpenAPI document ``spec`` through ``client``.
+
+    ``spec`` is a parsed document, its JSON or YAML text, or a :class:`~pathlib.Path`.
+    Requests go to ``base_url``, else to ``client``'s base URL, else to the
+    document's first server. ``route_maps`` (first match wins; no match: a tool)
+    choose what each operation becomes; ``names`` renames operations by
+    ``operationId``. ``headers`` go with every request (static credentials);
+    ``forward_bearer_token`` sends the MCP caller's own bearer token instead (see
+    docs/composition.md for why that is off by default). ``timeout`` (seconds, an
+    ``httpx.Timeout`` or None for none) overrides the client's. An error
+    response becomes a tool error with its status and the first
+    ``max_error_body`` characters of its body. Resources are named
+    ``uri_prefix`` + the path. ``server`` adds the components to an existing
+    server instead of a new one.
+    """
+    from ...server.server import MCPServer
+
+    document = load_document(spec)
+    if base_url is None and not str(client.base_url):
+        url = document.server_url
+        base_url = url if url and "://" in url else None
+    settings = HTTPSettings(
+        client=client,
+        base_url=base_url,
+        headers=dict(headers or {}),
+        timeout=None if timeout is _UNSET else timeout,
+        has_timeout=timeout is not _UNSET,
+        forward_bearer_token=forward_bearer_token,
+        max_error_body=max_error_body,
+    )
+    if server is None:
+        server = MCPServer(
+            name=name or document.title,
+            version=version or document.api_version,
+            description=_text(document.raw.get("info") or {}),
+        )
+    add_operations(
+        server,
+        document,
+        settings,
+        route_maps=tuple(route_maps),
+        names=names,
+        uri_prefix=uri_prefix,
+    )
+    return server
+
+
+def add_operations(
+    server: MCPServer,
+    document: Document,
+    settings: HTTPSettings,
+    *,
+    route_maps: tuple[RouteMap, ...],
+    names: Mapping[str, str] | None,
+    uri_prefix: str,
+) -> None:
+    """Register each operation of ``document`` on ``server`` as its route map says."""
+    converter = SchemaConverter(document)
+    namer = ToolNamer(names)
+    for op in document.operations():
+        kind = route_of(op, route_maps)
+        if kind == "exclude":
+            continue
+        call = build_call(op, converter, settings)
+        component = namer.name(op)
+        description = _text({"summary": op.summary, "description": op.description})
+        if kind == "tool":
+            server.tools.add(
+                create_tool(
+                    id=component,
+                    description=description or call.describe(),
+                    execute=_executor(call),
+                    input_schema=call.input_schema,
+                    output_schema=call.output_schema,
+                    annotations=_ANNOTATIONS.get(op.method, _OTHER),
+                    meta={"mcpkit/openapi": {"method": op.method.upper(), "path": op.path}},
+                )
+            )
+            continue
+        uri, variables = _uri(uri_prefix, op.path)
+        server.resources.add(
+            uri,
+            _reader(call, variables),
+            name=component,
+            description=description or call.describe(),
+            mime_type="application/json" if call.output_schema is not None else None,
+        )
+
+
+def _text(fields: Mapping[str, Any]) -> str:
+    parts = [str(fields[k]).strip() for k in ("summary", "description") if fields.get(k)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _uri(prefix: str, path: str) -> tuple[str, dict[str, str]]:
+    """The resource URI (template) of ``path``, and variable → path parameter name."""
+    variables: dict[str, str] = {}
+
+    def var(match: re.Match[str]) -> str:
+        # Template variables are identifiers here (RFC 6570 § 2.3 allows less than
+        # OpenAPI names do); the reader maps each back to its parameter.
+        ident = re.sub(r"\W", "_", match.group(1))
+        if not ident.isidentifier():
+            ident = "p_" + ident
+        variables[ident] = match.group(1)
+        return "{" + ident + "}"
+
+    return prefix + _VAR_RE.sub(var, path.lstrip("/")), variables
+
+
+def _executor(call: OperationCall) -> Any:
+    # The whole input in one parameter (create_tool's input form), named so that no
+    # operation's argument is likely to take its place. Annotated Any: a plain parameter,
+    # so registration builds no pydantic model per operation (start-up time).
+    async def execute(mcpkit_openapi_arguments: Any, ctx: Context) -> dict[str, Any]:
+        return await call.run(mcpkit_openapi_arguments, ctx)
+
+    return execute
+
+
+def _reader(call: OperationCall, variables: Mapping[str, str]) -> Any:
+    """A resource function taking the template's variables (and the context)."""
+    by_name = {p.name: arg for arg, p in call.targets.items() if not isinstance(p, str | None)}
+
+    async def read(ctx: Context, **values: str) -> str:
+        arguments = {by_name[variables[k]]: v for k, v in values.items()}
+        try:
+            response = await call.send(arguments, ctx)
+        except httpx.HTTPError as exc:
+            raise MCPError(f"{call.describe()} failed: {type(exc).__name__}: {exc}") from None
+        if response.status_code == 404 and variables:
+            raise ResourceNotFound(str(response.request.url))
+        if response.status_code >= 400:
+            raise MCPError(call.error_text(response), data={"status": response.status_code})
+        return response.text
+
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
+        *(inspect.Parameter(v, inspect.Parameter.KEYWORD_ONLY, annotation=str) for v in variables),
+    ]
+    read.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    read.__annotations__ = {"ctx": Context, **dict.fromkeys(variables, str), "return": str}
+    read.__name__ = call.op.operation_id or "read"
+    return read
+
+
+def from_fastapi(
+    app: Any,
+    *,
+    name: str | None = None,
+    version: str | None = None,
+    base_url: str = "http://fastapi",
+    timeout: float | httpx.Timeout | None = _UNSET,
+    **options: Any,
+) -> MCPServer:
+    """A server serving ``app``'s operations, called in process (``httpx.ASGITransport``:
+    no socket). The app's lifespan runs inside the server's, and the client is
+    closed when the server stops. Other options are :func:`from_openapi`'s."""
+    if not callable(getattr(app, "openapi", None)):
+        raise ConfigurationError(
+            f"from_fastapi needs a FastAPI application (with .openapi()), not {type(app).__name__}"
+        )
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base_url)
+    server = from_openapi(
+        app.openapi(),
+        client=client,
+        name=name or getattr(app, "title", None),
+        version=version or getattr(app, "version", None),
+        timeout=timeout,
+        **options,
+    )
+
+    @contextlib.asynccontextmanager
+    async def app_lifespan(_: MCPServer) -> AsyncIterator[None]:
+        router = getattr(app, "router", None)
+        context = getattr(router, "lifespan_context", None)
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(client.aclose)
+            if context is not None:
+                await stack.enter_async_context(context(app))
+            yield
+
+    server.add_lifespan(app_lifespan, label="fastapi app")
+    return server

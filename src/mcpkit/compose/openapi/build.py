@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["from_fastapi", "from_openapi"]
 
-_UNSET: Final[Any] = object()
 _VAR_RE: Final = re.compile(r"\{([^{}]+)\}")
 
 # MCP tool annotations each method implies (2025-11-25 server/tools § ToolAnnotations;
@@ -59,7 +58,7 @@ def from_openapi(
     names: Mapping[str, str] | None = None,
     base_url: str | None = None,
     headers: Mapping[str, str] | None = None,
-    timeout: float | httpx.Timeout | None = _UNSET,
+    timeout: float | None = None,
     forward_bearer_token: bool = False,
     max_error_body: int = 2000,
     uri_prefix: str = "api://",
@@ -73,8 +72,8 @@ def from_openapi(
     choose what each operation becomes; ``names`` renames operations by
     ``operationId``. ``headers`` go with every request (static credentials);
     ``forward_bearer_token`` sends the MCP caller's own bearer token instead (see
-    docs/composition.md for why that is off by default). ``timeout`` (seconds, an
-    ``httpx.Timeout`` or None for none) overrides the client's. An error
+    docs/composition.md for why that is off by default). ``timeout`` bounds each
+    call in all, in seconds (the client's own timeouts bound each phase). An error
     response becomes a tool error with its status and the first
     ``max_error_body`` characters of its body. Resources are named
     ``uri_prefix`` + the path. ``server`` adds the components to an existing
@@ -90,8 +89,7 @@ def from_openapi(
         client=client,
         base_url=base_url,
         headers=dict(headers or {}),
-        timeout=None if timeout is _UNSET else timeout,
-        has_timeout=timeout is not _UNSET,
+        timeout=timeout,
         forward_bearer_token=forward_bearer_token,
         max_error_body=max_error_body,
     )
@@ -217,12 +215,12 @@ def from_fastapi(
     name: str | None = None,
     version: str | None = None,
     base_url: str = "http://fastapi",
-    timeout: float | httpx.Timeout | None = _UNSET,
     **options: Any,
 ) -> MCPServer:
     """A server serving ``app``'s operations, called in process (``httpx.ASGITransport``:
-    no socket). The app's lifespan runs inside the server's, and the client is
-    closed when the server stops. Other options are :func:`from_openapi`'s."""
+    no socket). The app's lifespan runs inside the server's, each time the server
+    starts. The client holds no connection (an ASGI transport has none to pool), so
+    it lives as long as the server object. Other options are :func:`from_openapi`'s."""
     if not callable(getattr(app, "openapi", None)):
         raise ConfigurationError(
             f"from_fastapi needs a FastAPI application (with .openapi()), not {type(app).__name__}"
@@ -233,7 +231,6 @@ def from_fastapi(
         client=client,
         name=name or getattr(app, "title", None),
         version=version or getattr(app, "version", None),
-        timeout=timeout,
         **options,
     )
 
@@ -241,10 +238,10 @@ def from_fastapi(
     async def app_lifespan(_: MCPServer) -> AsyncIterator[None]:
         router = getattr(app, "router", None)
         context = getattr(router, "lifespan_context", None)
-        async with contextlib.AsyncExitStack() as stack:
-            stack.push_async_callback(client.aclose)
-            if context is not None:
-                await stack.enter_async_context(context(app))
+        if context is None:
+            yield
+            return
+        async with context(app):
             yield
 
     server.add_lifespan(app_lifespan, label="fastapi app")

@@ -12,6 +12,7 @@ and the start of the body.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ class HTTPSettings:
     client: httpx.AsyncClient
     base_url: str | None
     headers: Mapping[str, str]
-    timeout: float | httpx.Timeout | None
-    has_timeout: bool
+    #: Seconds one call may take in all (None: no limit beyond the client's own).
+    timeout: float | None
     forward_bearer_token: bool
     max_error_body: int
 
@@ -81,31 +82,34 @@ class OperationCall:
         options: dict[str, Any] = {}
         if self.op.body is not None and (fields or body is not None):
             _encode_body(self.op.body, fields if body is None else body, options, headers)
-        if self.settings.has_timeout:
-            options["timeout"] = self.settings.timeout
         url = request.path
         if self.settings.base_url:
             url = self.settings.base_url.rstrip("/") + url
-        return await self.settings.client.request(
-            self.op.method.upper(),
-            url,
-            params=tuple(request.query),
-            headers=headers,
-            **options,
-        )
+        # A deadline for the whole call: httpx's own timeouts bound each phase (connect,
+        # each read) and apply only to network transports, not to an in-process app.
+        async with asyncio.timeout(self.settings.timeout):
+            return await self.settings.client.request(
+                self.op.method.upper(),
+                url,
+                params=tuple(request.query),
+                headers=headers,
+                **options,
+            )
 
     async def run(self, arguments: Mapping[str, Any], ctx: Context | None) -> dict[str, Any]:
         """The ``CallToolResult`` of calling the operation with the tool's arguments."""
         try:
             response = await self.send(arguments, ctx)
-        except httpx.TimeoutException:
+        except (TimeoutError, httpx.TimeoutException):
             return _error(f"{self.describe()} timed out")
         except httpx.HTTPError as exc:
             return _error(f"{self.describe()} failed: {type(exc).__name__}: {exc}")
         if response.status_code >= 400:
             return _error(self.error_text(response))
         text = response.text
-        result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        # An empty body (204 No Content) still says what happened.
+        shown = text or f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+        result: dict[str, Any] = {"content": [{"type": "text", "text": shown}]}
         if self.output_schema is not None and text:
             try:
                 data = json.loads(text)
@@ -175,9 +179,8 @@ def build_call(op: Operation, converter: SchemaConverter, settings: HTTPSettings
         if param.required:
             required.append(name)
     if op.body is not None:
-        schema, defs = converter.convert(op.body.schema)
+        whole, defs = converter.convert_inline(op.body.schema)
         refs.update(defs)
-        whole = converter.resolve_component(schema)
         if _is_plain_object(whole):
             needed = set(whole.get("required") or ()) if op.body.required else set()
             for prop, prop_schema in whole["properties"].items():
@@ -188,9 +191,9 @@ def build_call(op: Operation, converter: SchemaConverter, settings: HTTPSettings
                     required.append(name)
         else:
             name = "body" if "body" not in targets else "body__body"
-            if op.body.description and "description" not in schema:
-                schema = {**schema, "description": op.body.description}
-            properties[name] = schema
+            if op.body.description and "description" not in whole:
+                whole = {**whole, "description": op.body.description}
+            properties[name] = whole
             targets[name] = None
             if op.body.required:
                 required.append(name)
@@ -216,13 +219,12 @@ def _is_plain_object(schema: Mapping[str, Any]) -> bool:
 def _output_schema(op: Operation, converter: SchemaConverter) -> tuple[dict[str, Any] | None, bool]:
     if op.response_schema is None:
         return None, False
-    schema, defs = converter.convert(op.response_schema)
-    whole = converter.resolve_component(schema)
+    whole, defs = converter.convert_inline(op.response_schema)
     if whole.get("type") == "object":
         out = dict(whole)
         wrapped = False
     else:
-        out = {"type": "object", "properties": {_WRAP: schema}, "required": [_WRAP]}
+        out = {"type": "object", "properties": {_WRAP: whole}, "required": [_WRAP]}
         wrapped = True
     if defs:
         out["$defs"] = {**out.get("$defs", {}), **defs}

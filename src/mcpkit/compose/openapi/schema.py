@@ -40,13 +40,18 @@ class SchemaConverter:
         converted = self._walk(schema, refs, ())
         return (converted if isinstance(converted, dict) else {}), self.defs(refs)
 
-    def resolve_component(self, schema: dict[str, Any]) -> dict[str, Any]:
-        """A converted schema, or the component it merely references."""
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
-            name = ref[len("#/$defs/") :]
-            return self._components.get(name, schema)
-        return schema
+    def convert_inline(self, schema: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """As :meth:`convert`, but a schema that only references a component is that
+        component itself (a copy), its ``$defs`` holding only what it reaches."""
+        if isinstance(schema, dict) and set(schema) == {"$ref"}:
+            ref = schema["$ref"]
+            if isinstance(ref, str) and ref.startswith(_COMPONENT):
+                name = ref[len(_COMPONENT) :].replace("~1", "/").replace("~0", "~")
+                if "/" not in ref[len(_COMPONENT) :]:
+                    self.document.resolve(ref)
+                    found = dict(self._component(name))
+                    return found, self.defs(set(self._deps[name]))
+        return self.convert(schema)
 
     def defs(self, refs: set[str]) -> dict[str, Any]:
         """The named components and every one they reach, converted."""

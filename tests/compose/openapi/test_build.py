@@ -1,0 +1,203 @@
+"""from_fastapi / from_openapi against a real FastAPI app, called in process."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpkit import MCPServer
+from mcpkit.auth import AuthInfo
+from mcpkit.compose.openapi import RESOURCE_ROUTES, RouteMap, from_openapi
+from mcpkit.errors import MCPError
+from mcpkit.testing import connect
+
+from .app import app
+
+
+def _tools(server: MCPServer) -> dict[str, dict[str, Any]]:
+    return {t.name: t.describe() for t in server.tools}
+
+
+async def _call(server: MCPServer, name: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    async with connect(server, **kw) as client:
+        result: dict[str, Any] = await client.call_tool(name, args)
+        return result
+
+
+def test_every_operation_becomes_a_tool_named_by_its_operation_id() -> None:
+    server = MCPServer.from_fastapi(app)
+    assert server.name == "Echo" and server.version == "2.5.0"
+    assert set(_tools(server)) == {
+        "get_item", "list_items", "add_person", "replace_tags", "login",
+        "whoami", "slow", "fail", "delete_item",
+    }  # fmt: skip
+
+
+def test_the_input_schema_merges_path_query_and_body_properties() -> None:
+    schema = _tools(MCPServer.from_fastapi(app))["add_person"]["inputSchema"]
+    assert list(schema["properties"]) == [
+        "group", "notify", "name", "favourite", "address", "friends",
+    ]  # fmt: skip
+    assert schema["required"] == ["group", "name", "address"]
+    assert schema["properties"]["address"] == {"$ref": "#/$defs/Address"}
+    # Person is recursive (friends: list[Person]): it is in $defs once, by reference
+    # (FastAPI names a model's input form "-Input").
+    assert schema["properties"]["friends"]["items"] == {"$ref": "#/$defs/Person-Input"}
+    assert set(schema["$defs"]) == {"Address", "Person-Input", "Color"}
+    assert schema["$defs"]["Color"]["enum"] == ["red", "green"]
+
+
+def test_descriptions_come_from_summary_and_description() -> None:
+    tools = _tools(MCPServer.from_fastapi(app))
+    assert tools["get_item"]["description"] == "One item"
+    assert tools["add_person"]["description"] == "Add Person\n\nAdds someone."
+    assert tools["get_item"]["annotations"]["readOnlyHint"] is True
+    assert tools["delete_item"]["annotations"]["destructiveHint"] is True
+
+
+async def test_a_call_sends_path_query_and_nested_body() -> None:
+    server = MCPServer.from_fastapi(app)
+    person = {"name": "Ann", "address": {"street": "Main", "city": "Oslo"}}
+    friend = {**person, "name": "Bo", "favourite": "green"}
+    result = await _call(
+        server, "add_person", {"group": "t 1", "notify": True, **person, "friends": [friend]}
+    )
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["name"] == "t 1:Ann:True"
+    assert result["structuredContent"]["friends"][0]["favourite"] == "green"
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+async def test_enum_and_array_query_parameters_arrive() -> None:
+    server = MCPServer.from_fastapi(app)
+    result = await _call(server, "get_item", {"item_id": 3, "color": "green", "tags": ["a", "b"]})
+    assert result["structuredContent"] == {"id": 3, "color": "green", "tags": ["a", "b"]}
+
+
+async def test_arguments_outside_the_schema_are_refused_before_any_request() -> None:
+    server = MCPServer.from_fastapi(app)
+    result = await _call(server, "get_item", {"item_id": 3, "color": "blue"})
+    assert result["isError"] is True
+    # mcpkit's own check against the schema, not the API's 422.
+    assert result["content"][0]["text"] == (
+        "Invalid arguments for tool 'get_item': color: 'blue' is not valid under any of "
+        "the given schemas"
+    )
+
+
+async def test_a_body_that_is_not_an_object_is_the_body_argument() -> None:
+    server = MCPServer.from_fastapi(app)
+    schema = _tools(server)["replace_tags"]["inputSchema"]
+    assert schema["required"] == ["body"]
+    result = await _call(server, "replace_tags", {"body": ["x", "y"]})
+    assert result["structuredContent"] == {"tags": ["x", "y"]}
+
+
+async def test_a_form_body_is_sent_form_encoded() -> None:
+    server = MCPServer.from_fastapi(app)
+    assert set(_tools(server)["login"]["inputSchema"]["properties"]) == {"username", "remember"}
+    result = await _call(server, "login", {"username": "ann", "remember": True})
+    assert result["structuredContent"] == {"result": "ann/True"}
+
+
+async def test_an_array_response_is_wrapped_to_fit_the_object_only_output_schema() -> None:
+    server = MCPServer.from_fastapi(app)
+    output = _tools(server)["list_items"]["outputSchema"]
+    assert output["type"] == "object" and output["required"] == ["result"]
+    assert output["properties"]["result"]["items"] == {"$ref": "#/$defs/Item"}
+    result = await _call(server, "list_items", {})
+    assert result["structuredContent"]["result"][1] == {"id": 2, "label": "two"}
+
+
+async def test_an_http_error_is_a_tool_error_with_the_status_and_a_bounded_body() -> None:
+    server = MCPServer.from_fastapi(app, max_error_body=50)
+    result = await _call(server, "fail", {"status": 418, "size": 10_000})
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("GET /fail/{status}: HTTP 418 I'm a teapot: {\"detail\":\"xxx")
+    assert len(text) < 200 and "bytes in all" in text
+
+
+async def test_a_call_that_outlasts_the_timeout_is_a_tool_error() -> None:
+    server = MCPServer.from_fastapi(app, timeout=0.05)
+    started = time.monotonic()
+    result = await _call(server, "slow", {"seconds": 5})
+    assert time.monotonic() - started < 2
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "GET /slow timed out"
+
+
+async def test_static_headers_header_and_cookie_parameters_reach_the_api() -> None:
+    server = MCPServer.from_fastapi(app, headers={"X-API-Key": "k1"})
+    result = await _call(server, "whoami", {"x-trace": "t-9", "session": "s1"})
+    assert result["structuredContent"] == {
+        "authorization": None,
+        "x_api_key": "k1",
+        "trace": "t-9",
+        "session": "s1",
+    }
+
+
+async def test_the_callers_bearer_token_is_forwarded_only_when_asked() -> None:
+    caller = AuthInfo(token="caller-token", scopes=frozenset())
+    kept = MCPServer.from_fastapi(app, headers={"Authorization": "Bearer static"})
+    result = await _call(kept, "whoami", {}, auth_info=caller)
+    assert result["structuredContent"]["authorization"] == "Bearer static"
+    forwarded = MCPServer.from_fastapi(app, forward_bearer_token=True)
+    result = await _call(forwarded, "whoami", {}, auth_info=caller)
+    assert result["structuredContent"]["authorization"] == "Bearer caller-token"
+    result = await _call(forwarded, "whoami", {})  # an unauthenticated caller: none sent
+    assert result["structuredContent"]["authorization"] is None
+
+
+async def test_resource_routes_serve_gets_as_resources_and_templates() -> None:
+    server = MCPServer.from_fastapi(app, route_maps=RESOURCE_ROUTES)
+    tools = _tools(server)
+    assert "list_items" not in tools and "get_item" not in tools
+    assert "add_person" in tools and "login" in tools
+    async with connect(server) as client:
+        listed = {r["uri"]: r for r in await client.list_resources()}
+        assert listed["api://items"]["mimeType"] == "application/json"
+        templates = {t["uriTemplate"] for t in await client.list_resource_templates()}
+        assert {"api://items/{item_id}", "api://fail/{status}"} <= templates
+        read = await client.read_resource("api://items")
+        assert json.loads(read["contents"][0]["text"])[0]["label"] == "one"
+        read = await client.read_resource("api://items/7")
+        assert json.loads(read["contents"][0]["text"]) == {"id": 7, "color": None, "tags": []}
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("api://fail/404")
+        assert "api://fail/404" not in str(missing.value) or missing.value.code == -32002
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource("api://fail/500")
+        assert "HTTP 500" in failed.value.message
+
+
+async def test_route_maps_exclude_by_tag_path_pattern_and_method() -> None:
+    server = MCPServer.from_fastapi(
+        app,
+        route_maps=[
+            RouteMap("exclude", tags=["items"]),
+            RouteMap("exclude", pattern=r"^/(slow|fail)"),
+            RouteMap("exclude", methods=["POST", "PUT"]),
+        ],
+    )
+    assert set(_tools(server)) == {"whoami", "delete_item"}
+
+
+async def test_from_openapi_uses_the_documents_server_when_the_client_has_no_base_url() -> None:
+    document = app.openapi()
+    document["servers"] = [{"url": "http://{host}/v1", "variables": {"host": {"default": "h"}}}]
+    seen: list[str] = []
+
+    async def echo(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json=[])
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(echo)) as client:
+        server = from_openapi(document, client=client, name="echo")
+        await _call(server, "list_items", {})
+    assert seen == ["http://h/v1/items"]

@@ -12,7 +12,7 @@ import pytest
 from mcpkit import MCPServer
 from mcpkit.auth import AuthInfo
 from mcpkit.compose.openapi import RESOURCE_ROUTES, RouteMap, from_openapi
-from mcpkit.errors import MCPError
+from mcpkit.errors import RESOURCE_NOT_FOUND, MCPError
 from mcpkit.testing import connect
 
 from .app import app
@@ -170,7 +170,7 @@ async def test_resource_routes_serve_gets_as_resources_and_templates() -> None:
         assert json.loads(read["contents"][0]["text"]) == {"id": 7, "color": None, "tags": []}
         with pytest.raises(MCPError) as missing:
             await client.read_resource("api://fail/404")
-        assert "api://fail/404" not in str(missing.value) or missing.value.code == -32002
+        assert missing.value.code == RESOURCE_NOT_FOUND
         with pytest.raises(MCPError) as failed:
             await client.read_resource("api://fail/500")
         assert "HTTP 500" in failed.value.message

@@ -268,8 +268,12 @@ def load_document(spec: Mapping[str, Any] | str | bytes | Path) -> Document:
     try:
         openapi_pydantic.parse_obj(raw)
     except pydantic.ValidationError as exc:
+        # Each place as a JSON Pointer (RFC 6901); pydantic's union branch names stay in
+        # it ("Reference", "Response"), saying which reading of the object failed.
         problems = [
-            f"{'/'.join(str(p) for p in error['loc'][1:]) or '(document)'}: {error['msg']}"
+            "#/"
+            + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in error["loc"][1:])
+            + f": {error['msg']}"
             for error in exc.errors()[:_MAX_PROBLEMS]
         ]
         more = exc.error_count() - len(problems)

@@ -95,6 +95,12 @@ def slug(text: str) -> str:
     return _UNSAFE.sub("_", text).strip("_")
 
 
+def _from_path(op: Operation) -> str:
+    """``get_pets_pet_id``: the method, then each path segment without its braces."""
+    segments = (slug(s.strip("{}")) for s in op.path.split("/"))
+    return "_".join([op.method, *(s for s in segments if s)])
+
+
 class ToolNamer:
     """Unique component names for one document's operations, in document order."""
 
@@ -106,7 +112,7 @@ class ToolNamer:
         """``names[operationId]`` if given, else the operationId or method and path."""
         base = self._given.get(op.operation_id or "") if op.operation_id else None
         if base is None:
-            base = slug(op.operation_id or "") or slug(f"{op.method}_{op.path}") or op.method
+            base = slug(op.operation_id or "") or _from_path(op)
         base = base[:120]  # room for a suffix within 128
         name, n = base, 1
         while name in self._taken:

@@ -118,7 +118,7 @@ async def test_an_http_error_is_a_tool_error_with_the_status_and_a_bounded_body(
     result = await _call(server, "fail", {"status": 418, "size": 10_000})
     assert result["isError"] is True
     text = result["content"][0]["text"]
-    assert text.startswith("GET /fail/{status}: HTTP 418 I'm a teapot: {\"detail\":\"xxx")
+    assert text.startswith('GET /fail/{status}: HTTP 418 I\'m a teapot: {"detail":"xxx')
     assert len(text) < 200 and "bytes in all" in text
 
 

@@ -118,7 +118,11 @@ def test_documents_that_are_not_valid_openapi_3_0_or_3_1_are_refused(
 
 def test_a_remote_reference_is_refused_without_fetching_it() -> None:
     document = doc(
-        {"/x": {"get": {"parameters": [{"$ref": "https://example.com/p.json#/P"}], "responses": {}}}}
+        {
+            "/x": {
+                "get": {"parameters": [{"$ref": "https://example.com/p.json#/P"}], "responses": {}}
+            }
+        }
     )
     with pytest.raises(ConfigurationError, match="points outside the document"):
         list(load_document(document).operations())

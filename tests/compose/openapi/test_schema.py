@@ -98,7 +98,12 @@ def test_other_local_references_are_inlined_and_a_loop_among_them_is_cut() -> No
     schema, defs = conv.convert({"$ref": "#/components/schemas/Box/properties/x"})
     assert schema == {"type": "integer"} and defs == {}
     looping = converter(
-        {"A": {"type": "object", "properties": {"me": {"$ref": "#/components/schemas/A/properties/me"}}}}
+        {
+            "A": {
+                "type": "object",
+                "properties": {"me": {"$ref": "#/components/schemas/A/properties/me"}},
+            }
+        }
     )
     schema, _ = looping.convert({"$ref": "#/components/schemas/A/properties/me"})
     assert schema == {}

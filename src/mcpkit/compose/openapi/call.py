@@ -6,7 +6,9 @@ properties beside them when the body is an object (a body of another shape is th
 ``id__query``, ``id__header``, ``name__body``. The output schema is the success
 response's, which MCP requires to be an object (2025-11-25 server/tools § Output
 Schema): any other response schema is wrapped as ``{"result": ...}``, and so is the
-structured result. An HTTP error status becomes a tool error carrying the status
+structured result. JSON, form (``application/x-www-form-urlencoded``) and
+multipart bodies are encoded as such (multipart with text parts only: no uploads);
+any other media type is sent as the text given. An HTTP error status becomes a tool error carrying the status
 and the start of the body.
 """
 
@@ -154,6 +156,13 @@ def _encode_body(body: Body, value: Any, options: dict[str, Any], headers: dict[
             )
             for k, v in value.items()
         }
+        return
+    if base == "multipart/form-data" and isinstance(value, dict):
+        # Each property a part without a file name (RFC 7578 § 4.2): text, not uploads.
+        options["files"] = [
+            (k, (None, v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))))
+            for k, v in value.items()
+        ]
         return
     if base.endswith("json") or base == "*/*":
         options["json"] = value

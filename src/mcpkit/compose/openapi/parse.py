@@ -10,7 +10,9 @@ refused with the place it was found (OpenAPI 3.1 § 4.8.23, Reference Object).
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,11 +22,21 @@ from typing import Any, Final, Literal
 from ..._extras import require_extra
 from ...errors import ConfigurationError
 
+log = logging.getLogger("mcpkit.compose.openapi")
+
 with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi)"):
     import openapi_pydantic
     import pydantic
 
-__all__ = ["METHODS", "Body", "Document", "Operation", "Parameter", "load_document"]
+__all__ = [
+    "METHODS",
+    "Body",
+    "Document",
+    "Operation",
+    "Parameter",
+    "load_document",
+    "read_document",
+]
 
 #: The HTTP methods a Path Item may hold, in the order operations are read.
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -243,13 +255,14 @@ def _is_json(media_type: str) -> bool:
 
 
 def _pick_media_type(content: Mapping[str, Any]) -> str | None:
-    """JSON first, then a form, then whatever comes first (sent as text)."""
+    """JSON first, then a form, then multipart, then whatever comes first (sent as text)."""
     for media_type in content:
         if _is_json(media_type):
             return media_type
-    for media_type in content:
-        if media_type.split(";", 1)[0].strip().lower() == "application/x-www-form-urlencoded":
-            return media_type
+    for wanted in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        for media_type in content:
+            if media_type.split(";", 1)[0].strip().lower() == wanted:
+                return media_type
     return next(iter(content), None)
 
 
@@ -258,7 +271,7 @@ _VERSION_RE: Final = re.compile(r"^3\.[01]\.\d+")
 
 def load_document(spec: Mapping[str, Any] | str | bytes | Path) -> Document:
     """Read and validate ``spec``: a parsed document, JSON or YAML text, or a file path."""
-    raw = _read(spec)
+    raw = read_document(spec)
     version = str(raw.get("openapi") or "")
     if not _VERSION_RE.match(version):
         shown = version or (f"swagger {raw['swagger']}" if "swagger" in raw else "none")
@@ -268,24 +281,42 @@ def load_document(spec: Mapping[str, Any] | str | bytes | Path) -> Document:
     try:
         openapi_pydantic.parse_obj(raw)
     except pydantic.ValidationError as exc:
-        # Each place as a JSON Pointer (RFC 6901); pydantic's union branch names stay in
-        # it ("Reference", "Response"), saying which reading of the object failed.
-        problems = [
-            "#/"
-            + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in error["loc"][1:])
-            + f": {error['msg']}"
-            for error in exc.errors()[:_MAX_PROBLEMS]
-        ]
-        more = exc.error_count() - len(problems)
-        raise ConfigurationError(
-            "the OpenAPI document is not valid: "
-            + "; ".join(problems)
-            + (f"; and {more} more" if more > 0 else "")
-        ) from None
+        _judge(exc.errors())
     return Document(raw=raw, version=version)
 
 
-def _read(spec: Mapping[str, Any] | str | bytes | Path) -> dict[str, Any]:
+# What the operations are made of: a problem there is fatal. Elsewhere (a missing
+# info.version, a malformed tag) the server can be built as well as without it, and
+# published documents have such slips (Anthropic's has no info.version): a warning.
+_NEEDED: Final = frozenset({"paths", "components", "openapi"})
+
+
+def _judge(errors: list[Any]) -> None:
+    fatal = [e for e in errors if len(e["loc"]) < 2 or e["loc"][1] in _NEEDED]
+    for error in errors:
+        if error not in fatal:
+            log.warning("OpenAPI document: %s", _problem(error))
+    if not fatal:
+        return
+    problems = [_problem(e) for e in fatal[:_MAX_PROBLEMS]]
+    more = len(fatal) - len(problems)
+    raise ConfigurationError(
+        "the OpenAPI document is not valid: "
+        + "; ".join(problems)
+        + (f"; and {more} more" if more > 0 else "")
+    )
+
+
+def _problem(error: Any) -> str:
+    # The place as a JSON Pointer (RFC 6901), after the version pydantic puts first;
+    # pydantic's union branch names stay in it ("Reference", "Response"), saying which
+    # reading of the object failed.
+    escaped = (str(p).replace("~", "~0").replace("/", "~1") for p in error["loc"][1:])
+    return "#/" + "/".join(escaped) + f": {error['msg']}"
+
+
+def read_document(spec: Mapping[str, Any] | str | bytes | Path) -> dict[str, Any]:
+    """``spec`` as a dict: a mapping as it is, JSON or YAML text parsed, a path read."""
     if isinstance(spec, Mapping):
         return dict(spec)
     if isinstance(spec, Path):
@@ -304,5 +335,16 @@ def _yaml(text: str) -> Any:
     with require_extra("openapi", feature="reading YAML OpenAPI documents"):
         import yaml  # type: ignore[import-untyped, unused-ignore]
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's is ~10× faster
-    return yaml.load(text, Loader=loader)  # a safe loader: plain data only
+    return yaml.load(text, Loader=_json_loader(yaml))  # a safe loader: plain data only
+
+
+@functools.cache
+def _json_loader(yaml: Any) -> Any:
+    """A safe YAML loader that reads only what JSON can hold: YAML 1.1 timestamps
+    (``2024-01-01``) stay strings, as they would in the document's JSON form."""
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's is ~10× faster
+    resolvers = {
+        first: [(tag, rx) for tag, rx in rules if tag != "tag:yaml.org,2002:timestamp"]
+        for first, rules in base.yaml_implicit_resolvers.items()
+    }
+    return type("JSONLoader", (base,), {"yaml_implicit_resolvers": resolvers})

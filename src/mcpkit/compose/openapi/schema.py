@@ -4,7 +4,8 @@ MCP tool schemas are JSON Schema, 2020-12 unless they say otherwise (2025-11-25
 server/tools § Tool, ``inputSchema``). OpenAPI 3.1 schemas already are; OpenAPI
 3.0's dialect differs in ``nullable``, boolean ``exclusiveMinimum`` and
 ``exclusiveMaximum``, and ``example`` (OpenAPI 3.0.3 § 4.7.24, Schema Object),
-which are rewritten here. A reference to a component schema becomes a reference
+which are rewritten here (in 3.1 documents too, where a boolean bound or
+``nullable`` can only be a 3.0 leftover). A reference to a component schema becomes a reference
 into the listing's own ``$defs``, which holds just the components the schema
 reaches (recursive components included once, so a self-referencing model stays a
 finite schema); other local references are inlined, a loop among them cut at the
@@ -22,7 +23,9 @@ __all__ = ["SchemaConverter"]
 
 _COMPONENT: Final = "#/components/schemas/"
 # Keywords that mean nothing to a JSON Schema validator or a model reading the listing.
-_DROPPED: Final = frozenset({"discriminator", "xml", "externalDocs", "example", "nullable"})
+_DROPPED: Final = frozenset(
+    {"discriminator", "xml", "externalDocs", "example", "nullable", "$recursiveAnchor"}
+)
 
 
 class SchemaConverter:
@@ -33,6 +36,7 @@ class SchemaConverter:
         self._is_30 = not document.is_31
         self._components: dict[str, dict[str, Any]] = {}
         self._deps: dict[str, frozenset[str]] = {}
+        self._home: str | None = None  # the component being converted
 
     def convert(self, schema: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """``schema`` converted, and the ``$defs`` it needs (possibly empty)."""
@@ -72,7 +76,11 @@ class SchemaConverter:
             self._components[name] = found = {}
             refs: set[str] = set()
             raw = self.document.resolve(_COMPONENT + name)
-            walked = self._walk(raw, refs, ())
+            self._home = name
+            try:
+                walked = self._walk(raw, refs, ())
+            finally:
+                self._home = None
             found.update(walked if isinstance(walked, dict) else {})
             self._deps[name] = frozenset(refs)
         return found
@@ -81,13 +89,20 @@ class SchemaConverter:
         if isinstance(node, list):
             return [self._walk(item, refs, inlining) for item in node]
         if not isinstance(node, dict):
-            return node
+            return _json_safe(node)
         ref = node.get("$ref")
         if isinstance(ref, str):
             return self._ref(node, ref, refs, inlining)
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key in _DROPPED or key.startswith("x-"):
+                continue
+            if key == "$recursiveRef":
+                # JSON Schema 2019-09's recursion (§ 8.2.4.2), which 2020-12 dropped: in a
+                # component, "#" is the component itself; elsewhere, anything.
+                if value == "#" and self._home is not None:
+                    refs.add(self._home)
+                    out["$ref"] = "#/$defs/" + self._home
                 continue
             if key in ("properties", "patternProperties", "$defs", "definitions"):
                 out[key] = (
@@ -96,15 +111,19 @@ class SchemaConverter:
                     else value
                 )
             elif key in ("enum", "const", "default", "examples"):
-                out[key] = value  # values, not schemas: copied as they are
+                out[key] = _json_safe(value)  # values, not schemas
+            elif key == "required" and isinstance(value, list):
+                # Listed once each: 2020-12 says so (§ 6.5.3), and real documents repeat.
+                out[key] = list(dict.fromkeys(value))
             elif isinstance(value, dict | list):
                 out[key] = self._walk(value, refs, inlining)
             else:
-                out[key] = value
+                out[key] = _json_safe(value)
         if "example" in node and "examples" not in node:
-            out["examples"] = [node["example"]]
-        if self._is_30:
-            _from_30(node, out)
+            out["examples"] = [_json_safe(node["example"])]
+        # Applied to 3.1 documents too: their keywords never take these forms in 2020-12,
+        # and documents labelled 3.1 still carry them (OpenAI's, for one).
+        _from_30(node, out)
         return out
 
     def _ref(
@@ -130,6 +149,22 @@ class SchemaConverter:
         if not extra:
             return target
         return {**extra, "allOf": [target]} if "$ref" in target else {**target, **extra}
+
+
+_INT64: Final = 2**63
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with integers beyond 64 bits as floats: JSON allows them (RFC 8259 § 6)
+    but mcpkit's encoder, like many readers, does not (a bound such as 1e20 written
+    out in full is a real case)."""
+    if type(value) is int:
+        return float(value) if not -_INT64 <= value < _INT64 else value
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    return value
 
 
 def _from_30(node: dict[str, Any], out: dict[str, Any]) -> None:

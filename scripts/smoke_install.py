@@ -148,6 +148,12 @@ EXTRAS = [
     ("auth", "mcpkit.auth.jwt", "httpx", "JWT access token verification (mcpkit.auth.jwt)"),
     ("redis", "mcpkit.stores.redis", "redis", "the Redis store (mcpkit.stores.redis)"),
     (
+        "openapi",
+        "mcpkit.compose.openapi.parse",
+        "openapi_pydantic",
+        "OpenAPI import (mcpkit.compose.openapi.parse)",
+    ),
+    (
         "pydantic-ai",
         "mcpkit.adapters.pydantic_ai",
         "pydantic_ai",

@@ -153,3 +153,14 @@ def test_the_first_server_url_has_its_variables_filled() -> None:
         }}],
     )  # fmt: skip
     assert load_document(document).server_url == "https://api.x.io/v2"
+
+
+def test_yaml_without_pyyaml_names_the_openapi_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from mcpkit.errors import MissingExtra
+
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    with pytest.raises(MissingExtra, match=r"reading YAML OpenAPI documents needs yaml"):
+        load_document("openapi: 3.1.0\n")
+    assert load_document(json.dumps(PETS)).title == "T"  # JSON needs no YAML

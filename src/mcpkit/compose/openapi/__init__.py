@@ -12,14 +12,21 @@ import it only when called.
 operations, :mod:`.schema` turns its schemas into the JSON Schema of tool listings,
 :mod:`.routes` decides what each operation becomes and its name, :mod:`.request`
 serializes parameters in their styles, :mod:`.call` makes the HTTP call and its
-result, and :mod:`.build` puts a server together. Needs the ``openapi`` extra.
+result, and :mod:`.build` puts a server together. Needs the ``openapi`` extra: each
+name is imported on first use (so that a missing package is named by the module
+that needs it).
 """
 
 from __future__ import annotations
 
-from .build import from_fastapi, from_openapi
-from .parse import Document, Operation, load_document
-from .routes import RESOURCE_ROUTES, RouteKind, RouteMap
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .build import from_fastapi, from_openapi
+    from .parse import Document, Operation, load_document, read_document
+    from .routes import RESOURCE_ROUTES, RouteKind, RouteMap
 
 __all__ = [
     "RESOURCE_ROUTES",
@@ -30,4 +37,21 @@ __all__ = [
     "from_fastapi",
     "from_openapi",
     "load_document",
+    "read_document",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "RESOURCE_ROUTES": ".routes",
+        "Document": ".parse",
+        "Operation": ".parse",
+        "RouteKind": ".routes",
+        "RouteMap": ".routes",
+        "from_fastapi": ".build",
+        "from_openapi": ".build",
+        "load_document": ".parse",
+        "read_document": ".parse",
+    },
+    __all__,
+)

@@ -18,6 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._extras import require_extra
+
+with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi.build)"):
+    import httpx
+
 from ...errors import ConfigurationError, MCPError, ResourceNotFound
 from ...server.context import Context
 from ...server.tools import ToolAnnotations, create_tool
@@ -25,9 +29,6 @@ from .call import HTTPSettings, OperationCall, build_call
 from .parse import Document, load_document
 from .routes import RouteMap, ToolNamer, route_of
 from .schema import SchemaConverter
-
-with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi)"):
-    import httpx
 
 if TYPE_CHECKING:
     from ...server.server import MCPServer

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..._extras import require_extra
+
+with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi.call)"):
+    import httpx
+
 from ...server.context import Context
 from .parse import Body, Operation, Parameter
 from .request import serialize
 from .schema import SchemaConverter
-
-with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi)"):
-    import httpx
 
 __all__ = ["HTTPSettings", "OperationCall", "build_call"]
 

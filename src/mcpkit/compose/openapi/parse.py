@@ -24,7 +24,7 @@ from ...errors import ConfigurationError
 
 log = logging.getLogger("mcpkit.compose.openapi")
 
-with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi)"):
+with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi.parse)"):
     import openapi_pydantic
     import pydantic
 

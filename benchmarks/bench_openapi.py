@@ -13,8 +13,10 @@ interpreter, as a server's start is, and reports:
 - ``tools/list``: the first listing through an in-memory client (every tool's
   schema serialised as on a transport).
 
-Wall and CPU seconds are both shown: on a loaded machine the CPU time is the one
-that does not move. Target (issue 24): ``from_openapi`` under 1 s.
+Wall and CPU seconds are both shown. ``from_openapi`` does no I/O, so on an idle
+machine the two agree; on a shared one the CPU time is the one that does not move
+with the neighbours' load, and the verdict uses it. Target (issue 24):
+``from_openapi`` under 1 s.
 
     python benchmarks/bench_openapi.py           # 5 runs, medians
     python benchmarks/bench_openapi.py --runs 1
@@ -78,9 +80,11 @@ def main() -> None:
         wall = statistics.median(r[step][0] for r in runs)
         cpu = statistics.median(r[step][1] for r in runs)
         print(f"  {step:<13} {wall:6.3f} s wall  {cpu:6.3f} s CPU")
-    worst = max(r["from_openapi"][0] for r in runs)
+    # from_openapi does no I/O: on an idle machine its wall time is its CPU time, and on
+    # a shared one the CPU time is the figure that does not depend on the neighbours.
+    worst = max(r["from_openapi"][1] for r in runs)
     verdict = "met" if worst < 1.0 else "NOT met"
-    print(f"target from_openapi < 1 s: {verdict} (slowest run {worst:.3f} s wall)")
+    print(f"target from_openapi < 1 s: {verdict} (slowest run {worst:.3f} s CPU)")
 
 
 if __name__ == "__main__":

@@ -92,3 +92,15 @@ async def fail(status: int, size: int = 10) -> None:
 @app.delete("/items/{item_id}", operation_id="delete_item", status_code=204)
 async def delete_item(item_id: int) -> None:
     return None
+
+
+@app.get("/echo/{value}", operation_id="echo_raw")
+async def echo_raw(value: str, request: Request) -> dict[str, Any]:
+    """The request as it arrived: raw path and query, the headers that matter."""
+    return {
+        "path": request.scope["raw_path"].decode(),
+        "query": request.scope["query_string"].decode(),
+        "mode": request.headers.get("x-mode"),
+        "cookie": request.headers.get("cookie"),
+        "authorization": request.headers.get("authorization"),
+    }

@@ -201,3 +201,11 @@ async def test_from_openapi_uses_the_documents_server_when_the_client_has_no_bas
         server = from_openapi(document, client=client, name="echo")
         await _call(server, "list_items", {})
     assert seen == ["http://h/v1/items"]
+
+
+async def test_output_schemas_can_be_left_out() -> None:
+    server = MCPServer.from_fastapi(app, output_schemas=False)
+    assert "outputSchema" not in _tools(server)["get_item"]
+    result = await _call(server, "get_item", {"item_id": 1})
+    assert "structuredContent" not in result
+    assert json.loads(result["content"][0]["text"])["id"] == 1

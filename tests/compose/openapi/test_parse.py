@@ -164,3 +164,32 @@ def test_yaml_without_pyyaml_names_the_openapi_extra(monkeypatch: pytest.MonkeyP
     with pytest.raises(MissingExtra, match=r"reading YAML OpenAPI documents needs yaml"):
         load_document("openapi: 3.1.0\n")
     assert load_document(json.dumps(PETS)).title == "T"  # JSON needs no YAML
+
+
+def test_undeclared_path_variables_are_parameters_and_reserved_headers_are_ignored() -> None:
+    document = doc(
+        {
+            "/a/{x}/{y}": {
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "x",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        },
+                        {"name": "Accept", "in": "header", "schema": {"type": "string"}},
+                        {"name": "content-type", "in": "header", "schema": {"type": "string"}},
+                        {"name": "X-Id", "in": "header", "schema": {"type": "string"}},
+                    ],
+                    "responses": {},
+                }
+            }
+        }
+    )
+    (op,) = load_document(document).operations()
+    assert [(p.name, p.location, p.required, p.schema) for p in op.parameters] == [
+        ("x", "path", True, {"type": "integer"}),
+        ("X-Id", "header", False, {"type": "string"}),
+        ("y", "path", True, {"type": "string"}),
+    ]

@@ -63,6 +63,7 @@ def from_openapi(
     forward_bearer_token: bool = False,
     max_error_body: int = 2000,
     uri_prefix: str = "api://",
+    output_schemas: bool = True,
     server: MCPServer | None = None,
 ) -> MCPServer:
     """A server serving the operations of the OpenAPI document ``spec`` through ``client``.
@@ -77,7 +78,9 @@ def from_openapi(
     call in all, in seconds (the client's own timeouts bound each phase). An error
     response becomes a tool error with its status and the first
     ``max_error_body`` characters of its body. Resources are named
-    ``uri_prefix`` + the path. ``server`` adds the components to an existing
+    ``uri_prefix`` + the path. ``output_schemas=False`` leaves the response schemas
+    out (clients check structured results against them, and an API that strays
+    from its document then fails there). ``server`` adds the components to an existing
     server instead of a new one.
     """
     from ...server.server import MCPServer
@@ -107,6 +110,7 @@ def from_openapi(
         route_maps=tuple(route_maps),
         names=names,
         uri_prefix=uri_prefix,
+        output_schemas=output_schemas,
     )
     return server
 
@@ -119,6 +123,7 @@ def add_operations(
     route_maps: tuple[RouteMap, ...],
     names: Mapping[str, str] | None,
     uri_prefix: str,
+    output_schemas: bool = True,
 ) -> None:
     """Register each operation of ``document`` on ``server`` as its route map says."""
     converter = SchemaConverter(document)
@@ -127,9 +132,11 @@ def add_operations(
         kind = route_of(op, route_maps)
         if kind == "exclude":
             continue
-        call = build_call(op, converter, settings)
+        call = build_call(op, converter, settings, output=output_schemas)
         component = namer.name(op)
         description = _text({"summary": op.summary, "description": op.description})
+        if op.deprecated:
+            description = f"Deprecated. {description}".strip()
         if kind == "tool":
             server.tools.add(
                 create_tool(

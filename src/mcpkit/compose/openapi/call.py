@@ -76,7 +76,9 @@ class OperationCall:
             elif target is None:
                 body = value
         request = serialize(self.op.path, params)
-        headers = dict(self.settings.headers)
+        # httpx.Headers: names are case-insensitive (RFC 9110 § 5.1), so a forwarded
+        # token replaces a static "authorization" instead of going beside it.
+        headers = httpx.Headers(self.settings.headers)
         if self.settings.forward_bearer_token and ctx is not None and ctx.auth is not None:
             headers["Authorization"] = f"Bearer {ctx.auth.token}"
         headers.update(request.headers)
@@ -144,7 +146,7 @@ def _error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def _encode_body(body: Body, value: Any, options: dict[str, Any], headers: dict[str, str]) -> None:
+def _encode_body(body: Body, value: Any, options: dict[str, Any], headers: httpx.Headers) -> None:
     base = body.media_type.split(";", 1)[0].strip().lower()
     if base == _FORM and isinstance(value, dict):
         # Nested values have no standard form encoding without an Encoding Object:
@@ -172,8 +174,10 @@ def _encode_body(body: Body, value: Any, options: dict[str, Any], headers: dict[
     options["content"] = value if isinstance(value, str | bytes) else json.dumps(value)
 
 
-def build_call(op: Operation, converter: SchemaConverter, settings: HTTPSettings) -> OperationCall:
-    """The call for ``op``: its merged input schema and its output schema."""
+def build_call(
+    op: Operation, converter: SchemaConverter, settings: HTTPSettings, *, output: bool = True
+) -> OperationCall:
+    """The call for ``op``: its merged input schema and (``output``) its output schema."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     targets: dict[str, Parameter | str | None] = {}
@@ -212,8 +216,8 @@ def build_call(op: Operation, converter: SchemaConverter, settings: HTTPSettings
         input_schema["required"] = required
     if refs:
         input_schema["$defs"] = refs
-    output, wrapped = _output_schema(op, converter)
-    return OperationCall(op, input_schema, output, wrapped, targets, settings)
+    out_schema, wrapped = _output_schema(op, converter) if output else (None, False)
+    return OperationCall(op, input_schema, out_schema, wrapped, targets, settings)
 
 
 def _is_plain_object(schema: Mapping[str, Any]) -> bool:

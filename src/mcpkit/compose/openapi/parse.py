@@ -51,6 +51,8 @@ _DEFAULT_STYLE: Final[dict[str, str]] = {
     "cookie": "form",
 }
 _MAX_PROBLEMS: Final = 5
+_IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
+_PATH_VAR: Final = re.compile(r"\{([^{}]+)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +184,16 @@ class Document:
         params: dict[tuple[str, str], Parameter] = {}
         for raw in (*shared, *(op.get("parameters") or [])):
             param = self._parameter(self.deref(raw))
+            if param.location == "header" and param.name.lower() in _IGNORED_HEADERS:
+                continue  # "SHALL be ignored" (§ 4.8.12.2.1): the body and auth set these
             params[(param.name, param.location)] = param
+        # A path template variable the document forgot to declare is still one
+        # (§ 4.8.8.1 requires each to be declared): a required string.
+        for name in _PATH_VAR.findall(path):
+            if (name, "path") not in params:
+                params[(name, "path")] = Parameter(
+                    name, "path", True, "simple", False, {"type": "string"}
+                )
         return Operation(
             method=method,
             path=path,

@@ -33,7 +33,7 @@ def test_every_operation_becomes_a_tool_named_by_its_operation_id() -> None:
     assert server.name == "Echo" and server.version == "2.5.0"
     assert set(_tools(server)) == {
         "get_item", "list_items", "add_person", "replace_tags", "login",
-        "whoami", "slow", "fail", "delete_item",
+        "whoami", "slow", "fail", "delete_item", "echo_raw",
     }  # fmt: skip
 
 
@@ -181,7 +181,7 @@ async def test_route_maps_exclude_by_tag_path_pattern_and_method() -> None:
         app,
         route_maps=[
             RouteMap("exclude", tags=["items"]),
-            RouteMap("exclude", pattern=r"^/(slow|fail)"),
+            RouteMap("exclude", pattern=r"^/(slow|fail|echo)"),
             RouteMap("exclude", methods=["POST", "PUT"]),
         ],
     )

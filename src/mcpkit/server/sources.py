@@ -37,6 +37,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    import httpx
+
     from ..compose.proxy import ProxyTarget
     from .request import Request
     from .server import MCPServer
@@ -128,7 +133,13 @@ class ServerSources:
         return proxy(target, name=name)
 
     @classmethod
-    def from_openapi(cls, spec: Any, *, client: Any, **options: Any) -> MCPServer:
+    def from_openapi(
+        cls,
+        spec: Mapping[str, Any] | str | bytes | Path,
+        *,
+        client: httpx.AsyncClient,
+        **options: Any,
+    ) -> MCPServer:
         """A server calling the operations of the OpenAPI document ``spec`` through
         ``client`` (an ``httpx.AsyncClient``): ``mcpkit.compose.openapi.from_openapi``,
         which has the options and rules (needs the ``openapi`` extra)."""

@@ -209,3 +209,49 @@ async def test_output_schemas_can_be_left_out() -> None:
     result = await _call(server, "get_item", {"item_id": 1})
     assert "structuredContent" not in result
     assert json.loads(result["content"][0]["text"])["id"] == 1
+
+
+async def test_a_name_used_in_two_places_is_told_apart_by_its_location() -> None:
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/things/{id}": {
+                "put": {
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}},
+                        {"name": "id", "in": "header", "schema": {"type": "string"}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {
+                            "type": "object",
+                            "properties": {"id": {"type": "string"}, "body": {"type": "string"}},
+                            "required": ["id"],
+                        }}},
+                    },
+                    "responses": {"204": {"description": "done"}},
+                }
+            }
+        },
+    }  # fmt: skip
+    sent: list[httpx.Request] = []
+
+    async def api(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(204)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(api), base_url="http://t") as c:
+        server = from_openapi(document, client=c)
+        (tool,) = _tools(server).values()
+        # No operationId: method and path; the body's "id" and the header's are renamed.
+        assert tool["name"] == "put_things_id"
+        assert list(tool["inputSchema"]["properties"]) == ["id", "id__header", "id__body", "body"]
+        assert tool["inputSchema"]["required"] == ["id", "id__body"]
+        result = await _call(
+            server, "put_things_id", {"id": 7, "id__header": "h", "id__body": "b", "body": "x"}
+        )
+    assert result["content"][0]["text"] == "HTTP 204 No Content"
+    (request,) = sent
+    assert (request.method, request.url.path, request.headers["id"]) == ("PUT", "/things/7", "h")
+    assert json.loads(request.content) == {"id": "b", "body": "x"}

@@ -7,6 +7,7 @@ import enum
 from typing import Annotated, Any
 
 from fastapi import Body, Cookie, FastAPI, Form, Header, HTTPException, Path, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 
@@ -104,3 +105,11 @@ async def echo_raw(value: str, request: Request) -> dict[str, Any]:
         "cookie": request.headers.get("cookie"),
         "authorization": request.headers.get("authorization"),
     }
+
+
+PIXEL = bytes.fromhex("89504e470d0a1a0a")  # a PNG signature stands for an image
+
+
+@app.get("/pixel", operation_id="pixel", response_class=Response)
+async def pixel() -> Response:
+    return Response(content=PIXEL, media_type="image/png")

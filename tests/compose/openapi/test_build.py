@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import Any
@@ -15,7 +16,7 @@ from mcpkit.compose.openapi import RESOURCE_ROUTES, RouteMap, from_openapi
 from mcpkit.errors import RESOURCE_NOT_FOUND, MCPError
 from mcpkit.testing import connect
 
-from .app import app
+from .app import PIXEL, app
 
 
 def _tools(server: MCPServer) -> dict[str, dict[str, Any]]:
@@ -33,7 +34,7 @@ def test_every_operation_becomes_a_tool_named_by_its_operation_id() -> None:
     assert server.name == "Echo" and server.version == "2.5.0"
     assert set(_tools(server)) == {
         "get_item", "list_items", "add_person", "replace_tags", "login",
-        "whoami", "slow", "fail", "delete_item", "echo_raw",
+        "whoami", "slow", "fail", "delete_item", "echo_raw", "pixel",
     }  # fmt: skip
 
 
@@ -128,7 +129,7 @@ async def test_a_call_that_outlasts_the_timeout_is_a_tool_error() -> None:
     result = await _call(server, "slow", {"seconds": 5})
     assert time.monotonic() - started < 2
     assert result["isError"] is True
-    assert result["content"][0]["text"] == "GET /slow timed out"
+    assert result["content"][0]["text"] == "GET /slow timed out after 0.05 s"
 
 
 async def test_static_headers_header_and_cookie_parameters_reach_the_api() -> None:
@@ -181,7 +182,7 @@ async def test_route_maps_exclude_by_tag_path_pattern_and_method() -> None:
         app,
         route_maps=[
             RouteMap("exclude", tags=["items"]),
-            RouteMap("exclude", pattern=r"^/(slow|fail|echo)"),
+            RouteMap("exclude", pattern=r"^/(slow|fail|echo|pixel)"),
             RouteMap("exclude", methods=["POST", "PUT"]),
         ],
     )
@@ -255,3 +256,14 @@ async def test_a_name_used_in_two_places_is_told_apart_by_its_location() -> None
     (request,) = sent
     assert (request.method, request.url.path, request.headers["id"]) == ("PUT", "/things/7", "h")
     assert json.loads(request.content) == {"id": "b", "body": "x"}
+
+
+async def test_an_image_response_is_image_content_and_a_binary_resource_a_blob() -> None:
+    result = await _call(MCPServer.from_fastapi(app), "pixel", {})
+    assert result["content"] == [
+        {"type": "image", "data": base64.b64encode(PIXEL).decode(), "mimeType": "image/png"}
+    ]
+    server = MCPServer.from_fastapi(app, route_maps=RESOURCE_ROUTES)
+    async with connect(server) as client:
+        read = await client.read_resource("api://pixel")
+    assert base64.b64decode(read["contents"][0]["blob"]) == PIXEL

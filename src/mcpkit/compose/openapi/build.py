@@ -195,7 +195,7 @@ def _reader(call: OperationCall, variables: Mapping[str, str]) -> Any:
     """A resource function taking the template's variables (and the context)."""
     by_name = {p.name: arg for arg, p in call.targets.items() if not isinstance(p, str | None)}
 
-    async def read(ctx: Context, **values: str) -> str:
+    async def read(ctx: Context, **values: str) -> str | bytes:
         arguments = {by_name[variables[k]]: v for k, v in values.items()}
         try:
             response = await call.send(arguments, ctx)
@@ -205,16 +205,32 @@ def _reader(call: OperationCall, variables: Mapping[str, str]) -> Any:
             raise ResourceNotFound(str(response.request.url))
         if response.status_code >= 400:
             raise MCPError(call.error_text(response), data={"status": response.status_code})
-        return response.text
+        if _textual(response.headers.get("content-type", "")):
+            return response.text
+        return response.content  # a blob (2025-11-25 server/resources § Binary Content)
 
     params = [
         inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
         *(inspect.Parameter(v, inspect.Parameter.KEYWORD_ONLY, annotation=str) for v in variables),
     ]
-    read.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
-    read.__annotations__ = {"ctx": Context, **dict.fromkeys(variables, str), "return": str}
+    read.__signature__ = inspect.Signature(params, return_annotation=str | bytes)  # type: ignore[attr-defined]
+    read.__annotations__ = {
+        "ctx": Context,
+        **dict.fromkeys(variables, str),
+        "return": str | bytes,
+    }
     read.__name__ = call.op.operation_id or "read"
     return read
+
+
+def _textual(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return (
+        not media
+        or media.startswith("text/")
+        or media.endswith(("json", "xml", "yaml", "javascript"))
+        or media == "application/x-www-form-urlencoded"
+    )
 
 
 def from_fastapi(

@@ -15,6 +15,7 @@ and the start of the body.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -105,12 +106,21 @@ class OperationCall:
         """The ``CallToolResult`` of calling the operation with the tool's arguments."""
         try:
             response = await self.send(arguments, ctx)
-        except (TimeoutError, httpx.TimeoutException):
-            return _error(f"{self.describe()} timed out")
+        except TimeoutError:  # the deadline of the whole call
+            return _error(f"{self.describe()} timed out after {self.settings.timeout:g} s")
+        except httpx.TimeoutException as exc:  # one of the client's own timeouts
+            return _error(f"{self.describe()} timed out ({type(exc).__name__})")
         except httpx.HTTPError as exc:
             return _error(f"{self.describe()} failed: {type(exc).__name__}: {exc}")
         if response.status_code >= 400:
             return _error(self.error_text(response))
+        media = _binary_media(response)
+        if media is not None:
+            # An image or a sound is given as such (2025-11-25 server/tools § Tool
+            # Result), not as the text its bytes would decode to.
+            data = base64.b64encode(response.content).decode()
+            kind = media.partition("/")[0]
+            return {"content": [{"type": kind, "data": data, "mimeType": media}]}
         text = response.text
         # An empty body (204 No Content) still says what happened.
         shown = text or f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
@@ -140,6 +150,12 @@ class OperationCall:
 
 
 _MISSING: Final = object()
+
+
+def _binary_media(response: httpx.Response) -> str | None:
+    """The media type of an image or audio response, else None."""
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media if media.startswith(("image/", "audio/")) else None
 
 
 def _error(text: str) -> dict[str, Any]:

@@ -188,7 +188,18 @@ def _executor(call: OperationCall) -> Any:
     async def execute(mcpkit_openapi_arguments: Any, ctx: Context) -> dict[str, Any]:
         return await call.run(mcpkit_openapi_arguments, ctx)
 
+    # The annotations as objects, not the strings of this module's __future__ import:
+    # registration reads them, and evaluating the strings costs a compile() each, per
+    # operation (a third of start-up on GitHub's 1,200 operations).
+    execute.__annotations__ = dict(_EXECUTE_ANNOTATIONS)
     return execute
+
+
+_EXECUTE_ANNOTATIONS: Final[dict[str, Any]] = {
+    "mcpkit_openapi_arguments": Any,
+    "ctx": Context,
+    "return": dict[str, Any],
+}
 
 
 def _reader(call: OperationCall, variables: Mapping[str, str]) -> Any:

@@ -13,7 +13,7 @@ import pytest
 from mcpkit import MCPServer
 from mcpkit.auth import AuthInfo
 from mcpkit.compose.openapi import RESOURCE_ROUTES, RouteMap, from_openapi
-from mcpkit.errors import RESOURCE_NOT_FOUND, MCPError
+from mcpkit.errors import RESOURCE_NOT_FOUND, ConfigurationError, MCPError
 from mcpkit.testing import connect
 
 from .app import PIXEL, app
@@ -267,3 +267,19 @@ async def test_an_image_response_is_image_content_and_a_binary_resource_a_blob()
     async with connect(server) as client:
         read = await client.read_resource("api://pixel")
     assert base64.b64decode(read["contents"][0]["blob"]) == PIXEL
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"client": "http://api"}, "client must be an httpx.AsyncClient, not str"),
+        ({"timeout": 0}, "timeout must be a positive number of seconds, not 0"),
+        ({"max_error_body": -1}, "max_error_body must be an int >= 0, not -1"),
+    ],
+)
+def test_options_are_checked_when_the_server_is_built(
+    options: dict[str, Any], message: str
+) -> None:
+    given: dict[str, Any] = {"client": httpx.AsyncClient(), **options}
+    with pytest.raises(ConfigurationError, match=message):
+        from_openapi(app.openapi(), **given)

@@ -70,7 +70,7 @@ def from_openapi(
 
     ``spec`` is a parsed document, its JSON or YAML text, or a :class:`~pathlib.Path`.
     Requests go to ``base_url``, else to ``client``'s base URL, else to the
-    document's first server. ``route_maps`` (first match wins; no match: a tool)
+    document's first server when its URL is absolute. ``route_maps`` (first match wins; no match: a tool)
     choose what each operation becomes; ``names`` renames operations by
     ``operationId``. ``headers`` go with every request (static credentials);
     ``forward_bearer_token`` sends the MCP caller's own bearer token instead (see
@@ -85,6 +85,14 @@ def from_openapi(
     """
     from ...server.server import MCPServer
 
+    if not isinstance(client, httpx.AsyncClient):
+        raise ConfigurationError(
+            f"client must be an httpx.AsyncClient, not {type(client).__name__}"
+        )
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+        raise ConfigurationError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if type(max_error_body) is not int or max_error_body < 0:
+        raise ConfigurationError(f"max_error_body must be an int >= 0, not {max_error_body!r}")
     document = load_document(spec)
     if base_url is None and not str(client.base_url):
         url = document.server_url

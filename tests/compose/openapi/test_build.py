@@ -283,3 +283,15 @@ def test_options_are_checked_when_the_server_is_built(
     given: dict[str, Any] = {"client": httpx.AsyncClient(), **options}
     with pytest.raises(ConfigurationError, match=message):
         from_openapi(app.openapi(), **given)
+
+
+async def test_an_openapi_server_mounts_like_any_other() -> None:
+    hub = MCPServer(name="hub", version="1.0.0")
+    hub.mount(MCPServer.from_fastapi(app, route_maps=RESOURCE_ROUTES), namespace="echo")
+    async with connect(hub) as client:
+        result = await client.call_tool("echo_add_person", {
+            "group": "g", "name": "Ann", "address": {"street": "s", "city": "c"},
+        })  # fmt: skip
+        read = await client.read_resource("api://echo/items")
+    assert result["structuredContent"]["name"] == "g:Ann:False"
+    assert json.loads(read["contents"][0]["text"])[0]["id"] == 1

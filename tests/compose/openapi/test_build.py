@@ -164,14 +164,19 @@ async def test_resource_routes_serve_gets_as_resources_and_templates() -> None:
         listed = {r["uri"]: r for r in await client.list_resources()}
         assert listed["api://items"]["mimeType"] == "application/json"
         templates = {t["uriTemplate"] for t in await client.list_resource_templates()}
-        assert {"api://items/{item_id}", "api://fail/{status}"} <= templates
+        # Optional scalar query parameters join a template (RFC 6570 form-style query);
+        # an array one (tags) has no single value to carry and is left out.
+        assert {"api://items/{item_id}{?color}", "api://fail/{status}{?size}"} <= templates
         read = await client.read_resource("api://items")
         assert json.loads(read["contents"][0]["text"])[0]["label"] == "one"
         read = await client.read_resource("api://items/7")
         assert json.loads(read["contents"][0]["text"]) == {"id": 7, "color": None, "tags": []}
+        read = await client.read_resource("api://items/7?color=green")
+        assert json.loads(read["contents"][0]["text"])["color"] == "green"
         with pytest.raises(MCPError) as missing:
             await client.read_resource("api://fail/404")
         assert missing.value.code == RESOURCE_NOT_FOUND
+        assert missing.value.data == {"uri": "api://fail/404"}
         with pytest.raises(MCPError) as failed:
             await client.read_resource("api://fail/500")
         assert "HTTP 500" in failed.value.message

@@ -25,8 +25,9 @@ with require_extra("openapi", feature="OpenAPI import (mcpkit.compose.openapi.bu
 from ...errors import ConfigurationError, MCPError, ResourceNotFound
 from ...server.context import Context
 from ...server.tools import ToolAnnotations, create_tool
+from ...server.uri_template import UriTemplate
 from .call import HTTPSettings, OperationCall, build_call
-from .parse import Document, load_document
+from .parse import Document, Parameter, load_document
 from .routes import RouteMap, ToolNamer, route_of
 from .schema import SchemaConverter
 
@@ -158,10 +159,10 @@ def add_operations(
                 )
             )
             continue
-        uri, variables = _uri(uri_prefix, op.path)
+        uri, variables, optional = _uri(uri_prefix, call)
         server.resources.add(
             uri,
-            _reader(call, variables),
+            _reader(uri, call, variables, optional),
             name=component,
             description=description or call.describe(),
             mime_type="application/json" if call.output_schema is not None else None,
@@ -173,20 +174,61 @@ def _text(fields: Mapping[str, Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _uri(prefix: str, path: str) -> tuple[str, dict[str, str]]:
-    """The resource URI (template) of ``path``, and variable → path parameter name."""
+def _uri(prefix: str, call: OperationCall) -> tuple[str, dict[str, str], set[str]]:
+    """The resource URI (template) of ``call``'s operation; each template variable's
+    argument; the optional ones (query parameters, RFC 6570 § 3.2.8 ``{?a,b}``)."""
     variables: dict[str, str] = {}
+    path_args = {
+        p.name: arg
+        for arg, p in call.targets.items()
+        if isinstance(p, Parameter) and p.location == "path"
+    }
+
+    def ident(name: str, arg: str) -> str:
+        # Template variables are identifiers here (RFC 6570 § 2.3 allows less than
+        # OpenAPI names do); the reader maps each back to its argument.
+        base = re.sub(r"\W", "_", name)
+        base = base if base.isidentifier() and base != "ctx" else "p_" + base
+        out, n = base, 1
+        while out in variables:
+            n += 1
+            out = f"{base}_{n}"
+        variables[out] = arg
+        return out
 
     def var(match: re.Match[str]) -> str:
-        # Template variables are identifiers here (RFC 6570 § 2.3 allows less than
-        # OpenAPI names do); the reader maps each back to its parameter.
-        ident = re.sub(r"\W", "_", match.group(1))
-        if not ident.isidentifier():
-            ident = "p_" + ident
-        variables[ident] = match.group(1)
-        return "{" + ident + "}"
+        return "{" + ident(match.group(1), path_args[match.group(1)]) + "}"
 
-    return prefix + _VAR_RE.sub(var, path.lstrip("/")), variables
+    uri = prefix + _VAR_RE.sub(var, call.op.path.lstrip("/"))
+    optional: set[str] = set()
+    if variables:  # a template: optional scalar query parameters may join it
+        properties = call.input_schema["properties"]
+        defs = call.input_schema.get("$defs", {})
+        query = [
+            ident(p.name, arg)
+            for arg, p in call.targets.items()
+            if isinstance(p, Parameter)
+            and p.location == "query"
+            and not p.required
+            and _is_scalar(properties[arg], defs)
+        ]
+        if query:
+            uri += "{?" + ",".join(query) + "}"
+            optional.update(query)
+    return uri, variables, optional
+
+
+def _is_scalar(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> bool:
+    """A string, number, integer or boolean (a URI variable carries one such value)."""
+    kinds: set[Any] = set()
+    for branch in schema.get("anyOf") or schema.get("oneOf") or [schema]:
+        ref = branch.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            branch = defs.get(ref[len("#/$defs/") :], {})
+        kind = branch.get("type")
+        kinds.update(kind if isinstance(kind, list) else [kind])
+    kinds.discard("null")
+    return bool(kinds) and kinds <= {"string", "number", "integer", "boolean"}
 
 
 def _executor(call: OperationCall) -> Any:
@@ -210,32 +252,38 @@ _EXECUTE_ANNOTATIONS: Final[dict[str, Any]] = {
 }
 
 
-def _reader(call: OperationCall, variables: Mapping[str, str]) -> Any:
+def _reader(uri: str, call: OperationCall, variables: Mapping[str, str], optional: set[str]) -> Any:
     """A resource function taking the template's variables (and the context)."""
-    by_name = {p.name: arg for arg, p in call.targets.items() if not isinstance(p, str | None)}
+    template = UriTemplate(uri)
 
-    async def read(ctx: Context, **values: str) -> str | bytes:
-        arguments = {by_name[variables[k]]: v for k, v in values.items()}
+    async def read(ctx: Context, **values: str | None) -> str | bytes:
+        arguments = {variables[k]: v for k, v in values.items() if v is not None}
         try:
             response = await call.send(arguments, ctx)
         except httpx.HTTPError as exc:
             raise MCPError(f"{call.describe()} failed: {type(exc).__name__}: {exc}") from None
         if response.status_code == 404 and variables:
-            raise ResourceNotFound(str(response.request.url))
+            raise ResourceNotFound(template.expand(values))
         if response.status_code >= 400:
             raise MCPError(call.error_text(response), data={"status": response.status_code})
         if _textual(response.headers.get("content-type", "")):
             return response.text
         return response.content  # a blob (2025-11-25 server/resources § Binary Content)
 
+    keyword = inspect.Parameter.KEYWORD_ONLY
     params = [
         inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context),
-        *(inspect.Parameter(v, inspect.Parameter.KEYWORD_ONLY, annotation=str) for v in variables),
+        *(
+            inspect.Parameter(v, keyword, annotation=str | None, default=None)
+            if v in optional
+            else inspect.Parameter(v, keyword, annotation=str)
+            for v in variables
+        ),
     ]
     read.__signature__ = inspect.Signature(params, return_annotation=str | bytes)  # type: ignore[attr-defined]
     read.__annotations__ = {
         "ctx": Context,
-        **dict.fromkeys(variables, str),
+        **{v: str | None if v in optional else str for v in variables},
         "return": str | bytes,
     }
     read.__name__ = call.op.operation_id or "read"

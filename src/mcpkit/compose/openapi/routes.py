@@ -35,7 +35,8 @@ class RouteMap:
     narrow the match; ``pattern`` is searched in the path (``re.search``). A map
     with none of them matches every operation. ``"resource"`` and ``"template"``
     both serve an operation as a resource when it has no path parameter and as a
-    resource template when it has; an operation that needs other parameters
+    resource template when it has (its optional scalar query parameters joining
+    the template as ``{?a,b}``); an operation that needs other parameters
     (query, header, cookie or a body) stays a tool, a resource read having only its
     URI to carry them.
     """

@@ -193,3 +193,9 @@ def test_undeclared_path_variables_are_parameters_and_reserved_headers_are_ignor
         ("X-Id", "header", False, {"type": "string"}),
         ("y", "path", True, {"type": "string"}),
     ]
+
+
+def test_references_may_point_anywhere_in_the_document_escaped_or_percent_encoded() -> None:
+    document = load_document(PETS)
+    assert document.resolve("#/paths/~1pets~1%7Bid%7D/get/operationId") == "getPet"
+    assert document.resolve("#/components/parameters/Verbose/in") == "query"

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import unquote
 
 from ..._extras import require_extra
 from ...errors import ConfigurationError
@@ -145,7 +146,8 @@ class Document:
             return found
         node: Any = self.raw
         for token in ref[1:].split("/")[1:] if ref != "#" else []:
-            token = token.replace("~1", "/").replace("~0", "~")
+            # A fragment is percent-encoded (RFC 6901 § 6), then ~1 and ~0 (§ 4).
+            token = unquote(token).replace("~1", "/").replace("~0", "~")
             try:
                 node = node[int(token)] if isinstance(node, list) else node[token]
             except (KeyError, IndexError, ValueError, TypeError):

@@ -300,3 +300,20 @@ async def test_an_openapi_server_mounts_like_any_other() -> None:
         read = await client.read_resource("api://echo/items")
     assert result["structuredContent"]["name"] == "g:Ann:False"
     assert json.loads(read["contents"][0]["text"])[0]["id"] == 1
+
+
+def test_a_second_operation_on_a_taken_uri_stays_a_tool(caplog: pytest.LogCaptureFixture) -> None:
+    responses = {"200": {"description": "ok"}}
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "T", "version": "1"},
+        "paths": {"/x": {"get": {"operationId": "read_x", "responses": responses},
+                         "post": {"operationId": "touch_x", "responses": responses}}},
+    }  # fmt: skip
+    with caplog.at_level("WARNING", logger="mcpkit.compose.openapi"):
+        server = from_openapi(
+            document, client=httpx.AsyncClient(), route_maps=[RouteMap("resource")]
+        )
+    assert list(server.resources.static) == ["api://x"]
+    assert set(_tools(server)) == {"touch_x"}
+    assert "POST /x: api://x is taken; served as a tool" in caplog.text

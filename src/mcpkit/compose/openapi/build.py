@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 import re
 from collections.abc import AsyncIterator, Collection, Mapping
 from pathlib import Path
@@ -34,7 +35,9 @@ from .schema import SchemaConverter
 if TYPE_CHECKING:
     from ...server.server import MCPServer
 
-__all__ = ["from_fastapi", "from_openapi"]
+__all__ = ["add_operations", "from_fastapi", "from_openapi"]
+
+log = logging.getLogger("mcpkit.compose.openapi")
 
 _VAR_RE: Final = re.compile(r"\{([^{}]+)\}")
 
@@ -146,6 +149,13 @@ def add_operations(
         description = _text({"summary": op.summary, "description": op.description})
         if op.deprecated:
             description = f"Deprecated. {description}".strip()
+        if kind != "tool":
+            uri, variables, optional = _uri(uri_prefix, call)
+            if uri in server.resources.static or server.resources.template_for(uri):
+                # Two operations, one URI (say GET and a bodiless POST of one path, both
+                # mapped to resources): the later one stays a tool rather than replace it.
+                log.warning("%s: %s is taken; served as a tool", call.describe(), uri)
+                kind = "tool"
         if kind == "tool":
             server.tools.add(
                 create_tool(
@@ -159,7 +169,6 @@ def add_operations(
                 )
             )
             continue
-        uri, variables, optional = _uri(uri_prefix, call)
         server.resources.add(
             uri,
             _reader(uri, call, variables, optional),

@@ -154,6 +154,12 @@ EXTRAS = [
         "the tasks job queue (mcpkit.extensions.tasks.queue)",
     ),
     (
+        "openapi",
+        "mcpkit.compose.openapi.parse",
+        "openapi_pydantic",
+        "OpenAPI import (mcpkit.compose.openapi.parse)",
+    ),
+    (
         "pydantic-ai",
         "mcpkit.adapters.pydantic_ai",
         "pydantic_ai",

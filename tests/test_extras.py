@@ -201,6 +201,16 @@ GUARDED: list[tuple[str, str, str, str]] = [
         )
         for name in ("otel", "propagation")
     ),
+    *(
+        (
+            f"mcpkit.compose.openapi.{name}",
+            "openapi",
+            package,
+            f"OpenAPI import (mcpkit.compose.openapi.{name}) needs {package}, which is not "
+            "installed: pip install 'mcpkit[openapi]'",
+        )
+        for name, package in (("parse", "openapi_pydantic"), ("call", "httpx"), ("build", "httpx"))
+    ),
 ]
 
 

@@ -130,6 +130,10 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.sources", "mcpkit.compose.gateway", "function"): (
         "MCPServer.from_config() is a convenience over mcpkit.compose.gateway"
     ),
+    # MCPServer.from_openapi / from_fastapi likewise: built by compose/openapi when called.
+    ("mcpkit.server.sources", "mcpkit.compose.openapi", "function"): (
+        "MCPServer.from_openapi() and from_fastapi() are conveniences over mcpkit.compose.openapi"
+    ),
 }
 
 

@@ -33,6 +33,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "otel": ("opentelemetry",),
     "langchain": ("langchain_core",),
     "devtools": ("watchfiles", "yaml"),
+    "openapi": ("httpx", "openapi_pydantic", "yaml"),
 }
 
 

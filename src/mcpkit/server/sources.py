@@ -39,6 +39,9 @@ from ..errors import ConfigurationError
 if TYPE_CHECKING:
     import os
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+    import httpx
 
     from ..compose.proxy import ProxyTarget
     from .request import Request
@@ -95,8 +98,8 @@ class ComponentSource(Protocol):
 
 
 class ServerSources:
-    """Mixed into ``MCPServer``: its component sources (none by default), ``proxy`` and
-    ``from_config``."""
+    """Mixed into ``MCPServer``: its component sources (none by default), and the servers
+    built from elsewhere: ``proxy``, ``from_config``, ``from_openapi``, ``from_fastapi``."""
 
     #: The sources, in the order added; read by the handlers (an empty tuple: none).
     component_sources: tuple[ComponentSource, ...] = ()
@@ -155,6 +158,29 @@ class ServerSources:
             retry_after=retry_after,
             connect_timeout=connect_timeout,
         )
+
+    @classmethod
+    def from_openapi(
+        cls,
+        spec: Mapping[str, Any] | str | bytes | Path,
+        *,
+        client: httpx.AsyncClient,
+        **options: Any,
+    ) -> MCPServer:
+        """A server calling the operations of the OpenAPI document ``spec`` through
+        ``client`` (an ``httpx.AsyncClient``): ``mcpkit.compose.openapi.from_openapi``,
+        which has the options and rules (needs the ``openapi`` extra)."""
+        from ..compose.openapi import from_openapi
+
+        return from_openapi(spec, client=client, **options)
+
+    @classmethod
+    def from_fastapi(cls, app: Any, **options: Any) -> MCPServer:
+        """A server calling ``app``'s operations in process (no socket):
+        ``mcpkit.compose.openapi.from_fastapi`` (needs the ``openapi`` extra)."""
+        from ..compose.openapi import from_fastapi
+
+        return from_fastapi(app, **options)
 
 
 async def listed_by_sources(session: ServerSession, kind: ComponentKind) -> list[dict[str, Any]]:

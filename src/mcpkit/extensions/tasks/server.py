@@ -23,9 +23,14 @@ in the process that accepted it:
 A tool's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` inside a task move it to
 ``input_required`` (:mod:`.inputs`), answered by ``tasks/update``.
 
-Not yet: an input round before the task is created, ``notifications/tasks`` through
-``subscriptions/listen``, ``tasks/*`` served by a node other than the one running the
-task, execution through a queue.
+On a store shared by several nodes (a :class:`~.redis.RedisTaskStore`; by default the
+one beside the server's ``RedisStore``, ``mcpkit run --redis``), ``tasks/*`` answer on
+any node: the node running a task watches it (:meth:`~.store.TaskStore.watch`), so a
+``tasks/cancel`` recorded elsewhere cancels its handler and a ``tasks/update`` received
+elsewhere reaches its questions. ``subscriptions/listen {taskIds}`` streams
+``notifications/tasks`` (:mod:`.notify`).
+
+Not yet: execution through a queue.
 """
 
 from __future__ import annotations
@@ -34,13 +39,13 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ...errors import (
     INTERNAL_ERROR,
-    MISSING_CAPABILITY,
     ConfigurationError,
     InvalidParams,
     MCPError,
@@ -49,10 +54,12 @@ from ...errors import (
 from ...loops import cancel_and_wait
 from ...server.context import Context, progress_reported_to, requests_answered_by
 from ...server.extension import Extension
+from .access import TASKS, client_declares_tasks, missing_capability, owner_of
 from .inputs import TaskInputs
-from .records import EXTENSION_ID, TaskRecord, create_task_result, get_task_result
+from .notify import TASK_IDS, StatusNotifier
+from .records import TaskRecord, create_task_result, get_task_result
 from .states import IllegalTransition, TaskStatus
-from .store import MemoryTaskStore, TaskLimitExceeded, TaskStore
+from .store import MemoryTaskStore, TaskEvent, TaskLimitExceeded, TaskStore
 
 if TYPE_CHECKING:
     from ...server.middleware import CallNext, MiddlewareContext
@@ -69,9 +76,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcpkit.extensions.tasks")
-
-#: The extension's identifier (``capabilities.extensions`` key).
-TASKS: Final = EXTENSION_ID
 
 #: Whether a tool runs as a task: ``"never"`` (always answered in place, the default),
 #: ``"optional"`` (a task for a client that declared the extension, in place for one that
@@ -98,33 +102,6 @@ _CANCELLED_MESSAGE: Final = "Cancelled at the client's request"
 _STOP_WAIT: Final = 10.0
 
 
-def client_declares_tasks(capabilities: Mapping[str, Any]) -> bool:
-    """Whether client ``capabilities`` declare the tasks extension (``extensions`` key)."""
-    extensions = capabilities.get("extensions")
-    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS), Mapping)
-
-
-def owner_of(ctx: Context | MiddlewareContext) -> str | None:
-    """Who a task belongs to: the authenticated principal, else the session; None when
-    there is neither (a stateless request without auth), and then the unguessable task
-    id alone is the bearer token (ext-tasks Security Considerations, "Auth binding")."""
-    auth = ctx.auth
-    if auth is not None:
-        return f"principal:{auth.principal}"
-    session_id = ctx.session_id
-    return None if session_id is None else f"session:{session_id}"
-
-
-def _missing_capability(what: str) -> MCPError:
-    # -32021 with the capability named, as the 2026-07-28 missing-capability error and the
-    # conformance suite's tasks-required-task-error / tasks-capability-negotiation ask.
-    return MCPError(
-        f"{what} needs the {TASKS} extension in the request's client capabilities",
-        code=MISSING_CAPABILITY,
-        data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
-    )
-
-
 def _not_found(task_id: object) -> InvalidParams:
     return InvalidParams(f"Task not found: {task_id}")
 
@@ -135,14 +112,16 @@ class _Tasks:
     def __init__(
         self,
         *,
-        store: TaskStore,
+        store: TaskStore | None,
         tools: Mapping[str, TaskSupport],
         ttl_ms: int | None,
         poll_interval_ms: int,
         node_id: str,
         heartbeat_s: float,
     ) -> None:
-        self.store = store
+        # None: the server's store decides when it starts (lifespan); memory by default.
+        self.chosen = store is not None
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.tools = tools
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -150,6 +129,11 @@ class _Tasks:
         self.heartbeat_s = heartbeat_s
         self.running: dict[str, asyncio.Task[None]] = {}
         self.inputs: dict[str, TaskInputs] = {}
+        # Tasks whose handler is over and writes its own last move: their terminal
+        # events are this node's, not a cancel to pass on.
+        self.settling: set[str] = set()
+        self.background: set[asyncio.Task[Any]] = set()
+        self.notifier = StatusNotifier(lambda: self.store)
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -162,7 +146,7 @@ class _Tasks:
             return await call_next(ctx)
         if not client_declares_tasks(ctx.client_capabilities):
             if support == "required":
-                raise _missing_capability(f"tool {name!r}")
+                raise missing_capability(f"tool {name!r}")
             return await call_next(ctx)  # "optional": answered in place
         record = TaskRecord.new(
             ttl_ms=self.ttl_ms,
@@ -182,6 +166,26 @@ class _Tasks:
     def _forget(self, task_id: str) -> None:
         self.running.pop(task_id, None)
         self.inputs.pop(task_id, None)
+        self.settling.discard(task_id)
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def _heard(self, event: TaskEvent) -> None:
+        """An event of a task this node runs, from any node (the store's watch)."""
+        task_id = event.task_id
+        if event.answers is not None:
+            inputs = self.inputs.get(task_id)
+            if inputs is not None:  # a tasks/update received by another node
+                self._spawn(inputs.answer(event.answers))
+        elif event.record is not None and event.record.terminal:
+            # Cancelled (or failed by a sweep) by someone else: stop the handler, as
+            # tasks/cancel does on this node. Its own last move is no news.
+            running = self.running.get(task_id)
+            if running is not None and task_id not in self.settling:
+                running.cancel()
 
     async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
         task_id = record.task_id
@@ -214,28 +218,40 @@ class _Tasks:
 
         inputs = self.inputs[task_id] = TaskInputs(publish)
         timeout = None if record.ttl_ms is None else record.ttl_ms / 1000
+        unwatch = None
         try:
+            # Cancels and answers received by other nodes reach this one by the watch;
+            # one recorded before it began is read once it has.
+            unwatch = await self.store.watch(task_id, self._heard)
+            now = await self.store.get(task_id)
+            if now is None or now.terminal:
+                return
             with progress_reported_to(status), requests_answered_by(inputs.ask):
                 async with asyncio.timeout(timeout):
                     result = await call_next(ctx)
         except TimeoutError:
+            self.settling.add(task_id)
             # The task expired in the store: nothing will read what it would return.
             log.info("task %s: the TTL ran out; its handler was cancelled", task_id)
             await self._move(task_id, TaskStatus.CANCELLED, status_message=_EXPIRED_MESSAGE)
         except asyncio.CancelledError:
             # tasks/cancel recorded `cancelled` before cancelling; otherwise the server is
             # stopping under the task: say so rather than leave it `working`.
+            self.settling.add(task_id)
             with contextlib.suppress(Exception):
                 await asyncio.shield(
                     self._move(task_id, TaskStatus.FAILED, error=_STOPPED, quiet=True)
                 )
             raise
         except MCPError as exc:
+            self.settling.add(task_id)
             await self._move(task_id, TaskStatus.FAILED, error=exc.to_error())
         except Exception as exc:  # the chain maps handler errors; this is a middleware's
+            self.settling.add(task_id)
             log.exception("task %s failed", task_id)
             await self._move(task_id, TaskStatus.FAILED, error=to_jsonrpc_error(exc))
         else:
+            self.settling.add(task_id)
             if result.get("resultType") == "input_required":
                 # Defensive: a request that escaped requests_answered_by reached the
                 # 2026-07-28 input rounds; nobody would answer it there.
@@ -249,6 +265,9 @@ class _Tasks:
             # the original request would have returned"); `resultType` is tasks/get's own.
             stored = {k: v for k, v in result.items() if k != "resultType"}
             await self._move(task_id, TaskStatus.COMPLETED, result=stored)
+        finally:
+            if unwatch is not None:
+                self._spawn(unwatch())
 
     async def _move(
         self,
@@ -284,7 +303,7 @@ class _Tasks:
 
     async def _visible(self, params: Mapping[str, Any], ctx: Context, method: str) -> TaskRecord:
         if not client_declares_tasks(ctx.client_capabilities):
-            raise _missing_capability(method)
+            raise missing_capability(method)
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParams(f"{method} needs a 'taskId' string")
@@ -321,6 +340,10 @@ class _Tasks:
             # Unknown or already-satisfied keys are ignored ("servers MUST ignore" them);
             # the record shows what is left before the acknowledgement goes out.
             await inputs.answer(responses)
+        elif record.status is TaskStatus.INPUT_REQUIRED:
+            # Run by another node: the answers go to it, which updates the record (the
+            # ack is "eventually consistent", ext-tasks tasks/update).
+            await self.store.answer(record.task_id, responses)
         return {"resultType": "complete"}
 
     # -- lifespan -----------------------------------------------------------------------------
@@ -332,6 +355,8 @@ class _Tasks:
             raise ConfigurationError(
                 f"tasks_extension(tools=...) names tools the server does not have: {unknown}"
             )
+        if not self.chosen:
+            self.store = _store_beside(server)
         beat = asyncio.create_task(self._beat(), name="tasks heartbeat")
         try:
             yield
@@ -340,6 +365,10 @@ class _Tasks:
             # cancellation can be lost on Python 3.11 (loops.cancel_and_wait).
             running = list(self.running.values())
             await cancel_and_wait(beat, *running, timeout=_STOP_WAIT, what="the tasks extension")
+            await self.notifier.aclose()
+            if self.background:
+                await asyncio.gather(*self.background, return_exceptions=True)
+            await self.store.aclose()
 
     async def _beat(self) -> None:
         # This node is alive for the store's sweeps (a shared store fails the tasks of a
@@ -351,6 +380,19 @@ class _Tasks:
             except Exception:
                 log.exception("tasks heartbeat failed")
             await asyncio.sleep(self.heartbeat_s)
+
+
+def _store_beside(server: MCPServer) -> TaskStore:
+    """The task store a server's own store implies: on a ``RedisStore`` (``mcpkit run
+    --redis``), a :class:`~.redis.RedisTaskStore` beside it, so that every node of the
+    deployment shares the tasks; else this process's memory."""
+    # Loaded only when it is one: a server without Redis never imports redis.
+    redis_module = sys.modules.get("mcpkit.stores.redis")
+    if redis_module is not None and isinstance(server.store, redis_module.RedisStore):
+        from .redis import RedisTaskStore
+
+        return RedisTaskStore.from_store(server.store)
+    return MemoryTaskStore()
 
 
 def _check_ms(name: str, value: object, *, nullable: bool) -> None:
@@ -375,7 +417,8 @@ def tasks_extension(
 
     ``tools`` maps tool names to :data:`TaskSupport` (``"optional"`` or ``"required"``;
     a tool not named is ``"never"``): checked against the server's tools when it starts.
-    ``store`` keeps the task records (default a :class:`~.store.MemoryTaskStore`);
+    ``store`` keeps the task records (default: a :class:`~.redis.RedisTaskStore` beside
+    the server's ``RedisStore`` when it has one, else a :class:`~.store.MemoryTaskStore`);
     ``ttl_ms`` (None: unlimited) and ``poll_interval_ms`` go in every task; ``node_id``
     names this process in the records (default random), which beats every
     ``heartbeat_s`` seconds so that a shared store's sweep can tell it is alive.
@@ -384,9 +427,7 @@ def tasks_extension(
     >>> server.add_extension(tasks_extension(tools={"slow_count": "required"}))
     """
     problems: list[str] = []
-    if store is None:
-        store = MemoryTaskStore()
-    elif not isinstance(store, TaskStore):
+    if store is not None and not isinstance(store, TaskStore):
         problems.append(f"store must be a TaskStore, not {type(store).__name__}")
     tools = {} if tools is None else dict(tools)
     for name, support in tools.items():
@@ -429,4 +470,5 @@ def tasks_extension(
         },
         middleware=[state.middleware],
         lifespan=state.lifespan,
+        listen_filters={TASK_IDS: state.notifier.grant},
     )

@@ -40,6 +40,7 @@ __all__ = [
     "RequestExtra",
     "Root",
     "current_context",
+    "detach_from_request",
     "progress_reported_to",
     "progress_sink",
     "request_asker",
@@ -119,6 +120,22 @@ def requests_answered_by(ask: RequestAsker) -> Iterator[None]:
         yield
     finally:
         _asker.reset(token)
+
+
+def detach_from_request(*, progress: ProgressSink, ask: RequestAsker) -> None:
+    """From now on, for the rest of the *current asyncio task* (and the tasks and worker
+    threads it starts from now on), report progress to ``progress`` and answer requests
+    to the client with ``ask``, as inside :func:`progress_reported_to` and
+    :func:`requests_answered_by`.
+
+    For work whose request is answered while it goes on running: a tool that the tasks
+    extension turns into a task part-way through (after input rounds of its own
+    request, SEP-2663 with SEP-2322) calls it from its own task once the answer is
+    decided. Unlike the two blocks it is not undone: the values live in the task's own
+    context, and end with it. Call it only in a task of your own making.
+    """
+    _progress_sink.set(progress)
+    _asker.set(ask)
 
 
 def request_asker() -> RequestAsker | None:

@@ -41,7 +41,7 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ...errors import (
@@ -52,9 +52,17 @@ from ...errors import (
     to_jsonrpc_error,
 )
 from ...loops import cancel_and_wait
-from ...server.context import Context, progress_reported_to, requests_answered_by
+from ...server.context import (
+    Context,
+    ProgressSink,
+    RequestAsker,
+    detach_from_request,
+    progress_reported_to,
+    requests_answered_by,
+)
 from ...server.extension import Extension
 from .access import TASKS, client_declares_tasks, missing_capability, owner_of
+from .deferred import Deferral, run_deferred
 from .inputs import TaskInputs
 from .notify import TASK_IDS, StatusNotifier
 from .records import TaskRecord, create_task_result, get_task_result
@@ -114,6 +122,7 @@ class _Tasks:
         *,
         store: TaskStore | None,
         tools: Mapping[str, TaskSupport],
+        deferred: frozenset[str],
         ttl_ms: int | None,
         poll_interval_ms: int,
         node_id: str,
@@ -123,6 +132,7 @@ class _Tasks:
         self.chosen = store is not None
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.tools = tools
+        self.deferred = deferred
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.node_id = node_id
@@ -148,6 +158,9 @@ class _Tasks:
             if support == "required":
                 raise missing_capability(f"tool {name!r}")
             return await call_next(ctx)  # "optional": answered in place
+        if name in self.deferred:
+            outcome = await run_deferred(self, ctx, call_next)
+            return create_task_result(outcome) if isinstance(outcome, TaskRecord) else outcome
         record = TaskRecord.new(
             ttl_ms=self.ttl_ms,
             poll_interval_ms=self.poll_interval_ms,
@@ -162,6 +175,28 @@ class _Tasks:
         self.running[record.task_id] = task
         task.add_done_callback(lambda _: self._forget(record.task_id))
         return create_task_result(record)
+
+    async def escalate(self, deferral: Deferral) -> TaskRecord:
+        """A deferred tool continues as a task (:mod:`.deferred`): create it, then run
+        the rest of the tool as it, from the tool's own task."""
+        record = TaskRecord.new(
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            owner=owner_of(deferral.ctx),
+            node_id=self.node_id,
+        )
+        try:
+            await self.store.create(record)  # before the answer: create before answer
+        except TaskLimitExceeded as exc:
+            raise MCPError(f"No task can be created now: {exc}", code=INTERNAL_ERROR) from None
+        progress, ask = self.channels(record.task_id)
+        detach_from_request(progress=progress, ask=ask)
+        call = deferral.call
+        assert call is not None  # set before the tool could run
+        task = asyncio.create_task(self.settle(record, call), name=f"task {record.task_id}")
+        self.running[record.task_id] = task
+        task.add_done_callback(lambda _: self._forget(record.task_id))
+        return record
 
     def _forget(self, task_id: str) -> None:
         self.running.pop(task_id, None)
@@ -187,8 +222,9 @@ class _Tasks:
             if running is not None and task_id not in self.settling:
                 running.cancel()
 
-    async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
-        task_id = record.task_id
+    def channels(self, task_id: str) -> tuple[ProgressSink, RequestAsker]:
+        """Where a task's progress and requests to the client go: its ``statusMessage``
+        and its ``inputRequests`` (:class:`TaskInputs`, kept for ``tasks/update``)."""
         last_message = 0.0
 
         async def status(progress: float, total: float | None, message: str | None) -> None:
@@ -217,6 +253,22 @@ class _Tasks:
                 await self._move(task_id, TaskStatus.WORKING)
 
         inputs = self.inputs[task_id] = TaskInputs(publish)
+        return status, inputs.ask
+
+    async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
+        status, ask = self.channels(record.task_id)
+
+        async def work() -> dict[str, Any]:
+            with progress_reported_to(status), requests_answered_by(ask):
+                return await call_next(ctx)
+
+        await self.settle(record, work())
+
+    async def settle(
+        self, record: TaskRecord, work: Coroutine[Any, Any, dict[str, Any]] | asyncio.Future[Any]
+    ) -> None:
+        """Run (or await) a task's ``work`` within its TTL and record how it ended."""
+        task_id = record.task_id
         timeout = None if record.ttl_ms is None else record.ttl_ms / 1000
         unwatch = None
         try:
@@ -225,10 +277,13 @@ class _Tasks:
             unwatch = await self.store.watch(task_id, self._heard)
             now = await self.store.get(task_id)
             if now is None or now.terminal:
+                if isinstance(work, asyncio.Future):
+                    work.cancel()
+                else:
+                    work.close()
                 return
-            with progress_reported_to(status), requests_answered_by(inputs.ask):
-                async with asyncio.timeout(timeout):
-                    result = await call_next(ctx)
+            async with asyncio.timeout(timeout):
+                result = await work
         except TimeoutError:
             self.settling.add(task_id)
             # The task expired in the store: nothing will read what it would return.
@@ -408,6 +463,7 @@ def tasks_extension(
     *,
     store: TaskStore | None = None,
     tools: Mapping[str, TaskSupport] | None = None,
+    deferred: Collection[str] = (),
     ttl_ms: int | None = DEFAULT_TTL_MS,
     poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
     node_id: str | None = None,
@@ -417,6 +473,9 @@ def tasks_extension(
 
     ``tools`` maps tool names to :data:`TaskSupport` (``"optional"`` or ``"required"``;
     a tool not named is ``"never"``): checked against the server's tools when it starts.
+    ``deferred`` names tools that run in their request first (their input rounds are
+    the request's own) and become a task when they call
+    :func:`~.deferred.continue_as_task` (:mod:`.deferred`).
     ``store`` keeps the task records (default: a :class:`~.redis.RedisTaskStore` beside
     the server's ``RedisStore`` when it has one, else a :class:`~.store.MemoryTaskStore`);
     ``ttl_ms`` (None: unlimited) and ``poll_interval_ms`` go in every task; ``node_id``
@@ -449,11 +508,20 @@ def tasks_extension(
         or heartbeat_s <= 0
     ):
         problems.append(f"heartbeat_s must be a positive number of seconds, not {heartbeat_s!r}")
+    if isinstance(deferred, str):
+        problems.append("deferred must be a collection of tool names, not a string")
+        deferred = ()
+    for name in deferred:
+        if tools.get(name, "never") == "never":
+            problems.append(
+                f"deferred tool {name!r} must be named in tools as 'optional' or 'required'"
+            )
     if problems:
         raise ConfigurationError("; ".join(problems))
     state = _Tasks(
         store=store,
         tools=tools,
+        deferred=frozenset(deferred),
         ttl_ms=ttl_ms,
         poll_interval_ms=poll_interval_ms,
         node_id=node_id if node_id is not None else f"node-{secrets.token_hex(8)}",

@@ -91,6 +91,6 @@ def add_task_fixtures(server: MCPServer) -> None:
                 "protocol_error_job": "optional",
                 "confirm_delete": "optional",
                 "multi_input": "optional",
-            }
+            },
         )
     )

@@ -161,9 +161,7 @@ async def test_the_task_outlives_the_input_rounds_ttl_of_the_call_it_was() -> No
         await asyncio.sleep(0.6)  # longer than the parked-call TTL below
         return f"done for {(answer.content or {}).get('name')}"
 
-    server.add_extension(
-        tasks_extension(tools={"long_after": "required"}, deferred=["long_after"])
-    )
+    server.add_extension(tasks_extension(tools={"long_after": "required"}, deferred=["long_after"]))
     server.input_rounds.ttl = 0.2  # a call paused for input is dropped after this
     caps = {"elicitation": {}, **DECLARED}
     async with connect(server, protocol_version=MODERN, initialize=False, capabilities=caps) as c:

@@ -60,6 +60,7 @@ async def test_an_answer_on_another_node_reaches_the_question(
         task_id = (await first.call_tool("asks", {}))["taskId"]
         task = await until(second, task_id, lambda t: t["status"] == "input_required")
         stream = Stream(two, [task_id])
+        await stream.received(2)  # acknowledged, and the state it found: input_required
         (key,) = task["inputRequests"]
         answer = {key: {"action": "accept", "content": {"ok": True}}}
         ack = await second.request("tasks/update", {"taskId": task_id, "inputResponses": answer})

@@ -332,3 +332,29 @@ class TaskStoreConformance:
             assert [e.record.status_message for e in two if e.record] == ["a", "b"]
         finally:
             await store.aclose()
+
+    # -- claiming (the queue path) -------------------------------------------------------
+
+    async def test_a_claimed_task_lives_and_dies_with_its_new_node(self, store: TaskStore) -> None:
+        queued = task()  # created by an accepting node for a queue: nobody's yet
+        await store.create(queued)
+        assert await store.sweep() == []  # a task of no node is nobody's to sweep
+        claimed = await store.claim(queued.task_id, "worker-1")
+        assert claimed is not None and claimed.node_id == "worker-1"
+        assert claimed.status is TaskStatus.WORKING and claimed.updated_at == queued.updated_at
+        assert await store.get(queued.task_id) == claimed
+        await store.heartbeat("worker-1", 60)
+        assert await store.sweep() == []  # beating: alive
+        # Taken over by another worker, which never beats: that one's death fails it.
+        await store.claim(queued.task_id, "worker-2")
+        swept = await store.sweep()
+        assert [(r.task_id, r.status) for r in swept] == [(queued.task_id, TaskStatus.FAILED)]
+        assert swept[0].error == NODE_LOST
+
+    async def test_a_finished_or_unknown_task_cannot_be_claimed(self, store: TaskStore) -> None:
+        done = task(node_id="n1")
+        await store.create(done)
+        await store.transition(done.task_id, TaskStatus.COMPLETED, result=RESULT)
+        with pytest.raises(IllegalTransition):
+            await store.claim(done.task_id, "worker")
+        assert await store.claim("no-such-task", "worker") is None

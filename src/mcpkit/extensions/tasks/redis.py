@@ -21,7 +21,8 @@ key                                  type    expires
 ``<prefix>task-owner:<owner>``       zset    with its longest-lived task; members are task
                                              ids scored by creation millisecond, pruned of
                                              expired ones when the owner creates or lists
-``<prefix>task-node:<node id>``      set     never; the node's unfinished tasks, emptied
+``<prefix>task-node:<node id>``      set     never; the node's unfinished tasks (made its
+                                             at creation or by ``claim``), emptied
                                              as they finish, of expired ones by the
                                              node's :meth:`heartbeat`, and by
                                              :meth:`sweep` once the node is dead
@@ -56,6 +57,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from types import EllipsisType
 from typing import Any, Final, NoReturn
 
@@ -134,6 +136,19 @@ return 1
 """
 
 
+# KEYS: record, the old node's set ("" for none), the new node's set, nodes set.
+# ARGV: the value read, the new value, task id, new node id. Moves the task between
+# the nodes' sets if nobody wrote the record in between.
+_CLAIM_LUA: Final = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL')
+if KEYS[2] ~= '' then redis.call('srem', KEYS[2], ARGV[3]) end
+redis.call('sadd', KEYS[3], ARGV[3])
+redis.call('sadd', KEYS[4], ARGV[4])
+return 1
+"""
+
+
 # KEYS: the node's alive key, its task set. ARGV: ttl ms, the record key prefix.
 # Also forgets the node's tasks that expired while it ran them (their moves found
 # nothing to move), so a long-lived node's set holds only live tasks.
@@ -185,6 +200,7 @@ class RedisTaskStore:
         self._create = client.register_script(_CREATE_LUA)
         self._swap = client.register_script(_SWAP_LUA)
         self._beat = client.register_script(_BEAT_LUA)
+        self._claim = client.register_script(_CLAIM_LUA)
         self._events = prefix + "tasks:"
         self._watchers = Watchers()
         self._bus: RedisBus | None = None
@@ -379,6 +395,33 @@ class RedisTaskStore:
             status_message=str(NODE_LOST["message"]),
             error=NODE_LOST,
         )
+
+    async def claim(self, task_id: str, node_id: str) -> TaskRecord | None:
+        key = self._task + task_id
+        while True:
+            try:
+                value = await self.client.get(key)
+            except FAILURES as exc:
+                self._fail(exc)
+            if not isinstance(value, bytes | str):
+                return None
+            record = self._load(task_id, value)
+            if record is None:
+                return None
+            if record.terminal:
+                raise IllegalTransition(record.status, record.status, task_id=task_id)
+            claimed = replace(record, node_id=node_id)
+            old = self._node + record.node_id if record.node_id is not None else ""
+            try:
+                done = await self._claim(
+                    keys=[key, old, self._node + node_id, self._nodes],
+                    args=[value, _dump(claimed), task_id, node_id],
+                )
+            except FAILURES as exc:
+                self._fail(exc)
+            if done == 1:
+                return claimed
+            # Written meanwhile (a move, another claim): read again.
 
     # -- events ---------------------------------------------------------------------------------
 

@@ -15,7 +15,10 @@ What every store guarantees (tests/extensions/tasks/conformance.py checks it):
 * **Liveness.** A node running tasks calls :meth:`~TaskStore.heartbeat` more often than
   the ``ttl`` it gives; :meth:`~TaskStore.sweep` moves the unfinished tasks of a node
   whose last heartbeat ran out (or that never beat) to ``failed``, with
-  :data:`NODE_LOST`, so no task stays ``working`` forever after its node died.
+  :data:`NODE_LOST`, so no task stays ``working`` forever after its node died. A
+  task is its node's from creation (``record.node_id``), or from
+  :meth:`~TaskStore.claim` (a queue worker taking a task created with no node); a
+  task with no node is nobody's to sweep.
 * **Bounded.** At most ``max_per_owner`` live tasks per owner: one more raises
   :class:`TaskLimitExceeded` (the extension answers it as an error, not a task).
 * **Events.** :meth:`~TaskStore.watch` calls back, on every node watching the task,
@@ -34,7 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import EllipsisType
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -148,6 +151,12 @@ class TaskStore(Protocol):
     async def sweep(self) -> list[TaskRecord]:
         """Fail the unfinished tasks of nodes without a live heartbeat (and drop expired
         tasks where the store does not expire them by itself); the failed records."""
+        ...
+
+    async def claim(self, task_id: str, node_id: str) -> TaskRecord | None:
+        """Make the unfinished task node ``node_id``'s (its liveness now hangs on that
+        node's heartbeat); the record, None when it is unknown or expired,
+        :class:`~.states.IllegalTransition` when it has finished."""
         ...
 
     async def watch(self, task_id: str, callback: Watcher) -> Unwatch:
@@ -313,6 +322,16 @@ class MemoryTaskStore:
             if moved is not None:
                 failed.append(moved)
         return failed
+
+    async def claim(self, task_id: str, node_id: str) -> TaskRecord | None:
+        record = self._live(task_id, self._clock())
+        if record is None:
+            return None
+        if record.terminal:
+            raise IllegalTransition(record.status, record.status, task_id=task_id)
+        claimed = replace(record, node_id=node_id)
+        self._tasks[task_id] = claimed
+        return claimed
 
     async def watch(self, task_id: str, callback: Watcher) -> Unwatch:
         return self._watchers.add(task_id, callback)

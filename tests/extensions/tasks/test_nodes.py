@@ -133,9 +133,19 @@ async def test_a_task_is_followed_again_from_a_new_connection_to_another_node(
             assert isinstance(handle, TaskHandle)
         # The first connection is gone; a new client of another node picks the task up,
         # hears its progress (made on node A) and gets its result.
-        async with client(url_b) as on_b:
+        sent: list[str] = []
+
+        def trace(direction: str, message: dict[str, object]) -> None:
+            if direction == "sent" and isinstance(message.get("method"), str):
+                sent.append(str(message["method"]))
+
+        async with client(url_b, trace=trace) as on_b:
             again = TaskHandle(on_b, handle.task_id)
             state = await again.wait(on_status=seen.append)
     assert state.status is TaskStatus.COMPLETED
     assert state.result is not None and state.result["content"][0]["text"] == "counted to 10"
     assert any(s.status_message and s.status_message.startswith("step") for s in seen)
+    # Followed by listening: node A's moves reached node B's stream through Redis (a
+    # poll every 100 ms would have sent about ten tasks/get).
+    assert "subscriptions/listen" in sent
+    assert sent.count("tasks/get") == 1, sent  # the first state only

@@ -60,3 +60,25 @@ async def test_on_a_handshake_session_the_follower_polls_at_the_servers_interval
     assert took > 0.5, took  # waited for its next poll
     assert "tasks/get" in sent and "subscriptions/listen" not in sent
     assert states[-1].status is TaskStatus.COMPLETED
+
+
+async def test_tasks_followed_at_once_on_one_session_are_all_heard() -> None:
+    probe = Probe()
+    sent: list[str] = []
+
+    def trace(direction: str, message: dict[str, Any]) -> None:
+        if direction == "sent" and "method" in message:
+            sent.append(message["method"])
+
+    async with Client(
+        server=task_server(probe, poll_interval_ms=SLOW_POLL_MS),
+        protocol_version="2026-07-28",
+        extensions=[tasks_client()],
+        trace=trace,
+    ) as client:
+        calls = [asyncio.create_task(client.call_tool("wait", {})) for _ in range(3)]
+        await asyncio.sleep(0.3)  # every follower is waiting now
+        probe.release.set()
+        results = await asyncio.wait_for(asyncio.gather(*calls), SLOW_POLL_MS / 1000 / 2)
+    assert [r["content"][0]["text"] for r in results] == ["released"] * 3
+    assert "tasks/get" not in sent

@@ -12,6 +12,7 @@ import pytest
 from redis.asyncio import Redis
 
 from mcpkit import MCPServer
+from mcpkit.errors import INVALID_PARAMS, RemoteError
 from mcpkit.extensions.tasks.redis import RedisTaskStore
 from mcpkit.stores.redis import RedisStore
 from tests.extensions.tasks.test_notify import Stream
@@ -89,3 +90,26 @@ async def test_without_a_store_the_extension_takes_the_one_beside_the_servers_re
         await other.client.aclose()
     assert server.store is not None
     await server.store.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_task_past_its_ttl_is_gone_on_every_node_and_its_handler_stopped(
+    redis_url: str,
+) -> None:
+    prefix = f"test-{uuid4().hex}:"
+    clients = [Redis.from_url(redis_url), Redis.from_url(redis_url)]
+    probe = Probe()
+    one = task_server(probe, store=RedisTaskStore(clients[0], prefix=prefix), ttl_ms=300)
+    two = task_server(Probe(), store=RedisTaskStore(clients[1], prefix=prefix), ttl_ms=300)
+    try:
+        async with asking(one, MODERN) as first, asking(two, MODERN) as second:
+            task_id = (await first.call_tool("wait", {}))["taskId"]
+            assert (await second.request("tasks/get", {"taskId": task_id}))["ttlMs"] == 300
+            await asyncio.wait_for(probe.cancelled.wait(), 5)  # the TTL stopped the handler
+            await asyncio.sleep(0.1)
+            for client in (first, second):  # Redis expired the record: gone everywhere
+                with pytest.raises(RemoteError) as info:
+                    await client.request("tasks/get", {"taskId": task_id})
+                assert info.value.code == INVALID_PARAMS
+    finally:
+        for redis in clients:
+            await redis.aclose()

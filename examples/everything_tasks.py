@@ -6,8 +6,9 @@ may or must run as a task. Kept apart from ``everything_server.py`` so that each
 readable.
 
 ``confirm_delete`` and ``multi_input`` ask with ``ctx.elicit`` inside the task: it parks in
-``input_required`` until ``tasks/update`` answers. Not here yet: ``test_tool_with_task``,
-an input round *before* the task is created (see ``conformance/expected-failures.txt``).
+``input_required`` until ``tasks/update`` answers. ``test_tool_with_task`` asks *before*
+the task exists, in its request's own input round, then continues as a task
+(``continue_as_task()``, the suite's tasks-mrtr-composition).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 
 from mcpkit import Context, MCPServer, ToolError
 from mcpkit.errors import INTERNAL_ERROR, MCPError
-from mcpkit.extensions.tasks import tasks_extension
+from mcpkit.extensions.tasks import continue_as_task, tasks_extension
 
 __all__ = ["add_task_fixtures"]
 
@@ -71,14 +72,25 @@ def add_task_fixtures(server: MCPServer) -> None:
         )
         return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
 
+    @server.tool
+    async def test_tool_with_task(ctx: Context) -> str:
+        """Ask for a name in this request, then finish as a task (input before the task)."""
+        answer = await ctx.elicit("What is your name?", _field("name"), key="user_name")
+        user_name = (answer.content or {}).get("name") if answer.action == "accept" else None
+        await continue_as_task()  # the round that brought the answer gets the task
+        await asyncio.sleep(0.1)
+        return f"Hello, {user_name or 'stranger'}! (finished as a task)"
+
     server.add_extension(
         tasks_extension(
+            deferred=["test_tool_with_task"],
             tools={
+                "test_tool_with_task": "required",
                 "slow_compute": "optional",
                 "failing_job": "required",
                 "protocol_error_job": "optional",
                 "confirm_delete": "optional",
                 "multi_input": "optional",
-            }
+            },
         )
     )

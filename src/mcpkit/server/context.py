@@ -9,11 +9,10 @@ request that caused it (2025-11-25 transports: related messages).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -25,6 +24,15 @@ from .client_requests import (
     Root,
     elicitation_schema,
     requested_schema_for,
+)
+from .detached import (
+    ProgressSink,
+    RequestAsker,
+    progress_reported_to,
+    progress_sink,
+    report_and_ask_through,
+    request_asker,
+    requests_answered_by,
 )
 from .worker_pool import InPlaceWait, call_in_thread
 
@@ -41,6 +49,7 @@ __all__ = [
     "RequestExtra",
     "Root",
     "current_context",
+    "detach_from_request",
     "elicitation_schema",
     "progress_reported_to",
     "progress_sink",
@@ -61,19 +70,6 @@ T = TypeVar("T")
 
 _current: ContextVar[Context | None] = ContextVar("mcpkit_context", default=None)
 
-#: ``await sink(progress, total, message)``: where ``ctx.progress`` reports instead of the wire.
-ProgressSink = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
-
-_progress_sink: ContextVar[ProgressSink | None] = ContextVar("mcpkit_progress", default=None)
-
-#: ``await ask(method, params, key, timeout) -> result``: who answers requests to the client.
-RequestAsker = Callable[
-    [str, "dict[str, Any] | None", "str | None", "float | None"],
-    Coroutine[Any, Any, "dict[str, Any]"],
-]
-
-_asker: ContextVar[RequestAsker | None] = ContextVar("mcpkit_asker", default=None)
-
 
 def current_context() -> Context | None:
     """The ``Context`` of the MCP request being served, from anywhere in its call tree.
@@ -84,54 +80,30 @@ def current_context() -> Context | None:
     return _current.get()
 
 
-@contextlib.contextmanager
-def progress_reported_to(sink: ProgressSink) -> Iterator[None]:
-    """Within this block (and the tasks and worker threads it starts), ``ctx.progress``
-    awaits ``sink(progress, total, message)`` instead of sending
-    ``notifications/progress``.
+def detach_from_request(*, progress: ProgressSink, ask: RequestAsker) -> None:
+    """From now on, for the rest of the *current asyncio task* (and the tasks and worker
+    threads it starts from now on), report progress to ``progress`` and answer requests
+    to the client with ``ask``, as inside :func:`progress_reported_to` and
+    :func:`requests_answered_by`.
 
-    For work that outlives its request: a task of the tasks extension (SEP-2663) runs
-    after its ``tools/call`` was answered, so its progress has no request stream to go
-    to and becomes the task's status message instead. Such work is detached from its
-    request in one more way: on 2026-07-28 no retry will come back with a
-    ``requestState``, so its ``tools/call`` runs in the caller's task (cancelling that
-    task cancels the tool) rather than as a call that may pause for input
-    (:func:`~mcpkit.server.stateless.input_required.runs_inline`).
+    For work whose request is answered while it goes on running: a tool that the tasks
+    extension turns into a task part-way through (after input rounds of its own
+    request, SEP-2663 with SEP-2322) calls it from its own task once the answer is
+    decided. Unlike the two blocks it is not undone: the values live in the task's own
+    context, and end with it. Call it only in a task of your own making. A 2026-07-28
+    call paused for input before (``server.input_rounds``) stops counting as one: its
+    input-round TTL and bounds no longer apply to what is now work of its own.
     """
-    token = _progress_sink.set(sink)
-    try:
-        yield
-    finally:
-        _progress_sink.reset(token)
-
-
-@contextlib.contextmanager
-def requests_answered_by(ask: RequestAsker) -> Iterator[None]:
-    """Within this block (and the tasks it starts), a request to the client
-    (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) awaits
-    ``ask(method, params, key, timeout)`` for its result instead of going to the client,
-    once the client's capabilities have been checked as usual.
-
-    For work detached from its request, with :func:`progress_reported_to`: a task of
-    the tasks extension (SEP-2663) asks through its own record (``input_required``,
-    answered by ``tasks/update``). A sync tool's requests see it too: its thread runs in
-    a copy of this context, and its calls hop to the loop with that copy.
-    """
-    token = _asker.set(ask)
-    try:
-        yield
-    finally:
-        _asker.reset(token)
-
-
-def request_asker() -> RequestAsker | None:
-    """The asker of the enclosing :func:`requests_answered_by` block; None outside one."""
-    return _asker.get()
-
-
-def progress_sink() -> ProgressSink | None:
-    """The sink of the enclosing :func:`progress_reported_to` block; None outside one."""
-    return _progress_sink.get()
+    report_and_ask_through(progress=progress, ask=ask)
+    ctx = _current.get()
+    call = None if ctx is None else ctx.session.inputs
+    call_id = getattr(call, "id", "")  # NOT_PAUSABLE (a plain tool in its request) has none
+    if ctx is not None and call_id:
+        # Forgotten, not ended: the round waiting for it still gets its outcome, but the
+        # input-round TTL and the bounds on parked calls can no longer cancel it.
+        parked = ctx.session.server.input_rounds.parked
+        if parked.get(call_id) is call:
+            parked.pop(call_id)
 
 
 async def run_sync(
@@ -312,7 +284,7 @@ class Context(ClientAsks):
         """Report progress; a no-op when the request carried no progress token.
 
         Inside :func:`progress_reported_to` it goes to that block's sink instead."""
-        sink = _progress_sink.get()  # read here: a sync tool's thread has a copy of it
+        sink = progress_sink()  # read here: a sync tool's thread has a copy of it
         if sink is not None:
             return self._call(sink(progress, total, message))
         return self._call(self.request.progress(progress, total, message))

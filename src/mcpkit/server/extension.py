@@ -3,7 +3,7 @@
 An :class:`Extension` is what a capability package hands the server: an
 identifier (its key in ``capabilities.extensions``, SEP-2133), the settings
 object advertised under it, additional JSON-RPC methods, middleware, a
-lifespan, and a hook the *client* runs on each outgoing request's ``_meta``
+lifespan, keys of its own in the ``subscriptions/listen`` filter, and a hook the *client* runs on each outgoing request's ``_meta``
 (trace context, opt-ins). The set of contributions is closed: an extension
 is this frozen dataclass, built by a function of its package
 (``tasks_extension(store=...)``), not a subclass with hooks of its own.
@@ -45,6 +45,13 @@ from .middleware import CallNext, Middleware, wrap_methods
 if TYPE_CHECKING:
     from .middleware import Handler
     from .session import Request, ServerSession
+    from .stateless.listen import ListenGrant
+
+# The specification's own subscriptions/listen filter keys (SubscriptionFilter,
+# stateless.listen.CORE_FILTER_KEYS, repeated here so that this module does not load it).
+_CORE_FILTER_KEYS: Final = frozenset(
+    {"toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"}
+)
 
 __all__ = [
     "Extension",
@@ -125,7 +132,9 @@ class Extension:
     given the extension (``Client(extensions=[...])``) calls
     ``request_meta(method, meta)`` on every request it sends, before the
     2026-07-28 envelope is added (the envelope's own keys always win).
-    Problems are raised together as :class:`~mcpkit.errors.RegistrationError`.
+    ``listen_filters`` maps keys of the 2026-07-28 ``subscriptions/listen`` filter
+    to ``async grant(value, listener)`` (:mod:`.stateless.listen`): the
+    extension's notifications on that stream. Problems are raised together as :class:`~mcpkit.errors.RegistrationError`.
 
     Frozen, with these fields only (the set of contributions is closed), and
     equal only to itself (it holds functions). Written out rather than a
@@ -133,7 +142,15 @@ class Extension:
     costs more start-up time than the whole rest of the module.
     """
 
-    __slots__ = ("identifier", "lifespan", "methods", "middleware", "request_meta", "settings")
+    __slots__ = (
+        "identifier",
+        "lifespan",
+        "listen_filters",
+        "methods",
+        "middleware",
+        "request_meta",
+        "settings",
+    )
 
     identifier: str
     settings: Mapping[str, Any]
@@ -141,6 +158,7 @@ class Extension:
     middleware: tuple[Middleware, ...]
     lifespan: LifespanFactory | None
     request_meta: RequestMetaHook | None
+    listen_filters: Mapping[str, ListenGrant]
 
     def __init__(
         self,
@@ -151,10 +169,13 @@ class Extension:
         middleware: Sequence[Middleware] = (),
         lifespan: LifespanFactory | None = None,
         request_meta: RequestMetaHook | None = None,
+        listen_filters: Mapping[str, ListenGrant] | None = None,
     ) -> None:
         settings = {} if settings is None else settings
         methods = {} if methods is None else methods
+        listen_filters = {} if listen_filters is None else listen_filters
         problems = _problems(identifier, settings, methods, middleware, lifespan, request_meta)
+        problems.extend(_filter_problems(identifier, listen_filters))
         if problems:
             raise RegistrationError(problems)
         # Copies the caller cannot change afterwards.
@@ -165,6 +186,7 @@ class Extension:
         put(self, "middleware", tuple(middleware))
         put(self, "lifespan", lifespan)
         put(self, "request_meta", request_meta)
+        put(self, "listen_filters", MappingProxyType(dict(listen_filters)))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Extension is frozen: cannot set {name!r}")
@@ -215,6 +237,26 @@ def _problems(
     return problems
 
 
+def _filter_problems(identifier: object, filters: object) -> list[str]:
+    label = identifier if isinstance(identifier, str) else repr(identifier)
+    if not isinstance(filters, Mapping):
+        return [f"extension {label}: listen_filters must map filter keys to grant functions"]
+    problems: list[str] = []
+    for key, grant in filters.items():
+        if not isinstance(key, str) or not key:
+            problems.append(f"extension {label}: a listen filter key must be a non-empty string")
+        elif key in _CORE_FILTER_KEYS:
+            problems.append(
+                f"extension {label}: listen filter key {key!r} is the specification's own"
+            )
+        if not _is_async(grant):
+            problems.append(
+                f"extension {label}: listen filter {key!r} must be an async function "
+                "(value, listener)"
+            )
+    return problems
+
+
 def method_handler(handler: MethodHandler) -> Handler:
     """The method-table form (``handler(session, request)``) of an additional method."""
 
@@ -246,6 +288,7 @@ class ServerExtensions:
     _extensions: dict[str, Extension]
     _added_methods: dict[str, str]
     _extension_settings: dict[str, dict[str, Any]]
+    _listen_filters: dict[str, ListenGrant]
 
     if TYPE_CHECKING:
 
@@ -256,6 +299,7 @@ class ServerExtensions:
         self._extensions = {}
         self._added_methods = {}
         self._extension_settings = {}
+        self._listen_filters = {}
         problems: list[str] = []
         if extensions is None:
             return problems
@@ -272,6 +316,11 @@ class ServerExtensions:
     def extensions(self) -> Mapping[str, Extension]:
         """The extensions added, identifier -> :class:`Extension`, in the order added."""
         return MappingProxyType(self._extensions)
+
+    @property
+    def listen_filters(self) -> Mapping[str, ListenGrant]:
+        """The extensions' ``subscriptions/listen`` filter keys -> their grant functions."""
+        return MappingProxyType(self._listen_filters)
 
     def extension_capabilities(self) -> dict[str, dict[str, Any]]:
         """``capabilities.extensions`` as the extensions advertise it (a fresh dict)."""
@@ -312,9 +361,13 @@ class ServerExtensions:
             taken = self._method_taken(name)
             if taken is not None:
                 problems.append(f"extension {ident!r}: {taken}")
+        for key in extension.listen_filters:
+            if key in self._listen_filters:
+                problems.append(f"extension {ident!r}: listen filter key {key!r} is taken")
         if problems:
             raise RegistrationError(problems)
         self._extensions[ident] = extension
+        self._listen_filters.update(extension.listen_filters)
         self._extension_settings[ident] = dict(extension.settings)
         for name, handler in extension.methods.items():
             self._install(name, handler, f"extension {ident!r}")

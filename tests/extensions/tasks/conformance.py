@@ -25,6 +25,7 @@ from mcpkit.extensions.tasks.records import TaskRecord
 from mcpkit.extensions.tasks.states import IllegalTransition, TaskStatus
 from mcpkit.extensions.tasks.store import (
     NODE_LOST,
+    TaskEvent,
     TaskExists,
     TaskLimitExceeded,
     TaskStore,
@@ -267,3 +268,93 @@ class TaskStoreConformance:
         cancelled = await store.transition(record.task_id, TaskStatus.CANCELLED)
         assert await store.sweep() == []
         assert await store.get(record.task_id) == cancelled
+
+    # -- events ----------------------------------------------------------------------------
+
+    async def test_a_watcher_hears_every_move_and_the_answers_sent_to_the_task(
+        self, store: TaskStore
+    ) -> None:
+        record = task(node_id="n1")
+        other = task(node_id="n1")
+        await store.create(record)
+        await store.create(other)
+        heard: list[TaskEvent] = []
+        arrived = asyncio.Event()
+
+        def hear(event: TaskEvent) -> None:
+            heard.append(event)
+            if event.record is not None and event.record.terminal:
+                arrived.set()
+
+        try:
+            unwatch = await store.watch(record.task_id, hear)
+            asked = await store.transition(
+                record.task_id, TaskStatus.INPUT_REQUIRED, input_requests=ASK
+            )
+            await store.transition(other.task_id, TaskStatus.CANCELLED)  # not watched
+            assert await store.answer(record.task_id, {"name": {"action": "accept"}}) >= 1
+            done = await store.transition(record.task_id, TaskStatus.COMPLETED, result=RESULT)
+            async with asyncio.timeout(5):
+                await arrived.wait()
+            assert heard == [
+                TaskEvent(record.task_id, record=asked),
+                TaskEvent(record.task_id, answers={"name": {"action": "accept"}}),
+                TaskEvent(record.task_id, record=done),
+            ]
+            await unwatch()
+            await unwatch()  # idempotent
+            assert await store.answer(record.task_id, {"late": {}}) == 0
+            await asyncio.sleep(0.05)
+            assert len(heard) == 3
+        finally:
+            await store.aclose()
+
+    async def test_two_watchers_of_a_task_both_hear_it_until_each_stops(
+        self, store: TaskStore
+    ) -> None:
+        record = task(node_id="n1")
+        await store.create(record)
+        one: list[TaskEvent] = []
+        two: list[TaskEvent] = []
+        try:
+            stop_one = await store.watch(record.task_id, one.append)
+            await store.watch(record.task_id, two.append)
+            await store.transition(record.task_id, TaskStatus.WORKING, status_message="a")
+            async with asyncio.timeout(5):
+                while len(two) < 1 or len(one) < 1:
+                    await asyncio.sleep(0.01)
+            await stop_one()
+            await store.transition(record.task_id, TaskStatus.WORKING, status_message="b")
+            async with asyncio.timeout(5):
+                while len(two) < 2:
+                    await asyncio.sleep(0.01)
+            assert len(one) == 1
+            assert [e.record.status_message for e in two if e.record] == ["a", "b"]
+        finally:
+            await store.aclose()
+
+    # -- claiming (the queue path) -------------------------------------------------------
+
+    async def test_a_claimed_task_lives_and_dies_with_its_new_node(self, store: TaskStore) -> None:
+        queued = task()  # created by an accepting node for a queue: nobody's yet
+        await store.create(queued)
+        assert await store.sweep() == []  # a task of no node is nobody's to sweep
+        claimed = await store.claim(queued.task_id, "worker-1")
+        assert claimed is not None and claimed.node_id == "worker-1"
+        assert claimed.status is TaskStatus.WORKING and claimed.updated_at == queued.updated_at
+        assert await store.get(queued.task_id) == claimed
+        await store.heartbeat("worker-1", 60)
+        assert await store.sweep() == []  # beating: alive
+        # Taken over by another worker, which never beats: that one's death fails it.
+        await store.claim(queued.task_id, "worker-2")
+        swept = await store.sweep()
+        assert [(r.task_id, r.status) for r in swept] == [(queued.task_id, TaskStatus.FAILED)]
+        assert swept[0].error == NODE_LOST
+
+    async def test_a_finished_or_unknown_task_cannot_be_claimed(self, store: TaskStore) -> None:
+        done = task(node_id="n1")
+        await store.create(done)
+        await store.transition(done.task_id, TaskStatus.COMPLETED, result=RESULT)
+        with pytest.raises(IllegalTransition):
+            await store.claim(done.task_id, "worker")
+        assert await store.claim("no-such-task", "worker") is None

@@ -15,7 +15,7 @@ from mcpkit.errors import StoreUnavailable
 from mcpkit.extensions.tasks.records import TaskRecord
 from mcpkit.extensions.tasks.redis import RedisTaskStore
 from mcpkit.extensions.tasks.states import IllegalTransition, TaskStatus
-from mcpkit.extensions.tasks.store import TaskStore
+from mcpkit.extensions.tasks.store import TaskEvent, TaskStore
 from mcpkit.stores.redis import RedisStore
 from tests.extensions.tasks.conformance import RESULT, MakeStore, TaskStoreConformance
 from tests.redis_server import RedisServer
@@ -173,3 +173,26 @@ async def test_a_heartbeat_forgets_the_nodes_tasks_that_expired_while_running(
     running = {m.decode() for m in await clients[0].smembers(f"{prefix}task-node:n1")}
     assert running == {long.task_id}
     assert 29_000 < await clients[0].pttl(f"{prefix}task-alive:n1") <= 30_000
+
+
+async def test_a_move_on_one_node_reaches_a_watcher_on_another(
+    clients: list[Redis], prefix: str
+) -> None:
+    one, two = (RedisTaskStore(c, prefix=prefix) for c in clients)
+    record = TaskRecord.new(ttl_ms=60_000, node_id="n1")
+    await one.create(record)
+    heard: list[TaskEvent] = []
+    try:
+        await two.watch(record.task_id, heard.append)
+        moved = await one.transition(record.task_id, TaskStatus.CANCELLED)
+        assert await one.answer(record.task_id, {"k": {"action": "decline"}}) == 1
+        async with asyncio.timeout(5):
+            while len(heard) < 2:
+                await asyncio.sleep(0.01)
+        assert heard == [
+            TaskEvent(record.task_id, record=moved),
+            TaskEvent(record.task_id, answers={"k": {"action": "decline"}}),
+        ]
+    finally:
+        await one.aclose()
+        await two.aclose()

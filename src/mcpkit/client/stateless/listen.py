@@ -20,6 +20,10 @@ the session drops what older ones still send: a change is never delivered twice.
 :meth:`Listener.update` returns once the new filter is acknowledged, so that, as
 with the handshake era's ``resources/subscribe``, a subscription holds when the
 call returns.
+
+Extensions add keys of their own to the filter (:meth:`Listener.set_filter`; the tasks
+extension's ``taskIds``, SEP-2663) and read what the server granted in
+:attr:`Listener.acknowledged`; their notifications reach ``session.on_notification``.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class Listener:
         self.session = session
         self.retry_delay = retry_delay
         self.uris: set[str] = set()
+        # Extension keys of the filter (set_filter), sent as they are.
+        self.extra: dict[str, Any] = {}
         self.acknowledged: dict[str, Any] | None = None
         # The newest acknowledged subscription (its listen request's id); notifications
         # tagged with any other id come from a replaced subscription.
@@ -75,7 +81,16 @@ class Listener:
         resources = caps.get("resources")
         if self.uris and isinstance(resources, dict) and resources.get("subscribe"):
             out["resourceSubscriptions"] = sorted(self.uris)
+        out.update(self.extra)
         return out
+
+    def set_filter(self, key: str, value: Any) -> None:
+        """Set an extension's own ``key`` of the filter (None: remove it); the next
+        :meth:`update` sends it (nothing is sent now)."""
+        if value is None:
+            self.extra.pop(key, None)
+        else:
+            self.extra[key] = value
 
     def restart(self) -> None:
         """Replace the open request by one with the current filter (none if it is empty).

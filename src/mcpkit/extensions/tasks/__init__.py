@@ -14,6 +14,11 @@ through a Redis job queue on any worker process; the client part follows a task 
   :class:`~.client.TaskHandle` and :func:`~.client.call_tool_task` (exported lazily:
   a server need not load the client);
 * :mod:`.inputs`: :class:`~.inputs.TaskInputs`, a running task's input requests;
+* :mod:`.deferred`: :func:`~.deferred.continue_as_task`, a tool that asks in its
+  request and then becomes a task;
+* :mod:`.notify`: ``notifications/tasks`` on ``subscriptions/listen`` (server);
+  :mod:`.listening`: a client session's task notifications;
+* :mod:`.access`: the capability check and owner binding;
 * :mod:`.states`: the task lifecycle as a table, and :func:`~.states.check_transition`;
 * :mod:`.records`: :class:`~.records.TaskRecord` and its wire forms (``Task``,
   ``CreateTaskResult``, ``GetTaskResult``, the ``notifications/tasks`` params);
@@ -35,6 +40,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_exports
+from .deferred import continue_as_task
 from .records import EXTENSION_ID, TaskRecord
 from .server import TaskSupport, tasks_extension
 from .states import TaskStatus
@@ -53,6 +59,7 @@ __all__ = [
     "TaskStore",
     "TaskSupport",
     "call_tool_task",
+    "continue_as_task",
     "tasks_client",
     "tasks_extension",
 ]

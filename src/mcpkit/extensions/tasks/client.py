@@ -15,7 +15,8 @@ client core:
 * ``result_handlers``: a ``resultType: "task"`` result of ``call_tool`` is followed to
   its end by :func:`follow` (:mod:`mcpkit.client.results`), so ``await
   client.call_tool(...)`` returns the final result as if the call had been answered in
-  place. It polls at the task's ``pollIntervalMs``, answers ``inputRequests`` with the
+  place. It listens for the task's status notifications when the server grants them
+  (or polls at the task's ``pollIntervalMs``), answers ``inputRequests`` with the
   session's elicitation, sampling and roots handlers, reports each new status to
   ``on_status`` and the call's ``progress`` callback, raises the task's JSON-RPC error
   for ``failed``, and cancels the task (``tasks/cancel``) when the caller is cancelled.
@@ -24,8 +25,15 @@ Callers that manage a task themselves (persist its id, resume it after a restart
 :func:`call_tool_task`, which returns a :class:`TaskHandle` (or the result, when the
 server answered in place), or ``TaskHandle(client, task_id)`` for a known id.
 
-Not yet: ``notifications/tasks`` through ``subscriptions/listen`` (the mcpkit server does
-not send them yet); the client polls.
+Listening (2026-07-28, SEP-2663 "Task Status Notifications"): a follower adds its task
+id to the session's ``subscriptions/listen`` filter (``taskIds``, through the client's
+listener, :meth:`mcpkit.client.stateless.listen.Listener.set_filter`); when the server's
+acknowledgment grants it, each ``notifications/tasks`` (a full ``DetailedTask``) moves
+the follower on without a ``tasks/get``, and it polls only as a safety net, every
+:data:`LISTEN_CHECK_FACTOR` poll intervals (at least :data:`MIN_LISTEN_CHECK` s), in
+case a notification was lost with a broken stream. A server that does not grant it
+(the handshake era, which has no ``subscriptions/listen``, or a server without
+notifications) is polled at its ``pollIntervalMs``.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from ...client.client import Client
 from ...client.results import ResultContext, ResultHandler
 from ...client.stateless import input_required
 from ...errors import INTERNAL_ERROR, METHOD_NOT_FOUND, MCPError, RemoteError
+from .listening import listen_to, stop_listening
 from .records import EXTENSION_ID
 from .states import TERMINAL, TaskStatus
 
@@ -70,6 +79,10 @@ DEFAULT_POLL_INTERVAL: Final = 0.5
 MIN_POLL_INTERVAL: Final = 0.01
 #: How long a cancelled caller waits for its ``tasks/cancel`` to be acknowledged.
 CANCEL_WAIT: Final = 5.0
+#: A follower that listens still polls once per this many poll intervals...
+LISTEN_CHECK_FACTOR: Final = 10
+#: ...and never more often than every this many seconds.
+MIN_LISTEN_CHECK: Final = 5.0
 
 StatusCallback = Callable[["TaskState"], Awaitable[None] | None]
 """``on_status(state)``, sync or async: called once for each new status or status message."""
@@ -312,31 +325,72 @@ async def _poll(
     on_status: StatusCallback | None,
     progress: ProgressCallback | None,
 ) -> TaskState:
+    session = handle.session
+    queue: asyncio.Queue[dict[str, Any]] | None = None
+    listened = False
     answered: set[str] = set()
     seen: tuple[TaskStatus, str | None] | None = None
     step = 0
-    while True:
-        if (state.status, state.status_message) != seen:
-            seen = (state.status, state.status_message)
-            step += 1
-            await _report(state, step, on_status, progress)
-        if state.terminal:
-            return state
-        if answer_inputs and state.status is TaskStatus.INPUT_REQUIRED:
-            # Keys are unique over the task's life: one already answered is not asked again.
-            pending = {k: v for k, v in (state.input_requests or {}).items() if k not in answered}
-            if pending:
-                await handle.update(await _answer(handle.session, pending), timeout=timeout)
-                answered.update(pending)
+    try:
+        while True:
+            if (state.status, state.status_message) != seen:
+                seen = (state.status, state.status_message)
+                step += 1
+                await _report(state, step, on_status, progress)
+            if state.terminal:
+                return state
+            if answer_inputs and state.status is TaskStatus.INPUT_REQUIRED:
+                # Keys are unique over the task's life: one answered is not asked again.
+                pending = {
+                    k: v for k, v in (state.input_requests or {}).items() if k not in answered
+                }
+                if pending:
+                    await handle.update(await _answer(session, pending), timeout=timeout)
+                    answered.update(pending)
+                    state = await handle.get(timeout=timeout)
+                    continue
+            if not listened:  # once the first state is reported: it is news already
+                listened = True
+                queue = await listen_to(session, handle.task_id)
+            interval = max(
+                state.poll_interval_ms / 1000
+                if state.poll_interval_ms is not None
+                else DEFAULT_POLL_INTERVAL,
+                MIN_POLL_INTERVAL,
+            )
+            if queue is None:
+                await asyncio.sleep(interval)
                 state = await handle.get(timeout=timeout)
                 continue
-        interval = (
-            state.poll_interval_ms / 1000
-            if state.poll_interval_ms is not None
-            else DEFAULT_POLL_INTERVAL
-        )
-        await asyncio.sleep(max(interval, MIN_POLL_INTERVAL))
-        state = await handle.get(timeout=timeout)
+            state = await _next(handle, queue, interval, timeout)
+    finally:
+        if queue is not None:
+            stop_listening(session, handle.task_id, queue)
+
+
+async def _next(
+    handle: TaskHandle,
+    queue: asyncio.Queue[dict[str, Any]],
+    interval: float,
+    timeout: float | None,
+) -> TaskState:
+    """The task's next state as a notification brings it; polled when none came for a
+    while (the safety net for a notification lost with a broken stream)."""
+    while True:
+        try:
+            async with asyncio.timeout(max(interval * LISTEN_CHECK_FACTOR, MIN_LISTEN_CHECK)):
+                heard = await queue.get()
+        except TimeoutError:
+            return await handle.get(timeout=timeout)
+        # The notification is the task "identical to what tasks/get would have returned".
+        try:
+            state = TaskState.from_wire(heard)
+        except ValueError as exc:
+            log.debug("ignored a malformed task notification: %s", exc)
+            continue
+        if state.task_id == handle.task_id:
+            handle.last = state
+            return state
 
 
 async def follow(

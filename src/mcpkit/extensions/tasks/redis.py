@@ -21,13 +21,22 @@ key                                  type    expires
 ``<prefix>task-owner:<owner>``       zset    with its longest-lived task; members are task
                                              ids scored by creation millisecond, pruned of
                                              expired ones when the owner creates or lists
-``<prefix>task-node:<node id>``      set     never; the node's unfinished tasks, emptied
+``<prefix>task-node:<node id>``      set     never; the node's unfinished tasks (made its
+                                             at creation or by ``claim``), emptied
                                              as they finish, of expired ones by the
                                              node's :meth:`heartbeat`, and by
                                              :meth:`sweep` once the node is dead
 ``<prefix>task-nodes``               set     never; the nodes that have such a set
 ``<prefix>task-alive:<node id>``     string  the ``ttl`` of the node's last heartbeat
 ===================================  ======  ===============================================
+
+Events (:meth:`RedisTaskStore.watch`) travel on Redis pub/sub, through a
+:class:`~mcpkit.stores.redis_bus.RedisBus` of the store's own (prefix
+``<prefix>tasks:``, so its node key and channels never mix with the cluster bus's),
+started on the first watch: the transition script itself publishes the new record on
+``<prefix>tasks:t:<task id>`` (one round trip, and every writer publishes: a node, a
+sweep, a queue worker), and :meth:`~RedisTaskStore.answer` publishes input responses
+there. A node subscribes a task's channel while something of it watches the task.
 
 Atomicity: ``create`` is one Lua script (exists check, owner cap, record, indexes).
 ``transition`` reads the record (GET), checks the move against the lifecycle table in
@@ -44,9 +53,11 @@ no Redis Cluster).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from types import EllipsisType
 from typing import Any, Final, NoReturn
 
@@ -59,14 +70,19 @@ with require_extra("redis", feature="the Redis task store (mcpkit.extensions.tas
 
 from ...errors import StoreUnavailable
 from ...stores.redis import RedisStore
+from ...stores.redis_bus import RedisBus
 from ...stores.redis_connection import FAILURES, ms, where_of
 from .records import TaskRecord
 from .states import IllegalTransition, TaskStatus
 from .store import (
     DEFAULT_MAX_PER_OWNER,
     NODE_LOST,
+    TaskEvent,
     TaskExists,
     TaskLimitExceeded,
+    Unwatch,
+    Watcher,
+    Watchers,
     check_caps,
     decode_cursor,
     encode_cursor,
@@ -109,11 +125,26 @@ return 1
 """
 
 # KEYS: record, node set ("" for none). ARGV: the value read, the new value, task id,
-# "1" when the new status is terminal. Writes only if nobody wrote in between.
+# "1" when the new status is terminal, the task's event channel. Writes only if nobody
+# wrote in between, and then publishes the new record to the task's watchers.
 _SWAP_LUA: Final = """
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL')
 if ARGV[4] == '1' and KEYS[2] ~= '' then redis.call('srem', KEYS[2], ARGV[3]) end
+redis.call('publish', ARGV[5], '{"record":' .. ARGV[2] .. '}')
+return 1
+"""
+
+
+# KEYS: record, the old node's set ("" for none), the new node's set, nodes set.
+# ARGV: the value read, the new value, task id, new node id. Moves the task between
+# the nodes' sets if nobody wrote the record in between.
+_CLAIM_LUA: Final = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL')
+if KEYS[2] ~= '' then redis.call('srem', KEYS[2], ARGV[3]) end
+redis.call('sadd', KEYS[3], ARGV[3])
+redis.call('sadd', KEYS[4], ARGV[4])
 return 1
 """
 
@@ -169,6 +200,11 @@ class RedisTaskStore:
         self._create = client.register_script(_CREATE_LUA)
         self._swap = client.register_script(_SWAP_LUA)
         self._beat = client.register_script(_BEAT_LUA)
+        self._claim = client.register_script(_CLAIM_LUA)
+        self._events = prefix + "tasks:"
+        self._watchers = Watchers()
+        self._bus: RedisBus | None = None
+        self._bus_lock = asyncio.Lock()
 
     @classmethod
     def from_store(
@@ -266,7 +302,13 @@ class RedisTaskStore:
             try:
                 done = await self._swap(
                     keys=[key, node],
-                    args=[value, _dump(moved), task_id, "1" if moved.terminal else "0"],
+                    args=[
+                        value,
+                        _dump(moved),
+                        task_id,
+                        "1" if moved.terminal else "0",
+                        f"{self._events}t:{task_id}",
+                    ],
                 )
             except FAILURES as exc:
                 self._fail(exc)
@@ -353,6 +395,80 @@ class RedisTaskStore:
             status_message=str(NODE_LOST["message"]),
             error=NODE_LOST,
         )
+
+    async def claim(self, task_id: str, node_id: str) -> TaskRecord | None:
+        key = self._task + task_id
+        while True:
+            try:
+                value = await self.client.get(key)
+            except FAILURES as exc:
+                self._fail(exc)
+            if not isinstance(value, bytes | str):
+                return None
+            record = self._load(task_id, value)
+            if record is None:
+                return None
+            if record.terminal:
+                raise IllegalTransition(record.status, record.status, task_id=task_id)
+            claimed = replace(record, node_id=node_id)
+            old = self._node + record.node_id if record.node_id is not None else ""
+            try:
+                done = await self._claim(
+                    keys=[key, old, self._node + node_id, self._nodes],
+                    args=[value, _dump(claimed), task_id, node_id],
+                )
+            except FAILURES as exc:
+                self._fail(exc)
+            if done == 1:
+                return claimed
+            # Written meanwhile (a move, another claim): read again.
+
+    # -- events ---------------------------------------------------------------------------------
+
+    async def _started_bus(self) -> RedisBus:
+        async with self._bus_lock:
+            if self._bus is None:
+                bus = RedisBus(self.client, prefix=self._events, where=self.where)
+                await bus.start(self._heard)
+                self._bus = bus
+            return self._bus
+
+    def _heard(self, channel: str, message: dict[str, Any]) -> None:
+        if not channel.startswith("t:"):
+            return  # the bus's own node and broadcast channels: nothing of ours
+        task_id = channel[2:]
+        stored, answers = message.get("record"), message.get("answers")
+        if isinstance(stored, dict):
+            try:
+                record = TaskRecord.from_json(stored)
+            except ValueError as exc:
+                logger.warning("task %s: an event's record cannot be read (%s)", task_id, exc)
+                return
+            self._watchers.emit(TaskEvent(task_id, record=record))
+        elif isinstance(answers, dict):
+            self._watchers.emit(TaskEvent(task_id, answers=answers))
+
+    async def watch(self, task_id: str, callback: Watcher) -> Unwatch:
+        bus = await self._started_bus()
+        channel = f"t:{task_id}"
+        unwatch = self._watchers.add(task_id, callback, on_empty=lambda: bus.leave(channel))
+        try:
+            # Confirmed by Redis (at once when already subscribed): later events reach us.
+            await bus.join(channel)
+        except BaseException:
+            await unwatch()
+            raise
+        return unwatch
+
+    async def answer(self, task_id: str, answers: Mapping[str, Any]) -> int:
+        bus = await self._started_bus()
+        return await bus.publish(f"t:{task_id}", {"answers": dict(answers)})
+
+    async def aclose(self) -> None:
+        async with self._bus_lock:
+            bus, self._bus = self._bus, None
+        if bus is not None:
+            await bus.aclose()
 
 
 def _text(value: bytes | str) -> str:

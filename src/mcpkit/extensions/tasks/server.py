@@ -23,11 +23,15 @@ in the process that accepted it:
 A tool's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` inside a task move it to
 ``input_required`` (:mod:`.inputs`), answered by ``tasks/update``.
 
+On a store shared by several nodes (a :class:`~.redis.RedisTaskStore`; by default the
+one beside the server's ``RedisStore``, ``mcpkit run --redis``), ``tasks/*`` answer on
+any node: the node running a task watches it (:meth:`~.store.TaskStore.watch`), so a
+``tasks/cancel`` recorded elsewhere cancels its handler and a ``tasks/update`` received
+elsewhere reaches its questions. ``subscriptions/listen {taskIds}`` streams
+``notifications/tasks`` (:mod:`.notify`).
+
 With ``queue=`` (:mod:`.queue`), step 2 is a job of a Redis queue instead, run by any
 worker process; ``tasks/cancel`` and ``tasks/update`` then reach it from any node.
-
-Not yet: an input round before the task is created, ``notifications/tasks`` through
-``subscriptions/listen``, ``tasks/*`` of a task run *in process* served by another node.
 """
 
 from __future__ import annotations
@@ -36,31 +40,39 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import sys
 import time
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ...errors import (
     INTERNAL_ERROR,
-    MISSING_CAPABILITY,
     ConfigurationError,
     InvalidParams,
     MCPError,
     to_jsonrpc_error,
 )
 from ...loops import cancel_and_wait
-from ...server.context import Context, progress_reported_to, requests_answered_by
+from ...server.context import (
+    Context,
+    ProgressSink,
+    RequestAsker,
+    detach_from_request,
+    progress_reported_to,
+    requests_answered_by,
+)
 from ...server.extension import Extension
+from .access import TASKS, client_declares_tasks, missing_capability, owner_of
+from .deferred import Deferral, run_deferred
 from .inputs import TaskInputs
-from .records import EXTENSION_ID, TaskRecord, create_task_result, get_task_result
+from .notify import TASK_IDS, StatusNotifier
+from .placement import placement
+from .records import TaskRecord, create_task_result, get_task_result
 from .states import IllegalTransition, TaskStatus
-from .store import MemoryTaskStore, TaskLimitExceeded, TaskStore
+from .store import MemoryTaskStore, TaskEvent, TaskLimitExceeded, TaskStore
 
 if TYPE_CHECKING:
     from ...server.middleware import CallNext, MiddlewareContext
     from ...server.server import MCPServer
-    from ...stores.redis import RedisStore
     from .queue import TaskQueue
 
 __all__ = [
@@ -74,9 +86,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcpkit.extensions.tasks")
-
-#: The extension's identifier (``capabilities.extensions`` key).
-TASKS: Final = EXTENSION_ID
 
 #: Whether a tool runs as a task: ``"never"`` (always answered in place, the default),
 #: ``"optional"`` (a task for a client that declared the extension, in place for one that
@@ -103,33 +112,6 @@ _CANCELLED_MESSAGE: Final = "Cancelled at the client's request"
 _STOP_WAIT: Final = 10.0
 
 
-def client_declares_tasks(capabilities: Mapping[str, Any]) -> bool:
-    """Whether client ``capabilities`` declare the tasks extension (``extensions`` key)."""
-    extensions = capabilities.get("extensions")
-    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS), Mapping)
-
-
-def owner_of(ctx: Context | MiddlewareContext) -> str | None:
-    """Who a task belongs to: the authenticated principal, else the session; None when
-    there is neither (a stateless request without auth), and then the unguessable task
-    id alone is the bearer token (ext-tasks Security Considerations, "Auth binding")."""
-    auth = ctx.auth
-    if auth is not None:
-        return f"principal:{auth.principal}"
-    session_id = ctx.session_id
-    return None if session_id is None else f"session:{session_id}"
-
-
-def _missing_capability(what: str) -> MCPError:
-    # -32021 with the capability named, as the 2026-07-28 missing-capability error and the
-    # conformance suite's tasks-required-task-error / tasks-capability-negotiation ask.
-    return MCPError(
-        f"{what} needs the {TASKS} extension in the request's client capabilities",
-        code=MISSING_CAPABILITY,
-        data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
-    )
-
-
 def _not_found(task_id: object) -> InvalidParams:
     return InvalidParams(f"Task not found: {task_id}")
 
@@ -140,17 +122,20 @@ class _Tasks:
     def __init__(
         self,
         *,
-        store: TaskStore,
+        store: TaskStore | None,
         tools: Mapping[str, TaskSupport],
+        deferred: frozenset[str],
         ttl_ms: int | None,
         poll_interval_ms: int,
         node_id: str,
         heartbeat_s: float,
         queue: TaskQueue | bool = False,
-        store_given: bool = True,
     ) -> None:
-        self.store = store
+        # None: the server's store decides when it starts (lifespan); memory by default.
+        self.chosen = store is not None
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.tools = tools
+        self.deferred = deferred
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.node_id = node_id
@@ -160,8 +145,12 @@ class _Tasks:
         # Execution through a job queue (.queue, docs/design/tasks.md §4): the option as
         # given, and the queue in use while the server runs (None: in this process).
         self.queue_option = queue
-        self.store_given = store_given
         self.queue: TaskQueue | None = None
+        # Tasks whose handler is over and writes its own last move: their terminal
+        # events are this node's, not a cancel to pass on.
+        self.settling: set[str] = set()
+        self.background: set[asyncio.Task[Any]] = set()
+        self.notifier = StatusNotifier(lambda: self.store)
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -174,8 +163,11 @@ class _Tasks:
             return await call_next(ctx)
         if not client_declares_tasks(ctx.client_capabilities):
             if support == "required":
-                raise _missing_capability(f"tool {name!r}")
+                raise missing_capability(f"tool {name!r}")
             return await call_next(ctx)  # "optional": answered in place
+        if name in self.deferred:
+            outcome = await run_deferred(self, ctx, call_next)
+            return create_task_result(outcome) if isinstance(outcome, TaskRecord) else outcome
         record = TaskRecord.new(
             ttl_ms=self.ttl_ms,
             poll_interval_ms=self.poll_interval_ms,
@@ -205,12 +197,55 @@ class _Tasks:
                 await self._move(record.task_id, TaskStatus.FAILED, error=error, quiet=True)
             raise
 
+    async def escalate(self, deferral: Deferral) -> TaskRecord:
+        """A deferred tool continues as a task (:mod:`.deferred`): create it, then run
+        the rest of the tool as it, from the tool's own task."""
+        record = TaskRecord.new(
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            owner=owner_of(deferral.ctx),
+            node_id=self.node_id,
+        )
+        try:
+            await self.store.create(record)  # before the answer: create before answer
+        except TaskLimitExceeded as exc:
+            raise MCPError(f"No task can be created now: {exc}", code=INTERNAL_ERROR) from None
+        progress, ask = self.channels(record.task_id)
+        detach_from_request(progress=progress, ask=ask)
+        call = deferral.call
+        assert call is not None  # set before the tool could run
+        task = asyncio.create_task(self.settle(record, call), name=f"task {record.task_id}")
+        self.running[record.task_id] = task
+        task.add_done_callback(lambda _: self._forget(record.task_id))
+        return record
+
     def _forget(self, task_id: str) -> None:
         self.running.pop(task_id, None)
         self.inputs.pop(task_id, None)
+        self.settling.discard(task_id)
 
-    async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
-        task_id = record.task_id
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def _heard(self, event: TaskEvent) -> None:
+        """An event of a task this node runs, from any node (the store's watch)."""
+        task_id = event.task_id
+        if event.answers is not None:
+            inputs = self.inputs.get(task_id)
+            if inputs is not None:  # a tasks/update received by another node
+                self._spawn(inputs.answer(event.answers))
+        elif event.record is not None and event.record.terminal:
+            # Cancelled (or failed by a sweep) by someone else: stop the handler, as
+            # tasks/cancel does on this node. Its own last move is no news.
+            running = self.running.get(task_id)
+            if running is not None and task_id not in self.settling:
+                running.cancel()
+
+    def channels(self, task_id: str) -> tuple[ProgressSink, RequestAsker]:
+        """Where a task's progress and requests to the client go: its ``statusMessage``
+        and its ``inputRequests`` (:class:`TaskInputs`, kept for ``tasks/update``)."""
         last_message = 0.0
 
         async def status(progress: float, total: float | None, message: str | None) -> None:
@@ -239,29 +274,60 @@ class _Tasks:
                 await self._move(task_id, TaskStatus.WORKING)
 
         inputs = self.inputs[task_id] = TaskInputs(publish)
+        return status, inputs.ask
+
+    async def _run(self, record: TaskRecord, ctx: MiddlewareContext, call_next: CallNext) -> None:
+        status, ask = self.channels(record.task_id)
+
+        async def work() -> dict[str, Any]:
+            with progress_reported_to(status), requests_answered_by(ask):
+                return await call_next(ctx)
+
+        await self.settle(record, work())
+
+    async def settle(
+        self, record: TaskRecord, work: Coroutine[Any, Any, dict[str, Any]] | asyncio.Future[Any]
+    ) -> None:
+        """Run (or await) a task's ``work`` within its TTL and record how it ended."""
+        task_id = record.task_id
         timeout = None if record.ttl_ms is None else record.ttl_ms / 1000
+        unwatch = None
         try:
-            with progress_reported_to(status), requests_answered_by(inputs.ask):
-                async with asyncio.timeout(timeout):
-                    result = await call_next(ctx)
+            # Cancels and answers received by other nodes reach this one by the watch;
+            # one recorded before it began is read once it has.
+            unwatch = await self.store.watch(task_id, self._heard)
+            now = await self.store.get(task_id)
+            if now is None or now.terminal:
+                if isinstance(work, asyncio.Future):
+                    work.cancel()
+                else:
+                    work.close()
+                return
+            async with asyncio.timeout(timeout):
+                result = await work
         except TimeoutError:
+            self.settling.add(task_id)
             # The task expired in the store: nothing will read what it would return.
             log.info("task %s: the TTL ran out; its handler was cancelled", task_id)
             await self._move(task_id, TaskStatus.CANCELLED, status_message=_EXPIRED_MESSAGE)
         except asyncio.CancelledError:
             # tasks/cancel recorded `cancelled` before cancelling; otherwise the server is
             # stopping under the task: say so rather than leave it `working`.
+            self.settling.add(task_id)
             with contextlib.suppress(Exception):
                 await asyncio.shield(
                     self._move(task_id, TaskStatus.FAILED, error=_STOPPED, quiet=True)
                 )
             raise
         except MCPError as exc:
+            self.settling.add(task_id)
             await self._move(task_id, TaskStatus.FAILED, error=exc.to_error())
         except Exception as exc:  # the chain maps handler errors; this is a middleware's
+            self.settling.add(task_id)
             log.exception("task %s failed", task_id)
             await self._move(task_id, TaskStatus.FAILED, error=to_jsonrpc_error(exc))
         else:
+            self.settling.add(task_id)
             if result.get("resultType") == "input_required":
                 # Defensive: a request that escaped requests_answered_by reached the
                 # 2026-07-28 input rounds; nobody would answer it there.
@@ -275,6 +341,9 @@ class _Tasks:
             # the original request would have returned"); `resultType` is tasks/get's own.
             stored = {k: v for k, v in result.items() if k != "resultType"}
             await self._move(task_id, TaskStatus.COMPLETED, result=stored)
+        finally:
+            if unwatch is not None:
+                self._spawn(unwatch())
 
     async def _move(
         self,
@@ -310,7 +379,7 @@ class _Tasks:
 
     async def _visible(self, params: Mapping[str, Any], ctx: Context, method: str) -> TaskRecord:
         if not client_declares_tasks(ctx.client_capabilities):
-            raise _missing_capability(method)
+            raise missing_capability(method)
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParams(f"{method} needs a 'taskId' string")
@@ -351,6 +420,10 @@ class _Tasks:
             await inputs.answer(responses)
         elif self.queue is not None and record.status is TaskStatus.INPUT_REQUIRED:
             await self.queue.answer(record, responses)  # to the worker running it
+        elif record.status is TaskStatus.INPUT_REQUIRED:
+            # Run by another node: the answers go to it, which updates the record (the
+            # ack is "eventually consistent", ext-tasks tasks/update).
+            await self.store.answer(record.task_id, responses)
         return {"resultType": "complete"}
 
     # -- lifespan -----------------------------------------------------------------------------
@@ -362,7 +435,7 @@ class _Tasks:
             raise ConfigurationError(
                 f"tasks_extension(tools=...) names tools the server does not have: {unknown}"
             )
-        placed = self._placed(server)  # the shared store and the job queue, if any
+        placed = placement(self, server)  # the shared store and the job queue, if any
         await placed.__aenter__()
         beat = asyncio.create_task(self._beat(), name="tasks heartbeat")
         try:
@@ -377,36 +450,10 @@ class _Tasks:
                 )
             finally:
                 await placed.__aexit__(None, None, None)
-
-    @contextlib.asynccontextmanager
-    async def _placed(self, server: MCPServer) -> AsyncIterator[None]:
-        """Where records live and tasks run while the server runs: without ``store=``, a
-        server's RedisStore shares the records (``mcpkit run --redis``); with ``queue``,
-        the job queue (.queue) takes the execution."""
-        redis_store = _redis_store_of(server)
-        if not self.store_given and redis_store is not None:
-            from .redis import RedisTaskStore
-
-            self.store = RedisTaskStore.from_store(redis_store)
-        option = self.queue_option
-        if option is False or (option is True and redis_store is None):
-            yield  # in process (queue=True without Redis: the same app runs on one node)
-            return
-        if option is True:
-            from .queue import TaskQueue
-
-            option = TaskQueue()
-        if isinstance(self.store, MemoryTaskStore):
-            raise ConfigurationError(
-                "tasks_extension(queue=...) needs a shared task store: give the server a "
-                "RedisStore (mcpkit run --redis URL), or store=RedisTaskStore(...)"
-            )
-        async with option.running(server, self.store, redis_store):
-            self.queue = option
-            try:
-                yield
-            finally:
-                self.queue = None
+            await self.notifier.aclose()
+            if self.background:
+                await asyncio.gather(*self.background, return_exceptions=True)
+            await self.store.aclose()
 
     async def _beat(self) -> None:
         # This node is alive for the store's sweeps (a shared store fails the tasks of a
@@ -418,15 +465,6 @@ class _Tasks:
             except Exception:
                 log.exception("tasks heartbeat failed")
             await asyncio.sleep(self.heartbeat_s)
-
-
-def _redis_store_of(server: MCPServer) -> RedisStore | None:
-    """The server's store when it is a RedisStore; its module is loaded only if it is."""
-    module = sys.modules.get("mcpkit.stores.redis")
-    store = server.store
-    if module is None or store is None or not isinstance(store, module.RedisStore):
-        return None
-    return cast("RedisStore", store)
 
 
 def _check_ms(name: str, value: object, *, nullable: bool) -> None:
@@ -442,6 +480,7 @@ def tasks_extension(
     *,
     store: TaskStore | None = None,
     tools: Mapping[str, TaskSupport] | None = None,
+    deferred: Collection[str] = (),
     ttl_ms: int | None = DEFAULT_TTL_MS,
     poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
     node_id: str | None = None,
@@ -452,7 +491,11 @@ def tasks_extension(
 
     ``tools`` maps tool names to :data:`TaskSupport` (``"optional"`` or ``"required"``;
     a tool not named is ``"never"``): checked against the server's tools when it starts.
-    ``store`` keeps the task records (default a :class:`~.store.MemoryTaskStore`);
+    ``deferred`` names tools that run in their request first (their input rounds are
+    the request's own) and become a task when they call
+    :func:`~.deferred.continue_as_task` (:mod:`.deferred`).
+    ``store`` keeps the task records (default: a :class:`~.redis.RedisTaskStore` beside
+    the server's ``RedisStore`` when it has one, else a :class:`~.store.MemoryTaskStore`);
     ``ttl_ms`` (None: unlimited) and ``poll_interval_ms`` go in every task; ``node_id``
     names this process in the records (default random), which beats every
     ``heartbeat_s`` seconds so that a shared store's sweep can tell it is alive.
@@ -467,10 +510,7 @@ def tasks_extension(
     >>> server.add_extension(tasks_extension(tools={"slow_count": "required"}))
     """
     problems: list[str] = []
-    store_given = store is not None
-    if store is None:
-        store = MemoryTaskStore()
-    elif not isinstance(store, TaskStore):
+    if store is not None and not isinstance(store, TaskStore):
         problems.append(f"store must be a TaskStore, not {type(store).__name__}")
     tools = {} if tools is None else dict(tools)
     for name, support in tools.items():
@@ -494,17 +534,25 @@ def tasks_extension(
         problems.append(f"heartbeat_s must be a positive number of seconds, not {heartbeat_s!r}")
     if not isinstance(queue, bool) and type(queue).__name__ != "TaskQueue":
         problems.append(f"queue must be a TaskQueue or a bool, not {type(queue).__name__}")
+    if isinstance(deferred, str):
+        problems.append("deferred must be a collection of tool names, not a string")
+        deferred = ()
+    for name in deferred:
+        if tools.get(name, "never") == "never":
+            problems.append(
+                f"deferred tool {name!r} must be named in tools as 'optional' or 'required'"
+            )
     if problems:
         raise ConfigurationError("; ".join(problems))
     state = _Tasks(
         store=store,
         tools=tools,
+        deferred=frozenset(deferred),
         ttl_ms=ttl_ms,
         poll_interval_ms=poll_interval_ms,
         node_id=node_id if node_id is not None else f"node-{secrets.token_hex(8)}",
         heartbeat_s=float(heartbeat_s),
         queue=queue,
-        store_given=store_given,
     )
     return Extension(
         identifier=TASKS,
@@ -517,4 +565,5 @@ def tasks_extension(
         },
         middleware=[state.middleware],
         lifespan=state.lifespan,
+        listen_filters={TASK_IDS: state.notifier.grant},
     )

@@ -15,9 +15,17 @@ What every store guarantees (tests/extensions/tasks/conformance.py checks it):
 * **Liveness.** A node running tasks calls :meth:`~TaskStore.heartbeat` more often than
   the ``ttl`` it gives; :meth:`~TaskStore.sweep` moves the unfinished tasks of a node
   whose last heartbeat ran out (or that never beat) to ``failed``, with
-  :data:`NODE_LOST`, so no task stays ``working`` forever after its node died.
+  :data:`NODE_LOST`, so no task stays ``working`` forever after its node died. A
+  task is its node's from creation (``record.node_id``), or from
+  :meth:`~TaskStore.claim` (a queue worker taking a task created with no node); a
+  task with no node is nobody's to sweep.
 * **Bounded.** At most ``max_per_owner`` live tasks per owner: one more raises
   :class:`TaskLimitExceeded` (the extension answers it as an error, not a task).
+* **Events.** :meth:`~TaskStore.watch` calls back, on every node watching the task,
+  with each record a :meth:`~TaskStore.transition` wrote (on any node), and with the
+  input responses :meth:`~TaskStore.answer` sent. Delivery is at most once and only
+  to watchers present at that instant (a bus, not a log): the record stays the truth,
+  and whoever must not miss a change reads it after watching.
 
 :meth:`~TaskStore.list_by_owner` pages through an owner's live tasks, oldest first. The
 spec has no ``tasks/list`` (on purpose: no cross-caller leak), so no client method
@@ -26,8 +34,10 @@ reaches it; it serves resuming clients' owners, operators and tests.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from types import EllipsisType
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -40,12 +50,16 @@ __all__ = [
     "DEFAULT_MAX_TASKS",
     "NODE_LOST",
     "MemoryTaskStore",
+    "TaskEvent",
     "TaskExists",
     "TaskLimitExceeded",
     "TaskStore",
+    "Unwatch",
     "decode_cursor",
     "encode_cursor",
 ]
+
+logger = logging.getLogger("mcpkit.extensions.tasks.store")
 
 DEFAULT_MAX_PER_OWNER: Final = 100
 DEFAULT_MAX_TASKS: Final = 10_000
@@ -56,6 +70,22 @@ NODE_LOST: Final[Mapping[str, Any]] = {
     "code": -32603,
     "message": "The server node running this task stopped before it finished",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent:
+    """What a watcher of a task hears: a new ``record`` (a transition, on any node), or
+    ``answers`` (``tasks/update`` input responses meant for the node running the task)."""
+
+    task_id: str
+    record: TaskRecord | None = None
+    answers: Mapping[str, Any] | None = None
+
+
+#: ``await unwatch()``: stop a watch (idempotent).
+Unwatch = Callable[[], Awaitable[None]]
+#: ``callback(event)``: called synchronously, on the store's reader: it must not block.
+Watcher = Callable[[TaskEvent], None]
 
 
 class TaskExists(MCPKitError):
@@ -123,6 +153,26 @@ class TaskStore(Protocol):
         tasks where the store does not expire them by itself); the failed records."""
         ...
 
+    async def claim(self, task_id: str, node_id: str) -> TaskRecord | None:
+        """Make the unfinished task node ``node_id``'s (its liveness now hangs on that
+        node's heartbeat); the record, None when it is unknown or expired,
+        :class:`~.states.IllegalTransition` when it has finished."""
+        ...
+
+    async def watch(self, task_id: str, callback: Watcher) -> Unwatch:
+        """Call ``callback`` with the task's events from now on (once this returns),
+        whichever node causes them; the function that stops it."""
+        ...
+
+    async def answer(self, task_id: str, answers: Mapping[str, Any]) -> int:
+        """Send ``tasks/update`` input responses to the task's watchers (the node running
+        it); how many nodes (or, in memory, watchers) got them: 0 when none listens."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what watching holds (a pub/sub connection); the records stay."""
+        ...
+
 
 def check_caps(max_per_owner: int, max_tasks: int | None = None) -> None:
     for name, value in (("max_per_owner", max_per_owner), ("max_tasks", max_tasks)):
@@ -156,6 +206,7 @@ class MemoryTaskStore:
         self._tasks: dict[str, TaskRecord] = {}
         self._owned: dict[str, dict[str, None]] = {}
         self._alive: dict[str, float] = {}
+        self._watchers = Watchers()
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -227,6 +278,7 @@ class MemoryTaskStore:
             expected=expected,
         )
         self._tasks[task_id] = moved
+        self._watchers.emit(TaskEvent(task_id, record=moved))
         return moved
 
     async def list_by_owner(
@@ -270,3 +322,64 @@ class MemoryTaskStore:
             if moved is not None:
                 failed.append(moved)
         return failed
+
+    async def claim(self, task_id: str, node_id: str) -> TaskRecord | None:
+        record = self._live(task_id, self._clock())
+        if record is None:
+            return None
+        if record.terminal:
+            raise IllegalTransition(record.status, record.status, task_id=task_id)
+        claimed = replace(record, node_id=node_id)
+        self._tasks[task_id] = claimed
+        return claimed
+
+    async def watch(self, task_id: str, callback: Watcher) -> Unwatch:
+        return self._watchers.add(task_id, callback)
+
+    async def answer(self, task_id: str, answers: Mapping[str, Any]) -> int:
+        return self._watchers.emit(TaskEvent(task_id, answers=dict(answers)))
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Watchers:
+    """The watch callbacks of a store's tasks in this process (every store keeps one)."""
+
+    def __init__(self) -> None:
+        self._by_task: dict[str, list[Watcher]] = {}
+
+    def __contains__(self, task_id: str) -> bool:
+        return task_id in self._by_task
+
+    def add(self, task_id: str, callback: Watcher, on_empty: Unwatch | None = None) -> Unwatch:
+        """Watch ``task_id``; the unwatch, which awaits ``on_empty()`` (a store's
+        unsubscribe) when it removes the task's last watcher."""
+        entry = [callback]  # a fresh list per watch: the same callback may watch twice
+        self._by_task.setdefault(task_id, []).append(callback)
+        done = False
+
+        async def unwatch() -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            callbacks = self._by_task.get(task_id, [])
+            if entry[0] in callbacks:
+                callbacks.remove(entry[0])
+            if not callbacks:
+                self._by_task.pop(task_id, None)
+                if on_empty is not None:
+                    await on_empty()
+
+        return unwatch
+
+    def emit(self, event: TaskEvent) -> int:
+        """Call the task's watchers with ``event`` (a failing one is logged); how many."""
+        callbacks = list(self._by_task.get(event.task_id, ()))
+        for callback in callbacks:
+            try:
+                callback(event)
+            except Exception:
+                logger.exception("a watcher of task %s failed", event.task_id)
+        return len(callbacks)

@@ -8,6 +8,12 @@ id, until the client goes away or the server ends it (2026-07-28
 basic/patterns/subscriptions). Each listener has its own bounded queue, so a
 client that does not read never holds up the others; one that lets too much pile
 up is dropped with an error that says so.
+
+Extensions add filter keys of their own (``Extension(listen_filters={key: grant})``;
+the tasks extension's ``taskIds``, SEP-2663 "Task Status Notifications"): for each
+key the client asked for, ``await grant(value, listener)`` returns what to
+acknowledge under that key (None: left out) or raises to refuse the request, and
+sends its notifications with :meth:`Listener.send` for as long as the stream is open.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import asyncio
 import logging
 import weakref
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -24,6 +31,7 @@ from ...errors import INTERNAL_ERROR, InvalidParams, MCPError, MethodNotFound
 from ...protocol import jsonrpc
 from ...protocol.envelope import SUBSCRIPTION_ID
 from ...protocol.jsonrpc import json_type
+from ..context import Context
 from ..scopes import granted_scopes
 
 if TYPE_CHECKING:
@@ -32,7 +40,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit.server")
 
-__all__ = ["DEFAULT_LISTEN_QUEUE_BYTES", "end_subscriptions", "listen"]
+__all__ = [
+    "CORE_FILTER_KEYS",
+    "DEFAULT_LISTEN_QUEUE_BYTES",
+    "ListenGrant",
+    "Listener",
+    "end_subscriptions",
+    "listen",
+]
 
 #: Bytes of notifications that may wait for one subscriptions/listen stream.
 DEFAULT_LISTEN_QUEUE_BYTES: Final = 1024 * 1024
@@ -43,6 +58,69 @@ _FILTERS: Final = {
     "promptsListChanged": "notifications/prompts/list_changed",
     "resourcesListChanged": "notifications/resources/list_changed",
 }
+#: The filter keys of the specification's own (SubscriptionFilter): no extension adds these.
+CORE_FILTER_KEYS: Final = frozenset({*_FILTERS, "resourceSubscriptions"})
+
+
+class Listener:
+    """One open ``subscriptions/listen`` stream, as an extension's filter sees it.
+
+    ``ctx`` is the listen request's context (its auth, session and client
+    capabilities); ``subscription_id`` the JSON-RPC id that tags every notification
+    of the stream. :meth:`send` queues a notification on the stream (after the
+    acknowledgment, whenever it is called); :meth:`on_close` runs a callback once
+    the stream has ended, however it ended.
+    """
+
+    __slots__ = ("_closers", "_deliver", "_outbox", "ctx", "subscription_id")
+
+    def __init__(
+        self,
+        ctx: Context,
+        subscription_id: Any,
+        outbox: _Outbox,
+        deliver: Callable[[dict[str, Any]], None],
+        closers: list[Callable[[], object]],
+    ) -> None:
+        self.ctx = ctx
+        self.subscription_id = subscription_id
+        self._outbox = outbox
+        self._deliver = deliver
+        self._closers = closers  # run by the listen request when the stream ends
+
+    @property
+    def closed(self) -> bool:
+        """Whether the stream has ended (nothing sent reaches the client any more)."""
+        return self._outbox.closed
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Queue the notification ``method`` on this stream, tagged with the subscription
+        id; False when the stream has ended (or was just dropped for piling up)."""
+        if self._outbox.closed:
+            return False
+        self._deliver(jsonrpc.notification(method, dict(params or {})))
+        return not self._outbox.closed
+
+    def on_close(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` once the stream ends (at once if it has already)."""
+        if self._outbox.closed:
+            callback()
+        else:
+            self._closers.append(callback)
+
+
+def _run_closers(closers: list[Callable[[], object]]) -> None:
+    while closers:
+        try:
+            closers.pop(0)()
+        except Exception:
+            log.exception("a subscriptions/listen close callback failed")
+
+
+#: ``await grant(value, listener)``: what an extension acknowledges under its filter key
+#: for the client's ``value`` (None: the key is left out of the acknowledgment); raising
+#: an :class:`~mcpkit.errors.MCPError` refuses the whole request.
+ListenGrant = Callable[[Any, Listener], Awaitable[Any]]
 
 
 async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
@@ -91,8 +169,8 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     # listen_queue_bytes pile up is dropped.
     outbox = _Outbox(server.listen_queue_bytes)
 
-    async def forward(message: dict[str, Any]) -> None:
-        if message.get("method") not in wanted or outbox.closed:
+    def deliver(message: dict[str, Any]) -> None:
+        if outbox.closed:
             return
         params = dict(message.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), **tag}
@@ -105,6 +183,24 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
             outbox.close(dropped=True)
             task.cancel()  # it may be stuck writing to the client: see below
 
+    async def forward(message: dict[str, Any]) -> None:
+        if message.get("method") in wanted:
+            deliver(message)
+
+    closers: list[Callable[[], object]] = []
+    listener = Listener(Context(session, req), jsonrpc.wire_id(req.id), outbox, deliver, closers)
+    try:
+        # The extensions' own keys (SEP-2133 extensions add to the filter): each grant may
+        # refuse the request before anything is acknowledged.
+        for key, grant in server.listen_filters.items():
+            if key in asked:
+                value = await grant(asked[key], listener)
+                if value is not None:
+                    granted[key] = value
+    except BaseException:
+        outbox.close()
+        _run_closers(closers)
+        raise
     session.standalone = forward
     server.add_session(session)
     listening = _listening.setdefault(server, set())
@@ -136,6 +232,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
         listening.discard(outbox)
         server.discard_session(session)
         outbox.close()
+        _run_closers(closers)
     # The server's own end is graceful: a result tagged with the subscription id
     # (basic/patterns/subscriptions § graceful closure).
     return {"_meta": dict(tag)}

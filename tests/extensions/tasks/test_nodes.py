@@ -116,7 +116,7 @@ async def test_another_node_answers_get_update_and_cancel(redis_url: str, tmp_pa
             long = await call_tool_task(on_a, "wait_long", {"marker": str(marker)})
             assert isinstance(long, TaskHandle)
             await TaskHandle(on_b, long.task_id).cancel()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30  # a loaded 2-core machine is slow to deliver it
             while not marker.exists() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             assert marker.read_text() == "cancelled"  # the handler on node A saw it

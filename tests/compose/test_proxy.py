@@ -182,7 +182,7 @@ async def test_an_unreachable_upstream_is_a_clear_error_and_is_tried_again() -> 
             with pytest.raises(RemoteError, match=r"upstream server .* is unavailable") as exc:
                 await client.call_tool("anything", {})
             assert exc.value.code == -32603
-            assert exc.value.data == {"upstream": "'/nonexistent/mcp-server-binary'"}
+            assert exc.value.data == {"upstream": "'/nonexistent/mcp-server-binary --flag'"}
 
 
 async def test_sequential_stateless_downstream_requests_share_one_upstream() -> None:

@@ -100,6 +100,18 @@ _ERA_FIELDS = frozenset({"resultType", "ttlMs", "cacheScope"})
 _HOP_META = frozenset(
     {"progressToken", PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL}
 )
+# Client options an mcpServers entry may have that the proxy sets itself: what the
+# upstream connection declares and where what it receives goes (see .upstream).
+_PROXY_OWNS = frozenset(
+    {
+        "capabilities",
+        "server_logs",
+        "log_handler",
+        "sampling_handler",
+        "elicitation_handler",
+        "roots",
+    }
+)
 #: Upstream connections serving stateless downstream traffic at most, by default.
 DEFAULT_POOL_SIZE = 32
 
@@ -121,7 +133,7 @@ def client_options(target: ProxyTarget) -> dict[str, Any]:
         return {
             f.name: getattr(config, f.name)
             for f in fields(config)
-            if getattr(config, f.name) is not None
+            if getattr(config, f.name) is not None and f.name not in _PROXY_OWNS
         }
     raise ConfigurationError(
         "proxy needs a URL, a command line, an mcpServers entry (dict) or an MCPServer, "
@@ -340,8 +352,12 @@ def proxy(
     if upstream_version is not None:
         options.setdefault("protocol_version", upstream_version)
     server = MCPServer(name=name, version=version, instructions=instructions)
+    command = options.get("command")
     label = repr(
-        options.get("url") or options.get("command") or getattr(target, "name", None) or name
+        options.get("url")
+        or (shlex.join([command, *options.get("args", ())]) if command else None)
+        or getattr(target, "name", None)
+        or name
     )
     source = ProxySource(server, options, label=label, pool_size=pool_size)
     server.add_component_source(source)

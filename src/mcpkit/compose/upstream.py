@@ -108,13 +108,15 @@ class Upstream:
                 if self.closed:
                     raise ConnectionClosed("the downstream session was closed")
                 client = Client(
-                    **self.source.options,
-                    **self.back_channel(),
-                    on_list_changed=self.list_changed,
-                    on_resource_updated=self.resource_updated,
-                    log_handler=self.logged,
-                    server_logs=False,
-                    cache=False,  # the proxy's own caching hints apply downstream
+                    **{
+                        **self.source.options,
+                        **self.back_channel(),
+                        "on_list_changed": self.list_changed,
+                        "on_resource_updated": self.resource_updated,
+                        "log_handler": self.logged,
+                        "server_logs": False,
+                        "cache": False,  # the proxy's own caching hints apply downstream
+                    }
                 )
                 try:
                     await client.connect()

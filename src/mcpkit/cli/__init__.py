@@ -24,6 +24,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 #: Subcommand name → module. Add a command by adding a row and a module.
 COMMANDS: Final[dict[str, str]] = {
     "run": "mcpkit.cli.run",
+    "proxy": "mcpkit.cli.proxy",
     "registry": "mcpkit.cli.registry",
     "tools": "mcpkit.cli.tools",
     "call": "mcpkit.cli.call",

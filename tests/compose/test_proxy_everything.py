@@ -82,10 +82,10 @@ async def test_sdk_stdio_session_through_the_proxy(everything: NodePackage) -> N
         args=["-m", "mcpkit", "proxy", "--stdio", upstream(everything)],
         cwd=str(REPO),
     )
-    progress: list[float] = []
+    steps: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
 
     async with asyncio.timeout(TIMEOUT):
         async with (
@@ -113,7 +113,7 @@ async def test_sdk_stdio_session_through_the_proxy(everything: NodePackage) -> N
             assert "said the SDK" in text_of(sampled)
             elicited = await session.call_tool("trigger-elicitation-request", {})
             assert "Name: Ada" in text_of(elicited)
-    assert progress == [1, 2, 3]
+    assert steps == [1, 2, 3]
     assert peer.sampled and peer.sampled[0].endswith("What is MCP?")
     assert len(peer.elicited) == 1
 

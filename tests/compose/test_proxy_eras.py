@@ -16,7 +16,7 @@ import pytest
 from mcpkit import Client, MCPServer
 from mcpkit.compose import proxy
 from mcpkit.compose.proxy import ProxySource
-from mcpkit.errors import ConfigurationError
+from mcpkit.errors import ConfigurationError, RemoteError
 from mcpkit.server.middleware import CallNext, MiddlewareContext
 from mcpkit.testing import connect
 from tests.compose.test_proxy_requests import asking_server
@@ -180,6 +180,40 @@ async def test_the_pool_bounds_the_upstream_connections_and_queues_beyond() -> N
         assert texts == ["rested"] * 5
         assert len(pool_of(server).members) == 2
         assert most == 2
+
+
+async def test_a_full_pool_is_a_clear_error_after_the_request_timeout() -> None:
+    server = proxy(asking_server(), pool_size=1)
+    server.request_timeout = 0.3
+    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    async with (
+        connect(server),
+        connect(server, protocol_version=MODERN, initialize=False) as client,
+    ):
+        # Parked on its question, the first call holds the only connection...
+        first = await client.request("tools/call", {"name": "ask_name", "_meta": meta})
+        assert first["resultType"] == "input_required"
+        # ...so the next request waits for it, and gives up saying why.
+        with pytest.raises(RemoteError, match=r"is busy: all 1 pooled connections") as exc:
+            await client.list_tools()
+        assert exc.value.code == -32603
+
+
+async def test_a_2026_listener_hears_a_handshake_upstreams_list_changed() -> None:
+    upstream = asking_server()
+    server = proxy(upstream)
+    changed: list[str] = []
+    async with (
+        connect(server),
+        Client(server=server, protocol_version=MODERN, on_list_changed=changed.append) as client,
+    ):
+        assert "ask_name" in {t["name"] for t in await client.list_tools()}
+        await upstream.tools.notify_list_changed()  # heard by the pooled connection
+        for _ in range(200):
+            if changed:
+                break
+            await asyncio.sleep(0.01)
+    assert changed == ["tools"]
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5])

@@ -42,7 +42,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol
 
 from ..client.client import Client
-from ..errors import ConnectionClosed, MCPError, PeerTimeout, RemoteError
+from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
@@ -294,11 +294,23 @@ class UpstreamPool:
             return upstream
         waiter: asyncio.Future[Upstream] = asyncio.get_running_loop().create_future()
         self.waiters.append(waiter)
+        wait = self.source.server.request_timeout
         try:
-            return await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():  # handed over as we were cancelled
+            async with asyncio.timeout(wait):
+                return await waiter
+        except (asyncio.CancelledError, TimeoutError) as exc:
+            if waiter.done() and not waiter.cancelled():  # handed over as we gave up
                 self._give_back(waiter.result())
+            else:
+                waiter.cancel()
+            if isinstance(exc, TimeoutError):
+                raise MCPError(
+                    f"upstream server {self.source.label} is busy: all {self.size} pooled "
+                    f"connections were serving other requests for {wait:g} s "
+                    "(proxy(pool_size=...))",
+                    code=INTERNAL_ERROR,
+                    data={"upstream": self.source.label},
+                ) from None
             raise
 
     def _give_back(self, upstream: Upstream) -> None:

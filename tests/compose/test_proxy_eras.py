@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Client, MCPServer
+from mcpkit import Client, Context, MCPServer
 from mcpkit.compose import proxy
 from mcpkit.compose.proxy import ProxySource
 from mcpkit.errors import ConfigurationError, RemoteError
 from mcpkit.server.middleware import CallNext, MiddlewareContext
 from mcpkit.testing import connect
+from tests.client.http_servers import serve
 from tests.compose.test_proxy_requests import asking_server
 
 HANDSHAKE = "2025-11-25"
@@ -31,10 +32,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.eras: list[str] = []
+        self.methods: list[str] = []
         self.responses: list[Any] = []
 
     async def __call__(self, ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
         self.eras.append(ctx.session.revision.era)
+        self.methods.append(ctx.method)
         if ctx.method == "tools/call":
             self.responses.append(ctx.params.get("inputResponses"))
         return await call_next(ctx)
@@ -185,7 +188,9 @@ async def test_the_pool_bounds_the_upstream_connections_and_queues_beyond() -> N
 async def test_a_full_pool_is_a_clear_error_after_the_request_timeout() -> None:
     server = proxy(asking_server(), pool_size=1)
     server.request_timeout = 0.3
-    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+    }
     async with (
         connect(server),
         connect(server, protocol_version=MODERN, initialize=False) as client,
@@ -214,6 +219,34 @@ async def test_a_2026_listener_hears_a_handshake_upstreams_list_changed() -> Non
                 break
             await asyncio.sleep(0.01)
     assert changed == ["tools"]
+
+
+async def test_each_2026_request_gets_the_upstream_logs_at_the_level_it_asked_for() -> None:
+    upstream = asking_server()
+
+    @upstream.tool
+    async def chatty(ctx: Context) -> str:
+        await ctx.debug("fine detail")
+        await ctx.warning("careful")
+        return "ok"
+
+    server = proxy(upstream)
+
+    async def logs_at(level: str | None) -> list[Any]:
+        logs: list[dict[str, Any]] = []
+        async with Client(
+            server=server, protocol_version=MODERN, log_handler=logs.append
+        ) as client:
+            if level is not None:
+                await client.set_logging_level(level)  # 2026-07-28: sent with each request
+            await client.call_tool("chatty", {})
+        return [entry["data"] for entry in logs]
+
+    async with connect(server):
+        assert await logs_at("debug") == ["fine detail", "careful"]
+        assert await logs_at("warning") == ["careful"]
+        assert await logs_at("debug") == ["fine detail", "careful"]
+        assert len(pool_of(server).members) == 1  # one connection, its level followed
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5])
@@ -258,3 +291,21 @@ async def test_a_2026_upstreams_input_rounds_are_server_requests_to_a_handshake_
     # Each tool was called again with the answers of its round (input rounds inside).
     answered = [r for r in seen.responses if r]
     assert [sorted(r) for r in answered] == [["elicitation"], ["sampling"], ["roots"]]
+
+
+async def test_a_stateless_http_subscribe_is_not_passed_up_to_a_pooled_connection() -> None:
+    upstream = asking_server()
+    seen = recorded(upstream)
+
+    @upstream.resource("notes://today", mime_type="text/plain")
+    def today() -> str:
+        return "sunny"
+
+    server = proxy(upstream)
+    async with serve(server.http_app(stateless=True)) as url:
+        async with Client(url=url, protocol_version=HANDSHAKE) as client:
+            await client.subscribe_resource("notes://today")
+            read = await client.read_resource("notes://today")
+    assert read["contents"][0]["text"] == "sunny"
+    assert "resources/read" in seen.methods
+    assert "resources/subscribe" not in seen.methods

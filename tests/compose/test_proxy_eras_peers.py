@@ -21,14 +21,14 @@ from mcp import types
 from mcpkit import Client
 from mcpkit.compose import proxy
 from tests.client.http_servers import serve
-from tests.interop.fixtures.peers import FIXTURES
+from tests.interop.fixtures.peers import FIXTURES, Wire
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 FASTMCP = shlex.join([sys.executable, str(FIXTURES / "fastmcp_server.py"), "stdio"])
-SDK_2026 = shlex.join([sys.executable, str(FIXTURES / "sdk_server_2026.py"), "stdio"])
+SDK_SERVER = str(FIXTURES / "sdk_server_2026.py")
 
 
 async def test_fastmcp_behind_the_proxy_asks_the_sdk_client_in_input_rounds() -> None:
@@ -73,7 +73,12 @@ async def test_the_sdks_input_rounds_are_elicitation_requests_to_a_handshake_cli
             return {"action": "accept", "content": {"name": "Ada"}}
         return {"action": "accept", "content": {"color": "blue"}}
 
-    server = proxy(SDK_2026, upstream_version=MODERN)
+    # The upstream hop is recorded with the interop Wire: over stdio mcpkit's client sends
+    # server/discover and initialize together, and the Wire checks each message against
+    # the era it belongs to (the SDK refuses the initialize: this connection is 2026-07-28).
+    wire = Wire()
+    entry = {"command": sys.executable, "args": [SDK_SERVER, "stdio"], "trace": wire}
+    server = proxy(entry, upstream_version=MODERN)
     async with Client(
         server=server, protocol_version=HANDSHAKE, elicitation_handler=elicit
     ) as client:
@@ -82,3 +87,7 @@ async def test_the_sdks_input_rounds_are_elicitation_requests_to_a_handshake_cli
     assert result["content"][0]["text"] == "Ada likes blue", result
     assert asked == ["What is your name?", "Favourite colour, Ada?"]
     assert total["structuredContent"] == {"total": 5}
+    assert wire.eras == [MODERN]
+    rounds = [m for m in wire.sent("tools/call") if m["params"].get("inputResponses")]
+    assert len(rounds) == 2  # the two chained input rounds, answered inside
+    assert wire.check(received_too=True) > 5

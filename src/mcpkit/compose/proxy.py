@@ -100,6 +100,10 @@ _ERA_FIELDS = frozenset({"resultType", "ttlMs", "cacheScope"})
 _HOP_META = frozenset(
     {"progressToken", PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL}
 )
+# Client options of an entry that a file cannot hold (load_config drops them) but a dict
+# given to proxy() in code may: an httpx client of its own, a tracer, client extensions.
+_FROM_CODE = ("http_client", "trace", "extensions")
+_SUBSCRIBING = frozenset({"resources/subscribe", "resources/unsubscribe"})
 # Client options an mcpServers entry may have that the proxy sets itself: what the
 # upstream connection declares and where what it receives goes (see .upstream).
 _PROXY_OWNS = frozenset(
@@ -130,11 +134,14 @@ def client_options(target: ProxyTarget) -> dict[str, Any]:
     if isinstance(target, Mapping):
         # The lenient reading of a configuration file's entry (`type`, `requestInit`, ...).
         config = load_config({"mcpServers": {"upstream": dict(target)}})["upstream"]
-        return {
+        options = {
             f.name: getattr(config, f.name)
             for f in fields(config)
             if getattr(config, f.name) is not None and f.name not in _PROXY_OWNS
         }
+        # Given in code, not read from a file: the options only code can give pass too.
+        options.update({k: target[k] for k in _FROM_CODE if target.get(k) is not None})
+        return options
     raise ConfigurationError(
         "proxy needs a URL, a command line, an mcpServers entry (dict) or an MCPServer, "
         f"not {type(target).__name__}"
@@ -189,6 +196,8 @@ class ProxySource:
                     stack.callback(upstream.serving.remove, request)
             client = await upstream.connected()
             try:
+                if session.stateless:
+                    await upstream.follow_level(client, session)
                 yield upstream, client
             except UPSTREAM_FAILURES as exc:
                 await upstream.drop()
@@ -214,6 +223,10 @@ class ProxySource:
             return await listing(client)  # every page
 
     async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
+        if session.stateless and request.method in _SUBSCRIBING:
+            # A session of one request hears no updates: nothing to follow upstream (a
+            # pooled connection serves everyone, and would hold the subscription forever).
+            return None
         async with self.through(session, request) as (_upstream, client):
             try:
                 result = await self.forward(client, request)

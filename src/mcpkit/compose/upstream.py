@@ -43,6 +43,7 @@ from typing import Any, Final, Protocol
 
 from ..client.client import Client
 from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
+from ..server.context import LOG_LEVELS
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
@@ -53,6 +54,7 @@ log = logging.getLogger("mcpkit.compose")
 
 # Failures of the upstream itself (as opposed to its JSON-RPC answers).
 UPSTREAM_FAILURES: Final = (ConnectionClosed, PeerTimeout, OSError)
+_LEVEL_NAMES: Final = {rank: name for name, rank in LOG_LEVELS.items()}
 # The capability a server→client request needs of the downstream client.
 _NEEDS: Final = {
     "elicitation/create": "elicitation",
@@ -198,6 +200,15 @@ class Upstream:
                 log.debug(
                     "upstream of proxy %r refused level %s: %s", self.source.label, self.level, exc
                 )
+
+    async def follow_level(self, client: Client, session: ServerSession) -> None:
+        """A pooled connection: ask the upstream for the log level the leasing request
+        asked for (2026-07-28: each request carries its own), when it differs from the
+        last one asked; a request that asked for no logs changes nothing."""
+        level = _LEVEL_NAMES.get(session.log_level)
+        if level is not None and level != self.level:
+            self.level = level
+            await self.pass_level(client)
 
     async def drop(self) -> None:
         client, self.client = self.client, None

@@ -169,8 +169,12 @@ class Upstream:
         call being served (an input-required round), as for ``ctx.elicit``.
         """
         session = self.downstream()
-        if session is None:
-            raise ConnectionClosed("no downstream request is being served on this connection")
+        if session is None:  # an MCPError: the upstream gets it as its answer, no traceback
+            raise MCPError(
+                f"the proxy has no client to ask {method}: no downstream request is being "
+                "served on this connection",
+                code=INTERNAL_ERROR,
+            )
         # On the stream of the request being served, where the client expects it
         # (Streamable HTTP: requests related to a call go on that call's stream).
         request = self.serving[-1] if self.serving else None

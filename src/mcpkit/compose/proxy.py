@@ -51,14 +51,13 @@ or another ``MCPServer`` (in memory).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shlex
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import fields
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from ..client.client import Client
 from ..client.config import load_config
@@ -177,32 +176,6 @@ class ProxySource:
             self.open.add(upstream)
         return upstream
 
-    @asynccontextmanager
-    async def through(
-        self, session: ServerSession, request: Request | None
-    ) -> AsyncIterator[tuple[Upstream, Client]]:
-        """The upstream serving ``request`` of ``session`` and its live client.
-
-        An upstream that fails (as opposed to answering with an error) is dropped, and
-        the next request connects again; the downstream error names the upstream.
-        """
-        async with contextlib.AsyncExitStack() as stack:
-            if session.stateless:
-                upstream = await stack.enter_async_context(self.pool.leased(session, request))
-            else:
-                upstream = self.upstream(session)
-                if request is not None:
-                    upstream.serving.append(request)
-                    stack.callback(upstream.serving.remove, request)
-            client = await upstream.connected()
-            try:
-                if session.stateless:
-                    await upstream.follow_level(client, session)
-                yield upstream, client
-            except UPSTREAM_FAILURES as exc:
-                await upstream.drop()
-                raise self.failure(exc) from exc
-
     def failure(self, exc: BaseException) -> MCPError:
         """The downstream error for an upstream that failed (not one that answered)."""
         if isinstance(exc, PeerTimeout):
@@ -216,25 +189,65 @@ class ProxySource:
         )
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
-        capability, listing = _LISTING[kind]
-        async with self.through(session, None) as (_upstream, client):
-            if capability not in client.server_capabilities:
-                return []
-            return await listing(client)  # every page
+        return cast("list[dict[str, Any]]", await self.through(session, None, kind))
 
     async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
         if session.stateless and request.method in _SUBSCRIBING:
             # A session of one request hears no updates: nothing to follow upstream (a
             # pooled connection serves everyone, and would hold the subscription forever).
             return None
-        async with self.through(session, request) as (_upstream, client):
+        return cast("dict[str, Any] | None", await self.through(session, request, None))
+
+    async def through(
+        self, session: ServerSession, request: Request | None, kind: str | None
+    ) -> list[dict[str, Any]] | dict[str, Any] | None:
+        """``request`` (or the listing of ``kind``) served by the upstream of ``session``.
+
+        Written out rather than as a context manager: it runs on every proxied call.
+        """
+        if session.stateless:
+            upstream = await self.pool.take(session, request)
             try:
-                result = await self.forward(client, request)
-            except RemoteError as exc:
-                if request.method == "completion/complete" and exc.code == -32601:
-                    return None  # an upstream without completions: the proxy's own (none)
-                raise
-            return _component_result(result) if result is not None else None
+                return await self.on(upstream, session, request, kind)
+            finally:
+                self.pool.give_back(upstream)
+        upstream = self.upstream(session)
+        if request is None:
+            return await self.on(upstream, session, request, kind)
+        upstream.serving.append(request)
+        try:
+            return await self.on(upstream, session, request, kind)
+        finally:
+            upstream.serving.remove(request)
+
+    async def on(
+        self, upstream: Upstream, session: ServerSession, request: Request | None, kind: str | None
+    ) -> list[dict[str, Any]] | dict[str, Any] | None:
+        """Serve on ``upstream``. One that fails (as opposed to answering with an error) is
+        dropped, and the next request connects again; the downstream error names it."""
+        client = await upstream.connected()
+        try:
+            if session.stateless:
+                await upstream.follow_level(client, session)
+            if request is None:
+                assert kind is not None
+                capability, listing = _LISTING[kind]
+                if capability not in client.server_capabilities:
+                    return []
+                return await listing(client)  # every page
+            result = await self.forward(client, request)
+        except RemoteError as exc:
+            if (
+                request is not None
+                and request.method == "completion/complete"
+                and exc.code == -32601
+            ):
+                return None  # an upstream without completions: the proxy's own (none)
+            raise
+        except UPSTREAM_FAILURES as exc:
+            await upstream.drop()
+            raise self.failure(exc) from exc
+        return _component_result(result) if result is not None else None
 
     async def forward(self, client: Client, request: Request) -> dict[str, Any] | None:
         params = request.params

@@ -37,8 +37,6 @@ import functools
 import logging
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol
 
 from ..client.client import Client
@@ -236,9 +234,10 @@ class Upstream:
         """The leasing request is done: nothing the upstream sends reaches it any more."""
         self.session = None
         self.serving = []
-        for task in self.asking:  # an answer nobody will use (the call ended or was cut)
-            task.cancel()
-        self.asking.clear()
+        if self.asking:
+            for task in self.asking:  # an answer nobody will use (the call ended or was cut)
+                task.cancel()
+            self.asking.clear()
 
     # -- what the upstream sends ----------------------------------------------------------------
     async def list_changed(self, kind: str) -> None:
@@ -286,18 +285,16 @@ class UpstreamPool:
         self.members: set[Upstream] = set()
         self.waiters: deque[asyncio.Future[Upstream]] = deque()
 
-    @asynccontextmanager
-    async def leased(
-        self, session: ServerSession, request: Request | None
-    ) -> AsyncIterator[Upstream]:
-        """A connection of the pool, for ``request`` alone until the block ends."""
+    async def take(self, session: ServerSession, request: Request | None) -> Upstream:
+        """A connection of the pool, for ``request`` alone until :meth:`give_back`."""
         upstream = await self._take()
         upstream.lease(session, request)
-        try:
-            yield upstream
-        finally:
-            upstream.release()
-            self._give_back(upstream)
+        return upstream
+
+    def give_back(self, upstream: Upstream) -> None:
+        """The request is done with ``upstream``: it serves the next one."""
+        upstream.release()
+        self._give_back(upstream)
 
     async def _take(self) -> Upstream:
         # The most recently used first: it is the likeliest to be connected.

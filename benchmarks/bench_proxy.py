@@ -1,4 +1,4 @@
-"""A proxied tool against the same tool called directly: CPU per ``tools/call``, same run.
+"""A proxied tool against the same tool called directly: latency and CPU per ``tools/call``.
 
 An upstream server serves ``echo``; a proxy of it (``mcpkit.compose.proxy``, in
 memory) serves it again. One in-memory client (``mcpkit.testing.connect``) calls the
@@ -7,11 +7,20 @@ process CPU time of each batch is taken: the proxied figure holds the whole extr
 hop (the proxy's session, its upstream client, a second serialisation each way).
 It also counts the upstream's ``initialize`` requests, which must be one per
 downstream session however many calls it makes (issue 24: never a handshake per
-call). Issue 24's latency and CPU targets are for an HTTP upstream behind an HTTP
-proxy; this in-memory figure is the proxy's own share, without sockets.
+call). This in-memory figure is the proxy's own share, without sockets.
+
+``--http`` measures issue 24's targets, HTTP both ways: an upstream server process
+(``servers/http_server.py mcpkit-counted``) and a proxy process of it
+(``mcpkit-proxy``), on the same uvicorn settings; one keep-alive client session
+calls the upstream directly and another calls the proxy, sequentially, in
+alternating batches. Per call: the wall latency (target: proxied at most 2x
+direct), the proxy process's CPU against the upstream process's CPU while it
+serves the direct calls, i.e. serving the same tool locally (target: at most
+1.5x), and the upstream's ``initialize`` count (target: one per session).
 
     python benchmarks/bench_proxy.py            # 20 batches of 1000 calls each way
     python benchmarks/bench_proxy.py --quick
+    python benchmarks/bench_proxy.py --http [--quick]
 """
 
 from __future__ import annotations
@@ -19,7 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from mcpkit import MCPServer
@@ -82,11 +94,139 @@ async def main(reps: int, calls: int) -> None:
     )
 
 
+# -- HTTP both ways (--http) ---------------------------------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import child_env, cpu_seconds, free_port, stop, wait_for_port  # noqa: E402
+
+HTTP_SERVER = Path(__file__).resolve().parent / "servers" / "http_server.py"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+LATENCY_TARGET = 2.0
+CPU_TARGET = 1.5
+
+
+def start(impl: str, port: int, **env: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, str(HTTP_SERVER), impl, "stateful", str(port)],
+        env={**child_env(), **env},
+        stdin=subprocess.DEVNULL,
+    )
+    wait_for_port(port, proc)
+    return proc
+
+
+class Session:
+    """One keep-alive MCP session over raw HTTP (httpx): the same client work both ways."""
+
+    def __init__(self, url: str) -> None:
+        import httpx
+
+        self.url = url
+        self.http = httpx.Client(timeout=30)
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+        answer = self.http.post(url, json=init, headers=HEADERS)
+        answer.raise_for_status()
+        self.headers = {
+            **HEADERS,
+            "Mcp-Session-Id": answer.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        self.http.post(url, json=note, headers=self.headers).raise_for_status()
+        self.body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello world"}}}'
+
+    def call(self, name: str = "echo") -> Any:
+        body = self.body if name == "echo" else self.body.replace(b'"echo"', f'"{name}"'.encode())
+        answer = self.http.post(self.url, content=body, headers=self.headers)
+        answer.raise_for_status()
+        return answer.json()["result"]
+
+    def batch(self, calls: int) -> float:
+        """Seconds of wall time per call."""
+        start = time.perf_counter()
+        for _ in range(calls):
+            self.call()
+        return (time.perf_counter() - start) / calls
+
+
+def main_http(reps: int, calls: int) -> None:
+    up_port, proxy_port = free_port(), free_port()
+    upstream = start("mcpkit-counted", up_port)
+    up_url = f"http://127.0.0.1:{up_port}/mcp"
+    front = start("mcpkit-proxy", proxy_port, BENCH_UPSTREAM=up_url)
+    try:
+        direct, proxied = Session(up_url), Session(f"http://127.0.0.1:{proxy_port}/mcp")
+        for session in (direct, proxied):  # both answer, and answer the same
+            if session.call()["content"] != [{"type": "text", "text": "hello world"}]:
+                raise SystemExit("echo answered something else")
+        direct.batch(calls)  # warm up both paths
+        proxied.batch(calls)
+        wall: dict[str, list[float]] = {"direct": [], "proxied": []}
+        cpu: dict[str, list[float]] = {"direct": [], "proxied": []}
+        for i in range(reps):
+            order = ("direct", "proxied") if i % 2 == 0 else ("proxied", "direct")
+            for which in order:
+                # Serving the tool: the upstream process for a direct call, the proxy
+                # process (not the upstream it calls) for a proxied one.
+                pid = upstream.pid if which == "direct" else front.pid
+                session = direct if which == "direct" else proxied
+                before = cpu_seconds(pid)
+                wall[which].append(session.batch(calls))
+                cpu[which].append((cpu_seconds(pid) - before) / calls)
+        handshakes = int(direct.call("initializes")["content"][0]["text"])
+    finally:
+        stop(front)
+        stop(upstream)
+    lat = {k: statistics.median(v) for k, v in wall.items()}
+    use = {k: statistics.median(v) for k, v in cpu.items()}
+    lat_ratio, cpu_ratio = lat["proxied"] / lat["direct"], use["proxied"] / use["direct"]
+    print(f"HTTP both ways, {reps} batches of {calls} sequential calls each way")
+    print(
+        f"latency per call: direct {lat['direct'] * 1e6:.0f} us, proxied {lat['proxied'] * 1e6:.0f} us"
+    )
+    print(
+        f"  ratio {lat_ratio:.2f}x (target <= {LATENCY_TARGET}x): {_verdict(lat_ratio <= LATENCY_TARGET)}"
+    )
+    print(
+        f"server CPU per call: upstream serving it {use['direct'] * 1e6:.0f} us, "
+        f"proxy serving it {use['proxied'] * 1e6:.0f} us"
+    )
+    print(
+        f"  ratio {cpu_ratio:.2f}x (target <= {CPU_TARGET}x): {_verdict(cpu_ratio <= CPU_TARGET)}"
+    )
+    total = (reps + 2) * calls + 1
+    print(
+        f"upstream initialize requests: {handshakes} for 2 sessions and {total} proxied calls "
+        f"(target 2: one per session): {_verdict(handshakes == 2)}"
+    )
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--http", action="store_true", help="HTTP both ways (issue 24's targets)")
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--calls", type=int, default=None)
     args = parser.parse_args()
-    reps, calls = (4, 200) if args.quick else (args.reps, args.calls)
-    asyncio.run(main(reps, calls))
+    if args.http:
+        reps, calls = (4, 200) if args.quick else (10, 1000)
+    else:
+        reps, calls = (4, 200) if args.quick else (20, 1000)
+    reps, calls = args.reps or reps, args.calls or calls
+    if args.http:
+        main_http(reps, calls)
+    else:
+        asyncio.run(main(reps, calls))

@@ -7,6 +7,10 @@
 One worker, uvloop, httptools, no access log: the same for every
 implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
 
+``mcpkit-counted`` is mcpkit whose ``initializes`` tool says how many ``initialize``
+requests it answered, and ``mcpkit-proxy`` a proxy (``MCPServer.proxy``) of the
+endpoint in ``BENCH_UPSTREAM``, both for bench_proxy.py --http.
+
 ``mcpkit-def`` is mcpkit with the tool written as a plain ``def`` (run in a
 worker thread), ``mcpkit-inline`` the same with ``run_in_thread=False``.
 ``mcpkit-memory`` and ``mcpkit-redis`` are mcpkit with a store, i.e. with
@@ -45,6 +49,32 @@ def build(impl: str, mode: str) -> Any:
         server = MCPServer(name="bench", version="1.0.0")
         server.tool(echo)
         return server.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl == "mcpkit-counted":
+        from mcpkit import MCPServer
+
+        counted = {"initialize": 0}
+
+        async def count(ctx: Any, call_next: Any) -> Any:
+            if ctx.method == "initialize":
+                counted["initialize"] += 1
+            return await call_next(ctx)
+
+        server = MCPServer(name="bench", version="1.0.0", middleware=[count])
+        server.tool(echo)
+
+        @server.tool
+        def initializes() -> int:
+            """How many initialize requests this server answered."""
+            return counted["initialize"]
+
+        return server.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl == "mcpkit-proxy":
+        import os
+
+        from mcpkit import MCPServer
+
+        front = MCPServer.proxy(os.environ["BENCH_UPSTREAM"], name="bench-proxy")
+        return front.http_app("/mcp", stateless=stateless, json_response=True)
     if impl in ("mcpkit-def", "mcpkit-inline"):
         from mcpkit import MCPServer
 

@@ -182,20 +182,20 @@ async def test_an_unreachable_upstream_is_a_clear_error_and_is_tried_again() -> 
             with pytest.raises(RemoteError, match=r"upstream server .* is unavailable") as exc:
                 await client.call_tool("anything", {})
             assert exc.value.code == -32603
-            assert exc.value.data == {"upstream": "'/nonexistent/mcp-server-binary'"}
+            assert exc.value.data == {"upstream": "'/nonexistent/mcp-server-binary --flag'"}
 
 
-async def test_a_stateless_downstream_shares_one_upstream() -> None:
+async def test_sequential_stateless_downstream_requests_share_one_upstream() -> None:
     up = Upstream()
     server = proxy(up.server)
-    async with connect(server):  # the proxy's lifespan, which closes the shared upstream
+    async with connect(server):  # the proxy's lifespan, which closes the pooled upstreams
         for _ in range(3):
             async with connect(server, protocol_version="2026-07-28", initialize=False) as c:
                 result = await c.call_tool("forecast", {"city": "Oslo"})
                 assert result["content"][0]["text"] == "sunny in Oslo"
         assert up.initializes == 1
     sources = [s for s in server.component_sources if isinstance(s, ProxySource)]
-    assert sources and sources[0].shared is None
+    assert sources and not sources[0].pool.members
 
 
 def test_targets_are_read_as_client_options() -> None:
@@ -276,16 +276,17 @@ async def test_the_downstream_log_level_is_passed_up_before_and_after_connecting
     assert logged == ["fine detail", "careful", "careful"]
 
 
-async def test_the_shared_upstreams_logs_reach_no_client_but_progress_does() -> None:
+async def test_a_pooled_upstreams_logs_and_progress_reach_the_request_leasing_it() -> None:
     up = Upstream()
     logs: list[Any] = []
     progress: list[float] = []
     async with Client(server=proxy(up.server), log_handler=logs.append) as client:
-        assert client.protocol_version == "2026-07-28"  # stateless: the shared upstream
+        assert client.protocol_version == "2026-07-28"  # stateless: a pooled upstream
         result = await client.call_tool("slow", {}, progress=lambda p, t, m: progress.append(p))
     assert result["content"][0]["text"] == "finished"
     assert progress == [1, 2]
-    assert logs == []  # a log message names no request: it could be another client's
+    # A log message names no request; the pooled connection carried this call alone.
+    assert [entry["data"] for entry in logs] == ["working on it"]
 
 
 async def test_the_envelope_of_a_stateless_call_is_not_passed_up() -> None:

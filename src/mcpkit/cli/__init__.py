@@ -25,6 +25,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS: Final[dict[str, str]] = {
     "run": "mcpkit.cli.run",
     "worker": "mcpkit.cli.worker",
+    "proxy": "mcpkit.cli.proxy",
     "registry": "mcpkit.cli.registry",
     "tools": "mcpkit.cli.tools",
     "call": "mcpkit.cli.call",

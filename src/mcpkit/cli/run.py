@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..transports.asgi import ASGIApp
 
-__all__ = ["HELP", "configure", "run"]
+__all__ = ["HELP", "add_serving_options", "configure", "run"]
 
 HELP = "serve an MCP server from a Python file or module"
 
@@ -33,6 +33,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a Python file or module (pkg.module) and the server object in it "
         "(default: 'server'); a function that returns a server also works",
     )
+    add_serving_options(parser)
+
+
+def add_serving_options(parser: argparse.ArgumentParser) -> None:
+    """How to serve (transport, address, workers, limits): every option of ``run`` but the
+    target; other commands that serve a server (``mcpkit proxy``) take them too."""
     parser.add_argument(
         "--transport",
         "-t",

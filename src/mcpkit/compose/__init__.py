@@ -12,10 +12,11 @@ names it, and ``MCPServer.mount`` imports it only when called.
 :mod:`.naming` holds the one set of namespacing rules, :mod:`.mount` the link itself,
 :mod:`.chain` the mounted server's middleware as one middleware of the parent's
 (``server.add_middleware``). :mod:`.proxy` serves another server's components
-through a ``Client``, one upstream session per downstream session: it is a
-component source (``server.add_component_source``, :mod:`mcpkit.server.sources`),
-the seam for components that differ per session. :mod:`.gateway` serves every
-server of an ``mcpServers`` file under its name, one proxy each, in one component source;
+through a ``Client``, one upstream session per downstream session (and a pool of
+them for stateless traffic, :mod:`.upstream`): it is a component source
+(``server.add_component_source``, :mod:`mcpkit.server.sources`), the seam for
+components that differ per session. :mod:`.gateway` serves every server of an
+``mcpServers`` file under its name, one proxy each, in one component source;
 :mod:`.prefixed` serves a component source under a namespace (a mounted proxy's).
 """
 

@@ -55,7 +55,7 @@ from ..server.server import MCPServer
 from ..server.session import ServerSession
 from .naming import namespace_problem, prefixed_uri
 from .prefixed import namespace_of, own_params, prefixed_entries, prefixed_read, request_with
-from .proxy import ProxySource
+from .proxy import DEFAULT_POOL_SIZE, ProxySource
 
 __all__ = ["ToolFilter", "entry_tags", "from_config"]
 
@@ -133,7 +133,7 @@ class NamespacedProxy(ProxySource):
     """A proxy whose resources are served under a namespace (their updates too)."""
 
     def __init__(self, server: MCPServer, options: dict[str, Any], *, namespace: str) -> None:
-        super().__init__(server, options, label=repr(namespace))
+        super().__init__(server, options, label=repr(namespace), pool_size=DEFAULT_POOL_SIZE)
         self.namespace = namespace
 
     def downstream_uri(self, uri: str) -> str:

@@ -9,28 +9,38 @@ prompt gets and completions go to the *upstream* server through a
   the downstream session's first request that needs it (one handshake), reused
   by every later request of that session, and closed when the session ends: a
   proxied call costs one hop, never a handshake. Stateless downstream traffic
-  (2026-07-28 requests, stateless HTTP: a session per request) shares one
-  upstream connection instead, closed with the proxy's lifespan.
+  (2026-07-28 requests, stateless HTTP: a session per request) is served from a
+  pool of upstream connections shared by every client, each carrying one
+  request at a time, closed with the proxy's lifespan (:mod:`.upstream` says why).
 - **Server→client requests flow down.** The upstream's elicitation, sampling
   and roots requests go to the downstream client (on the stream of the call
-  being served) and its answers go back; the upstream connection declares the
-  downstream client's own capabilities for them, and a downstream roots change
-  is passed up. The shared upstream of stateless traffic declares none.
+  being served) and its answers go back; a session's upstream connection
+  declares the downstream client's own capabilities for them, and a downstream
+  roots change is passed up.
 - **Notifications flow down.** The upstream's ``list_changed`` and (for a
-  subscribed URI) ``resources/updated`` reach the downstream session; progress of a call reaches the downstream request that
-  asked for it (under its own progress token), and the upstream's log messages
-  reach the downstream request being served (the downstream client's
-  ``logging/setLevel`` is passed up; the shared upstream's logs go nowhere, as
-  they name no request and could reach another client). Subscriptions and cancellation flow up.
-- **The upstream speaks the handshake era** (the newest handshake revision)
-  unless an ``mcpServers`` entry pins ``protocol_version``: one ``initialize``
-  per upstream session. Bridging eras (a 2026-07-28 downstream served from a
-  handshake upstream with input rounds, and the reverse) is a later step; a
-  result's era fields (``resultType``, caching hints, the server info in
-  ``_meta``) are dropped, the proxy's session adds its own.
+  subscribed URI) ``resources/updated`` reach the downstream session; progress
+  of a call reaches the downstream request that asked for it (under its own
+  progress token), and the upstream's log messages reach the downstream request
+  being served (the downstream client's ``logging/setLevel`` is passed up).
+  Subscriptions and cancellation flow up.
+- **Eras are bridged both ways.** The upstream speaks the newest handshake
+  revision unless ``upstream_version`` (or an ``mcpServers`` entry's
+  ``protocol_version``) says otherwise: one ``initialize`` per upstream
+  connection. A 2026-07-28 downstream served from a handshake upstream gets the
+  upstream's server→client requests as input-required rounds (the proxy's
+  handler asks through ``session.send_request``, as ``ctx.elicit`` does), also
+  across the workers of a cluster, which replay the call from its
+  ``requestState``; a handshake downstream served from a 2026-07-28 upstream
+  gets the upstream's input requests as server→client requests (the upstream
+  ``Client`` answers each round with its handlers). A result's era fields
+  (``resultType``, caching hints, the server info in ``_meta``) are dropped,
+  the proxy's session adds its own.
 - **Errors keep their codes.** An upstream JSON-RPC error is the downstream
-  error, code, message and data alike; an upstream that cannot be reached or
-  went away is a ``-32603`` error naming it, and the next request connects again.
+  error, code, message and data alike; an upstream that cannot be reached, went
+  away or did not answer in time is a ``-32603`` error naming it, and the next
+  request connects again. The upstream ``Client``'s bounds (message size,
+  server requests at once, timeouts) protect the proxy from an upstream that
+  answers garbage.
 
 The targets are the ones a ``Client`` takes: a URL (Streamable HTTP, or legacy
 SSE), a command line (stdio), an ``mcpServers`` entry as in a Claude Desktop
@@ -41,25 +51,17 @@ or another ``MCPServer`` (in memory).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import shlex
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import fields
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from ..client.client import Client
 from ..client.config import load_config
-from ..errors import (
-    INTERNAL_ERROR,
-    ConfigurationError,
-    ConnectionClosed,
-    MCPError,
-    PeerTimeout,
-    RemoteError,
-)
+from ..errors import INTERNAL_ERROR, ConfigurationError, MCPError, PeerTimeout, RemoteError
 from ..protocol.envelope import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -67,13 +69,14 @@ from ..protocol.envelope import (
     PROTOCOL_VERSION,
     SERVER_INFO,
 )
-from ..protocol.versions import LATEST_HANDSHAKE
+from ..protocol.versions import LATEST_HANDSHAKE, REVISIONS
 from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
+from .upstream import UPSTREAM_FAILURES, Upstream, UpstreamPool
 
-__all__ = ["ProxySource", "ProxyTarget", "proxy"]
+__all__ = ["DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
 
 log = logging.getLogger("mcpkit.compose")
 
@@ -96,8 +99,24 @@ _ERA_FIELDS = frozenset({"resultType", "ttlMs", "cacheScope"})
 _HOP_META = frozenset(
     {"progressToken", PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL}
 )
-# Failures of the upstream itself (as opposed to its JSON-RPC answers).
-_UPSTREAM_FAILURES = (ConnectionClosed, PeerTimeout, OSError)
+# Client options of an entry that a file cannot hold (load_config drops them) but a dict
+# given to proxy() in code may: an httpx client of its own, a tracer, client extensions.
+_FROM_CODE = ("http_client", "trace", "extensions")
+_SUBSCRIBING = frozenset({"resources/subscribe", "resources/unsubscribe"})
+# Client options an mcpServers entry may have that the proxy sets itself: what the
+# upstream connection declares and where what it receives goes (see .upstream).
+_PROXY_OWNS = frozenset(
+    {
+        "capabilities",
+        "server_logs",
+        "log_handler",
+        "sampling_handler",
+        "elicitation_handler",
+        "roots",
+    }
+)
+#: Upstream connections serving stateless downstream traffic at most, by default.
+DEFAULT_POOL_SIZE = 32
 
 
 def client_options(target: ProxyTarget) -> dict[str, Any]:
@@ -114,183 +133,43 @@ def client_options(target: ProxyTarget) -> dict[str, Any]:
     if isinstance(target, Mapping):
         # The lenient reading of a configuration file's entry (`type`, `requestInit`, ...).
         config = load_config({"mcpServers": {"upstream": dict(target)}})["upstream"]
-        return {
+        options = {
             f.name: getattr(config, f.name)
             for f in fields(config)
-            if getattr(config, f.name) is not None
+            if getattr(config, f.name) is not None and f.name not in _PROXY_OWNS
         }
+        # Given in code, not read from a file: the options only code can give pass too.
+        options.update({k: target[k] for k in _FROM_CODE if target.get(k) is not None})
+        return options
     raise ConfigurationError(
         "proxy needs a URL, a command line, an mcpServers entry (dict) or an MCPServer, "
         f"not {type(target).__name__}"
     )
 
 
-class Upstream:
-    """The upstream connection of one downstream session (or of the stateless traffic)."""
-
-    def __init__(self, source: ProxySource, session: ServerSession | None) -> None:
-        self.source = source
-        self.session = weakref.ref(session) if session is not None else None
-        self.client: Client | None = None
-        self.lock = asyncio.Lock()
-        self.closed = False
-        #: The log level the downstream client set (None: never set), passed up.
-        self.level: str | None = None
-        #: Downstream requests being served through it, latest last (where logs go).
-        self.serving: list[Request] = []
-
-    async def connected(self) -> Client:
-        """The live client, connecting (once, however many requests wait) when needed."""
-        client = self.client
-        if client is not None and client.connected:
-            return client
-        async with self.lock:
-            if self.client is not None and not self.client.connected:
-                await self.drop()
-            if self.client is None:
-                if self.closed:
-                    raise ConnectionClosed("the downstream session was closed")
-                client = Client(
-                    **{"protocol_version": LATEST_HANDSHAKE, **self.source.options},
-                    **self.back_channel(),
-                    on_list_changed=self.list_changed,
-                    on_resource_updated=self.resource_updated,
-                    log_handler=self.logged,
-                    server_logs=False,
-                    cache=False,  # the proxy's own caching hints apply downstream
-                )
-                try:
-                    await client.connect()
-                except _UPSTREAM_FAILURES as exc:
-                    raise self.source.failure(exc) from exc
-                except MCPError:
-                    raise
-                except Exception as exc:  # a command that cannot start, a bad URL, ...
-                    raise self.source.failure(exc) from exc
-                self.client = client
-                if self.closed:  # the session ended while we connected
-                    await self.drop()
-                    raise ConnectionClosed("the downstream session was closed")
-                if self.level is not None:
-                    await self.pass_level(client)
-            return self.client
-
-    def back_channel(self) -> dict[str, Any]:
-        """Handlers passing the upstream's requests to the downstream client: only for what
-        that client declared, so that the upstream sees the same capabilities."""
-        session = self.session() if self.session is not None else None
-        if session is None:  # the shared upstream: no one client to ask
-            return {}
-        caps = session.client_capabilities
-        out: dict[str, Any] = {}
-        elicitation = caps.get("elicitation")
-        if isinstance(elicitation, dict):
-            # 2025-11-25 client/elicitation § capabilities: {} means form only.
-            modes = tuple(m for m in ("form", "url") if m in elicitation) or ("form",)
-            out["elicitation_handler"] = functools.partial(self.ask, "elicitation/create")
-            out["elicitation_modes"] = modes
-        if "sampling" in caps:
-            out["sampling_handler"] = functools.partial(self.ask, "sampling/createMessage")
-        if "roots" in caps:
-            out["roots"] = self.roots
-        return out
-
-    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send the upstream's ``method`` request to the downstream client; its answer."""
-        session = self.session() if self.session is not None else None
-        if session is None:
-            raise ConnectionClosed("the downstream session was closed")
-        # On the stream of the request being served, where the client expects it
-        # (Streamable HTTP: requests related to a call go on that call's stream).
-        request = self.serving[-1] if self.serving else None
-        return await session.send_request(method, params, request)
-
-    async def roots(self) -> list[dict[str, Any]]:
-        roots = (await self.ask("roots/list", {})).get("roots")
-        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
-
-    async def pass_level(self, client: Client) -> None:
-        """Ask the upstream for the downstream client's log level (when it logs at all)."""
-        if self.level is not None and "logging" in client.server_capabilities:
-            try:
-                await client.set_logging_level(self.level)
-            except RemoteError as exc:  # its refusal does not fail the downstream request
-                log.debug(
-                    "upstream of proxy %r refused level %s: %s", self.source.label, self.level, exc
-                )
-
-    async def drop(self) -> None:
-        client, self.client = self.client, None
-        if client is not None:
-            try:
-                await client.aclose()
-            except Exception as exc:  # it is going away anyway
-                log.debug("closing the upstream of proxy %r: %s", self.source.server.name, exc)
-
-    async def aclose(self) -> None:
-        self.closed = True
-        async with self.lock:
-            await self.drop()
-
-    async def list_changed(self, kind: str) -> None:
-        method = f"notifications/{kind}/list_changed"
-        session = self.session() if self.session is not None else None
-        if session is not None:
-            await session.notify(method)
-        elif self.session is None:  # the shared upstream: every live downstream session
-            await self.source.server.broadcast(method)
-
-    async def resource_updated(self, uri: str) -> None:
-        uri = self.source.downstream_uri(uri)
-        session = self.session() if self.session is not None else None
-        if session is not None and uri in session.subscriptions:
-            await session.notify("notifications/resources/updated", {"uri": uri})
-
-    async def logged(self, params: dict[str, Any]) -> None:
-        if self.session is None:
-            # The shared upstream serves many clients, and a log message names no
-            # request: passing it down could tell one client of another's call.
-            return
-        session = self.session()
-        if session is None:
-            return
-        request = self.serving[-1] if self.serving else None
-        level, logger = params.get("level"), params.get("logger")
-        try:
-            await session.log(
-                request,
-                level if isinstance(level, str) else "info",
-                params.get("data"),
-                logger=logger if isinstance(logger, str) else None,
-            )
-        except ValueError:  # a level the upstream made up: sent as info
-            await session.log(request, "info", params.get("data"))
-
-
 class ProxySource:
-    """The component source of a proxy: an :class:`Upstream` per downstream session."""
+    """The component source of a proxy: an :class:`Upstream` per downstream session, and
+    an :class:`UpstreamPool` for stateless downstream traffic."""
 
     kinds = _KINDS
 
-    def __init__(self, server: MCPServer, options: dict[str, Any], *, label: str) -> None:
+    def __init__(
+        self, server: MCPServer, options: dict[str, Any], *, label: str, pool_size: int
+    ) -> None:
         self.server = server
         self.options = options
         self.label = label
         self.upstreams: weakref.WeakKeyDictionary[ServerSession, Upstream] = (
             weakref.WeakKeyDictionary()
         )
-        self.shared: Upstream | None = None
-        # Every upstream not yet closed: one whose session is gone without a close (no
-        # transport said so) is still closed with the proxy's lifespan.
+        self.pool = UpstreamPool(self, size=pool_size)
+        # Every upstream of a session not yet closed: one whose session is gone without a
+        # close (no transport said so) is still closed with the proxy's lifespan.
         self.open: set[Upstream] = set()
         self.closing: set[asyncio.Task[None]] = set()
 
     def upstream(self, session: ServerSession) -> Upstream:
-        if session.stateless:
-            if self.shared is None:
-                self.shared = Upstream(self, None)
-                self.open.add(self.shared)
-            return self.shared
+        """The upstream of a session with a channel of its own (not a stateless one)."""
         upstream = self.upstreams.get(session)
         if upstream is None:
             upstream = self.upstreams[session] = Upstream(self, session)
@@ -304,40 +183,76 @@ class ProxySource:
 
     def failure(self, exc: BaseException) -> MCPError:
         """The downstream error for an upstream that failed (not one that answered)."""
+        if isinstance(exc, PeerTimeout):
+            what = f"did not answer in time ({exc})"
+        else:
+            what = f"is unavailable: {type(exc).__name__}: {exc}"
         return MCPError(
-            f"upstream server {self.label} is unavailable: {type(exc).__name__}: {exc}",
+            f"upstream server {self.label} {what}",
             code=INTERNAL_ERROR,
             data={"upstream": self.label},
         )
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
-        upstream = self.upstream(session)
-        client = await upstream.connected()
-        capability, listing = _LISTING[kind]
-        if capability not in client.server_capabilities:
-            return []
-        try:
-            return await listing(client)  # every page
-        except _UPSTREAM_FAILURES as exc:
-            await upstream.drop()
-            raise self.failure(exc) from exc
+        return cast("list[dict[str, Any]]", await self.through(session, None, kind))
 
     async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
+        if session.stateless and request.method in _SUBSCRIBING:
+            # A session of one request hears no updates: nothing to follow upstream (a
+            # pooled connection serves everyone, and would hold the subscription forever).
+            return None
+        return cast("dict[str, Any] | None", await self.through(session, request, None))
+
+    async def through(
+        self, session: ServerSession, request: Request | None, kind: str | None
+    ) -> list[dict[str, Any]] | dict[str, Any] | None:
+        """``request`` (or the listing of ``kind``) served by the upstream of ``session``.
+
+        Written out rather than as a context manager: it runs on every proxied call.
+        """
+        if session.stateless:
+            upstream = await self.pool.take(session, request)
+            try:
+                return await self.on(upstream, session, request, kind)
+            finally:
+                self.pool.give_back(upstream)
         upstream = self.upstream(session)
-        client = await upstream.connected()
+        if request is None:
+            return await self.on(upstream, session, request, kind)
         upstream.serving.append(request)
         try:
-            result = await self.forward(client, request)
-            return _component_result(result) if result is not None else None
-        except RemoteError as exc:
-            if request.method == "completion/complete" and exc.code == -32601:
-                return None  # an upstream without completions: the proxy's own (none)
-            raise
-        except _UPSTREAM_FAILURES as exc:
-            await upstream.drop()
-            raise self.failure(exc) from exc
+            return await self.on(upstream, session, request, kind)
         finally:
             upstream.serving.remove(request)
+
+    async def on(
+        self, upstream: Upstream, session: ServerSession, request: Request | None, kind: str | None
+    ) -> list[dict[str, Any]] | dict[str, Any] | None:
+        """Serve on ``upstream``. One that fails (as opposed to answering with an error) is
+        dropped, and the next request connects again; the downstream error names it."""
+        client = await upstream.connected()
+        try:
+            if session.stateless:
+                await upstream.follow_level(client, session)
+            if request is None:
+                assert kind is not None
+                capability, listing = _LISTING[kind]
+                if capability not in client.server_capabilities:
+                    return []
+                return await listing(client)  # every page
+            result = await self.forward(client, request)
+        except RemoteError as exc:
+            if (
+                request is not None
+                and request.method == "completion/complete"
+                and exc.code == -32601
+            ):
+                return None  # an upstream without completions: the proxy's own (none)
+            raise
+        except UPSTREAM_FAILURES as exc:
+            await upstream.drop()
+            raise self.failure(exc) from exc
+        return _component_result(result) if result is not None else None
 
     async def forward(self, client: Client, request: Request) -> dict[str, Any] | None:
         params = request.params
@@ -379,7 +294,12 @@ class ProxySource:
         """Middleware: a downstream ``logging/setLevel`` is passed up (now, or on connect)."""
         result = await call_next(ctx)
         level = ctx.params.get("level")
-        if ctx.method == "logging/setLevel" and isinstance(level, str):
+        # A stateless session lives for one request: the level it sets governs nothing more.
+        if (
+            ctx.method == "logging/setLevel"
+            and isinstance(level, str)
+            and not ctx.session.stateless
+        ):
             upstream = self.upstream(ctx.session)
             upstream.level = level
             client = upstream.client
@@ -406,8 +326,7 @@ class ProxySource:
         """Close every upstream connection (the proxy's lifespan ends)."""
         upstreams, self.open = self.open, set()
         self.upstreams.clear()
-        self.shared = None
-        await asyncio.gather(*(u.aclose() for u in upstreams), *self.closing)
+        await asyncio.gather(*(u.aclose() for u in upstreams), self.pool.aclose(), *self.closing)
 
 
 def _component_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -436,6 +355,8 @@ def proxy(
     name: str = "proxy",
     version: str = "1.0.0",
     instructions: str | None = None,
+    upstream_version: str | None = LATEST_HANDSHAKE,
+    pool_size: int = DEFAULT_POOL_SIZE,
 ) -> MCPServer:
     """A server serving what ``target`` serves (see the module docstring).
 
@@ -444,13 +365,32 @@ def proxy(
     session needs it. The result is an ordinary ``MCPServer``: add tools,
     middleware or auth to it, mount it, or serve it on any transport. Its own
     components are served first; the upstream's come after them.
+
+    ``upstream_version`` is the protocol revision the proxy asks of the upstream
+    (``None``: the newest the upstream speaks, the ``Client``'s choice); an
+    ``mcpServers`` entry's ``protocol_version`` wins. ``pool_size`` bounds the
+    upstream connections serving stateless downstream traffic (each carries one
+    request at a time; a request beyond them waits for one).
     """
+    if upstream_version is not None and upstream_version not in REVISIONS:
+        raise ConfigurationError(
+            f"upstream_version must be one of {', '.join(REVISIONS)} or None, "
+            f"not {upstream_version!r}"
+        )
+    if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+        raise ConfigurationError(f"pool_size must be a positive integer, not {pool_size!r}")
     options = client_options(target)
+    if upstream_version is not None:
+        options.setdefault("protocol_version", upstream_version)
     server = MCPServer(name=name, version=version, instructions=instructions)
+    command = options.get("command")
     label = repr(
-        options.get("url") or options.get("command") or getattr(target, "name", None) or name
+        options.get("url")
+        or (shlex.join([command, *options.get("args", ())]) if command else None)
+        or getattr(target, "name", None)
+        or name
     )
-    source = ProxySource(server, options, label=label)
+    source = ProxySource(server, options, label=label, pool_size=pool_size)
     server.add_component_source(source)
     server.on_roots_changed(source.roots_changed)
     server.add_middleware(source.level_set)

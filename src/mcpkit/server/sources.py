@@ -126,12 +126,13 @@ class ServerSources:
         self.sourced_kinds = kinds
 
     @classmethod
-    def proxy(cls, target: ProxyTarget, *, name: str = "proxy") -> MCPServer:
+    def proxy(cls, target: ProxyTarget, *, name: str = "proxy", **options: Any) -> MCPServer:
         """A server serving what ``target`` (a URL, a command line, an ``mcpServers``
-        entry or an ``MCPServer``) serves: ``mcpkit.compose.proxy``, which has the rules."""
+        entry or an ``MCPServer``) serves: ``mcpkit.compose.proxy``, which has the rules
+        and the other ``options`` (``upstream_version``, ``pool_size``, ...)."""
         from ..compose.proxy import proxy
 
-        return proxy(target, name=name)
+        return proxy(target, name=name, **options)
 
     @classmethod
     def from_config(

@@ -231,14 +231,19 @@ class GatewaySource:
             await self.start(member)
 
     async def start(self, member: Member) -> None:
-        """Connect ``member``'s shared upstream (that of stateless traffic); down on failure."""
+        """Connect one of ``member``'s pooled upstreams (those of stateless traffic), which
+        then serves the first stateless request; down on failure."""
         probe = self.server.create_session(stateless=True)
+        pool = member.source.pool
+        upstream = await pool.take(probe, None)
         try:
-            await member.source.upstream(probe).connected()
+            await upstream.connected()
         except MCPError as exc:
             self.went_down(member, exc)
         else:
             self.came_back(member)
+        finally:
+            pool.give_back(upstream)
 
     # -- ComponentSource ---------------------------------------------------------------------
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:

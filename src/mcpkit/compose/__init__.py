@@ -17,6 +17,8 @@ component source (``server.add_component_source``, :mod:`mcpkit.server.sources`)
 the seam for components that differ per session. :mod:`.gateway` serves every
 server of an ``mcpServers`` file under its name, one proxy each, in one component source;
 :mod:`.prefixed` serves a component source under a namespace (a mounted proxy's).
+:mod:`.transform` makes a tool from another (renamed, arguments changed, wrapped), on
+``create_tool`` for a registered tool and as a wrapping component source for a proxied one.
 """
 
 from __future__ import annotations
@@ -25,15 +27,20 @@ from .gateway import ToolFilter, from_config
 from .mount import Mount, mount
 from .naming import SEPARATOR, prefixed_name, prefixed_uri
 from .proxy import ProxySource, proxy
+from .transform import ArgTransform, ToolTransform, transform_tool, transform_tools
 
 __all__ = [
     "SEPARATOR",
+    "ArgTransform",
     "Mount",
     "ProxySource",
     "ToolFilter",
+    "ToolTransform",
     "from_config",
     "mount",
     "prefixed_name",
     "prefixed_uri",
     "proxy",
+    "transform_tool",
+    "transform_tools",
 ]

@@ -18,11 +18,13 @@ the seam for components that differ per session. :mod:`.gateway` serves every
 server of an ``mcpServers`` file under its name, one proxy each, in one component source;
 :mod:`.prefixed` serves a component source under a namespace (a mounted proxy's).
 :mod:`.transform` makes a tool from another (renamed, arguments changed, wrapped), on
-``create_tool`` for a registered tool and as a wrapping component source for a proxied one.
+``create_tool`` for a registered tool and as a wrapping component source for a proxied one;
+:mod:`.component_tools` serves resources and prompts as tools, for tools-only clients.
 """
 
 from __future__ import annotations
 
+from .component_tools import prompts_as_tools, resources_as_tools
 from .gateway import ToolFilter, from_config
 from .mount import Mount, mount
 from .naming import SEPARATOR, prefixed_name, prefixed_uri
@@ -40,7 +42,9 @@ __all__ = [
     "mount",
     "prefixed_name",
     "prefixed_uri",
+    "prompts_as_tools",
     "proxy",
+    "resources_as_tools",
     "transform_tool",
     "transform_tools",
 ]

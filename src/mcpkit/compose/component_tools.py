@@ -40,23 +40,29 @@ from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.tools import ToolAnnotations, ToolDefinition, create_tool
 
-__all__ = ["prompts_as_tools", "resources_as_tools"]
+__all__ = ["prompts_as_tools", "request_for", "resources_as_tools", "served"]
 
 _READ_ONLY: Final = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 _ARRAY: Final = {"type": "array", "items": {"type": "object"}}
 _MAX_PAGES: Final = 1000  # a listing that never ends (a broken source) stops here
 
 
-async def served(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The result of ``method`` served on the caller's session, as if the client asked it."""
+def request_for(ctx: Context, method: str, params: dict[str, Any]) -> Request:
+    """A ``method`` request on the caller's session: its id, stream and auth info (so a
+    proxied upstream's requests and logs reach the caller, and scopes are the caller's)."""
     outer = ctx.request
-    inner = Request(
+    return Request(
         ctx.session,
         {"id": outer.id, "method": method, "params": params},
         outer.send_raw,
         outer.auth_info,
     )
-    return await ctx.session.server.wrapped_methods[method](ctx.session, inner)
+
+
+async def served(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The result of ``method`` served on the caller's session, as if the client asked it."""
+    handler = ctx.session.server.wrapped_methods[method]
+    return await handler(ctx.session, request_for(ctx, method, params))
 
 
 async def listed(ctx: Context, method: str, key: str) -> list[dict[str, Any]]:

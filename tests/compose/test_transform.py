@@ -61,6 +61,7 @@ async def test_a_local_tool_is_renamed_with_arguments_renamed_defaulted_and_hidd
         assert list(schema["properties"]) == ["query", "limit"]
         assert schema["required"] == ["query"]
         assert schema["properties"]["query"]["description"] == "What to look for"
+        assert schema["properties"]["query"]["title"] == "Query"  # not the old name's "Q"
         assert schema["properties"]["limit"]["default"] == 3
         assert text(await client.call_tool("find", {"query": "tea"})) == "tea|3|secret"
         assert text(await client.call_tool("find", {"query": "tea", "limit": 5})) == "tea|5|secret"

@@ -19,6 +19,7 @@ tool names and descriptions match the words a model writes.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -39,15 +40,18 @@ _STOP: Final = frozenset(
 
 def tokens(text: str) -> list[str]:
     """The search terms of ``text``."""
-    out = []
-    for word in _WORD.findall(text):
-        term = word.lower()
-        if term in _STOP:
-            continue
-        if len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
-            term = term[:-1]
-        out.append(term)
-    return out
+    return [t for t in map(_term, _WORD.findall(text)) if t]
+
+
+@functools.lru_cache(maxsize=1 << 16)  # words repeat across tools: each is worked out once
+def _term(word: str) -> str:
+    """The term of one word ('' for a function word)."""
+    term = word.lower()
+    if term in _STOP:
+        return ""
+    if len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
+        return term[:-1]
+    return term
 
 
 class BM25Index:
@@ -60,10 +64,15 @@ class BM25Index:
         lengths = [sum(d.values()) for d in documents]
         average = (sum(lengths) / self.size) if self.size else 1.0
         postings: dict[str, list[tuple[int, float]]] = {}
+        get, k1_plus = postings.get, k1 + 1  # the loop runs once per term of every document
         for i, document in enumerate(documents):
             norm = k1 * (1 - b + b * lengths[i] / (average or 1.0))
             for term, tf in document.items():
-                postings.setdefault(term, []).append((i, tf * (k1 + 1) / (tf + norm)))
+                posting = get(term)
+                if posting is None:
+                    postings[term] = [(i, tf * k1_plus / (tf + norm))]
+                else:
+                    posting.append((i, tf * k1_plus / (tf + norm)))
         self.postings = postings
         n = self.size
         self.idf = {

@@ -76,6 +76,8 @@ class ToolSearch:
         self.own = frozenset({search_name, call_name})
         # Listing entries -> index, most recent first: (entries, index, kept entries).
         self.indexes: list[tuple[list[dict[str, Any]], BM25Index, list[dict[str, Any]]]] = []
+        # id(entry) -> (the entry, kept alive so that the id stays its own; its terms).
+        self.documents: dict[int, tuple[dict[str, Any], Counter[str]]] = {}
         self.search_tool = create_tool(
             id=search_name,
             description="Search this server's tools by what they do; returns the best "
@@ -189,7 +191,18 @@ class ToolSearch:
                     self.indexes.insert(0, self.indexes.pop(i))
                 return index, kept
         kept = [e for e in entries if e.get("name") not in self.own]
-        index = BM25Index([self.document(e) for e in kept])
+        # The terms of an entry seen in an earlier listing are not worked out again
+        # (the entries are the server's cached ones: a tool added costs its own terms).
+        known, documents = self.documents, {}
+        for e in kept:
+            seen_before = known.get(id(e))
+            documents[id(e)] = (
+                seen_before
+                if seen_before is not None and seen_before[0] is e
+                else (e, self.document(e))
+            )
+        self.documents = documents
+        index = BM25Index([documents[id(e)][1] for e in kept])
         self.indexes.insert(0, (entries, index, kept))
         del self.indexes[_KEPT_INDEXES:]
         return index, kept

@@ -156,6 +156,8 @@ class ArgumentMap:
                 problems.append(f"argument {new!r} would be shown twice")
                 continue
             shown_schema = dict(sub) if isinstance(sub, dict) else {}
+            if new != old and shown_schema.get("title") == _title(old):
+                shown_schema["title"] = _title(new)  # pydantic's title names the argument
             if t.description is not None:
                 shown_schema["description"] = t.description
             if t.default is not KEEP:
@@ -531,6 +533,11 @@ async def _awaited(value: Any) -> Any:
 
 def _is_error(value: Any) -> bool:
     return isinstance(value, dict) and value.get("isError") is True
+
+
+def _title(name: str) -> str:
+    """The title pydantic gives a property called ``name``."""
+    return name.replace("_", " ").title()
 
 
 def _is_json(value: Any) -> bool:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Client, MCPServer
+from mcpkit import Client, MCPServer, ServerLimits
 from mcpkit.auth.info import AuthInfo
-from mcpkit.compose import tool_search
+from mcpkit.compose import proxy, tool_search
 from mcpkit.compose.bm25 import BM25Index, tokens
 from mcpkit.server.tools import create_tool
 from mcpkit.testing import connect
@@ -172,3 +172,29 @@ async def test_five_thousand_tools_are_searched() -> None:
         assert len(hits) == 50 and "op_8" in hits  # op_8: alpha beta
         result = await client.call_tool("call_tool", {"name": "op_4999", "arguments": {}})
         assert result["content"][0]["text"] == "ok"
+
+
+async def test_a_paginated_listing_is_searched_whole() -> None:
+    server = MCPServer(name="paged", version="1.0.0", limits=ServerLimits(page_size=7))
+    for tool in catalogue().tools:
+        server.add_tool(tool)
+    tool_search(server)
+    async with connect(server) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["search_tools", "call_tool"]
+        assert (await found(client, "email someone"))[0] == "send_email"
+        assert (await found(client, "bill customer"))[0] == "create_invoice"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_proxied_servers_tools_are_searched_and_called(era: str) -> None:
+    server = proxy(catalogue(), name="front")
+    tool_search(server)
+    async with Client(server=server, protocol_version=era) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["search_tools", "call_tool"]
+        assert (await found(client, "weather forecast"))[0] == "get_forecast"
+        called = await client.call_tool(
+            "call_tool", {"name": "get_forecast", "arguments": {"city": "Lima"}}
+        )
+        assert called["content"][0]["text"] == "sunny in Lima for 1"
+        direct = await client.call_tool("send_email", {"to": "a", "subject": "b", "body": "c"})
+        assert direct["content"][0]["text"] == "sent to a"

@@ -36,7 +36,10 @@ def text(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
 
 
-async def test_a_local_tool_is_renamed_with_arguments_renamed_defaulted_and_hidden() -> None:
+@pytest.mark.parametrize("era", [HANDSHAKE, "2026-07-28"])
+async def test_a_local_tool_is_renamed_with_arguments_renamed_defaulted_and_hidden(
+    era: str,
+) -> None:
     server = search_server()
     transform_tools(
         server,
@@ -52,7 +55,7 @@ async def test_a_local_tool_is_renamed_with_arguments_renamed_defaulted_and_hidd
             )
         },
     )
-    async with connect(server) as client:
+    async with Client(server=server, protocol_version=era) as client:
         (tool,) = await client.list_tools()
         assert tool["name"] == "find"
         assert tool["description"] == "Find products."
@@ -231,3 +234,25 @@ async def test_a_proxied_stdio_tool_is_transformed() -> None:
         assert invalid["isError"] and "x" in text(invalid)
         with pytest.raises(Exception, match="Unknown tool"):
             await client.call_tool("add", {"a": 1, "b": 2})
+
+
+@pytest.mark.parametrize("era", [HANDSHAKE, "2026-07-28"])
+async def test_a_proxied_tool_lists_its_upstream_once_not_per_call(era: str) -> None:
+    upstream = search_server()
+    listings: list[str] = []
+
+    async def count(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/list":
+            listings.append(ctx.method)
+        return await call_next(ctx)
+
+    upstream.add_middleware(count)
+    server = proxy(upstream, name="front")
+    transform_tools(server, {"search": ToolTransform(arguments={"q": ArgTransform(name="text")})})
+    async with Client(server=server, protocol_version=era) as client:
+        for word in ("a", "b", "c"):
+            result = await client.call_tool("search", {"text": word})
+            assert text(result) == f"{word}|10|none"
+        refused = await client.call_tool("search", {"q": "a"})
+        assert refused["isError"]
+    assert len(listings) == 1

@@ -440,7 +440,9 @@ class TransformedSource:
     """A component source with some of its tools transformed (its other components as they are).
 
     The new tool is made per session from that session's listing entry (the
-    upstream may differ per session), again when the entry changes.
+    upstream may differ per session), again when the entry changes. Stateless
+    sessions (2026-07-28, stateless HTTP: one per request) share theirs, as they
+    share the proxy's upstream: a call need not list the upstream first each time.
     """
 
     def __init__(
@@ -459,13 +461,15 @@ class TransformedSource:
         self.made: weakref.WeakKeyDictionary[
             ServerSession, dict[str, tuple[dict[str, Any], ToolDefinition]]
         ] = weakref.WeakKeyDictionary()
+        #: Original name -> (entry, new tool), for the stateless sessions.
+        self.shared: dict[str, tuple[dict[str, Any], ToolDefinition]] = {}
 
     def __repr__(self) -> str:
         return f"TransformedSource({self.source!r}, {sorted(self.transforms)})"
 
     def tool_for(self, session: ServerSession, entry: dict[str, Any]) -> ToolDefinition:
         original = str(entry.get("name"))
-        made = self.made.setdefault(session, {})
+        made = self.made_for(session)
         cached = made.get(original)
         if cached is not None and cached[0] == entry:
             return cached[1]
@@ -474,7 +478,7 @@ class TransformedSource:
         async def call(arguments: dict[str, Any], ctx: Context | None) -> dict[str, Any]:
             assert ctx is not None  # served through a session: always one
             params = {**ctx.request.params, "name": original, "arguments": arguments}
-            result = await source.serve(session, request_with(ctx.request, params))
+            result = await source.serve(ctx.session, request_with(ctx.request, params))
             if result is None:
                 raise InvalidParams(f"Unknown tool: {original}")
             return result
@@ -482,6 +486,10 @@ class TransformedSource:
         tool = self.transforms[original].apply_to_entry(entry, call)
         made[original] = (entry, tool)
         return tool
+
+    def made_for(self, session: ServerSession) -> dict[str, tuple[dict[str, Any], ToolDefinition]]:
+        """The new tools made for ``session`` (shared by the stateless ones)."""
+        return self.shared if session.stateless else self.made.setdefault(session, {})
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)
@@ -507,7 +515,7 @@ class TransformedSource:
             if name in self.transforms and not self.keep_originals:
                 raise InvalidParams(f"Unknown tool: {name}")
             return await self.source.serve(session, request)
-        cached = self.made.get(session, {}).get(original)
+        cached = self.made_for(session).get(original)
         if cached is not None:
             tool = cached[1]
         else:  # called before listed: list once to learn the original's schema

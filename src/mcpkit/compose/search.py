@@ -246,7 +246,8 @@ def tool_search(
     """Put ``server`` in tool-search mode (see the module docstring); install before serving.
 
     ``limit``: how many tools a search returns unless asked (at most ``max_limit``).
-    ``pinned``: tools listed as well (their names), for the few a model always needs.
+    ``pinned``: tools listed as well (names of the server's own or mounted tools, shown
+    to callers whose scopes allow them), for the few a model always needs.
     """
     search = ToolSearch(
         server,

@@ -256,3 +256,33 @@ async def test_a_proxied_tool_lists_its_upstream_once_not_per_call(era: str) -> 
         refused = await client.call_tool("search", {"q": "a"})
         assert refused["isError"]
     assert len(listings) == 1
+
+
+async def test_sync_wrapper_and_output_and_a_new_meta() -> None:
+    server = search_server()
+    original = server.tools.get("search")
+    assert original is not None
+
+    def wrap(forward: Any, **arguments: Any) -> Any:
+        return forward(**arguments)  # a sync wrapper may hand back the awaitable
+
+    new = transform_tool(
+        original,
+        name="shout",
+        wrap=wrap,
+        output=lambda result: text(result).upper(),
+        meta={"team": "search"},
+    )
+    server.add_tool(new)
+    async with connect(server) as client:
+        listed = {t["name"]: t for t in await client.list_tools()}
+        assert listed["shout"]["_meta"] == {"team": "search"}
+        assert text(await client.call_tool("shout", {"q": "tea"})) == "TEA|10|NONE"
+
+
+def test_defaults_and_values_must_be_json() -> None:
+    server = search_server()
+    original = server.tools.get("search")
+    assert original is not None
+    with pytest.raises(RegistrationError, match=r"its value .* is not JSON"):
+        transform_tool(original, arguments={"api_key": ArgTransform(value=object())})

@@ -18,23 +18,39 @@ them for stateless traffic, :mod:`.upstream`): it is a component source
 components that differ per session. :mod:`.gateway` serves every server of an
 ``mcpServers`` file under its name, one proxy each, in one component source;
 :mod:`.prefixed` serves a component source under a namespace (a mounted proxy's).
+:mod:`.transform` makes a tool from another (renamed, arguments changed, wrapped), on
+``create_tool`` for a registered tool and as a wrapping component source for a proxied one;
+:mod:`.component_tools` serves resources and prompts as tools, for tools-only clients;
+:mod:`.search` lists a search tool and a call tool instead of every tool (BM25, :mod:`.bm25`),
+through a middleware answering ``tools/list``.
 """
 
 from __future__ import annotations
 
+from .component_tools import prompts_as_tools, resources_as_tools
 from .gateway import ToolFilter, from_config
 from .mount import Mount, mount
 from .naming import SEPARATOR, prefixed_name, prefixed_uri
 from .proxy import ProxySource, proxy
+from .search import ToolSearch, tool_search
+from .transform import ArgTransform, ToolTransform, transform_tool, transform_tools
 
 __all__ = [
     "SEPARATOR",
+    "ArgTransform",
     "Mount",
     "ProxySource",
     "ToolFilter",
+    "ToolSearch",
+    "ToolTransform",
     "from_config",
     "mount",
     "prefixed_name",
     "prefixed_uri",
+    "prompts_as_tools",
     "proxy",
+    "resources_as_tools",
+    "tool_search",
+    "transform_tool",
+    "transform_tools",
 ]

@@ -67,6 +67,7 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..protocol.envelope import is_stateless_request, unsupported_version
+from ..protocol.http_errors import error_answer
 from ..protocol.jsonrpc import Kind, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.stateless.input_required import principal_of
@@ -482,9 +483,9 @@ class StreamableHTTPApp(SessionEndpoints):
                 await send_body(send, 202)
                 return
             body = orjson.dumps(resp)
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": _json_headers(body)}
-            )
+            status, extra = error_answer(resp)  # 429 + Retry-After for a rate limit
+            headers = _json_headers(body) + list(extra)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
         await self._stream_response(session, entry, msg, send, auth_info)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
 from .form_validation import answer_errors
 from .lazy_pydantic import model_class, validation_error
+from .state import State, state_of
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
@@ -262,6 +263,10 @@ class Context:
         """What the server's lifespan yielded (``MCPServer(lifespan=...)``): shared
         resources such as a database pool; None when the server has no lifespan."""
         return self.session.server.lifespan_state
+
+    @property
+    def state(self) -> State:  # the caller's JSON values, per session or principal: .state
+        return state_of(self, self._call)
 
     @property
     def extra(self) -> RequestExtra:

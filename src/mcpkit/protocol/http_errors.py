@@ -47,6 +47,6 @@ def error_answer(
         return default, _NO_HEADERS
     data = error.get("data")
     after = data.get("retryAfter") if type(data) is dict else None
-    if type(after) in (int, float) and math.isfinite(after) and after >= 0:
+    if isinstance(after, int | float) and not isinstance(after, bool) and 0 <= after < math.inf:
         return status, ((b"retry-after", str(math.ceil(after)).encode()),)
     return status, _NO_HEADERS

@@ -148,6 +148,12 @@ EXTRAS = [
     ("auth", "mcpkit.auth.jwt", "httpx", "JWT access token verification (mcpkit.auth.jwt)"),
     ("redis", "mcpkit.stores.redis", "redis", "the Redis store (mcpkit.stores.redis)"),
     (
+        "redis",
+        "mcpkit.middleware.redis",
+        "redis",
+        "the built-in middleware on Redis (mcpkit.middleware.redis)",
+    ),
+    (
         "pydantic-ai",
         "mcpkit.adapters.pydantic_ai",
         "pydantic_ai",

@@ -163,3 +163,21 @@ async def test_nodes_on_one_redis_share_entries_and_drops(
         await on_a.list_tools()
         await on_a.read_resource("demo://readme")
     assert a_calls == {"tools/list": 2, "resources/read": 2}
+
+
+async def test_an_answer_computed_across_a_change_is_not_kept() -> None:
+    server = demo()
+    ResponseCache().install(server)
+    calls = counted(server)
+
+    async def change_while_listing(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        if ctx.method == "tools/list" and calls["tools/list"] == 1:
+            await server.tools.notify_list_changed()  # lands while the first listing runs
+        return await call_next(ctx)
+
+    server.add_middleware(change_while_listing)
+    async with connect(server) as client:
+        await client.list_tools()
+        await client.list_tools()
+        await client.list_tools()
+    assert calls["tools/list"] == 2  # the first answer may predate the change: not kept

@@ -153,7 +153,7 @@ class ResponseCache:
     ``store``: a :class:`CacheStore` or the server's ``RedisStore``.
     """
 
-    __slots__ = ("__weakref__", "_servers", "methods", "per_principal", "store", "ttl")
+    __slots__ = ("__weakref__", "_drops", "_servers", "methods", "per_principal", "store", "ttl")
 
     def __init__(
         self,
@@ -177,6 +177,9 @@ class ResponseCache:
         self.per_principal = per_principal
         self.store: CacheStore = _cache_store(store)
         self._servers: weakref.WeakSet[MCPServer] = weakref.WeakSet()
+        # Drops per group in this process: an answer computed while its group was dropped
+        # may predate the change, so it is not kept (another node's drop bounds it by ttl).
+        self._drops: dict[str, int] = {}
 
     def install(self, server: MCPServer) -> ResponseCache:
         """Listen to ``server``'s changes and join its middleware chain (innermost)."""
@@ -195,11 +198,16 @@ class ResponseCache:
     async def _on_broadcast(self, method: str, params: dict[str, Any] | None) -> None:
         group = _STALE.get(method)
         if group is not None:
-            await self.store.drop(group)
+            await self._drop(group)
 
     async def drop_reads(self, uri: str) -> None:
         """Forget the cached reads of ``uri`` (``notifications/resources/updated``)."""
-        await self.store.drop("read:" + uri)
+        await self._drop("read:" + uri)
+
+    async def _drop(self, group: str) -> None:
+        drops = self._drops
+        drops[group] = drops.get(group, 0) + 1
+        await self.store.drop(group)
 
     def _place(self, ctx: MiddlewareContext) -> tuple[str, str] | None:
         method = ctx.method
@@ -233,7 +241,11 @@ class ResponseCache:
         if hit is not None:
             cached: dict[str, Any] = orjson.loads(hit)
             return cached
+        drops = self._drops.get(group, 0)
         result = await call_next(ctx)
-        if result.get("resultType", "complete") == "complete":
+        if (
+            result.get("resultType", "complete") == "complete"
+            and self._drops.get(group, 0) == drops
+        ):
             await self.store.put(group, key, orjson.dumps(result), self.ttl)
         return result

@@ -30,6 +30,7 @@ would drop the record, nothing is measured or encoded.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import Any, Final
@@ -107,9 +108,16 @@ def request_logging(
             record["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
             _describe(ctx, record, include_arguments)
             if log.isEnabledFor(at):
-                log.log(at, orjson.dumps(record, default=repr).decode())
+                log.log(at, _dumps(record))
 
     return logged
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(record, default=repr).decode()
+    except TypeError:  # an integer beyond 64 bits (a request id, an argument)
+        return json.dumps(record, default=repr, ensure_ascii=False)
 
 
 def _describe(ctx: MiddlewareContext, record: dict[str, Any], arguments: bool) -> None:

@@ -21,6 +21,7 @@ limits (``ServerLimits``, the HTTP body size) still apply on top.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +39,13 @@ def _check(label: str, value: int | None) -> Bound:
     if value is not None and (type(value) is not int or value < 1):
         raise ConfigurationError(f"size_limits: {label} must be a positive integer or None")
     return value
+
+
+def _size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # an integer beyond 64 bits: the standard library encodes it
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 def size_limits(
@@ -66,7 +74,7 @@ def size_limits(
         tool = ctx.params.get("name")
         max_args, max_res = bounds.get(tool, default) if isinstance(tool, str) else default
         if max_args is not None:
-            size = len(orjson.dumps(ctx.params.get("arguments") or {}))
+            size = _size(ctx.params.get("arguments") or {})
             if size > max_args:
                 raise InvalidParams(
                     f"Invalid params: the arguments of tool {tool!r} are {size} bytes of "
@@ -76,7 +84,7 @@ def size_limits(
         result = await call_next(ctx)
         if max_res is None or result.get("resultType", "complete") != "complete":
             return result
-        size = len(orjson.dumps(result))
+        size = _size(result)
         if size <= max_res:
             return result
         text = (

@@ -102,6 +102,10 @@ class MemoryBuckets:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     async def take(self, key: str, *, rate: float, burst: float, cost: float) -> float:
+        return self.take_now(key, rate, burst, cost)
+
+    def take_now(self, key: str, rate: float, burst: float, cost: float) -> float:
+        """:meth:`take` without a coroutine: what the middleware calls on this store."""
         now = self.clock()
         buckets = self._buckets
         found = buckets.pop(key, None)
@@ -164,6 +168,9 @@ def rate_limit(
         raise ConfigurationError(f"rate_limit: key must be a function of the context, not {key!r}")
     counted = None if methods is None else frozenset(methods)
     buckets = _bucket_store(store)
+    # In memory: the key as it is (after the limit's prefix), taken without a coroutine:
+    # a dict operation. A shared store gets a digest: user text never becomes a Redis key.
+    memory = buckets if isinstance(buckets, MemoryBuckets) else None
     limit = name if name is not None else f"{rate:g}/s, burst {burst:g}"
     prefix = digest(limit)[:8] + ":"
     rate_f, burst_f, cost_f = float(rate), float(burst), float(cost)
@@ -175,7 +182,10 @@ def rate_limit(
         who = key(ctx)
         if who is None:
             return await call_next(ctx)
-        wait = await buckets.take(prefix + digest(who), rate=rate_f, burst=burst_f, cost=cost_f)
+        if memory is not None:
+            wait = memory.take_now(prefix + who, rate_f, burst_f, cost_f)
+        else:
+            wait = await buckets.take(prefix + digest(who), rate=rate_f, burst=burst_f, cost=cost_f)
         if wait > 0.0:
             raise RateLimited(wait, limit=limit)
         return await call_next(ctx)

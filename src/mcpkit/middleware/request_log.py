@@ -71,9 +71,10 @@ def request_logging(
 ) -> Middleware:
     """A middleware writing one JSON line per request to ``logger`` (see the module)."""
     log = logging.getLogger(logger) if isinstance(logger, str) else logger
+    lowest = min(level, error_level)
 
     async def logged(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
-        if not log.isEnabledFor(min(level, error_level)):
+        if not log.isEnabledFor(lowest):
             return await call_next(ctx)
         started = time.perf_counter()
         record: dict[str, Any] = {"method": ctx.method}

@@ -25,7 +25,8 @@ provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py
 ``stdio-mw``: a middleware that only calls ``call_next``, the chain's own share;
 ``stdio-ratelimit``, ``stdio-cache``, ``stdio-log``, ``stdio-log-off``, ``stdio-mask``,
 ``stdio-size``: one built-in middleware of :mod:`mcpkit.middleware` each, and
-``stdio-state``: a tool that reads and writes ``ctx.state``, ``servers/mcpkit_stdio_mw.py``),
+``stdio-state``: a tool that reads and writes ``ctx.state``, against ``stdio-ctx``, one
+that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -80,6 +81,7 @@ PATHS = (
     "stdio-mask",
     "stdio-size",
     "stdio-state",
+    "stdio-ctx",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -89,7 +91,7 @@ STDIO: dict[str, list[str]] = {
     "stdio-otel-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "sdk"],
     **{
         f"stdio-{variant}": [str(SERVERS / "mcpkit_stdio_mw.py"), variant]
-        for variant in ("ratelimit", "cache", "log", "log-off", "mask", "size", "state")
+        for variant in ("ratelimit", "cache", "log", "log-off", "mask", "size", "state", "ctx")
     },
 }
 ENVELOPE_2026 = {

@@ -8,7 +8,8 @@
 - ``log-off``: ``request_logging`` whose logger is below its level (nothing written);
 - ``mask``: ``mask_errors`` (in production mode);
 - ``size``: ``size_limits`` on arguments and results;
-- ``state``: no middleware; the tool reads and writes ``ctx.state`` (memory store).
+- ``state``: no middleware; the tool reads and writes ``ctx.state`` (memory store);
+- ``ctx``: no middleware; the tool takes a ``Context`` and leaves it (``state``'s baseline).
 """
 
 import logging
@@ -51,6 +52,13 @@ if variant == "state":
     async def echo(text: str, ctx: Context) -> str:
         """Return the text unchanged, counting calls in the session's state."""
         await ctx.state.set("calls", await ctx.state.get("calls", 0) + 1)
+        return text
+
+elif variant == "ctx":
+
+    @server.tool
+    async def echo(text: str, ctx: Context) -> str:
+        """Return the text unchanged (the context unused)."""
         return text
 
 else:

@@ -104,6 +104,10 @@ _DEFAULT_OPTIONS: Final = StateOptions()
 _options: weakref.WeakKeyDictionary[MCPServer, StateOptions] = weakref.WeakKeyDictionary()
 _own_stores: weakref.WeakKeyDictionary[MCPServer, StateStore] = weakref.WeakKeyDictionary()
 _session_names: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
+# Per server: (its store when resolved, the state store, the options); see _resolved.
+_resolutions: weakref.WeakKeyDictionary[MCPServer, tuple[Any, StateStore, StateOptions]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def configure_state(server: MCPServer, options: StateOptions) -> None:
@@ -113,6 +117,7 @@ def configure_state(server: MCPServer, options: StateOptions) -> None:
             f"configure_state: options must be a StateOptions, not {type(options).__name__}"
         )
     _options[server] = options
+    _resolutions.pop(server, None)
 
 
 def _store_of(server: MCPServer, options: StateOptions) -> StateStore:
@@ -125,6 +130,19 @@ def _store_of(server: MCPServer, options: StateOptions) -> StateStore:
     if own is None:
         own = _own_stores[server] = MemoryStateStore()
     return own
+
+
+def _resolved(server: MCPServer) -> tuple[StateStore, StateOptions]:
+    """The server's state store and options, worked out once per server store and options:
+    the protocol check (``isinstance`` of a runtime-checkable protocol) costs more than a
+    ``get`` on the memory store, so it is not made per request."""
+    found = _resolutions.get(server)
+    if found is not None and found[0] is server.store:
+        return found[1], found[2]
+    options = _options.get(server, _DEFAULT_OPTIONS)
+    store = _store_of(server, options)
+    _resolutions[server] = (server.store, store, options)
+    return store, options
 
 
 def _scope(ctx: Context, options: StateOptions) -> str:
@@ -217,6 +235,5 @@ class State:
 def state_of(ctx: Context, call: Callable[[Coroutine[Any, Any, Any]], Any]) -> State:
     """``ctx.state``: the values of the request's scope; ``call`` runs each operation
     (the context's bridge from a worker thread to the loop)."""
-    server = ctx.session.server
-    options = _options.get(server, _DEFAULT_OPTIONS)
-    return State(_store_of(server, options), _scope(ctx, options), options, call)
+    store, options = _resolved(ctx.session.server)
+    return State(store, _scope(ctx, options), options, call)

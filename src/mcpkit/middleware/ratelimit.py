@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Collection
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -76,11 +75,6 @@ class BucketStore(Protocol):
         ...
 
 
-def refill(tokens: float, elapsed: float, rate: float, burst: float) -> float:
-    """A bucket's tokens ``elapsed`` seconds after it held ``tokens``."""
-    return min(burst, tokens + max(0.0, elapsed) * rate)
-
-
 class MemoryBuckets:
     """The in-memory :class:`BucketStore`: one process, at most ``max_keys`` buckets.
 
@@ -99,7 +93,7 @@ class MemoryBuckets:
         self.max_keys = max_keys
         #: The monotonic clock the buckets refill by (replaceable in tests).
         self.clock = time.monotonic
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._buckets: dict[str, tuple[float, float]] = {}
 
     async def take(self, key: str, *, rate: float, burst: float, cost: float) -> float:
         return self.take_now(key, rate, burst, cost)
@@ -108,8 +102,13 @@ class MemoryBuckets:
         """:meth:`take` without a coroutine: what the middleware calls on this store."""
         now = self.clock()
         buckets = self._buckets
-        found = buckets.pop(key, None)
-        tokens = burst if found is None else refill(found[0], now - found[1], rate, burst)
+        found = buckets.pop(key, None)  # re-inserted below: the dict's order is recency
+        if found is None:
+            tokens = burst
+        else:
+            tokens = found[0] + (now - found[1]) * rate  # the clock is monotonic
+            if tokens > burst:
+                tokens = burst
         wait = 0.0
         if tokens >= cost:
             tokens -= cost
@@ -117,7 +116,7 @@ class MemoryBuckets:
             wait = (cost - tokens) / rate
         buckets[key] = (tokens, now)
         if len(buckets) > self.max_keys:
-            buckets.popitem(last=False)
+            del buckets[next(iter(buckets))]
         return wait
 
 

@@ -13,6 +13,7 @@ from mcpkit import MCPServer
 from mcpkit.errors import ConfigurationError, RemoteError
 from mcpkit.middleware import MemoryCache, ResponseCache
 from mcpkit.server.middleware import CallNext, MiddlewareContext
+from mcpkit.stores import MemoryStore
 from mcpkit.stores.redis import RedisStore
 from mcpkit.testing import connect
 from tests.middleware.conftest import ALICE, BOB, STATELESS, demo
@@ -129,6 +130,7 @@ def test_options_are_checked() -> None:
         ResponseCache(ttl=0)
     with pytest.raises(ConfigurationError, match="store"):
         ResponseCache(store=object())
+    assert isinstance(ResponseCache(store=MemoryStore()).store, MemoryCache)
 
 
 async def test_the_memory_cache_is_bounded() -> None:

@@ -25,6 +25,7 @@ from mcpkit.middleware import (
     rate_limit,
 )
 from mcpkit.middleware.redis import RedisBuckets
+from mcpkit.stores import MemoryStore
 from mcpkit.stores.redis import RedisStore
 from mcpkit.testing import InMemoryClient, connect
 from tests.middleware.conftest import ALICE, BOB, STATELESS, demo
@@ -112,6 +113,7 @@ def test_options_are_checked() -> None:
         rate_limit(rate=1, burst=1, cost=2)
     with pytest.raises(ConfigurationError, match="store"):
         rate_limit(rate=1, burst=1, store=object())
+    rate_limit(rate=1, burst=1, store=MemoryStore())  # the server's memory store: in memory
 
 
 def test_the_error_rounds_the_wait_up_to_milliseconds() -> None:

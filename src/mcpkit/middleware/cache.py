@@ -130,7 +130,7 @@ class MemoryCache:
 
 
 def _cache_store(store: Any) -> CacheStore:
-    if store is None:
+    if store is None or getattr(store, "shared", None) is False:  # None, or MemoryStore
         return MemoryCache()
     if isinstance(store, CacheStore):
         return store

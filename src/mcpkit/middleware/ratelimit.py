@@ -18,7 +18,8 @@ outside JSON-RPC's reserved range (2026-07-28 basic § error codes).
 Buckets live in a :class:`BucketStore`: :class:`MemoryBuckets` (one process) by
 default, :class:`mcpkit.middleware.redis.RedisBuckets` in a cluster (one atomic
 script per request, so every node draws on the same budget). Give
-``store=`` either, or the server's :class:`~mcpkit.stores.redis.RedisStore`.
+``store=`` either, or the server's store (a :class:`~mcpkit.stores.redis.RedisStore`
+means Redis, a ``MemoryStore`` memory).
 
 Only ``methods`` are counted (default: every request but ``initialize`` and
 ``ping``, which a client needs to learn it is limited); a request whose key is
@@ -121,7 +122,7 @@ class MemoryBuckets:
 
 
 def _bucket_store(store: Any) -> BucketStore:
-    if store is None:
+    if store is None or getattr(store, "shared", None) is False:  # None, or MemoryStore
         return MemoryBuckets()
     if isinstance(store, BucketStore):
         return store

@@ -132,10 +132,11 @@ _NOT_ACCEPTABLE = -1
 
 _ALLOW_STATEFUL: Final = (b"allow", b"GET, POST, DELETE")
 _ALLOW_STATELESS: Final = (b"allow", b"POST")
+_OK: Final[tuple[int, tuple[tuple[bytes, bytes], ...]]] = (200, ())
 
 
-def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
-    return [JSON_CT, (b"content-length", str(len(body)).encode())]
+def _json_headers(body: bytes, extra: Sequence[tuple[bytes, bytes]] = ()) -> list[Any]:
+    return [JSON_CT, (b"content-length", str(len(body)).encode()), *extra]
 
 
 class StreamableHTTPApp(SessionEndpoints):
@@ -483,8 +484,8 @@ class StreamableHTTPApp(SessionEndpoints):
                 await send_body(send, 202)
                 return
             body = orjson.dumps(resp)
-            status, extra = error_answer(resp)  # 429 + Retry-After for a rate limit
-            headers = _json_headers(body) + list(extra)
+            status, extra = error_answer(resp) if "error" in resp else _OK  # 429: Retry-After
+            headers = _json_headers(body, extra)
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return

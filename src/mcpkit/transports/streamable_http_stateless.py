@@ -168,7 +168,10 @@ class _LazyStream:
             if response is None:
                 await send_body(self._send, 202)
                 return
-            await send_response(self._send, response)
+            if "error" in response:
+                await send_response(self._send, response)
+            else:
+                await send_body(self._send, 200, orjson.dumps(response))
             return
         body = sse_event(orjson.dumps(response)) if response is not None else b""
         await self._send({"type": "http.response.body", "body": body, "more_body": False})

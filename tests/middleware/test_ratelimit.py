@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-import redis.asyncio
 
 from mcpkit.errors import ConfigurationError, RemoteError
 from mcpkit.middleware import (
@@ -24,12 +21,10 @@ from mcpkit.middleware import (
     combined,
     rate_limit,
 )
-from mcpkit.middleware.redis import RedisBuckets
 from mcpkit.stores import MemoryStore
 from mcpkit.stores.redis import RedisStore
 from mcpkit.testing import InMemoryClient, connect
 from tests.middleware.conftest import ALICE, BOB, STATELESS, demo
-from tests.redis_server import RedisServer
 from tests.transports.test_streamable_http_stateless_era import headers_for, request
 
 SLOW = 0.001  # tokens a second: nothing refills within a test
@@ -195,51 +190,3 @@ async def test_two_nodes_on_one_redis_share_the_budget(
         assert error.code == -31429 and error.data["retryAfter"] > 100
     async with connect(nodes[1], auth_info=BOB, **STATELESS) as bob:
         await bob.call_tool("echo", {"text": "4"})
-
-
-async def test_redis_buckets_spend_each_token_once_under_concurrency(
-    redis_stores: Callable[[], RedisStore],
-) -> None:
-    a, b = RedisBuckets(redis_stores()), RedisBuckets(redis_stores())
-    take = {"rate": SLOW, "burst": 10.0, "cost": 1.0}
-    waits = await asyncio.gather(*(node.take("k", **take) for node in (a, b) * 15))
-    assert sum(1 for w in waits if w == 0.0) == 10
-    assert all(w > 100 for w in waits if w != 0.0)
-
-
-async def test_redis_buckets_refill_by_the_clock(redis_stores: Callable[[], RedisStore]) -> None:
-    buckets = RedisBuckets(redis_stores())
-    take = {"rate": 20.0, "burst": 1.0, "cost": 1.0}
-    assert await buckets.take("k", **take) == 0.0
-    wait = await buckets.take("k", **take)
-    assert 0 < wait <= 0.05
-    await asyncio.sleep(wait + 0.02)
-    assert await buckets.take("k", **take) == 0.0
-
-
-async def test_on_redis_a_counted_request_costs_one_script_call(tmp_path: Path) -> None:
-    own = RedisServer(tmp_path)  # of this test alone: its statistics count this test only
-    own.start()
-    store = RedisStore(own.url, prefix="rl-cost:")
-    admin = redis.asyncio.Redis.from_url(own.url)
-    try:
-        server = demo(store=store, middleware=[rate_limit(rate=SLOW, burst=10, store=store)])
-        async with connect(server, auth_info=ALICE, **STATELESS) as client:
-            await client.call_tool("echo", {"text": "warm"})  # loads the script once
-            await admin.config_resetstat()
-            for _ in range(3):
-                await client.call_tool("echo", {"text": "x"})
-        stats = await admin.info("commandstats")
-        assert stats["cmdstat_evalsha"]["calls"] == 3
-        # Redis counts the script's own commands too; no other command came from a client.
-        inside = {"time", "hmget", "hset", "pexpire"}
-        assert {name.removeprefix("cmdstat_") for name in stats} <= {
-            "evalsha",
-            "info",
-            "config|resetstat",
-            *inside,
-        }
-    finally:
-        await admin.aclose()
-        await store.aclose()
-        own.stop()

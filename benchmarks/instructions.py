@@ -22,7 +22,11 @@ script prints every seed's figure so such a run shows.
 Paths: ``stdio`` (``servers/mcpkit_stdio.py``, 2025-11-25 session), ``stdio-otel``
 and ``stdio-otel-sdk`` (the same traced by ``otel_middleware``, with no tracer
 provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py``;
-``stdio-mw``: a middleware that only calls ``call_next``, the chain's own share),
+``stdio-mw``: a middleware that only calls ``call_next``, the chain's own share;
+``stdio-ratelimit``, ``stdio-cache``, ``stdio-log``, ``stdio-log-off``, ``stdio-mask``,
+``stdio-size``: one built-in middleware of :mod:`mcpkit.middleware` each, and
+``stdio-state``: a tool that reads and writes ``ctx.state``, against ``stdio-ctx``, one
+that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -70,6 +74,14 @@ PATHS = (
     "stdio-mw",
     "stdio-otel",
     "stdio-otel-sdk",
+    "stdio-ratelimit",
+    "stdio-cache",
+    "stdio-log",
+    "stdio-log-off",
+    "stdio-mask",
+    "stdio-size",
+    "stdio-state",
+    "stdio-ctx",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -77,6 +89,10 @@ STDIO: dict[str, list[str]] = {
     "stdio-mw": [str(SERVERS / "mcpkit_stdio_otel.py"), "pass"],
     "stdio-otel": [str(SERVERS / "mcpkit_stdio_otel.py"), "api"],
     "stdio-otel-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "sdk"],
+    **{
+        f"stdio-{variant}": [str(SERVERS / "mcpkit_stdio_mw.py"), variant]
+        for variant in ("ratelimit", "cache", "log", "log-off", "mask", "size", "state", "ctx")
+    },
 }
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -160,6 +160,12 @@ EXTRAS = [
         "OpenAPI import (mcpkit.compose.openapi.parse)",
     ),
     (
+        "redis",
+        "mcpkit.middleware.redis",
+        "redis",
+        "the built-in middleware on Redis (mcpkit.middleware.redis)",
+    ),
+    (
         "pydantic-ai",
         "mcpkit.adapters.pydantic_ai",
         "pydantic_ai",

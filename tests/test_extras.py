@@ -143,6 +143,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "pip install 'mcpkit[redis]'",
     ),
     (
+        "mcpkit.middleware.redis",
+        "redis",
+        "redis",
+        "the built-in middleware on Redis (mcpkit.middleware.redis) needs redis, which is not "
+        "installed: pip install 'mcpkit[redis]'",
+    ),
+    (
         "mcpkit.stores.redis_bus",
         "redis",
         "redis",

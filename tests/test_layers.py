@@ -400,6 +400,9 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
     ("mcpkit.server.client_requests", "mcpkit.server.session"): (
         "Context.session (the client-requests mixin)"
     ),
+    ("mcpkit.server.state", "mcpkit.server.context"): "ctx.state's scope is read from its Context",
+    ("mcpkit.server.state", "mcpkit.server.server"): "ctx.state's options are kept per server",
+    ("mcpkit.server.state", "mcpkit.server.session"): "sessions without an id are named here",
     (
         "mcpkit.server.stateless.input_required",
         "mcpkit.server.session",

@@ -67,6 +67,26 @@ async def test_deliver_broadcast_stays_in_the_process() -> None:
     assert fanout.sent == []  # another node's broadcast is not sent on again
 
 
+async def test_broadcast_listeners_hear_broadcasts_raised_here_after_the_sessions() -> None:
+    server = make_server()
+    other = make_server()
+    heard: list[tuple[str, Any, int]] = []
+    async with connect(server) as client:
+
+        async def listener(method: str, params: dict[str, Any] | None) -> None:
+            heard.append((method, params, len(client.notifications)))
+
+        server.add_broadcast_listener(listener)
+        await server.tools.notify_list_changed()
+        await server.broadcast("notifications/prompts/list_changed", {"x": 1})
+        await server.deliver_broadcast("notifications/resources/list_changed", None)
+        await other.broadcast("notifications/tools/list_changed")
+    assert heard == [
+        ("notifications/tools/list_changed", None, 1),  # after it reached the session
+        ("notifications/prompts/list_changed", {"x": 1}, 2),
+    ]  # not another node's broadcast delivered here, nor another server's
+
+
 async def test_disconnect_fanout_leaves_a_fanout_connected_since_in_place() -> None:
     server = make_server()
     first, second = Fanout(), Fanout()

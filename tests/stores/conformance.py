@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.stores import EventStore, InputRoundStore, SessionRecord, SessionStore
+from mcpkit.stores import EventStore, InputRoundStore, SessionRecord, SessionStore, StateStore
 
 JSON_MESSAGE: dict[str, Any] = {
     "jsonrpc": "2.0",
@@ -287,3 +287,39 @@ class InputRoundStoreConformance:
         assert await store.claim("soon.1", time.time() + 2) is True
         await asyncio.sleep(0.2)
         assert await store.claim("soon.1", time.time() + 60) is False
+
+
+class StateStoreConformance:
+    """``ctx.state``'s store: bytes by key, with an optional ttl."""
+
+    @pytest.fixture
+    def store(self) -> StateStore:
+        raise NotImplementedError
+
+    async def test_a_value_set_is_read_back_until_deleted(self, store: StateStore) -> None:
+        assert await store.get("s:1:cart") is None
+        await store.set("s:1:cart", b'{"n":1}', None)
+        assert await store.get("s:1:cart") == b'{"n":1}'
+        assert await store.get("s:2:cart") is None  # another scope's key
+        assert await store.delete("s:1:cart") is True
+        assert await store.get("s:1:cart") is None
+        assert await store.delete("s:1:cart") is False
+
+    async def test_a_later_set_replaces_the_value(self, store: StateStore) -> None:
+        await store.set("k", b"1", None)
+        await store.set("k", b"\x00binary\xff", 60.0)
+        assert await store.get("k") == b"\x00binary\xff"
+
+    async def test_a_value_expires_after_its_ttl(self, store: StateStore) -> None:
+        await store.set("short", b"1", 0.05)
+        await store.set("long", b"2", 60.0)
+        assert await store.get("short") == b"1"
+        await asyncio.sleep(0.2)
+        assert await store.get("short") is None
+        assert await store.get("long") == b"2"
+
+    async def test_a_set_without_ttl_drops_an_earlier_ttl(self, store: StateStore) -> None:
+        await store.set("k", b"1", 0.05)
+        await store.set("k", b"2", None)
+        await asyncio.sleep(0.2)
+        assert await store.get("k") == b"2"

@@ -11,12 +11,13 @@ from uuid import uuid4
 
 import pytest
 
-from mcpkit.stores import EventStore, InputRoundStore, SessionStore, Store
+from mcpkit.stores import EventStore, InputRoundStore, SessionStore, StateStore, Store
 from mcpkit.stores.redis import RedisStore
 from tests.stores.conformance import (
     EventStoreConformance,
     InputRoundStoreConformance,
     SessionStoreConformance,
+    StateStoreConformance,
 )
 
 
@@ -47,3 +48,9 @@ class TestRedisInputRoundStore(InputRoundStoreConformance):
     @pytest.fixture
     def store(self, redis_store: RedisStore) -> InputRoundStore:
         return redis_store.input_rounds
+
+
+class TestRedisStateStore(StateStoreConformance):
+    @pytest.fixture
+    def store(self, redis_store: RedisStore) -> StateStore:
+        return redis_store.state

@@ -34,6 +34,7 @@ from .detached import (
     request_asker,
     requests_answered_by,
 )
+from .state import State, state_of
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
@@ -227,6 +228,10 @@ class Context(ClientAsks):
         """What the server's lifespan yielded (``MCPServer(lifespan=...)``): shared
         resources such as a database pool; None when the server has no lifespan."""
         return self.session.server.lifespan_state
+
+    @property
+    def state(self) -> State:  # the caller's JSON values, per session or principal: .state
+        return state_of(self, self._call)
 
     @property
     def extra(self) -> RequestExtra:

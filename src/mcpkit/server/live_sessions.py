@@ -24,10 +24,12 @@ from .client_requests import send_elicitation_complete
 if TYPE_CHECKING:
     from .session import ServerSession
 
-__all__ = ["Fanout", "LiveSessions"]
+__all__ = ["BroadcastListener", "Fanout", "LiveSessions"]
 
 #: Sends one small JSON message to the other processes serving the server's sessions.
 Fanout = Callable[[dict[str, Any]], Awaitable[Any]]
+#: ``await listener(method, params)``: a broadcast this process raised.
+BroadcastListener = Callable[[str, "dict[str, Any] | None"], Awaitable[None]]
 
 
 class LiveSessions:
@@ -37,6 +39,8 @@ class LiveSessions:
     # gone), and the fanout of the cluster node serving them, if any.
     _sessions: weakref.WeakSet[ServerSession]
     _fanout: Fanout | None
+    # Replaced (never mutated) by add_broadcast_listener: a broadcast iterates a snapshot.
+    _broadcast_listeners: tuple[BroadcastListener, ...] = ()
 
     def sessions(self) -> list[ServerSession]:
         """The live, initialized sessions."""
@@ -79,6 +83,15 @@ class LiveSessions:
         await self.deliver_broadcast(method, params)
         if self._fanout is not None:
             await self._fanout({"k": "b", "m": method, "p": params})
+        for listener in self._broadcast_listeners:
+            await listener(method, params)
+
+    def add_broadcast_listener(self, listener: BroadcastListener) -> None:
+        """Await ``listener(method, params)`` after each :meth:`broadcast` this process
+        raises (the list_changed notifications), once it has reached the sessions: a
+        response cache drops the listings it kept (:mod:`mcpkit.middleware.cache`).
+        A listener that raises makes the broadcast raise."""
+        self._broadcast_listeners = (*self._broadcast_listeners, listener)
 
     async def deliver_broadcast(self, method: str, params: dict[str, Any] | None) -> None:
         """Deliver a broadcast to the sessions this process delivers broadcasts to: for

@@ -10,6 +10,7 @@ protocol                        in memory                   holds
 :class:`SessionStore`           :class:`MemorySessionStore`  handshake-era session records
 :class:`EventStore`             :class:`MemoryEventStore`    SSE events, for resumable streams
 :class:`InputRoundStore`        :class:`MemoryInputRoundStore`  used 2026-07-28 ``requestState``
+:class:`StateStore`             :class:`MemoryStateStore`    ``ctx.state`` values (optional)
 ==============================  ==========================  =================================
 
 :class:`Store` groups one of each, so a deployment names its state once::
@@ -41,6 +42,7 @@ from .events import (
 )
 from .input_required import InputRoundStore, MemoryInputRoundStore
 from .sessions import MemorySessionStore, SessionRecord, SessionStore
+from .state import MemoryStateStore, StateStore
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -53,9 +55,11 @@ __all__ = [
     "MemoryEventStore",
     "MemoryInputRoundStore",
     "MemorySessionStore",
+    "MemoryStateStore",
     "MemoryStore",
     "SessionRecord",
     "SessionStore",
+    "StateStore",
     "Store",
     "new_node_id",
 ]
@@ -69,7 +73,9 @@ class Store(Protocol):
     apps await it at startup (ASGI lifespan), so an unreachable store fails the
     start with its own message (``RedisStore`` raises ``StoreUnavailable``).
 
-    Optional attribute ``shared: bool``: True when other processes see the same
+    Optional attribute ``state``: a :class:`~mcpkit.stores.state.StateStore` for
+    ``ctx.state`` (both mcpkit stores have one; a store without it leaves ``ctx.state``
+    in a memory store of the server's own). Optional attribute ``shared: bool``: True when other processes see the same
     state (``RedisStore``), so several server processes form a cluster and talk
     over its :class:`~mcpkit.stores.bus.Bus`; read it with
     ``getattr(store, "shared", False)``.
@@ -86,13 +92,13 @@ class Store(Protocol):
 
 
 class MemoryStore:
-    """The in-memory :class:`Store`: one process's sessions, events and input rounds.
+    """The in-memory :class:`Store`: one process's sessions, events, input rounds and state.
 
     Each part may be given (for example a ``MemoryEventStore(max_bytes=...)``
     with other bounds); the others get their defaults.
     """
 
-    __slots__ = ("events", "input_rounds", "sessions")
+    __slots__ = ("events", "input_rounds", "sessions", "state")
 
     #: Process-local state: no other process sees it (see :class:`Store`).
     shared: Final = False
@@ -103,9 +109,11 @@ class MemoryStore:
         sessions: SessionStore | None = None,
         events: EventStore | None = None,
         input_rounds: InputRoundStore | None = None,
+        state: StateStore | None = None,
     ) -> None:
         self.sessions: SessionStore = sessions if sessions is not None else MemorySessionStore()
         self.events: EventStore = events if events is not None else MemoryEventStore()
         self.input_rounds: InputRoundStore = (
             input_rounds if input_rounds is not None else MemoryInputRoundStore()
         )
+        self.state: StateStore = state if state is not None else MemoryStateStore()

@@ -31,6 +31,8 @@ key                                type        expires
                                                each naming its SSE stream; deleted with
                                                the session's streams
 ``<prefix>round:<token id>``       string      with the ``requestState`` it records
+``<prefix>state:<scope>:<name>``   string      the value's ttl (``ctx.state``,
+                                               :mod:`mcpkit.server.state`)
 ``<prefix>node:<node id>``         string      ``node_ttl`` after the node's last heartbeat
                                                (:mod:`mcpkit.stores.redis_bus`)
 ``<prefix>rsk``                    string      never: the cluster's ``requestState`` key
@@ -88,6 +90,7 @@ __all__ = [
     "RedisEventStore",
     "RedisInputRoundStore",
     "RedisSessionStore",
+    "RedisStateStore",
     "RedisStore",
     "TailRead",
     "redact_url",
@@ -292,6 +295,47 @@ class RedisInputRoundStore:
             self._redis.fail(exc)
 
 
+# -- ctx.state ---------------------------------------------------------------------------------
+
+
+class RedisStateStore:
+    """A :class:`~mcpkit.stores.StateStore` on Redis: one string key per value.
+
+    Costs, each one round trip of one command: ``get`` GET; ``set`` SET (with PX when
+    the value has a ttl); ``delete`` DEL.
+    """
+
+    __slots__ = ("_redis", "prefix")
+
+    def __init__(self, redis: RedisConnection, prefix: str) -> None:
+        self._redis = redis
+        self.prefix = prefix + "state:"
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            value = await self._redis.client.get(self.prefix + key)
+        except FAILURES as exc:
+            if wrong_type(exc):  # not a value mcpkit wrote: as if unset
+                return None
+            self._redis.fail(exc)
+        return value.encode() if isinstance(value, str) else value
+
+    async def set(self, key: str, value: bytes, ttl: float | None) -> None:
+        try:
+            await self._redis.client.set(
+                self.prefix + key, value, px=None if ttl is None else ms(ttl)
+            )
+        except FAILURES as exc:
+            self._redis.fail(exc)
+
+    async def delete(self, key: str) -> bool:
+        try:
+            gone = await self._redis.client.delete(self.prefix + key)
+        except FAILURES as exc:
+            self._redis.fail(exc)
+        return bool(gone)
+
+
 # -- the bundle --------------------------------------------------------------------------------
 
 
@@ -327,7 +371,8 @@ class RedisStore:
     pub/sub connection of its own; :meth:`request_state_key` the cluster's key
     for signing 2026-07-28 ``requestState``.
 
-    Session records expire after the ``ttl`` the transport gives on each
+    :attr:`state` holds ``ctx.state`` (:class:`RedisStateStore`). Session records
+    expire after the ``ttl`` the transport gives on each
     write (its ``session_idle_timeout`` plus a margin); input-round claims
     with their ``requestState``.
     """
@@ -394,6 +439,7 @@ class RedisStore:
         self.sessions = RedisSessionStore(redis, prefix)
         self.events = RedisEventStore(redis, prefix, ttl=event_ttl, max_len=event_max_len)
         self.input_rounds = RedisInputRoundStore(redis, prefix)
+        self.state = RedisStateStore(redis, prefix)
         self._redis = redis
 
     def __repr__(self) -> str:

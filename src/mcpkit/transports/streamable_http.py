@@ -67,6 +67,7 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..protocol.envelope import is_stateless_request, unsupported_version
+from ..protocol.http_errors import error_answer
 from ..protocol.jsonrpc import Kind, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.stateless.input_required import principal_of
@@ -131,10 +132,11 @@ _NOT_ACCEPTABLE = -1
 
 _ALLOW_STATEFUL: Final = (b"allow", b"GET, POST, DELETE")
 _ALLOW_STATELESS: Final = (b"allow", b"POST")
+_OK: Final[tuple[int, tuple[tuple[bytes, bytes], ...]]] = (200, ())
 
 
-def _json_headers(body: bytes) -> list[tuple[bytes, bytes]]:
-    return [JSON_CT, (b"content-length", str(len(body)).encode())]
+def _json_headers(body: bytes, extra: Sequence[tuple[bytes, bytes]] = ()) -> list[Any]:
+    return [JSON_CT, (b"content-length", str(len(body)).encode()), *extra]
 
 
 class StreamableHTTPApp(SessionEndpoints):
@@ -482,9 +484,9 @@ class StreamableHTTPApp(SessionEndpoints):
                 await send_body(send, 202)
                 return
             body = orjson.dumps(resp)
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": _json_headers(body)}
-            )
+            status, extra = error_answer(resp) if "error" in resp else _OK  # 429: Retry-After
+            headers = _json_headers(body, extra)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
         await self._stream_response(session, entry, msg, send, auth_info)

@@ -13,7 +13,8 @@ basic/transports/streamable-http):
   UnsupportedProtocolVersion), a method this server does not implement (or
   the revision removed) is 404 + ``-32601``. A handler's
   ``MissingRequiredClientCapability`` (-32021) and ``HeaderMismatch`` are 400
-  too; other JSON-RPC errors ride a 200, as in earlier revisions.
+  too; a rate limit's ``-31429`` is 429 with ``Retry-After``
+  (:mod:`mcpkit.protocol.http_errors`); other JSON-RPC errors ride a 200.
 * No ``Mcp-Session-Id`` is read or minted; nothing outlives the request.
 * The response is JSON unless something related to the request (progress,
   the log messages it asked for, the ``subscriptions/listen`` stream) must be
@@ -48,6 +49,7 @@ import orjson
 from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from ..loops import cancel_and_wait
 from ..protocol.envelope import REMOVED_METHODS, Refusal, read_envelope
+from ..protocol.http_errors import error_answer
 from ..protocol.http_headers import check_request_headers
 from ..protocol.jsonrpc import Kind, classify, error_response, invalid_request, wire_id
 from .asgi import (
@@ -65,7 +67,13 @@ if TYPE_CHECKING:
     from ..server.server import MCPServer
     from ..server.session import ServerSession
 
-__all__ = ["WATCH_AFTER_S", "DisconnectWatch", "serve_stateless_post", "status_for"]
+__all__ = [
+    "WATCH_AFTER_S",
+    "DisconnectWatch",
+    "send_response",
+    "serve_stateless_post",
+    "status_for",
+]
 
 log = logging.getLogger("mcpkit.transports")
 
@@ -84,6 +92,12 @@ def status_for(response: dict[str, Any]) -> int:
         return 200
     code = error.get("code")
     return _STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+async def send_response(send: Send, response: dict[str, Any]) -> None:
+    """``response`` as a JSON body, with its status (and a rate limit's ``Retry-After``)."""
+    status, headers = error_answer(response, status_for(response))
+    await send_body(send, status, orjson.dumps(response), headers)
 
 
 async def _answer(send: Send, status: int, response: dict[str, Any]) -> None:
@@ -154,7 +168,10 @@ class _LazyStream:
             if response is None:
                 await send_body(self._send, 202)
                 return
-            await send_body(self._send, status_for(response), orjson.dumps(response))
+            if "error" in response:
+                await send_response(self._send, response)
+            else:
+                await send_body(self._send, 200, orjson.dumps(response))
             return
         body = sse_event(orjson.dumps(response)) if response is not None else b""
         await self._send({"type": "http.response.body", "body": body, "more_body": False})

@@ -1,0 +1,73 @@
+"""``mcpkit_stdio.py``'s server with one built-in middleware: what each costs per request.
+
+``python mcpkit_stdio_mw.py <variant>``, the variant one of:
+
+- ``ratelimit``: ``rate_limit`` keyed by session, in memory, a budget never spent;
+- ``cache``: ``ResponseCache`` (``tools/call`` is not cached: its pass-through cost);
+- ``log``: ``request_logging`` writing each line through a stream handler to /dev/null;
+- ``log-off``: ``request_logging`` whose logger is below its level (nothing written);
+- ``mask``: ``mask_errors`` (in production mode);
+- ``size``: ``size_limits`` on arguments and results;
+- ``state``: no middleware; the tool reads and writes ``ctx.state`` (memory store);
+- ``ctx``: no middleware; the tool takes a ``Context`` and leaves it (``state``'s baseline).
+"""
+
+import logging
+import os
+import sys
+
+from mcpkit import Context, MCPServer
+from mcpkit.middleware import (
+    ResponseCache,
+    by_session,
+    mask_errors,
+    rate_limit,
+    request_logging,
+    size_limits,
+)
+
+variant = sys.argv[1] if len(sys.argv) > 1 else ""
+if variant == "log":
+    handler = logging.StreamHandler(open(os.devnull, "w"))  # open as long as the process
+    logging.getLogger("mcpkit.requests").addHandler(handler)
+    logging.getLogger("mcpkit.requests").setLevel(logging.INFO)
+    logging.getLogger("mcpkit.requests").propagate = False
+elif variant == "log-off":
+    logging.getLogger("mcpkit.requests").setLevel(logging.ERROR)
+
+MIDDLEWARE = {
+    "ratelimit": lambda: rate_limit(rate=1e9, burst=1e9, key=by_session),
+    "cache": ResponseCache,
+    "log": request_logging,
+    "log-off": request_logging,
+    "mask": mask_errors,
+    "size": lambda: size_limits(max_arguments=1_000_000, max_result=10_000_000),
+}
+factory = MIDDLEWARE.get(variant)
+server = MCPServer(name="bench", version="1.0.0", middleware=[factory()] if factory else [])
+
+if variant == "state":
+
+    @server.tool
+    async def echo(text: str, ctx: Context) -> str:
+        """Return the text unchanged, counting calls in the session's state."""
+        await ctx.state.set("calls", await ctx.state.get("calls", 0) + 1)
+        return text
+
+elif variant == "ctx":
+
+    @server.tool
+    async def echo(text: str, ctx: Context) -> str:
+        """Return the text unchanged (the context unused)."""
+        return text
+
+else:
+
+    @server.tool
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+
+if __name__ == "__main__":
+    server.run_stdio()

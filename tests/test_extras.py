@@ -136,6 +136,20 @@ GUARDED: list[tuple[str, str, str, str]] = [
         )
     ),
     (
+        "mcpkit.auth.server.signing",
+        "auth",
+        "joserfc",
+        "the MCP authorization server's tokens (mcpkit.auth.server.signing) needs joserfc, "
+        "which is not installed: pip install 'mcpkit[auth]'",
+    ),
+    (
+        "mcpkit.auth.server.presets.oidc",
+        "auth",
+        "httpx",
+        "the authorization server's OIDC provider (mcpkit.auth.server.presets.oidc) needs "
+        "httpx, which is not installed: pip install 'mcpkit[auth]'",
+    ),
+    (
         "mcpkit.stores.redis",
         "redis",
         "redis",

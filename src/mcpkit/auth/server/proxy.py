@@ -1,0 +1,122 @@
+"""``OAuthProxy``: an MCP authorization server in front of an upstream identity provider.
+
+MCP clients expect dynamic registration, PKCE and the ``resource`` parameter; company
+identity providers offer a fixed client and a fixed redirect URI. The proxy is both:
+to MCP clients, an OAuth 2.1 authorization server (RFC 8414 metadata, RFC 7591
+registration, ``/authorize`` with a consent page, ``/token``, RFC 7009 revocation); to
+the identity provider, one pre-registered confidential client whose redirect URI is
+``{base_url}/auth/callback``. It issues its own short-lived JWTs for the MCP resource
+and keeps the provider's tokens server-side (no token passthrough, MCP authorization
+§ access token privilege restriction).
+
+::
+
+    proxy = OAuthProxy(upstream=OIDCProvider(...), base_url="https://mcp.example.com")
+    app = proxy.app(server.http_app(auth=proxy.protected_resource()))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import ConfigurationError
+from ..resource_config import url_problem
+from ..resource_server import ProtectedResource
+from .app import AuthServerApp
+from .handlers.callback import CALLBACK_PATH
+from .metadata import metadata_document, metadata_paths
+from .provider import UpstreamProvider
+from .signing import TokenSigner
+from .storage import AuthServerStorage, MemoryAuthServerStorage
+
+__all__ = ["CALLBACK_PATH", "OAuthProxy"]
+
+
+class OAuthProxy:
+    """The authorization server's configuration and state (all options keyword-only).
+
+    ``upstream``: the identity provider (:class:`~.presets.OIDCProvider`, ...).
+    ``base_url``: this server's public URL: the issuer, and the base of every endpoint
+    and of the upstream callback. ``resource``: the MCP endpoint tokens are issued for
+    (default ``{base_url}/mcp``). ``storage``: :class:`~.storage.AuthServerStorage`
+    (memory by default: one process). ``signing_key``: a private JWK or PEM (default:
+    generated, so tokens die with the process). ``scopes_supported``: the scopes MCP
+    clients may ask for (default: any, none named). Lifetimes in seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        upstream: UpstreamProvider,
+        base_url: str,
+        resource: str | None = None,
+        storage: AuthServerStorage | None = None,
+        signing_key: Any = None,
+        scopes_supported: Sequence[str] = (),
+        access_token_ttl: float = 900.0,
+        refresh_token_ttl: float = 30 * 86400.0,
+        code_ttl: float = 60.0,
+        flow_ttl: float = 600.0,
+        client_ttl: float | None = None,
+    ) -> None:
+        base_url = base_url.rstrip("/")
+        if (problem := url_problem("base_url", base_url)) is not None:
+            raise ConfigurationError(f"OAuthProxy: {problem}")
+        self.base_url = base_url
+        self.issuer = base_url
+        self.resource = resource or f"{base_url}/mcp"
+        if (problem := url_problem("resource", self.resource)) is not None:
+            raise ConfigurationError(f"OAuthProxy: {problem}")
+        self.upstream = upstream
+        self.storage: AuthServerStorage = storage or MemoryAuthServerStorage()
+        self.signer = TokenSigner(
+            issuer=self.issuer, key=signing_key, access_token_ttl=access_token_ttl
+        )
+        self.scopes_supported = tuple(scopes_supported)
+        self.refresh_token_ttl = refresh_token_ttl
+        self.code_ttl = code_ttl
+        self.flow_ttl = flow_ttl
+        self.client_ttl = client_ttl
+        self.callback_url = f"{base_url}{CALLBACK_PATH}"
+        self.secure_cookies = base_url.startswith("https://")
+        self._metadata = metadata_document(
+            issuer=self.issuer,
+            scopes_supported=self.scopes_supported,
+            signing_alg=self.signer.algorithm,
+        )
+        self.metadata_paths = metadata_paths(self.issuer)
+
+    def __repr__(self) -> str:
+        return f"OAuthProxy(issuer={self.issuer!r}, upstream={self.upstream!r})"
+
+    def metadata(self) -> dict[str, Any]:
+        """The RFC 8414 document (a copy)."""
+        return dict(self._metadata)
+
+    def protected_resource(self, **options: Any) -> ProtectedResource:
+        """The MCP endpoint as a resource protected by this server's tokens.
+
+        ``options`` go to :class:`~mcpkit.auth.ProtectedResource` (``resource_name``,
+        ``required_scopes``...).
+        """
+        options.setdefault("scopes_supported", self.scopes_supported)
+        return ProtectedResource(
+            resource=self.resource,
+            authorization_servers=[self.issuer],
+            verifier=self.signer.verifier(audience=self.resource),
+            **options,
+        )
+
+    def app(self, inner: Any = None) -> Any:
+        """An ASGI app serving this server's endpoints, and ``inner`` for every other path."""
+        return AuthServerApp(self, inner)
+
+    def check_scopes(self, requested: Sequence[str]) -> tuple[str, ...] | None:
+        """``requested`` when this server may grant it, else None (``invalid_scope``)."""
+        if self.scopes_supported and not set(requested) <= set(self.scopes_supported):
+            return None
+        return tuple(dict.fromkeys(requested))
+
+    def client_lifetime(self, now: float) -> float | None:
+        return None if self.client_ttl is None else now + self.client_ttl

@@ -201,6 +201,10 @@ class OIDCProvider:
             raise UpstreamError("the provider's ID token does not carry this sign-in's nonce")
         if not info.subject:
             raise UpstreamError("the provider's ID token has no subject")
+        claims = dict(info.claims)
+        userinfo = meta.get("userinfo_endpoint")
+        if isinstance(userinfo, str):
+            claims.update(await self._userinfo(userinfo, access, info.subject))
         expires_in = answer.get("expires_in")
         expires_at = (
             time.time() + float(expires_in)
@@ -211,13 +215,42 @@ class OIDCProvider:
         scope = answer.get("scope")
         return UpstreamIdentity(
             subject=info.subject,
-            claims=dict(info.claims),
+            claims=claims,
             access_token=access,
             refresh_token=refresh if isinstance(refresh, str) else None,
             id_token=id_token,
             scope=scope if isinstance(scope, str) else None,
             expires_at=expires_at,
         )
+
+    async def _userinfo(self, url: str, access_token: str, subject: str) -> dict[str, Any]:
+        """The UserInfo claims (OIDC Core § 5.3): providers that conform put only ``sub``
+        in the code flow's ID token and the profile and email claims here."""
+        try:
+            check_endpoint_url(url, what="userinfo_endpoint", allow_insecure_http=self._allow_http)
+        except ConfigurationError:
+            return {}
+        http = self._http.get()
+        request = http.build_request(
+            "GET",
+            url,
+            headers={"authorization": f"Bearer {access_token}", "accept": "application/json"},
+        )
+        try:
+            data = await fetch_json(
+                http,
+                request,
+                what="the UserInfo endpoint",
+                timeout=self.timeout,
+                max_bytes=_MAX_BYTES,
+            )
+        except VerifierUnavailable:
+            return {}  # the ID token alone still says who signed in
+        if data.get("sub") != subject:
+            # OIDC Core § 5.3.4: a different sub means the answer is not about this user.
+            raise UpstreamError("the UserInfo answer is about another subject")
+        # Identity claims only: the token claims of the ID token are not overwritten.
+        return {k: v for k, v in data.items() if k not in ("iss", "aud", "exp", "iat", "nonce")}
 
     async def aclose(self) -> None:
         await self._http.aclose()

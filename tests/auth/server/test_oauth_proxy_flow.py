@@ -1,0 +1,272 @@
+"""The authorization server end to end: a real OpenID provider upstream, real sockets.
+
+``oidc-provider`` (npm) is the company's identity provider, mcpkit's ``OAuthProxy`` the
+MCP authorization server in front of an MCP server, and the MCP client is mcpkit's own
+OAuth client, with :class:`FormBrowser` doing the browser's part (mcpkit's consent page,
+the provider's login and consent pages). Then the refusals: a tampered upstream state, a
+reused code, a wrong redirect URI, a missing or wrong PKCE verifier, a denied consent, a
+rotated or revoked refresh token.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+import pytest
+
+from mcpkit import Context, MCPServer
+from mcpkit.auth.client import OAuth
+from mcpkit.auth.server import OAuthProxy, OIDCProvider
+from mcpkit.client import Client
+from tests.auth.server.browser import FormBrowser
+from tests.auth.server.upstream import Upstream, running
+from tests.client.http_servers import free_socket, serve, unused_port
+
+CLIENT_REDIRECT = "http://127.0.0.1:33418/callback"
+
+
+@dataclass
+class Stack:
+    base: str  # the authorization server's (and MCP server's) base URL
+    mcp_url: str
+    proxy: OAuthProxy
+    http: httpx.AsyncClient
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Upstream, int]]:
+    port = unused_port()  # mcpkit's port, fixed now: the provider knows its callback
+    log = tmp_path_factory.mktemp("oidc") / "oidc-provider.log"
+    with running(f"http://127.0.0.1:{port}/auth/callback", Path(log)) as up:
+        yield up, port
+
+
+def mcp_server() -> MCPServer:
+    server = MCPServer(name="proxied", version="1")
+
+    @server.tool
+    def whoami(ctx: Context) -> str:
+        """Who is calling."""
+        auth = ctx.auth
+        if auth is None:
+            return "nobody"
+        return f"{auth.subject} <{auth.claims.get('email')}> via {auth.client_id}"
+
+    return server
+
+
+@pytest.fixture
+async def stack(upstream: tuple[Upstream, int]) -> AsyncIterator[Stack]:
+    up, port = upstream
+    base = f"http://127.0.0.1:{port}"
+    provider = OIDCProvider(
+        issuer=up.issuer, client_id=up.client_id, client_secret=up.client_secret
+    )
+    proxy = OAuthProxy(upstream=provider, base_url=base, scopes_supported=["mcp:tools"])
+    app = proxy.app(mcp_server().http_app(auth=proxy.protected_resource()))
+    async with serve(app, free_socket(port)) as mcp_url, httpx.AsyncClient(timeout=10) as http:
+        yield Stack(base, mcp_url, proxy, http)
+    await provider.aclose()
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+async def register(stack: Stack, **extra: Any) -> str:
+    body = {"redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"], "client_name": "Test Agent",
+            **extra}  # fmt: skip
+    resp = await stack.http.post(f"{stack.base}/register", json=body)
+    assert resp.status_code == 201, resp.text
+    client_id: str = resp.json()["client_id"]
+    return client_id
+
+
+def authorize_url(stack: Stack, client_id: str, challenge: str | None, **extra: str) -> str:
+    params = {"response_type": "code", "client_id": client_id, "redirect_uri": CLIENT_REDIRECT,
+              "state": "client-state", "scope": "mcp:tools", "resource": stack.mcp_url,
+              **extra}  # fmt: skip
+    if challenge is not None:
+        params.update(code_challenge=challenge, code_challenge_method="S256")
+    return f"{stack.base}/authorize?{urlencode(params)}"
+
+
+def answer(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+async def code_for(stack: Stack, client_id: str, challenge: str) -> str:
+    browser = FormBrowser(CLIENT_REDIRECT)
+    try:
+        back = answer(await browser.authorize(authorize_url(stack, client_id, challenge)))
+    finally:
+        await browser.aclose()
+    assert back["state"] == "client-state" and back["iss"] == stack.base
+    return back["code"]
+
+
+async def token(stack: Stack, **form: str) -> httpx.Response:
+    return await stack.http.post(f"{stack.base}/token", data=form)
+
+
+async def test_mcp_client_signs_in_upstream_and_the_tool_sees_the_user(stack: Stack) -> None:
+    browser = FormBrowser(login="alice")
+    auth = OAuth(authorizer=browser, client_name="Test Agent", scopes=["mcp:tools"])
+    try:
+        async with Client(url=stack.mcp_url, auth=auth, timeout=10.0) as client:
+            result = await client.call_tool("whoami", {})
+    finally:
+        await browser.aclose()
+    text = result["content"][0]["text"]
+    assert text.startswith("alice <alice@example.com> via ")
+    consent = browser.pages[0]
+    assert consent.url.startswith(f"{stack.base}/authorize?")
+    assert "Test Agent" in consent.text and "mcp:tools" in consent.text
+    assert "frame-ancestors 'none'" in consent.headers["content-security-policy"]
+    for external in ("src=", "href=", "url(", "@import"):  # no external assets
+        assert external not in consent.text
+    # The provider's own pages came next: mcpkit sent the browser upstream after consent.
+    assert any(p.url.startswith(stack.proxy.upstream.issuer) for p in browser.pages[1:])  # type: ignore[attr-defined]
+
+
+async def test_token_is_short_lived_audience_bound_and_not_the_upstream_token(
+    stack: Stack,
+) -> None:
+    client_id = await register(stack)
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    resp = await token(stack, grant_type="authorization_code", code=code, client_id=client_id,
+                       redirect_uri=CLIENT_REDIRECT, code_verifier=verifier)  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["expires_in"] == 900 and body["scope"] == "mcp:tools"
+    assert resp.headers["cache-control"] == "no-store"
+    info = await stack.proxy.protected_resource().verify(body["access_token"])
+    assert info.subject == "alice" and info.resource == stack.mcp_url
+    assert info.issuer == stack.base and info.client_id == client_id
+    # An MCP request with it is served.
+    listed = await stack.http.post(
+        stack.mcp_url,
+        headers={"authorization": f"Bearer {body['access_token']}",
+                 "accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+    )  # fmt: skip
+    assert listed.status_code == 200, listed.text
+
+
+async def test_a_code_is_single_use(stack: Stack) -> None:
+    client_id = await register(stack)
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    form = dict(grant_type="authorization_code", code=code, client_id=client_id,
+                redirect_uri=CLIENT_REDIRECT, code_verifier=verifier)  # fmt: skip
+    assert (await token(stack, **form)).status_code == 200
+    again = await token(stack, **form)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+
+
+async def test_a_missing_or_wrong_pkce_verifier_is_refused(stack: Stack) -> None:
+    client_id = await register(stack)
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    form = dict(grant_type="authorization_code", code=code, client_id=client_id,
+                redirect_uri=CLIENT_REDIRECT)  # fmt: skip
+    missing = await token(stack, **form)
+    assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
+    wrong = await token(stack, **form, code_verifier=pkce()[0])
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    # The failed attempt used the code up: the right verifier comes too late.
+    late = await token(stack, **form, code_verifier=verifier)
+    assert late.json()["error"] == "invalid_grant"
+
+
+async def test_a_wrong_redirect_uri_is_refused_without_redirecting(stack: Stack) -> None:
+    client_id = await register(stack)
+    _, challenge = pkce()
+    url = authorize_url(stack, client_id, challenge, redirect_uri="http://evil.example/cb")
+    resp = await stack.http.get(url)
+    assert resp.status_code == 400 and "location" not in resp.headers
+    assert "redirect URI" in resp.text
+    # At the token endpoint, the code is bound to the redirect URI it was issued for.
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    resp = await token(stack, grant_type="authorization_code", code=code, client_id=client_id,
+                       redirect_uri="http://127.0.0.1:33418/other", code_verifier=verifier)  # fmt: skip
+    assert resp.status_code == 400 and resp.json()["error"] == "invalid_grant"
+
+
+async def test_authorization_without_pkce_goes_back_with_an_error_and_iss(stack: Stack) -> None:
+    client_id = await register(stack)
+    resp = await stack.http.get(authorize_url(stack, client_id, None))
+    assert resp.status_code == 302
+    back = answer(resp.headers["location"])
+    assert resp.headers["location"].startswith(CLIENT_REDIRECT)
+    assert back == {"error": "invalid_request", "state": "client-state", "iss": stack.base,
+                    "error_description": "PKCE is required: send code_challenge (S256)"}  # fmt: skip
+
+
+async def test_a_tampered_upstream_state_is_refused(stack: Stack) -> None:
+    client_id = await register(stack)
+    _, challenge = pkce()
+    browser = FormBrowser(stack.proxy.callback_url)  # stop at mcpkit's callback
+    try:
+        callback = await browser.authorize(authorize_url(stack, client_id, challenge))
+    finally:
+        await browser.aclose()
+    params = answer(callback)
+    tampered = callback.replace(params["state"], params["state"][:-2] + "xx")
+    refused = await stack.http.get(tampered)
+    assert refused.status_code == 400 and "location" not in refused.headers
+    # The genuine callback still completes (the forged one consumed nothing)...
+    done = await stack.http.get(callback)
+    assert done.status_code == 302 and "code" in answer(done.headers["location"])
+    # ...once.
+    replay = await stack.http.get(callback)
+    assert replay.status_code == 400
+
+
+async def test_denied_consent_goes_back_as_access_denied(stack: Stack) -> None:
+    client_id = await register(stack)
+    _, challenge = pkce()
+    browser = FormBrowser(CLIENT_REDIRECT, consent="deny")
+    try:
+        back = answer(await browser.authorize(authorize_url(stack, client_id, challenge)))
+    finally:
+        await browser.aclose()
+    assert back["error"] == "access_denied" and back["state"] == "client-state"
+    assert back["iss"] == stack.base and "code" not in back
+
+
+async def test_refresh_tokens_rotate_and_revocation_ends_the_grant(stack: Stack) -> None:
+    client_id = await register(stack)
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    first = (await token(stack, grant_type="authorization_code", code=code, client_id=client_id,
+                         redirect_uri=CLIENT_REDIRECT, code_verifier=verifier)).json()  # fmt: skip
+    second = await token(stack, grant_type="refresh_token", client_id=client_id,
+                         refresh_token=first["refresh_token"])  # fmt: skip
+    assert second.status_code == 200, second.text
+    rotated = second.json()
+    assert rotated["refresh_token"] != first["refresh_token"]
+    reused = await token(stack, grant_type="refresh_token", client_id=client_id,
+                         refresh_token=first["refresh_token"])  # fmt: skip
+    assert reused.json()["error"] == "invalid_grant"
+    revoked = await stack.http.post(f"{stack.base}/revoke", data={
+        "client_id": client_id, "token": rotated["refresh_token"]})  # fmt: skip
+    assert revoked.status_code == 200
+    after = await token(stack, grant_type="refresh_token", client_id=client_id,
+                        refresh_token=rotated["refresh_token"])  # fmt: skip
+    assert after.json()["error"] == "invalid_grant"

@@ -305,5 +305,17 @@ class MemoryAuthServerStorage:
             for key in [k for k, v in self._refresh.items() if v.grant_id == grant_id]:
                 del self._refresh[key]
 
+    def __len__(self) -> int:
+        """Records held, expired ones not yet swept included (for monitoring and tests)."""
+        tables: tuple[dict[Any, Any], ...] = (
+            self._clients,
+            self._transactions,
+            self._codes,
+            self._refresh,
+            self._consent,
+            self._upstream,
+        )
+        return sum(map(len, tables))
+
     def __repr__(self) -> str:
         return f"MemoryAuthServerStorage({len(self._clients)} clients)"

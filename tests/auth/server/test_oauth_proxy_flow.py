@@ -71,7 +71,7 @@ async def stack(upstream: tuple[Upstream, int]) -> AsyncIterator[Stack]:
         issuer=up.issuer, client_id=up.client_id, client_secret=up.client_secret
     )
     proxy = OAuthProxy(upstream=provider, base_url=base, scopes_supported=["mcp:tools"])
-    app = proxy.app(mcp_server().http_app(auth=proxy.protected_resource()))
+    app = mcp_server().http_app(auth=proxy.protected_resource())
     async with serve(app, free_socket(port)) as mcp_url, httpx.AsyncClient(timeout=10) as http:
         yield Stack(base, mcp_url, proxy, http)
     await provider.aclose()

@@ -12,12 +12,13 @@ and keeps the provider's tokens server-side (no token passthrough, MCP authoriza
 ::
 
     proxy = OAuthProxy(upstream=OIDCProvider(...), base_url="https://mcp.example.com")
-    app = proxy.app(server.http_app(auth=proxy.protected_resource()))
+    server = MCPServer(name="notes", auth=proxy.protected_resource())
+    # server.http_app() now serves /mcp, its RFC 9728 metadata and the endpoints here
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...errors import ConfigurationError
@@ -30,7 +31,7 @@ from .provider import UpstreamProvider
 from .signing import TokenSigner
 from .storage import AuthServerStorage, MemoryAuthServerStorage
 
-__all__ = ["CALLBACK_PATH", "OAuthProxy"]
+__all__ = ["CALLBACK_PATH", "OAuthProxy", "ProxiedResource"]
 
 
 class OAuthProxy:
@@ -97,11 +98,14 @@ class OAuthProxy:
     def protected_resource(self, **options: Any) -> ProtectedResource:
         """The MCP endpoint as a resource protected by this server's tokens.
 
-        ``options`` go to :class:`~mcpkit.auth.ProtectedResource` (``resource_name``,
-        ``required_scopes``...).
+        Give it to ``MCPServer(auth=...)`` or ``server.http_app(auth=...)``: the app it
+        protects is served with this authorization server's endpoints beside it, so
+        ``mcpkit run ... -t http`` serves both. ``options`` go to
+        :class:`~mcpkit.auth.ProtectedResource` (``resource_name``, ``required_scopes``...).
         """
         options.setdefault("scopes_supported", self.scopes_supported)
-        return ProtectedResource(
+        return ProxiedResource(
+            self,
             resource=self.resource,
             authorization_servers=[self.issuer],
             verifier=self.signer.verifier(audience=self.resource),
@@ -120,3 +124,17 @@ class OAuthProxy:
 
     def client_lifetime(self, now: float) -> float | None:
         return None if self.client_ttl is None else now + self.client_ttl
+
+
+class ProxiedResource(ProtectedResource):
+    """A :class:`~mcpkit.auth.ProtectedResource` whose protected app also serves its
+    authorization server (:meth:`OAuthProxy.protected_resource`)."""
+
+    __slots__ = ("proxy",)
+
+    def __init__(self, proxy: OAuthProxy, **options: Any) -> None:
+        super().__init__(**options)
+        self.proxy = proxy
+
+    def protect(self, app: Any, *, paths: Iterable[str] = ()) -> Any:
+        return AuthServerApp(self.proxy, super().protect(app, paths=paths))

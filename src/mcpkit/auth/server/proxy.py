@@ -12,7 +12,7 @@ and keeps the provider's tokens server-side (no token passthrough, MCP authoriza
 ::
 
     proxy = OAuthProxy(upstream=OIDCProvider(...), base_url="https://mcp.example.com")
-    server = MCPServer(name="notes", auth=proxy.protected_resource())
+    server = MCPServer(name="notes", version="1.0.0", auth=proxy.protected_resource())
     # server.http_app() now serves /mcp, its RFC 9728 metadata and the endpoints here
 """
 

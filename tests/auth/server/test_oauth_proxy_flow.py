@@ -14,7 +14,7 @@ import base64
 import hashlib
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -49,8 +49,20 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Upstrea
         yield up, port
 
 
-def mcp_server() -> MCPServer:
+def mcp_server(proxy: OAuthProxy) -> MCPServer:
     server = MCPServer(name="proxied", version="1")
+
+    @server.tool
+    async def upstream_email(ctx: Context) -> str:
+        """Ask the identity provider, with the user's own provider token, who this is."""
+        token = await proxy.upstream_token(ctx.auth)
+        meta = await proxy.upstream.metadata()  # type: ignore[attr-defined]
+        async with httpx.AsyncClient() as http:
+            resp = await http.get(
+                meta["userinfo_endpoint"], headers={"authorization": f"Bearer {token}"}
+            )
+        resp.raise_for_status()
+        return f"{resp.json()['email']} {token[:12]}"
 
     @server.tool
     def whoami(ctx: Context) -> str:
@@ -71,7 +83,7 @@ async def stack(upstream: tuple[Upstream, int]) -> AsyncIterator[Stack]:
         issuer=up.issuer, client_id=up.client_id, client_secret=up.client_secret
     )
     proxy = OAuthProxy(upstream=provider, base_url=base, scopes_supported=["mcp:tools"])
-    app = mcp_server().http_app(auth=proxy.protected_resource())
+    app = mcp_server(proxy).http_app(auth=proxy.protected_resource())
     async with serve(app, free_socket(port)) as mcp_url, httpx.AsyncClient(timeout=10) as http:
         yield Stack(base, mcp_url, proxy, http)
     await provider.aclose()
@@ -270,3 +282,29 @@ async def test_refresh_tokens_rotate_and_revocation_ends_the_grant(stack: Stack)
     after = await token(stack, grant_type="refresh_token", client_id=client_id,
                         refresh_token=rotated["refresh_token"])  # fmt: skip
     assert after.json()["error"] == "invalid_grant"
+
+
+async def test_tools_use_the_users_provider_token_refreshed_when_it_expires(
+    stack: Stack,
+) -> None:
+    browser = FormBrowser(login="carol")
+    auth = OAuth(authorizer=browser, scopes=["mcp:tools"])
+    try:
+        async with Client(url=stack.mcp_url, auth=auth, timeout=10.0) as client:
+            first = (await client.call_tool("upstream_email", {}))["content"][0]["text"]
+            assert first.startswith("carol@example.com ")
+            # The provider's token runs out: the next use refreshes it at the provider.
+            token = (await auth.storage.load_tokens(stack.mcp_url)).access_token  # type: ignore[union-attr]
+            info = await stack.proxy.protected_resource().verify(token)
+            grant = info.claims["mcpkit_grant"]
+            kept = await stack.proxy.storage.load_upstream_tokens(grant)
+            assert kept is not None and kept.refresh_token is not None
+            await stack.proxy.storage.save_upstream_tokens(replace(kept, access_expires_at=0.0))
+            second = (await client.call_tool("upstream_email", {}))["content"][0]["text"]
+    finally:
+        await browser.aclose()
+    assert second.startswith("carol@example.com ") and second != first
+    renewed = await stack.proxy.storage.load_upstream_tokens(grant)
+    assert renewed is not None and renewed.access_token != kept.access_token
+    # The MCP client never saw a provider token: its access token is mcpkit's own JWT.
+    assert info.issuer == stack.base and kept.access_token not in token

@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "UpstreamProvider": ".provider",
     "UpstreamIdentity": ".provider",
     "UpstreamError": ".provider",
+    "UpstreamGrant": ".provider",
     "AuthServerStorage": ".storage",
     "MemoryAuthServerStorage": ".storage",
     "TokenSigner": ".signing",
@@ -42,6 +43,7 @@ __all__ = [
     "OIDCProvider",
     "TokenSigner",
     "UpstreamError",
+    "UpstreamGrant",
     "UpstreamIdentity",
     "UpstreamProvider",
 ]
@@ -50,7 +52,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 
 if TYPE_CHECKING:
     from .presets.oidc import OIDCProvider
-    from .provider import UpstreamError, UpstreamIdentity, UpstreamProvider
+    from .provider import UpstreamError, UpstreamGrant, UpstreamIdentity, UpstreamProvider
     from .proxy import OAuthProxy
     from .signing import TokenSigner
     from .storage import AuthServerStorage, MemoryAuthServerStorage

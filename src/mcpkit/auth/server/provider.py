@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["UpstreamError", "UpstreamIdentity", "UpstreamProvider"]
+__all__ = ["UpstreamError", "UpstreamGrant", "UpstreamIdentity", "UpstreamProvider"]
 
 
 class UpstreamError(Exception):
@@ -33,6 +33,16 @@ class UpstreamIdentity:
     access_token: str = field(repr=False)
     refresh_token: str | None = field(default=None, repr=False)
     id_token: str | None = field(default=None, repr=False)
+    scope: str | None = None
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpstreamGrant:
+    """The provider's answer to a refresh: a new access token, maybe a new refresh token."""
+
+    access_token: str = field(repr=False)
+    refresh_token: str | None = field(default=None, repr=False)
     scope: str | None = None
     expires_at: float | None = None
 
@@ -62,4 +72,8 @@ class UpstreamProvider(Protocol):
         iss: str | None,
     ) -> UpstreamIdentity:
         """Exchange the code from the callback; raise :class:`UpstreamError` when refused."""
+        ...
+
+    async def refresh(self, refresh_token: str) -> UpstreamGrant:
+        """New provider tokens for a refresh token; :class:`UpstreamError` when refused."""
         ...

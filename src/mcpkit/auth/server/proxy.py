@@ -18,16 +18,22 @@ and keeps the provider's tokens server-side (no token passthrough, MCP authoriza
 
 from __future__ import annotations
 
+import asyncio
+import time
+import weakref
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ...errors import ConfigurationError
+from ..info import AuthInfo
 from ..resource_config import url_problem
 from ..resource_server import ProtectedResource
 from .app import AuthServerApp
 from .handlers.callback import CALLBACK_PATH
+from .handlers.token import GRANT_CLAIM
 from .metadata import metadata_document, metadata_paths
-from .provider import UpstreamProvider
+from .provider import UpstreamError, UpstreamProvider
 from .signing import TokenSigner
 from .storage import AuthServerStorage, MemoryAuthServerStorage
 
@@ -80,6 +86,9 @@ class OAuthProxy:
         self.flow_ttl = flow_ttl
         self.client_ttl = client_ttl
         self.callback_url = f"{base_url}{CALLBACK_PATH}"
+        self._refresh_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self.secure_cookies = base_url.startswith("https://")
         self._metadata = metadata_document(
             issuer=self.issuer,
@@ -111,6 +120,40 @@ class OAuthProxy:
             verifier=self.signer.verifier(audience=self.resource),
             **options,
         )
+
+    async def upstream_token(self, auth: AuthInfo | None, *, margin: float = 30.0) -> str:
+        """The identity provider's access token for the user behind ``auth`` (``ctx.auth``).
+
+        For tools that call the provider's APIs on the user's behalf; the token never
+        leaves the server. Refreshed first (and the new tokens kept) when it expires
+        within ``margin`` seconds. :class:`UpstreamError` when ``auth`` is not a token
+        of this server or the grant was revoked, expired, or cannot be refreshed.
+        """
+        if auth is None or auth.issuer != self.issuer:
+            raise UpstreamError("the request carries no token of this authorization server")
+        grant_id = auth.claims.get(GRANT_CLAIM)
+        if not isinstance(grant_id, str):
+            raise UpstreamError("the token names no grant")
+        async with self._refresh_locks.setdefault(grant_id, asyncio.Lock()):
+            tokens = await self.storage.load_upstream_tokens(grant_id)
+            if tokens is None:
+                raise UpstreamError("the grant was revoked or has expired")
+            due = tokens.access_expires_at
+            if due is None or time.time() < due - margin:
+                return tokens.access_token
+            if tokens.refresh_token is None:
+                raise UpstreamError("the provider's token expired and cannot be refreshed")
+            fresh = await self.upstream.refresh(tokens.refresh_token)
+            await self.storage.save_upstream_tokens(
+                replace(
+                    tokens,
+                    access_token=fresh.access_token,
+                    refresh_token=fresh.refresh_token,
+                    scope=fresh.scope or tokens.scope,
+                    access_expires_at=fresh.expires_at,
+                )
+            )
+            return fresh.access_token
 
     def app(self, inner: Any = None) -> Any:
         """An ASGI app serving this server's endpoints, and ``inner`` for every other path."""

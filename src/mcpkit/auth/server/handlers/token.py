@@ -26,7 +26,10 @@ from ..storage import RefreshGrant, RegisteredClient
 if TYPE_CHECKING:
     from ..context import ServerContext
 
-__all__ = ["authenticate_client", "handle"]
+__all__ = ["GRANT_CLAIM", "authenticate_client", "handle"]
+
+GRANT_CLAIM: Final = "mcpkit_grant"
+"""The access token claim naming the grant (a private claim name, RFC 7519 § 4.3)."""
 
 _VERIFIER: Final = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 
@@ -170,7 +173,9 @@ async def _issue(
         client_id=client.client_id,
         audience=grant.resource,
         scopes=grant.scopes,
-        extra=grant.claims,
+        # The grant's handle, so the server can find the provider's tokens for it
+        # (OAuthProxy.upstream_token); an opaque random id, useless without the store.
+        extra={**grant.claims, GRANT_CLAIM: grant.grant_id},
     )
     answer: dict[str, Any] = {"access_token": access, "token_type": "Bearer", "expires_in": ttl}
     if grant.scopes:

@@ -28,11 +28,18 @@ with require_extra(
 from ....errors import ConfigurationError, InvalidToken, VerifierUnavailable
 from ...endpoints import HTTPClientSlot, check_endpoint_url, fetch_json
 from ...jwt import DEFAULT_ALGORITHMS, JWTVerifier
-from ..provider import UpstreamError, UpstreamIdentity
+from ..provider import UpstreamError, UpstreamGrant, UpstreamIdentity
 
 __all__ = ["OIDCProvider"]
 
 _MAX_BYTES = 256 * 1024
+
+
+def _expires_at(answer: dict[str, Any]) -> float | None:
+    expires_in = answer.get("expires_in")
+    if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
+        return time.time() + float(expires_in)
+    return None
 
 
 class OIDCProvider:
@@ -165,25 +172,7 @@ class OIDCProvider:
             "redirect_uri": redirect_uri,
             "code_verifier": code_verifier,
         }
-        headers = {"accept": "application/json"}
-        if self.auth_method == "client_secret_post":
-            form.update(client_id=self.client_id, client_secret=self._secret)
-        else:
-            # RFC 6749 § 2.3.1: both halves form-encoded before the Basic encoding.
-            pair = f"{quote(self.client_id, safe='')}:{quote(self._secret, safe='')}"
-            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        http = self._http.get()
-        request = http.build_request("POST", meta["token_endpoint"], data=form, headers=headers)
-        try:
-            answer = await fetch_json(
-                http,
-                request,
-                what="the provider's token endpoint",
-                timeout=self.timeout,
-                max_bytes=_MAX_BYTES,
-            )
-        except VerifierUnavailable as exc:
-            raise UpstreamError(str(exc), error="access_denied") from None
+        answer = await self._token_request(meta, form)
         access = answer.get("access_token")
         id_token = answer.get("id_token")
         if not isinstance(access, str) or not isinstance(id_token, str):
@@ -205,12 +194,6 @@ class OIDCProvider:
         userinfo = meta.get("userinfo_endpoint")
         if isinstance(userinfo, str):
             claims.update(await self._userinfo(userinfo, access, info.subject))
-        expires_in = answer.get("expires_in")
-        expires_at = (
-            time.time() + float(expires_in)
-            if isinstance(expires_in, int | float) and not isinstance(expires_in, bool)
-            else None
-        )
         refresh = answer.get("refresh_token")
         scope = answer.get("scope")
         return UpstreamIdentity(
@@ -220,7 +203,46 @@ class OIDCProvider:
             refresh_token=refresh if isinstance(refresh, str) else None,
             id_token=id_token,
             scope=scope if isinstance(scope, str) else None,
-            expires_at=expires_at,
+            expires_at=_expires_at(answer),
+        )
+
+    async def _token_request(self, meta: dict[str, Any], form: dict[str, str]) -> dict[str, Any]:
+        headers = {"accept": "application/json"}
+        if self.auth_method == "client_secret_post":
+            form = {**form, "client_id": self.client_id, "client_secret": self._secret}
+        else:
+            # RFC 6749 § 2.3.1: both halves form-encoded before the Basic encoding.
+            pair = f"{quote(self.client_id, safe='')}:{quote(self._secret, safe='')}"
+            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        http = self._http.get()
+        request = http.build_request("POST", meta["token_endpoint"], data=form, headers=headers)
+        try:
+            return await fetch_json(
+                http,
+                request,
+                what="the provider's token endpoint",
+                timeout=self.timeout,
+                max_bytes=_MAX_BYTES,
+            )
+        except VerifierUnavailable as exc:
+            raise UpstreamError(str(exc), error="access_denied") from None
+
+    async def refresh(self, refresh_token: str) -> UpstreamGrant:
+        meta = await self.metadata()
+        answer = await self._token_request(
+            meta, {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        )
+        access = answer.get("access_token")
+        if not isinstance(access, str):
+            raise UpstreamError("the provider's refresh answer lacks an access token")
+        refresh = answer.get("refresh_token")
+        scope = answer.get("scope")
+        return UpstreamGrant(
+            access_token=access,
+            # RFC 6749 § 6: without a new one, the old refresh token stays good.
+            refresh_token=refresh if isinstance(refresh, str) else refresh_token,
+            scope=scope if isinstance(scope, str) else None,
+            expires_at=_expires_at(answer),
         )
 
     async def _userinfo(self, url: str, access_token: str, subject: str) -> dict[str, Any]:

@@ -36,11 +36,11 @@ MAX_QUERY: Final = 8 * 1024
 MAX_VALUE: Final = 2048
 
 _NO_STORE: Final = [(b"cache-control", b"no-store"), (b"pragma", b"no-cache")]
-# No external assets, no framing (clickjacking of the consent page), no form posts
-# elsewhere: the consent page's whole policy.
+# No external assets, no framing (clickjacking of the consent page). No form-action:
+# browsers apply it to the redirects that follow a form post too, and the consent
+# answer redirects to the identity provider or back to the client, both elsewhere.
 _PAGE_POLICY: Final = (
-    b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-    b"frame-ancestors 'none'; base-uri 'none'"
+    b"default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
 )
 
 

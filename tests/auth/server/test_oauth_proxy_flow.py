@@ -179,15 +179,20 @@ async def test_token_is_short_lived_audience_bound_and_not_the_upstream_token(
     assert listed.status_code == 200, listed.text
 
 
-async def test_a_code_is_single_use(stack: Stack) -> None:
+async def test_a_code_is_single_use_and_its_replay_ends_the_grant(stack: Stack) -> None:
     client_id = await register(stack)
     verifier, challenge = pkce()
     code = await code_for(stack, client_id, challenge)
     form = dict(grant_type="authorization_code", code=code, client_id=client_id,
                 redirect_uri=CLIENT_REDIRECT, code_verifier=verifier)  # fmt: skip
-    assert (await token(stack, **form)).status_code == 200
+    first = await token(stack, **form)
+    assert first.status_code == 200
     again = await token(stack, **form)
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    # OAuth 2.1 § 4.1.3: the replay revokes what the code bought.
+    refresh = await token(stack, grant_type="refresh_token", client_id=client_id,
+                          refresh_token=first.json()["refresh_token"])  # fmt: skip
+    assert refresh.status_code == 400 and refresh.json()["error"] == "invalid_grant"
 
 
 async def test_a_missing_or_wrong_pkce_verifier_is_refused(stack: Stack) -> None:
@@ -273,15 +278,32 @@ async def test_refresh_tokens_rotate_and_revocation_ends_the_grant(stack: Stack)
     assert second.status_code == 200, second.text
     rotated = second.json()
     assert rotated["refresh_token"] != first["refresh_token"]
-    reused = await token(stack, grant_type="refresh_token", client_id=client_id,
-                         refresh_token=first["refresh_token"])  # fmt: skip
-    assert reused.json()["error"] == "invalid_grant"
+    third = await token(stack, grant_type="refresh_token", client_id=client_id,
+                        refresh_token=rotated["refresh_token"])  # fmt: skip
+    assert third.status_code == 200
     revoked = await stack.http.post(f"{stack.base}/revoke", data={
-        "client_id": client_id, "token": rotated["refresh_token"]})  # fmt: skip
+        "client_id": client_id, "token": third.json()["refresh_token"]})  # fmt: skip
     assert revoked.status_code == 200
     after = await token(stack, grant_type="refresh_token", client_id=client_id,
-                        refresh_token=rotated["refresh_token"])  # fmt: skip
+                        refresh_token=third.json()["refresh_token"])  # fmt: skip
     assert after.json()["error"] == "invalid_grant"
+
+
+async def test_a_replayed_refresh_token_ends_the_grant(stack: Stack) -> None:
+    client_id = await register(stack)
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    first = (await token(stack, grant_type="authorization_code", code=code, client_id=client_id,
+                         redirect_uri=CLIENT_REDIRECT, code_verifier=verifier)).json()  # fmt: skip
+    rotated = (await token(stack, grant_type="refresh_token", client_id=client_id,
+                           refresh_token=first["refresh_token"])).json()  # fmt: skip
+    replay = await token(stack, grant_type="refresh_token", client_id=client_id,
+                         refresh_token=first["refresh_token"])  # fmt: skip
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    # OAuth 2.1 § 4.3.1: two parties held the grant; the newest token dies with it.
+    newest = await token(stack, grant_type="refresh_token", client_id=client_id,
+                         refresh_token=rotated["refresh_token"])  # fmt: skip
+    assert newest.status_code == 400 and newest.json()["error"] == "invalid_grant"
 
 
 async def test_tools_use_the_users_provider_token_refreshed_when_it_expires(

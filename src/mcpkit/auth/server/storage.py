@@ -101,7 +101,11 @@ class FlowTransaction:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuthCode:
-    """An authorization code this server issued to an MCP client (short-lived, single-use)."""
+    """An authorization code this server issued to an MCP client (short-lived, single-use).
+
+    ``used``: a redeemed code's tombstone, kept until the code would have expired, so a
+    second redemption is recognised as a replay (and ends the grant).
+    """
 
     client_id: str
     redirect_uri: str
@@ -112,6 +116,7 @@ class AuthCode:
     grant_id: str
     expires_at: float
     claims: dict[str, Any] = field(default_factory=dict, repr=False)
+    used: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -127,7 +132,10 @@ class AuthCode:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RefreshGrant:
-    """What a refresh token stands for: the grant it renews (rotated on every use)."""
+    """What a refresh token stands for: the grant it renews (rotated on every use).
+
+    ``used``: a rotated token's tombstone, so its reuse is recognised as a replay.
+    """
 
     client_id: str
     scopes: tuple[str, ...]
@@ -136,6 +144,7 @@ class RefreshGrant:
     grant_id: str
     expires_at: float
     claims: dict[str, Any] = field(default_factory=dict, repr=False)
+    used: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -16,6 +16,7 @@ import hmac
 import re
 import secrets
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
@@ -109,6 +110,12 @@ async def _redeem_code(
     record = await proxy.storage.take_code(code)  # taken before any check: single use
     if record is None:
         raise _invalid_grant("the code is unknown, used or expired")
+    if record.used:
+        # OAuth 2.1 § 4.1.3: a code used twice was stolen or replayed; what it bought
+        # (the refresh tokens, the provider's tokens) is revoked.
+        await proxy.storage.revoke_grant(record.grant_id)
+        raise _invalid_grant("the code is unknown, used or expired")
+    await proxy.storage.save_code(code, replace(record, used=True, claims={}))
     if record.client_id != client.client_id:
         raise _invalid_grant("the code was issued to another client")
     if fields.get("redirect_uri") != record.redirect_uri:
@@ -141,7 +148,19 @@ async def _redeem_refresh(
     if record is None:
         raise _invalid_grant("the refresh token is unknown, used or expired")
     if record.client_id != client.client_id:
+        await proxy.storage.save_refresh_token(token, record)  # not this client's to spend
         raise _invalid_grant("the refresh token was issued to another client")
+    if record.used:
+        # OAuth 2.1 § 4.3.1: a rotated refresh token used again means two parties hold
+        # the grant; revoking it logs both out, the thief included.
+        await proxy.storage.revoke_grant(record.grant_id)
+        raise _invalid_grant("the refresh token is unknown, used or expired")
+    # The tombstone outlives the rotation by a day at most: replays later than that
+    # cannot be told from unknown tokens, and the store does not grow for 30 days.
+    tombstone_until = min(record.expires_at, time.time() + 86400.0)
+    await proxy.storage.save_refresh_token(
+        token, replace(record, used=True, claims={}, expires_at=tombstone_until)
+    )
     scopes = record.scopes
     asked = fields.get("scope")
     if asked is not None:

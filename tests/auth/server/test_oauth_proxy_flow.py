@@ -330,3 +330,45 @@ async def test_tools_use_the_users_provider_token_refreshed_when_it_expires(
     assert renewed is not None and renewed.access_token != kept.access_token
     # The MCP client never saw a provider token: its access token is mcpkit's own JWT.
     assert info.issuer == stack.base and kept.access_token not in token
+
+
+def consent_pages(browser: FormBrowser) -> int:
+    return sum('name=flow value="' in page.text for page in browser.pages)
+
+
+async def test_consent_is_remembered_per_user_and_client_until_revoked(stack: Stack) -> None:
+    client_id = await register(stack)
+    other_client = await register(stack)
+    browser = FormBrowser(CLIENT_REDIRECT, login="dave")
+    try:
+        for _ in range(2):
+            back = answer(await browser.authorize(authorize_url(stack, client_id, pkce()[1])))
+            assert "code" in back
+        assert consent_pages(browser) == 1  # the second time went straight to the provider
+        # Another client, or more scopes than approved, asks again.
+        await browser.authorize(authorize_url(stack, other_client, pkce()[1]))
+        assert consent_pages(browser) == 2
+        await stack.proxy.revoke_consent("dave", client_id)
+        await browser.authorize(authorize_url(stack, client_id, pkce()[1]))
+        assert consent_pages(browser) == 3
+    finally:
+        await browser.aclose()
+
+
+async def test_remembered_consent_does_not_carry_over_to_another_user(stack: Stack) -> None:
+    client_id = await register(stack)
+    browser = FormBrowser(CLIENT_REDIRECT, login="erin")
+    try:
+        await browser.authorize(authorize_url(stack, client_id, pkce()[1]))
+        # Same browser, but erin signs out at the provider and frank signs in. (Cookies
+        # ignore ports: both servers' cookies are 127.0.0.1's; mcpkit's keep their names.)
+        jar = browser.http.cookies.jar
+        for cookie in list(jar):
+            if not cookie.name.startswith("mcpkit_"):
+                jar.clear(cookie.domain, cookie.path, cookie.name)
+        browser.login = "frank"
+        back = answer(await browser.authorize(authorize_url(stack, client_id, pkce()[1])))
+    finally:
+        await browser.aclose()
+    assert back["error"] == "access_denied" and "code" not in back
+    assert consent_pages(browser) == 1

@@ -1,6 +1,8 @@
 """The authorization server's consent page: server-rendered HTML, no external assets.
 
-It names the MCP client (from its registration; a self-chosen name is shown as such,
+Approval is remembered per user and client (a consent record in the store, and a signed
+cookie naming the user in this browser): the page is skipped next time for the same or
+fewer scopes, until :meth:`~.proxy.OAuthProxy.revoke_consent`. It names the MCP client (from its registration; a self-chosen name is shown as such,
 with the redirect host the code will go to, so a look-alike name cannot hide where the
 user is sending access), the scopes and the resource, and posts approve or deny back to
 ``/consent`` with the flow's reference and a CSRF token (also set as a same-site,
@@ -14,9 +16,12 @@ import html
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-__all__ = ["CSRF_COOKIE", "render_consent"]
+__all__ = ["CSRF_COOKIE", "USER_COOKIE", "render_consent"]
 
 CSRF_COOKIE = "mcpkit_consent"
+USER_COOKIE = "mcpkit_user"
+"""The browser's signed note of who signed in (remembered consent; ``SameSite=Lax`` so
+that the MCP client's top-level navigation to ``/authorize`` carries it)."""
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;background:#f4f5f7;color:#1d2129;margin:0}

@@ -29,6 +29,8 @@ class ServerContext(Protocol):
     code_ttl: float
     flow_ttl: float
     secure_cookies: bool
+    remember_consent: bool
+    consent_ttl: float
     metadata_paths: frozenset[str]
 
     def metadata(self) -> dict[str, Any]: ...

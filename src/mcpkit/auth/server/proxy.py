@@ -49,7 +49,9 @@ class OAuthProxy:
     (default ``{base_url}/mcp``). ``storage``: :class:`~.storage.AuthServerStorage`
     (memory by default: one process). ``signing_key``: a private JWK or PEM (default:
     generated, so tokens die with the process). ``scopes_supported``: the scopes MCP
-    clients may ask for (default: any, none named). Lifetimes in seconds.
+    clients may ask for (default: any, none named). ``remember_consent``: skip the
+    consent page for a user who approved the client before (for ``consent_ttl``).
+    Lifetimes in seconds.
     """
 
     def __init__(
@@ -66,6 +68,8 @@ class OAuthProxy:
         code_ttl: float = 60.0,
         flow_ttl: float = 600.0,
         client_ttl: float | None = None,
+        remember_consent: bool = True,
+        consent_ttl: float = 30 * 86400.0,
     ) -> None:
         base_url = base_url.rstrip("/")
         if (problem := url_problem("base_url", base_url)) is not None:
@@ -85,6 +89,8 @@ class OAuthProxy:
         self.code_ttl = code_ttl
         self.flow_ttl = flow_ttl
         self.client_ttl = client_ttl
+        self.remember_consent = remember_consent
+        self.consent_ttl = consent_ttl
         self.callback_url = f"{base_url}{CALLBACK_PATH}"
         self._refresh_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -120,6 +126,10 @@ class OAuthProxy:
             verifier=self.signer.verifier(audience=self.resource),
             **options,
         )
+
+    async def revoke_consent(self, subject: str, client_id: str) -> None:
+        """Forget that ``subject`` approved ``client_id``: the consent page shows again."""
+        await self.storage.revoke_consent(subject, client_id)
 
     async def upstream_token(self, auth: AuthInfo | None, *, margin: float = 30.0) -> str:
         """The identity provider's access token for the user behind ``auth`` (``ctx.auth``).

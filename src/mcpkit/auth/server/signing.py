@@ -22,6 +22,7 @@ with require_extra(
     "auth", feature="the MCP authorization server's tokens (mcpkit.auth.server.signing)"
 ):
     from joserfc import jwt
+    from joserfc.errors import JoseError
     from joserfc.jwk import ECKey, Key, OKPKey, RSAKey, import_key
 
 from ...errors import ConfigurationError
@@ -29,6 +30,7 @@ from ..jwt import JWTVerifier
 
 __all__ = ["TokenSigner"]
 
+_BROWSER_TYP = "mcpkit-browser+jwt"
 _ALGORITHM = {"EC": "ES256", "RSA": "RS256", "OKP": "EdDSA"}
 
 
@@ -112,6 +114,39 @@ class TokenSigner:
             claims["scope"] = scope
         header = {"alg": self.algorithm, "typ": "at+jwt", "kid": self.key.kid}
         return jwt.encode(header, claims, self.key, algorithms=[self.algorithm]), ttl
+
+    def sign_browser(self, subject: str, *, ttl: float) -> str:
+        """A signed note of who signed in, for the browser's remembered-consent cookie.
+
+        Typed ``mcpkit-browser+jwt`` with this issuer as audience: it can never pass as
+        an access token (the verifier wants ``at+jwt`` and the MCP resource).
+        """
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": self.issuer, "sub": subject, "iat": now,
+                  "exp": now + int(ttl)}  # fmt: skip
+        header = {"alg": self.algorithm, "typ": _BROWSER_TYP, "kid": self.key.kid}
+        return jwt.encode(header, claims, self.key, algorithms=[self.algorithm])
+
+    def read_browser(self, value: str) -> str | None:
+        """The subject of a :meth:`sign_browser` note, or None (forged, expired, other)."""
+        if len(value) > 4096:
+            return None
+        try:
+            token = jwt.decode(value, self.key, algorithms=[self.algorithm])
+        except (JoseError, ValueError):
+            return None
+        claims = token.claims
+        exp = claims.get("exp")
+        if (
+            token.header.get("typ") != _BROWSER_TYP
+            or claims.get("iss") != self.issuer
+            or claims.get("aud") != self.issuer
+            or not isinstance(exp, int)
+            or exp < time.time()
+        ):
+            return None
+        subject = claims.get("sub")
+        return subject if isinstance(subject, str) and subject else None
 
     def verifier(self, *, audience: str, **options: Any) -> JWTVerifier:
         """A :class:`JWTVerifier` for the tokens this signer issues to ``audience``."""

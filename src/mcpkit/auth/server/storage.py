@@ -86,6 +86,7 @@ class FlowTransaction:
     upstream_state: str | None = None
     upstream_verifier: str | None = field(default=None, repr=False)
     nonce: str | None = field(default=None, repr=False)
+    known_subject: str | None = None  # consent was remembered for this user
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

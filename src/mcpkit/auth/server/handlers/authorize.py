@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from ...client.pkce import PKCE
-from ..consent import CSRF_COOKIE, render_consent
+from ..consent import CSRF_COOKIE, USER_COOKIE, render_consent
 from ..http import (
     BadRequest,
     OAuthError,
@@ -121,6 +121,12 @@ async def handle_authorize(
         csrf=secrets.token_urlsafe(24),
         expires_at=time.time() + proxy.flow_ttl,
     )
+    remembered = await _remembered_user(proxy, scope, client.client_id, scopes)
+    if remembered is not None:
+        # The user approved this client for these scopes before (and not revoked it):
+        # no page this time; the callback checks the same user signs in.
+        await _send_upstream(proxy, replace(flow, known_subject=remembered), send)
+        return
     await proxy.storage.save_transaction("flow:" + flow.id, flow)
     page = render_consent(
         client_name=client.client_name,
@@ -155,6 +161,26 @@ def _request_problem(proxy: ServerContext, params: dict[str, str]) -> tuple[str,
     if resource is not None and resource != proxy.resource:
         return ("invalid_target", "resource must name this server's MCP endpoint")
     return None
+
+
+async def _remembered_user(
+    proxy: ServerContext, scope: Scope, client_id: str, scopes: tuple[str, ...]
+) -> str | None:
+    """The signed-in user of this browser when they already approved ``client_id`` for
+    ``scopes`` (a consent record, and the browser's signed cookie naming them)."""
+    if not proxy.remember_consent:
+        return None
+    try:
+        raw = _cookie(scope, USER_COOKIE)
+    except BadRequest:
+        return None
+    subject = proxy.signer.read_browser(raw) if raw else None
+    if subject is None:
+        return None
+    consent = await proxy.storage.load_consent(subject, client_id)
+    if consent is None or not set(scopes) <= set(consent.scopes):
+        return None
+    return subject
 
 
 def _cookie(scope: Scope, name: str) -> str | None:
@@ -210,6 +236,11 @@ async def handle_consent(proxy: ServerContext, scope: Scope, receive: Receive, s
             error_redirect_params(proxy, "access_denied", "the user denied access", flow.state),
         )
         return
+    await _send_upstream(proxy, flow, send)
+
+
+async def _send_upstream(proxy: ServerContext, flow: FlowTransaction, send: Send) -> None:
+    """Move ``flow`` under a fresh upstream ``state`` and send the browser to the provider."""
     pkce = PKCE.new()
     upstream_state = secrets.token_urlsafe(24)
     nonce = secrets.token_urlsafe(24)

@@ -15,6 +15,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING
 
+from ..consent import USER_COOKIE
 from ..http import BadRequest, Receive, Scope, Send, error_page, query, redirect, send_html
 from ..provider import UpstreamError
 from ..storage import AuthCode, Consent, UpstreamTokens
@@ -80,6 +81,14 @@ async def handle(proxy: ServerContext, scope: Scope, receive: Receive, send: Sen
         )
         await redirect(send, flow.redirect_uri, failed)
         return
+    if flow.known_subject is not None and identity.subject != flow.known_subject:
+        # Consent was remembered for another user of this browser: this one never gave it.
+        other = error_redirect_params(
+            proxy, "access_denied", "signed in as another user than the one who approved",
+            flow.state,
+        )  # fmt: skip
+        await redirect(send, flow.redirect_uri, other, headers=[_forget_user(proxy)])
+        return
     now = time.time()
     grant_id = secrets.token_urlsafe(18)
     grant_expires = now + proxy.refresh_token_ttl
@@ -99,7 +108,7 @@ async def handle(proxy: ServerContext, scope: Scope, receive: Receive, send: Sen
             subject=identity.subject,
             client_id=flow.client_id,
             scopes=flow.scopes,
-            expires_at=grant_expires,
+            expires_at=now + proxy.consent_ttl,
         )
     )
     claims = {k: identity.claims[k] for k in _IDENTITY_CLAIMS if k in identity.claims}
@@ -118,6 +127,25 @@ async def handle(proxy: ServerContext, scope: Scope, receive: Receive, send: Sen
             claims=claims,
         ),
     )
+    headers = [_remember_user(proxy, identity.subject)] if proxy.remember_consent else []
     await redirect(
-        send, flow.redirect_uri, {"code": ours, "state": flow.state, "iss": proxy.issuer}
+        send,
+        flow.redirect_uri,
+        {"code": ours, "state": flow.state, "iss": proxy.issuer},
+        headers=headers,
     )
+
+
+def _cookie_attributes(proxy: ServerContext, max_age: int) -> str:
+    secure = "; Secure" if proxy.secure_cookies else ""
+    return f"Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
+
+
+def _remember_user(proxy: ServerContext, subject: str) -> tuple[bytes, bytes]:
+    note = proxy.signer.sign_browser(subject, ttl=proxy.consent_ttl)
+    value = f"{USER_COOKIE}={note}; {_cookie_attributes(proxy, int(proxy.consent_ttl))}"
+    return (b"set-cookie", value.encode())
+
+
+def _forget_user(proxy: ServerContext) -> tuple[bytes, bytes]:
+    return (b"set-cookie", f"{USER_COOKIE}=; {_cookie_attributes(proxy, 0)}".encode())

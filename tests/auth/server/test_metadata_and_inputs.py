@@ -142,3 +142,16 @@ async def test_hostile_input_never_gets_a_500(method: str, path: str, kwargs: di
         assert resp.json()["error"] in (
             "invalid_request", "invalid_client", "unsupported_grant_type", "invalid_grant",
         )  # fmt: skip
+
+
+async def test_a_client_without_the_code_flow_cannot_authorize() -> None:
+    async with client_of(make_proxy()) as http:
+        resp = await http.post("/register", json={
+            "redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none",
+            "grant_types": ["refresh_token"]})  # fmt: skip
+        client_id = resp.json()["client_id"]
+        back = await http.get("/authorize?" + urlencode({
+            "response_type": "code", "client_id": client_id, "code_challenge": CHALLENGE,
+            "redirect_uri": "http://127.0.0.1/cb", "code_challenge_method": "S256"}))  # fmt: skip
+    assert back.status_code == 302
+    assert parse_qs(urlsplit(back.headers["location"]).query)["error"] == ["unauthorized_client"]

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mcpkit.auth.server.limits import RegistrationLimiter
 from tests.auth.server.asgi_support import client_of, make_proxy
 
 
@@ -93,3 +94,23 @@ async def test_oversized_or_malformed_bodies_get_oauth_errors() -> None:
     assert broken.status_code == 400 and broken.json()["error"] == "invalid_client_metadata"
     assert form.status_code == 400
     assert get.status_code == 405
+
+
+async def test_registration_is_rate_limited_per_address() -> None:
+    proxy = make_proxy(registration_limit=(2, 3600.0))
+    body = {"redirect_uris": ["https://app.example/cb"]}
+    async with client_of(proxy) as http:
+        answers = [await http.post("/register", json=body) for _ in range(3)]
+    assert [a.status_code for a in answers] == [201, 201, 429]
+    assert answers[2].json()["error"] == "temporarily_unavailable"
+    assert int(answers[2].headers["retry-after"]) > 3500
+
+
+def test_the_registration_window_slides_and_addresses_count_apart() -> None:
+    limiter = RegistrationLimiter(limit=2, window=10.0)
+    assert limiter.allow("a", now=0.0) is None
+    assert limiter.allow("a", now=1.0) is None
+    assert limiter.allow("a", now=2.0) == 8.0
+    assert limiter.allow("b", now=2.0) is None
+    assert limiter.allow("a", now=10.5) is None  # the first one left the window
+    assert limiter.allow("a", now=10.6) is not None

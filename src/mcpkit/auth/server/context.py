@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .limits import RegistrationLimiter
     from .provider import UpstreamProvider
     from .signing import TokenSigner
     from .storage import AuthServerStorage
@@ -32,6 +33,7 @@ class ServerContext(Protocol):
     remember_consent: bool
     consent_ttl: float
     metadata_paths: frozenset[str]
+    registration_limiter: RegistrationLimiter
 
     def metadata(self) -> dict[str, Any]: ...
     def check_scopes(self, requested: Sequence[str]) -> tuple[str, ...] | None: ...

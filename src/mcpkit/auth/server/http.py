@@ -47,11 +47,19 @@ _PAGE_POLICY: Final = (
 class OAuthError(Exception):
     """An OAuth error answer (RFC 6749 § 5.2): ``error`` code, description, HTTP status."""
 
-    def __init__(self, error: str, description: str, *, status: int = 400) -> None:
+    def __init__(
+        self,
+        error: str,
+        description: str,
+        *,
+        status: int = 400,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(description)
         self.error = error
         self.description = description
         self.status = status
+        self.headers = headers or []
 
 
 class BadRequest(OAuthError):
@@ -139,7 +147,7 @@ async def send_json(
 
 
 async def send_oauth_error(send: Send, exc: OAuthError) -> None:
-    headers: list[tuple[bytes, bytes]] = []
+    headers: list[tuple[bytes, bytes]] = list(exc.headers)
     if exc.status == 401:  # RFC 6749 § 5.2: invalid_client with HTTP Basic gets a challenge
         headers.append((b"www-authenticate", b'Basic realm="mcpkit"'))
     await send_json(

@@ -32,6 +32,7 @@ from ..resource_server import ProtectedResource
 from .app import AuthServerApp
 from .handlers.callback import CALLBACK_PATH
 from .handlers.token import GRANT_CLAIM
+from .limits import RegistrationLimiter
 from .metadata import metadata_document, metadata_paths
 from .provider import UpstreamError, UpstreamProvider
 from .signing import TokenSigner
@@ -51,6 +52,7 @@ class OAuthProxy:
     generated, so tokens die with the process). ``scopes_supported``: the scopes MCP
     clients may ask for (default: any, none named). ``remember_consent``: skip the
     consent page for a user who approved the client before (for ``consent_ttl``).
+    ``registration_limit``: (registrations, seconds) allowed per client address.
     Lifetimes in seconds.
     """
 
@@ -70,6 +72,7 @@ class OAuthProxy:
         client_ttl: float | None = None,
         remember_consent: bool = True,
         consent_ttl: float = 30 * 86400.0,
+        registration_limit: tuple[int, float] = (20, 3600.0),
     ) -> None:
         base_url = base_url.rstrip("/")
         if (problem := url_problem("base_url", base_url)) is not None:
@@ -91,6 +94,8 @@ class OAuthProxy:
         self.client_ttl = client_ttl
         self.remember_consent = remember_consent
         self.consent_ttl = consent_ttl
+        limit, window = registration_limit
+        self.registration_limiter = RegistrationLimiter(limit=limit, window=window)
         self.callback_url = f"{base_url}{CALLBACK_PATH}"
         self._refresh_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()

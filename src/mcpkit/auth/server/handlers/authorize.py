@@ -99,6 +99,8 @@ async def handle_authorize(
         error: tuple[str, str] | None = ("invalid_request", "state is too long")
     else:
         error = _request_problem(proxy, params)
+    if error is None and "authorization_code" not in client.grant_types:
+        error = ("unauthorized_client", "this client did not register the code flow")
     if error is not None:
         await redirect(send, redirect_uri, error_redirect_params(proxy, *error, state))
         return

@@ -83,6 +83,16 @@ def _client_from(data: Any, now: float, expires_at: float | None) -> RegisteredC
 async def handle(proxy: ServerContext, scope: Scope, receive: Receive, send: Send) -> None:
     if scope["method"] != "POST":
         raise OAuthError("invalid_request", "registration takes a POST", status=405)
+    client = scope.get("client")
+    address = str(client[0]) if client else "unknown"
+    wait = proxy.registration_limiter.allow(address)
+    if wait is not None:
+        raise OAuthError(
+            "temporarily_unavailable",
+            "too many registrations from this address; retry later",
+            status=429,
+            headers=[(b"retry-after", str(int(wait)).encode())],
+        )
     kind = (header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
     if kind != "application/json":
         raise _metadata_error("the registration request must be application/json")

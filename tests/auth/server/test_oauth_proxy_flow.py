@@ -13,9 +13,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -27,8 +26,8 @@ from mcpkit.auth.client import OAuth
 from mcpkit.auth.server import OAuthProxy, OIDCProvider
 from mcpkit.client import Client
 from tests.auth.server.browser import FormBrowser
-from tests.auth.server.upstream import Upstream, running
-from tests.client.http_servers import free_socket, serve, unused_port
+from tests.auth.server.upstream import Upstream
+from tests.client.http_servers import free_socket, serve
 
 CLIENT_REDIRECT = "http://127.0.0.1:33418/callback"
 
@@ -39,14 +38,6 @@ class Stack:
     mcp_url: str
     proxy: OAuthProxy
     http: httpx.AsyncClient
-
-
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Upstream, int]]:
-    port = unused_port()  # mcpkit's port, fixed now: the provider knows its callback
-    log = tmp_path_factory.mktemp("oidc") / "oidc-provider.log"
-    with running(f"http://127.0.0.1:{port}/auth/callback", Path(log)) as up:
-        yield up, port
 
 
 def mcp_server(proxy: OAuthProxy) -> MCPServer:

@@ -150,6 +150,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "httpx, which is not installed: pip install 'mcpkit[auth]'",
     ),
     (
+        "mcpkit.auth.server.redis_storage",
+        "redis",
+        "redis",
+        "the authorization server's Redis storage needs redis, which is not installed: "
+        "pip install 'mcpkit[redis]'",
+    ),
+    (
         "mcpkit.stores.redis",
         "redis",
         "redis",

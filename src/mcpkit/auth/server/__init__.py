@@ -12,10 +12,11 @@ outside, so it imports neither the server core nor the transports. It needs the
 ``mcpkit[auth]`` extra (JOSE, httpx).
 
 Module map: ``proxy`` (:class:`OAuthProxy`, the configuration), ``provider`` (the
-upstream contract), ``presets/`` (identity providers: ``oidc``), ``storage`` (state and its
-memory store), ``signing`` (the access tokens), ``metadata`` (RFC 8414), ``redirects``,
-``consent`` (the page), ``handlers/`` (one module per endpoint), ``app`` (the ASGI router),
-``http`` (ASGI plumbing).
+upstream contract), ``presets/`` (identity providers: ``oidc``), ``storage`` (state and
+its memory store), ``redis_storage`` (the same on Redis, for clusters), ``limits`` (the
+registration rate limit), ``context`` (what the handlers read), ``signing`` (the access
+tokens), ``metadata`` (RFC 8414), ``redirects``, ``consent`` (the page), ``handlers/``
+(one module per endpoint), ``app`` (the ASGI router), ``http`` (ASGI plumbing).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "UpstreamGrant": ".provider",
     "AuthServerStorage": ".storage",
     "MemoryAuthServerStorage": ".storage",
+    "RedisAuthServerStorage": ".redis_storage",
     "TokenSigner": ".signing",
 }
 
@@ -41,6 +43,7 @@ __all__ = [
     "MemoryAuthServerStorage",
     "OAuthProxy",
     "OIDCProvider",
+    "RedisAuthServerStorage",
     "TokenSigner",
     "UpstreamError",
     "UpstreamGrant",
@@ -54,5 +57,6 @@ if TYPE_CHECKING:
     from .presets.oidc import OIDCProvider
     from .provider import UpstreamError, UpstreamGrant, UpstreamIdentity, UpstreamProvider
     from .proxy import OAuthProxy
+    from .redis_storage import RedisAuthServerStorage
     from .signing import TokenSigner
     from .storage import AuthServerStorage, MemoryAuthServerStorage

@@ -150,6 +150,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "httpx, which is not installed: pip install 'mcpkit[auth]'",
     ),
     (
+        "mcpkit.auth.server.encryption",
+        "auth",
+        "cryptography",
+        "the authorization server's encryption at rest needs cryptography, which is not "
+        "installed: pip install 'mcpkit[auth]'",
+    ),
+    (
         "mcpkit.auth.server.redis_storage",
         "redis",
         "redis",

@@ -14,6 +14,7 @@ from joserfc.jwk import ECKey
 from mcpkit import Context, MCPServer
 from mcpkit.auth.client import OAuth
 from mcpkit.auth.server import OAuthProxy, OIDCProvider
+from mcpkit.auth.server.encryption import new_key
 from mcpkit.auth.server.redis_storage import RedisAuthServerStorage
 from mcpkit.auth.server.storage import AuthServerStorage
 from mcpkit.client import Client
@@ -68,12 +69,14 @@ async def test_a_sign_in_alternates_between_two_nodes_sharing_redis(
     base = f"http://127.0.0.1:{port}"
     key = ECKey.generate_key("P-256", auto_kid=True).as_dict(private=True)
     prefix = f"two-nodes-{secrets.token_hex(4)}:"
+    sealing = new_key()  # both nodes seal and open the provider's tokens with it
     nodes, providers, stores = [], [], []
     for _ in range(2):
         provider = OIDCProvider(issuer=up.issuer, client_id=up.client_id,
                                 client_secret=up.client_secret)  # fmt: skip
         store = RedisAuthServerStorage(redis_server.url, prefix=prefix)
-        proxy = OAuthProxy(upstream=provider, base_url=base, storage=store, signing_key=key)
+        proxy = OAuthProxy(upstream=provider, base_url=base, storage=store, signing_key=key,
+                           encryption_key=sealing)  # fmt: skip
         server = MCPServer(name="node", version="1", auth=proxy.protected_resource())
 
         @server.tool

@@ -13,10 +13,11 @@ outside, so it imports neither the server core nor the transports. It needs the
 
 Module map: ``proxy`` (:class:`OAuthProxy`, the configuration), ``provider`` (the
 upstream contract), ``presets/`` (identity providers: ``oidc``), ``storage`` (state and
-its memory store), ``redis_storage`` (the same on Redis, for clusters), ``limits`` (the
-registration rate limit), ``context`` (what the handlers read), ``signing`` (the access
-tokens), ``metadata`` (RFC 8414), ``redirects``, ``consent`` (the page), ``handlers/``
-(one module per endpoint), ``app`` (the ASGI router), ``http`` (ASGI plumbing).
+its memory store), ``redis_storage`` (the same on Redis, for clusters), ``encryption``
+(secrets sealed at rest), ``limits`` (the registration rate limit), ``context`` (what the
+handlers read), ``signing`` (the access tokens), ``metadata`` (RFC 8414), ``redirects``,
+``consent`` (the page), ``handlers/`` (one module per endpoint), ``app`` (the ASGI
+router), ``http`` (ASGI plumbing).
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ _EXPORTS: dict[str, str] = {
     "UpstreamGrant": ".provider",
     "AuthServerStorage": ".storage",
     "MemoryAuthServerStorage": ".storage",
+    "EncryptedStorage": ".encryption",
     "RedisAuthServerStorage": ".redis_storage",
     "TokenSigner": ".signing",
 }
 
 __all__ = [
     "AuthServerStorage",
+    "EncryptedStorage",
     "MemoryAuthServerStorage",
     "OAuthProxy",
     "OIDCProvider",
@@ -54,6 +57,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 
 if TYPE_CHECKING:
+    from .encryption import EncryptedStorage
     from .presets.oidc import OIDCProvider
     from .provider import UpstreamError, UpstreamGrant, UpstreamIdentity, UpstreamProvider
     from .proxy import OAuthProxy

@@ -30,6 +30,7 @@ from ..info import AuthInfo
 from ..resource_config import url_problem
 from ..resource_server import ProtectedResource
 from .app import AuthServerApp
+from .encryption import EncryptedStorage
 from .handlers.callback import CALLBACK_PATH
 from .handlers.token import GRANT_CLAIM
 from .limits import RegistrationLimiter
@@ -53,6 +54,8 @@ class OAuthProxy:
     clients may ask for (default: any, none named). ``remember_consent``: skip the
     consent page for a user who approved the client before (for ``consent_ttl``).
     ``registration_limit``: (registrations, seconds) allowed per client address.
+    ``encryption_key``: 32 bytes (or base64url text) that seal the provider's tokens and
+    the client secrets in ``storage`` (:class:`~.encryption.EncryptedStorage`).
     Lifetimes in seconds.
     """
 
@@ -73,6 +76,7 @@ class OAuthProxy:
         remember_consent: bool = True,
         consent_ttl: float = 30 * 86400.0,
         registration_limit: tuple[int, float] = (20, 3600.0),
+        encryption_key: bytes | str | None = None,
     ) -> None:
         base_url = base_url.rstrip("/")
         if (problem := url_problem("base_url", base_url)) is not None:
@@ -83,7 +87,10 @@ class OAuthProxy:
         if (problem := url_problem("resource", self.resource)) is not None:
             raise ConfigurationError(f"OAuthProxy: {problem}")
         self.upstream = upstream
-        self.storage: AuthServerStorage = storage or MemoryAuthServerStorage()
+        inner = storage or MemoryAuthServerStorage()
+        self.storage: AuthServerStorage = (
+            inner if encryption_key is None else EncryptedStorage(inner, key=encryption_key)
+        )
         self.signer = TokenSigner(
             issuer=self.issuer, key=signing_key, access_token_ttl=access_token_ttl
         )

@@ -9,11 +9,14 @@ Every HTML page is kept (``pages``) for the tests to inspect.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
 import httpx
+
+_ABORT = re.compile(r'href="([^"]*/abort)"')
 
 
 @dataclass
@@ -62,10 +65,12 @@ class FormBrowser:
         *,
         login: str = "alice",
         consent: str = "approve",
+        cancel_upstream: bool = False,
     ) -> None:
         self._redirect_uri = redirect_uri
         self.login = login
         self.consent = consent
+        self.cancel_upstream = cancel_upstream
         self.pages: list[Page] = []
         self.http = httpx.AsyncClient(timeout=10.0, follow_redirects=False)
 
@@ -94,6 +99,12 @@ class FormBrowser:
             if "flow" in data:  # mcpkit's consent page
                 data["action"] = self.consent
             if "login" in data or "password" in data:
+                if self.cancel_upstream:  # the provider's own "Cancel" link
+                    abort = _ABORT.search(resp.text)
+                    if abort is None:
+                        raise AssertionError(f"no cancel link at {url}")
+                    url, method, data = urljoin(url, abort.group(1)), "GET", None
+                    continue
                 data.update(login=self.login, password="any")
             url, method = urljoin(url, form.action), "POST"
         raise AssertionError("too many hops")

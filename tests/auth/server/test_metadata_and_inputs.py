@@ -155,3 +155,18 @@ async def test_a_client_without_the_code_flow_cannot_authorize() -> None:
             "redirect_uri": "http://127.0.0.1/cb", "code_challenge_method": "S256"}))  # fmt: skip
     assert back.status_code == 302
     assert parse_qs(urlsplit(back.headers["location"]).query)["error"] == ["unauthorized_client"]
+
+
+async def test_an_unreachable_provider_sends_the_client_back_unavailable() -> None:
+    async with client_of(make_proxy()) as http:  # its provider is 127.0.0.1:9: nobody there
+        client_id = await registered(http)
+        page = await http.get("/authorize?" + urlencode({
+            "response_type": "code", "client_id": client_id, "code_challenge": CHALLENGE,
+            "redirect_uri": "http://127.0.0.1/cb", "code_challenge_method": "S256",
+            "state": "st"}))  # fmt: skip
+        flow = page.text.split('name=flow value="')[1].split('"')[0]
+        csrf = page.text.split('name=csrf value="')[1].split('"')[0]
+        resp = await http.post("/consent", data={"flow": flow, "csrf": csrf, "action": "approve"})
+    assert resp.status_code == 302
+    got = parse_qs(urlsplit(resp.headers["location"]).query)
+    assert got["error"] == ["temporarily_unavailable"] and got["state"] == ["st"]

@@ -363,3 +363,18 @@ async def test_remembered_consent_does_not_carry_over_to_another_user(stack: Sta
         await browser.aclose()
     assert back["error"] == "access_denied" and "code" not in back
     assert consent_pages(browser) == 1
+
+
+async def test_a_sign_in_cancelled_at_the_provider_goes_back_as_access_denied(
+    stack: Stack,
+) -> None:
+    client_id = await register(stack)
+    browser = FormBrowser(CLIENT_REDIRECT, cancel_upstream=True)
+    try:
+        back = answer(await browser.authorize(authorize_url(stack, client_id, pkce()[1])))
+    finally:
+        await browser.aclose()
+    # The provider's own error is not echoed; the client hears access_denied, with its
+    # state and this server's iss.
+    assert back["error"] == "access_denied" and back["state"] == "client-state"
+    assert back["iss"] == stack.base and "code" not in back

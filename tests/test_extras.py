@@ -150,6 +150,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "httpx, which is not installed: pip install 'mcpkit[auth]'",
     ),
     (
+        "mcpkit.auth.server.client_documents",
+        "auth",
+        "httpx",
+        "the authorization server's client metadata documents needs httpx, which is not "
+        "installed: pip install 'mcpkit[auth]'",
+    ),
+    (
         "mcpkit.auth.server.encryption",
         "auth",
         "cryptography",

@@ -24,8 +24,10 @@ import pytest
 from mcpkit import Context, MCPServer
 from mcpkit.auth.client import OAuth
 from mcpkit.auth.server import OAuthProxy, OIDCProvider
+from mcpkit.auth.server.client_documents import ClientDocuments
 from mcpkit.client import Client
 from tests.auth.server.browser import FormBrowser
+from tests.auth.server.documents import DOC_URL, DocumentHost
 from tests.auth.server.upstream import Upstream
 from tests.client.http_servers import free_socket, serve
 
@@ -73,7 +75,9 @@ async def stack(upstream: tuple[Upstream, int]) -> AsyncIterator[Stack]:
     provider = OIDCProvider(
         issuer=up.issuer, client_id=up.client_id, client_secret=up.client_secret
     )
-    proxy = OAuthProxy(upstream=provider, base_url=base, scopes_supported=["mcp:tools"])
+    documents = ClientDocuments(http_client=DocumentHost().client())
+    proxy = OAuthProxy(upstream=provider, base_url=base, scopes_supported=["mcp:tools"],
+                       client_documents=documents)  # fmt: skip
     app = mcp_server(proxy).http_app(auth=proxy.protected_resource())
     async with serve(app, free_socket(port)) as mcp_url, httpx.AsyncClient(timeout=10) as http:
         yield Stack(base, mcp_url, proxy, http)
@@ -378,3 +382,15 @@ async def test_a_sign_in_cancelled_at_the_provider_goes_back_as_access_denied(
     # state and this server's iss.
     assert back["error"] == "access_denied" and back["state"] == "client-state"
     assert back["iss"] == stack.base and "code" not in back
+
+
+async def test_a_client_named_by_its_metadata_document_signs_in(stack: Stack) -> None:
+    browser = FormBrowser(login="ivan")  # its redirect URI is the one the document lists
+    auth = OAuth(authorizer=browser, client_metadata_url=DOC_URL, scopes=["mcp:tools"])
+    try:
+        async with Client(url=stack.mcp_url, auth=auth, timeout=10.0) as client:
+            result = await client.call_tool("whoami", {})
+    finally:
+        await browser.aclose()
+    assert result["content"][0]["text"] == f"ivan <ivan@example.com> via {DOC_URL}"
+    assert "Documented Agent" in browser.pages[0].text  # the name from the document

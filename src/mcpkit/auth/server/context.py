@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .client_documents import ClientDocuments
     from .limits import RegistrationLimiter
     from .provider import UpstreamProvider
     from .signing import TokenSigner
@@ -34,6 +35,7 @@ class ServerContext(Protocol):
     consent_ttl: float
     metadata_paths: frozenset[str]
     registration_limiter: RegistrationLimiter
+    client_documents: ClientDocuments | None
 
     def metadata(self) -> dict[str, Any]: ...
     def check_scopes(self, requested: Sequence[str]) -> tuple[str, ...] | None: ...

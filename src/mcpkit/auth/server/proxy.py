@@ -30,6 +30,7 @@ from ..info import AuthInfo
 from ..resource_config import url_problem
 from ..resource_server import ProtectedResource
 from .app import AuthServerApp
+from .client_documents import ClientDocuments
 from .encryption import EncryptedStorage
 from .handlers.callback import CALLBACK_PATH
 from .handlers.token import GRANT_CLAIM
@@ -56,6 +57,8 @@ class OAuthProxy:
     ``registration_limit``: (registrations, seconds) allowed per client address.
     ``encryption_key``: 32 bytes (or base64url text) that seal the provider's tokens and
     the client secrets in ``storage`` (:class:`~.encryption.EncryptedStorage`).
+    ``client_documents``: accept https URLs as client ids (Client ID Metadata Documents;
+    True: :class:`~.client_documents.ClientDocuments` with its defaults, False: off).
     Lifetimes in seconds.
     """
 
@@ -77,6 +80,7 @@ class OAuthProxy:
         consent_ttl: float = 30 * 86400.0,
         registration_limit: tuple[int, float] = (20, 3600.0),
         encryption_key: bytes | str | None = None,
+        client_documents: ClientDocuments | bool = True,
     ) -> None:
         base_url = base_url.rstrip("/")
         if (problem := url_problem("base_url", base_url)) is not None:
@@ -103,6 +107,9 @@ class OAuthProxy:
         self.consent_ttl = consent_ttl
         limit, window = registration_limit
         self.registration_limiter = RegistrationLimiter(limit=limit, window=window)
+        self.client_documents: ClientDocuments | None = (
+            ClientDocuments() if client_documents is True else client_documents or None
+        )
         self.callback_url = f"{base_url}{CALLBACK_PATH}"
         self._refresh_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -113,6 +120,9 @@ class OAuthProxy:
             scopes_supported=self.scopes_supported,
             signing_alg=self.signer.algorithm,
         )
+        if self.client_documents is not None:
+            # MCP authorization § client ID metadata documents: clients look for this.
+            self._metadata["client_id_metadata_document_supported"] = True
         self.metadata_paths = metadata_paths(self.issuer)
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from ...client.pkce import PKCE
+from ..client_documents import DocumentRefused, is_document_url
 from ..consent import CSRF_COOKIE, USER_COOKIE, render_consent
 from ..http import (
     BadRequest,
@@ -41,7 +42,7 @@ from ..http import (
 )
 from ..provider import UpstreamError
 from ..redirects import matches
-from ..storage import FlowTransaction
+from ..storage import FlowTransaction, RegisteredClient
 
 if TYPE_CHECKING:
     from ..context import ServerContext
@@ -79,6 +80,8 @@ async def handle_authorize(
         params = query(scope)
         client_id = params.get("client_id")
         client = await proxy.storage.load_client(client_id) if client_id else None
+        if client is None and client_id and is_document_url(client_id):
+            client = await _client_from_document(proxy, client_id)
         if client is None:
             raise _PageError("This application is not registered with this server.")
         redirect_uri = params.get("redirect_uri")
@@ -147,6 +150,20 @@ async def handle_authorize(
     if proxy.secure_cookies:
         cookie += "; Secure"
     await send_html(send, 200, page, headers=[(b"set-cookie", cookie.encode())])
+
+
+async def _client_from_document(proxy: ServerContext, client_id: str) -> RegisteredClient:
+    """A client named by its metadata document, fetched and kept (expiring) in the store."""
+    documents = proxy.client_documents
+    if documents is None:
+        raise _PageError("This server does not accept client metadata documents.")
+    try:
+        client = await documents.fetch(client_id)
+    except DocumentRefused as exc:
+        log.info("refused the client metadata document %s: %s", client_id, exc)
+        raise _PageError(f"The application's metadata document was refused: {exc}") from None
+    await proxy.storage.save_client(client)
+    return client
 
 
 def _request_problem(proxy: ServerContext, params: dict[str, str]) -> tuple[str, str] | None:

@@ -5,7 +5,7 @@ endpoint; a document that fails a check gets an error page, never a redirect."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -23,7 +23,9 @@ def authorize(client_id: str = DOC_URL, redirect_uri: str = REDIRECT) -> str:
 
 
 async def run(host: DocumentHost, url: str) -> Any:
-    proxy = make_proxy(client_documents=ClientDocuments(http_client=host.client()))
+    # client.example does not resolve: the in-process host stands in for it.
+    documents = ClientDocuments(http_client=host.client(), allow_private_addresses=True)
+    proxy = make_proxy(client_documents=documents)
     async with client_of(proxy) as http:
         return await http.get(url), proxy
 
@@ -76,3 +78,16 @@ def test_only_https_urls_with_a_path_name_documents() -> None:
                 "https://u@client.example/c.json", "https://client.example/c.json#x",
                 "https://client.example/a/../c.json", "plain-id"):  # fmt: skip
         assert not is_document_url(url), url
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://127.0.0.1/c.json", "https://10.1.2.3/c.json", "https://169.254.169.254/latest",
+     "https://[::1]/c.json", "https://localhost/c.json", "https://no-such-host.invalid/c.json"],
+)  # fmt: skip
+async def test_documents_on_internal_addresses_are_never_fetched(url: str) -> None:
+    host = DocumentHost({urlsplit(url).path: document(client_id=url)})
+    proxy = make_proxy(client_documents=ClientDocuments(http_client=host.client()))
+    async with client_of(proxy) as http:
+        resp = await http.get(authorize(client_id=url))
+    assert resp.status_code == 400 and host.fetches == 0

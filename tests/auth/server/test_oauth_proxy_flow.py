@@ -75,7 +75,7 @@ async def stack(upstream: tuple[Upstream, int]) -> AsyncIterator[Stack]:
     provider = OIDCProvider(
         issuer=up.issuer, client_id=up.client_id, client_secret=up.client_secret
     )
-    documents = ClientDocuments(http_client=DocumentHost().client())
+    documents = ClientDocuments(http_client=DocumentHost().client(), allow_private_addresses=True)
     proxy = OAuthProxy(upstream=provider, base_url=base, scopes_supported=["mcp:tools"],
                        client_documents=documents)  # fmt: skip
     app = mcp_server(proxy).http_app(auth=proxy.protected_resource())

@@ -9,13 +9,18 @@ an expiring client record, so ``/token`` finds it and a later request fetches it
 
 The fetch is the server reaching out to a URL an anonymous party chose (draft § 6): https
 only, no user information, no redirects followed, a short timeout and a small body
-(5 KiB, the draft's suggested bound); loopback and private addresses are not filtered
-here, so put the server where it cannot reach what it must not (or use an egress proxy).
+(5 KiB, the draft's suggested bound), and a host that resolves to anything but public
+addresses (loopback, private, link-local: the cloud metadata service) is refused before
+the request. A name can resolve differently a moment later (DNS rebinding), so still run
+the server where it cannot reach what it must not, or behind an egress proxy.
 Only public clients (``token_endpoint_auth_method`` ``none``) are accepted for now.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
+import socket
 import time
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -65,8 +70,10 @@ class ClientDocuments:
         cache_ttl: float = 3600.0,
         timeout: float = 5.0,
         http_client: httpx.AsyncClient | None = None,
+        allow_private_addresses: bool = False,
     ) -> None:
         self.cache_ttl = cache_ttl
+        self.allow_private_addresses = allow_private_addresses
         self.timeout = timeout
         self._http = HTTPClientSlot(http_client, timeout=timeout)
 
@@ -74,6 +81,8 @@ class ClientDocuments:
         """The client the document at ``client_id`` describes; :class:`DocumentRefused`."""
         if not is_document_url(client_id):
             raise DocumentRefused("the client id is not an https URL with a path")
+        if not self.allow_private_addresses:
+            await _check_public(urlsplit(client_id).hostname or "")
         http = self._http.get()
         request = http.build_request("GET", client_id, headers={"accept": "application/json"})
         try:
@@ -90,6 +99,18 @@ class ClientDocuments:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+async def _check_public(host: str) -> None:
+    """Refuse a host with any address that is not public (draft § 6.5, SSRF)."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, 443, type=socket.SOCK_STREAM)
+    except OSError:
+        raise DocumentRefused("the client metadata document's host does not resolve") from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if not address.is_global:
+            raise DocumentRefused("the client metadata document's host is not a public address")
 
 
 def _client_from(client_id: str, data: dict[str, Any], *, expires_at: float) -> RegisteredClient:

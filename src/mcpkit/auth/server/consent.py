@@ -28,7 +28,7 @@ body{font-family:system-ui,sans-serif;background:#f4f5f7;color:#1d2129;margin:0}
 main{max-width:28rem;margin:4rem auto;background:#fff;border-radius:12px;padding:2rem;
 box-shadow:0 2px 12px rgba(0,0,0,.08)}
 h1{font-size:1.3rem;margin-top:0}.host{font-family:monospace;word-break:break-all}
-ul{padding-left:1.2rem}.actions{display:flex;gap:1rem;margin-top:1.5rem}
+ul{padding-left:1.2rem}.note{font-size:.85rem;color:#5a606b}.actions{display:flex;gap:1rem;margin-top:1.5rem}
 button{flex:1;font-size:1rem;padding:.7rem;border-radius:8px;border:1px solid #8a8f98;
 background:#fff;cursor:pointer}button[value=approve]{background:#1f5fd6;color:#fff;
 border-color:#1f5fd6}button:focus-visible{outline:3px solid #f5a623;outline-offset:2px}
@@ -60,6 +60,8 @@ def render_consent(
         f"<p><strong>{who}</strong> (client <code>{e(client_id)}</code>, returning to "
         f"<span class=host>{e(host)}</span>) asks to use "
         f"<span class=host>{e(resource)}</span> on your behalf.</p>"
+        "<p class=note>The name is the application's own claim: trust it only if you "
+        "started this from that application and know where it returns to.</p>"
         f"<p>It asks for these scopes:</p><ul class=scopes>{items}</ul>"
         f"<p>You will sign in with {e(provider)} next.</p>"
         "<form method=post action=consent aria-labelledby=title>"

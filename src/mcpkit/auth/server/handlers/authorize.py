@@ -74,7 +74,7 @@ def error_redirect_params(
 async def handle_authorize(
     proxy: ServerContext, scope: Scope, receive: Receive, send: Send
 ) -> None:
-    if scope["method"] not in ("GET", "HEAD"):
+    if scope["method"] != "GET":  # a HEAD would start a flow (a record) with no page shown
         raise OAuthError("invalid_request", "the authorization endpoint takes a GET", status=405)
     try:
         params = query(scope)

@@ -170,3 +170,13 @@ async def test_an_unreachable_provider_sends_the_client_back_unavailable() -> No
     assert resp.status_code == 302
     got = parse_qs(urlsplit(resp.headers["location"]).query)
     assert got["error"] == ["temporarily_unavailable"] and got["state"] == ["st"]
+
+
+async def test_authorization_requests_are_rate_limited_per_address() -> None:
+    async with client_of(make_proxy(authorization_limit=(3, 60.0))) as http:
+        client_id = await registered(http)
+        url = "/authorize?" + urlencode({
+            "response_type": "code", "client_id": client_id, "code_challenge": CHALLENGE,
+            "redirect_uri": "http://127.0.0.1/cb", "code_challenge_method": "S256"})  # fmt: skip
+        statuses = [(await http.get(url)).status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]

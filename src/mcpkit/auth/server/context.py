@@ -35,6 +35,7 @@ class ServerContext(Protocol):
     consent_ttl: float
     metadata_paths: frozenset[str]
     registration_limiter: RegistrationLimiter
+    authorization_limiter: RegistrationLimiter
     client_documents: ClientDocuments | None
 
     def metadata(self) -> dict[str, Any]: ...

@@ -1,9 +1,10 @@
-"""The authorization server's rate limit on dynamic client registration, per client address.
+"""The authorization server's rate limits (registration, authorization), per client address.
 
 Registration is open to anyone (RFC 7591 § 3 allows it without authentication, and MCP
 clients rely on that), so each registration costs the store a record: a sliding window
 of ``limit`` registrations per ``window`` seconds per address keeps one address from
-filling it (MCP security best practices; OAuth 2.1 § 7). Kept in this process: each
+filling it (the same class bounds authorization requests, each of which starts a flow
+record) (MCP security best practices; OAuth 2.1 § 7). Kept in this process: each
 node of a cluster counts on its own. Behind a reverse proxy the address is the one the
 ASGI server reports, so let it read the forwarding headers (uvicorn ``--proxy-headers``
 with ``--forwarded-allow-ips``), or every client shares the proxy's address.

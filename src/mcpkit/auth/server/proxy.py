@@ -54,7 +54,9 @@ class OAuthProxy:
     generated, so tokens die with the process). ``scopes_supported``: the scopes MCP
     clients may ask for (default: any, none named). ``remember_consent``: skip the
     consent page for a user who approved the client before (for ``consent_ttl``).
-    ``registration_limit``: (registrations, seconds) allowed per client address.
+    ``registration_limit``: (registrations, seconds) allowed per client address;
+    ``authorization_limit`` the same for authorization requests (each starts a flow
+    record in the store).
     ``encryption_key``: 32 bytes (or base64url text) that seal the provider's tokens and
     the client secrets in ``storage`` (:class:`~.encryption.EncryptedStorage`).
     ``client_documents``: accept https URLs as client ids (Client ID Metadata Documents;
@@ -79,6 +81,7 @@ class OAuthProxy:
         remember_consent: bool = True,
         consent_ttl: float = 30 * 86400.0,
         registration_limit: tuple[int, float] = (20, 3600.0),
+        authorization_limit: tuple[int, float] = (60, 60.0),
         encryption_key: bytes | str | None = None,
         client_documents: ClientDocuments | bool = True,
     ) -> None:
@@ -107,6 +110,8 @@ class OAuthProxy:
         self.consent_ttl = consent_ttl
         limit, window = registration_limit
         self.registration_limiter = RegistrationLimiter(limit=limit, window=window)
+        limit, window = authorization_limit
+        self.authorization_limiter = RegistrationLimiter(limit=limit, window=window)
         self.client_documents: ClientDocuments | None = (
             ClientDocuments() if client_documents is True else client_documents or None
         )

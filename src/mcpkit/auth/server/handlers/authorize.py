@@ -76,6 +76,11 @@ async def handle_authorize(
 ) -> None:
     if scope["method"] != "GET":  # a HEAD would start a flow (a record) with no page shown
         raise OAuthError("invalid_request", "the authorization endpoint takes a GET", status=405)
+    address = scope.get("client")
+    if proxy.authorization_limiter.allow(str(address[0]) if address else "unknown"):
+        page = error_page("Too many requests", "Too many sign-ins from here; retry later.")
+        await send_html(send, 429, page)
+        return
     try:
         params = query(scope)
         client_id = params.get("client_id")

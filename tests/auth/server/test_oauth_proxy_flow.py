@@ -394,3 +394,25 @@ async def test_a_client_named_by_its_metadata_document_signs_in(stack: Stack) ->
         await browser.aclose()
     assert result["content"][0]["text"] == f"ivan <ivan@example.com> via {DOC_URL}"
     assert "Documented Agent" in browser.pages[0].text  # the name from the document
+
+
+async def test_a_confidential_client_authenticates_with_the_method_it_registered(
+    stack: Stack,
+) -> None:
+    resp = await stack.http.post(f"{stack.base}/register", json={
+        "redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "client_secret_basic",
+        "grant_types": ["authorization_code", "refresh_token"]})  # fmt: skip
+    client_id, secret = resp.json()["client_id"], resp.json()["client_secret"]
+    verifier, challenge = pkce()
+    code = await code_for(stack, client_id, challenge)
+    form = dict(grant_type="authorization_code", code=code, redirect_uri=CLIENT_REDIRECT,
+                code_verifier=verifier)  # fmt: skip
+    url = f"{stack.base}/token"
+    wrong = await stack.http.post(url, data=form, auth=(client_id, secret + "x"))
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+    assert wrong.headers["www-authenticate"].startswith("Basic")
+    posted = await stack.http.post(url, data={**form, "client_id": client_id,
+                                              "client_secret": secret})  # fmt: skip
+    assert posted.status_code == 401  # registered for Basic, not the form
+    right = await stack.http.post(url, data=form, auth=(client_id, secret))
+    assert right.status_code == 200, right.text

@@ -18,7 +18,7 @@ import secrets
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote
+from urllib.parse import unquote_plus
 
 from ...client.pkce import s256
 from ..http import BadRequest, OAuthError, Receive, Scope, Send, form, header, send_json
@@ -56,9 +56,13 @@ async def authenticate_client(
         except (ValueError, UnicodeDecodeError):
             raise _invalid_client("malformed Basic credentials") from None
         raw_id, sep, raw_secret = pair.partition(":")
-        if not sep or (client_id is not None and client_id != unquote(raw_id)):
+        if not sep or (client_id is not None and client_id != unquote_plus(raw_id)):
             raise _invalid_client("malformed Basic credentials")
-        client_id, secret, method = unquote(raw_id), unquote(raw_secret), "client_secret_basic"
+        client_id, secret, method = (
+            unquote_plus(raw_id),
+            unquote_plus(raw_secret),
+            "client_secret_basic",
+        )
     elif "client_secret" in fields:
         secret, method = fields["client_secret"], "client_secret_post"
     if not client_id:

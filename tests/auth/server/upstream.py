@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.interop.fixtures.peers import http_peer, interop_home
+from tests.interop.fixtures.peers import _conformance_runner, http_peer, interop_home
 
 PACKAGE = "oidc-provider"
 VERSION = "9.13.3"
@@ -36,10 +36,17 @@ class Upstream:
 
 
 def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        raise RuntimeError("node is needed to run oidc-provider")
-    return node
+    """The machine's node when it is 20.19 or newer (oidc-provider 9's minimum), else the
+    Node.js 22 that the conformance tooling installs (``scripts/conformance.py``)."""
+    found = shutil.which("node")
+    if found is not None:
+        version = subprocess.run(
+            [found, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout.strip()
+        parts = [int(p) for p in version.lstrip("v").split(".")[:2] if p.isdigit()]
+        if len(parts) == 2 and tuple(parts) >= (20, 19):
+            return found
+    return str(_conformance_runner().install().node)
 
 
 def install() -> Path:
@@ -55,10 +62,14 @@ def install() -> Path:
             version = None
         if version != VERSION:
             (home / "package.json").write_text('{"name": "mcpkit-oidc-peer", "private": true}\n')
+            # npm is a node script: the same node as the provider runs it.
+            node_dir = str(Path(_node()).parent)
+            env = dict(os.environ, PATH=f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}")
             subprocess.run(
                 ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
                  f"{PACKAGE}@{VERSION}"],
                 cwd=home,
+                env=env,
                 check=True,
                 timeout=600,
                 stdout=sys.stderr,

@@ -416,3 +416,32 @@ async def test_a_confidential_client_authenticates_with_the_method_it_registered
     assert posted.status_code == 401  # registered for Basic, not the form
     right = await stack.http.post(url, data=form, auth=(client_id, secret))
     assert right.status_code == 200, right.text
+
+
+async def test_the_mcp_client_refreshes_a_short_lived_token_with_rotation(
+    upstream: tuple[Upstream, int],
+) -> None:
+    up, port = upstream
+    provider = OIDCProvider(issuer=up.issuer, client_id=up.client_id,
+                            client_secret=up.client_secret)  # fmt: skip
+    # 20 s tokens: inside the client's 30 s refresh margin, so every call refreshes first.
+    proxy = OAuthProxy(upstream=provider, base_url=f"http://127.0.0.1:{port}",
+                       access_token_ttl=20)  # fmt: skip
+    app = mcp_server(proxy).http_app(auth=proxy.protected_resource())
+    browser = FormBrowser(login="judy")
+    auth = OAuth(authorizer=browser)
+    try:
+        async with serve(app, free_socket(port)) as url:
+            async with Client(url=url, auth=auth, timeout=10.0) as client:
+                await client.call_tool("whoami", {})
+                first = await auth.storage.load_tokens(url)
+                result = await client.call_tool("whoami", {})
+                second = await auth.storage.load_tokens(url)
+    finally:
+        await browser.aclose()
+        await provider.aclose()
+    assert result["content"][0]["text"].startswith("judy <judy@example.com>")
+    assert first is not None and second is not None
+    assert second.access_token != first.access_token
+    assert second.refresh_token != first.refresh_token  # rotated
+    assert consent_pages(browser) == 1  # refreshed, never authorized again

@@ -136,6 +136,41 @@ GUARDED: list[tuple[str, str, str, str]] = [
         )
     ),
     (
+        "mcpkit.auth.server.signing",
+        "auth",
+        "joserfc",
+        "the MCP authorization server's tokens (mcpkit.auth.server.signing) needs joserfc, "
+        "which is not installed: pip install 'mcpkit[auth]'",
+    ),
+    (
+        "mcpkit.auth.server.presets.oidc",
+        "auth",
+        "httpx",
+        "the authorization server's OIDC provider (mcpkit.auth.server.presets.oidc) needs "
+        "httpx, which is not installed: pip install 'mcpkit[auth]'",
+    ),
+    (
+        "mcpkit.auth.server.client_documents",
+        "auth",
+        "httpx",
+        "the authorization server's client metadata documents needs httpx, which is not "
+        "installed: pip install 'mcpkit[auth]'",
+    ),
+    (
+        "mcpkit.auth.server.encryption",
+        "auth",
+        "cryptography",
+        "the authorization server's encryption at rest needs cryptography, which is not "
+        "installed: pip install 'mcpkit[auth]'",
+    ),
+    (
+        "mcpkit.auth.server.redis_storage",
+        "redis",
+        "redis",
+        "the authorization server's Redis storage needs redis, which is not installed: "
+        "pip install 'mcpkit[redis]'",
+    ),
+    (
         "mcpkit.stores.redis",
         "redis",
         "redis",

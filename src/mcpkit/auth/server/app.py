@@ -1,0 +1,126 @@
+"""The authorization server as a raw ASGI app, in front of the MCP app it protects.
+
+Routes the authorization server's paths (RFC 8414 metadata, the JWKS, ``/authorize``,
+``/consent``, ``/auth/callback``, ``/token``, ``/register``, ``/revoke``) to their
+handlers and every other path to the wrapped app (the MCP app behind its
+:class:`~mcpkit.auth.ProtectedResource`). Raw ASGI like the resource-server layer: this
+package sits below the transports. An :class:`~.http.OAuthError` becomes its RFC 6749
+§ 5.2 answer; anything else is logged and answered ``500 server_error`` without detail.
+The JSON endpoints answer CORS preflights (browser-based MCP clients).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from .handlers import authorize, callback, register, revoke, token
+from .http import OAuthError, Receive, Scope, Send, send_json, send_oauth_error
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from .context import ServerContext
+
+    Handler = Callable[[ServerContext, Scope, Receive, Send], Awaitable[None]]
+
+__all__ = ["AuthServerApp"]
+
+log = logging.getLogger("mcpkit.auth.server")
+
+_CORS: Final = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+    (b"access-control-allow-headers", b"authorization, content-type, mcp-protocol-version"),
+]
+
+
+def _route_path(scope: Scope) -> str:
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root) :]
+    return path
+
+
+class AuthServerApp:
+    """ASGI: the authorization server's endpoints, then ``app`` (404 without one)."""
+
+    def __init__(self, proxy: ServerContext, app: Any = None) -> None:
+        self.proxy = proxy
+        self.app = app
+        self._handlers: dict[str, Handler] = {
+            "/authorize": authorize.handle_authorize,
+            "/consent": authorize.handle_consent,
+            callback.CALLBACK_PATH: callback.handle,
+            "/token": token.handle,
+            "/register": register.handle,
+            "/revoke": revoke.handle,
+        }
+        self._cors_paths = frozenset(
+            {"/token", "/register", "/revoke", "/jwks", *proxy.metadata_paths}
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        app = object.__getattribute__(self, "app")
+        if app is None:
+            raise AttributeError(name)
+        return getattr(app, name)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if self.app is not None:
+                await self.app(scope, receive, send)
+            elif scope["type"] == "lifespan":
+                await _lifespan(receive, send)
+            return
+        path = _route_path(scope)
+        proxy = self.proxy
+        handler = self._handlers.get(path)
+        if handler is None and path not in self._cors_paths:
+            if self.app is None:
+                await send_json(send, 404, {"error": "not_found"})
+                return
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS" and path in self._cors_paths:
+            await send_json(send, 204, {}, headers=[*_CORS, (b"access-control-max-age", b"86400")])
+            return
+        try:
+            if path in proxy.metadata_paths:
+                await send_json(
+                    send, 200, proxy.metadata(), headers=_CORS, cache=b"public, max-age=300"
+                )
+            elif path == "/jwks":
+                await send_json(
+                    send, 200, proxy.signer.jwks(), headers=_CORS, cache=b"public, max-age=300"
+                )
+            elif handler is not None:
+                cors = path in self._cors_paths
+                await handler(proxy, scope, receive, _with_cors(send) if cors else send)
+        except OAuthError as exc:
+            await send_oauth_error(_with_cors(send), exc)
+        except Exception:
+            log.exception("the authorization server failed on %s", path)
+            await send_json(
+                send, 500, {"error": "server_error", "error_description": "internal error"}
+            )
+
+
+def _with_cors(send: Send) -> Send:
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = dict(message, headers=[*message.get("headers", []), *_CORS])
+        await send(message)
+
+    return sending
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

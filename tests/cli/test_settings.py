@@ -325,3 +325,29 @@ def test_a_negative_request_timeout_is_refused() -> None:
     server = MCPServer(name="s", version="1")
     with pytest.raises(SettingError, match=r"^MCPKIT_REQUEST_TIMEOUT=-1.0 must be positive"):
         apply_server_settings(server, {"MCPKIT_REQUEST_TIMEOUT": "-1"})
+
+
+async def test_each_worker_applies_the_server_knobs(app: Path) -> None:
+    port = _free_port()
+    env = _clean_env(
+        MCPKIT_TRANSPORT="http",
+        MCPKIT_PORT=str(port),
+        MCPKIT_WORKERS="2",
+        MCPKIT_STATELESS="yes",
+        MCPKIT_JSON_RESPONSE="1",
+        MCPKIT_PAGE_SIZE="1",
+    )
+    async with _serving([str(app)], cwd=app.parent, env=env) as proc:
+        await _until_listening(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            for _ in range(4):  # new connections: both workers answer at some point
+                await client.post(url, json=INIT, headers=ACCEPT)
+                listing = await client.post(
+                    url,
+                    json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                    headers={**ACCEPT, "MCP-Protocol-Version": "2025-11-25", "Connection": "close"},
+                )
+                assert listing.status_code == 200, listing.text
+                assert len(listing.json()["result"]["tools"]) == 1
+                assert "nextCursor" in listing.json()["result"]

@@ -183,3 +183,60 @@ def test_run_over_stdio_from_a_client_prints_nothing_of_its_own() -> None:
         cwd=REPO,
     )
     assert "waiting for an MCP client" not in done.stderr
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "9")
+        self.end_headers()
+        self.wfile.write(b"not found")
+
+    do_GET = do_POST
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_http_error_names_the_url_once(protected_url: str) -> None:
+    done = mcpkit("tools", "--url", protected_url)  # a named server used to add " (URL)"
+    assert done.stderr.count(protected_url) == 1, done.stderr
+    server = HTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        done = mcpkit("tools", "--url", url)  # both transports tried: one URL, two answers
+        assert done.stderr == (
+            f"mcpkit: error: cannot connect to {url} with Streamable HTTP (HTTP 404 Not Found: "
+            "not found) nor legacy HTTP+SSE (HTTP 404 Not Found: not found)\n"
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"mcpServers": {"demo": {"comand": sys.executable}}},
+            "server 'demo': unknown key 'comand'; did you mean 'command'?",
+        ),
+        (
+            {"mcpServers": {"demo": {"command": sys.executable, "arg": ["x"]}}},
+            "server 'demo': unknown key 'arg'; did you mean 'args'?",
+        ),
+        (
+            {"mcpServer": {"demo": {"command": sys.executable}}},
+            "unknown key 'mcpServer'; did you mean 'mcpServers'?",
+        ),
+    ],
+)
+def test_a_misspelled_key_in_a_config_file_is_named(
+    config: dict[str, object], message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps(config))
+    done = mcpkit("tools", "--config", str(path))
+    assert done.returncode == 2
+    assert message in done.stderr and done.stderr.count("\n") == 1

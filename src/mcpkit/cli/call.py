@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .client_args import (
     UsageError,
     add_server_options,
+    doing,
     fail,
     one_line,
     parse_json_object,
@@ -104,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 arguments = {**arguments, **typed_arguments(pairs, schema, tool=tool)}
             except UsageError as exc:
                 return fail(str(exc), 2)
+        doing(f"waiting for tool {tool!r} to finish")
         try:
             result = await mcp.call_tool(server, tool, arguments, progress=display.progress)
         except RemoteError as exc:  # the server refused the call (unknown tool, bad params)

@@ -351,3 +351,14 @@ async def test_each_worker_applies_the_server_knobs(app: Path) -> None:
                 assert listing.status_code == 200, listing.text
                 assert len(listing.json()["result"]["tools"]) == 1
                 assert "nextCursor" in listing.json()["result"]
+
+
+def test_the_redis_url_can_come_from_the_dotenv_file(
+    app: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(app.parent)
+    monkeypatch.delenv("MCPKIT_REDIS_URL", raising=False)
+    (app.parent / ".env").write_text("MCPKIT_REDIS_URL=redis://localhost:6379/0\n")
+    assert main(["run", str(app)]) == 2
+    assert "MCPKIT_REDIS_URL is set, but --transport stdio" in capsys.readouterr().err
+    monkeypatch.delenv("MCPKIT_REDIS_URL")  # the run put the file's value in the environment

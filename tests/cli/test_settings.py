@@ -357,8 +357,9 @@ def test_the_redis_url_can_come_from_the_dotenv_file(
     app: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(app.parent)
-    monkeypatch.delenv("MCPKIT_REDIS_URL", raising=False)
+    # Unset now, and again after the test (the run puts the file's value in os.environ).
+    monkeypatch.setenv("MCPKIT_REDIS_URL", "")
+    monkeypatch.delenv("MCPKIT_REDIS_URL")
     (app.parent / ".env").write_text("MCPKIT_REDIS_URL=redis://localhost:6379/0\n")
     assert main(["run", str(app)]) == 2
     assert "MCPKIT_REDIS_URL is set, but --transport stdio" in capsys.readouterr().err
-    monkeypatch.delenv("MCPKIT_REDIS_URL")  # the run put the file's value in the environment

@@ -4,15 +4,18 @@ and ``call``, and a stdio server started by hand on a terminal."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
+import re
 import select
 import shlex
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -183,3 +186,119 @@ def test_run_over_stdio_from_a_client_prints_nothing_of_its_own() -> None:
         cwd=REPO,
     )
     assert "waiting for an MCP client" not in done.stderr
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "9")
+        self.end_headers()
+        self.wfile.write(b"not found")
+
+    do_GET = do_POST
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_http_error_names_the_url_once(protected_url: str) -> None:
+    done = mcpkit("tools", "--url", protected_url)  # a named server used to add " (URL)"
+    assert done.stderr.count(protected_url) == 1, done.stderr
+    server = HTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        done = mcpkit("tools", "--url", url)  # both transports tried: one URL, two answers
+        assert done.stderr == (
+            f"mcpkit: error: cannot connect to {url} with Streamable HTTP (HTTP 404 Not Found: "
+            "not found) nor legacy HTTP+SSE (HTTP 404 Not Found: not found)\n"
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"mcpServers": {"demo": {"comand": sys.executable}}},
+            "server 'demo': unknown key 'comand'; did you mean 'command'?",
+        ),
+        (
+            {"mcpServers": {"demo": {"command": sys.executable, "arg": ["x"]}}},
+            "server 'demo': unknown key 'arg'; did you mean 'args'?",
+        ),
+        (
+            {"mcpServer": {"demo": {"command": sys.executable}}},
+            "unknown key 'mcpServer'; did you mean 'mcpServers'?",
+        ),
+    ],
+)
+def test_a_misspelled_key_in_a_config_file_is_named(
+    config: dict[str, object], message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps(config))
+    done = mcpkit("tools", "--config", str(path))
+    assert done.returncode == 2
+    assert message in done.stderr and done.stderr.count("\n") == 1
+
+
+TASKS_SERVER = shlex.join(
+    [sys.executable, "-m", "mcpkit", "run", str(REPO / "examples" / "tasks_server.py")]
+)
+
+
+def test_timeout_caps_the_whole_command_and_says_so() -> None:
+    # Counting to 50 takes 10 s of quick polls, each well within any request timeout.
+    started = time.monotonic()
+    done = mcpkit("call", "slow_count", "n=50", "--stdio", TASKS_SERVER, "--timeout", "4")
+    took = time.monotonic() - started
+    assert done.returncode == 1 and done.stdout == ""
+    last = done.stderr.splitlines()[-1]
+    assert last == (
+        "mcpkit: error: stopped after 4 s (--timeout, the limit of the whole command) while "
+        "waiting for tool 'slow_count' to finish; give a larger --timeout to wait longer"
+    ), done.stderr
+    assert took < 9
+
+
+def test_timeout_while_starting_a_server_says_what_it_waited_for() -> None:
+    silent = shlex.join([sys.executable, "-c", "import time; time.sleep(30)"])
+    done = mcpkit("tools", "--stdio", silent, "--timeout", "1.5")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "mcpkit: error: stopped after 1.5 s (--timeout, the limit of the whole command) while "
+        "starting and connecting to server \"python -c 'import time; time.sleep(30)'\"; give "
+        "a larger --timeout to wait longer\n"
+    )
+
+
+async def test_an_oauth_sign_in_nobody_finishes_ends_with_the_authorizers_message(
+    tmp_path: Path,
+) -> None:
+    from tests.auth.client.world import world
+
+    env = {**os.environ, "BROWSER": "false", "XDG_CONFIG_HOME": str(tmp_path)}  # no browser
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    async with world() as w:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "mcpkit", "tools", "--url", w.url, "--auth", "oauth",
+            "--timeout", "5",
+            env=env, cwd=REPO, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err_bytes = await asyncio.wait_for(proc.communicate(), TIMEOUT)
+    err = err_bytes.decode()
+    assert proc.returncode == 1
+    assert "Open this URL in a browser to authorize:" in err  # the URL was printed
+    last = err.splitlines()[-1]
+    assert re.fullmatch(
+        r"mcpkit: error: no authorization response within [1-4] s \(the sign-in has to "
+        r"finish within --timeout 5 s, the limit of the whole command: open the URL in a "
+        r"browser on this machine, or give a larger --timeout\)",
+        last,
+    ), err
+    assert "did not answer" not in err

@@ -130,3 +130,23 @@ def test_file_errors_are_one_clear_sentence(tmp_path: Path) -> None:
 def test_a_file_cannot_smuggle_in_code_only_options() -> None:
     configs = load_config({"mcpServers": {"a": {"command": "x", "trace": "print"}}})
     assert configs["a"].trace is None
+
+
+def test_keys_of_other_applications_are_ignored_but_near_misses_are_named() -> None:
+    from mcpkit.client.config import load_config
+
+    servers = load_config(
+        {
+            "mcpServers": {
+                "a": {"command": "x", "autoApprove": [], "alwaysAllow": [], "disabledTools": []},
+                "b": {"url": "http://h/mcp", "transportType": "http", "envFile": ".env"},
+            }
+        }
+    )
+    assert set(servers) == {"a", "b"}
+    with pytest.raises(ConfigurationError, match=r"unknown key 'URL'; did you mean 'url'\?"):
+        load_config({"mcpServers": {"a": {"URL": "http://h/mcp"}}})
+    with pytest.raises(ConfigurationError, match=r"'server_log'; did you mean 'server_logs'\?"):
+        load_config({"mcpServers": {"a": {"command": "x", "server_log": True}}})
+    # A server that happens to be named like the key is still a server.
+    assert set(load_config({"server": {"command": "x"}})) == {"server"}

@@ -518,6 +518,7 @@ def test_stateless_http_names_each_tool_needing_a_back_channel_at_start_up(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = MCPServer(name="s", version="1", components=[Interactive()])
+    caplog.clear()  # the tools' registration warnings (no descriptions) are not the subject
     with caplog.at_level(logging.WARNING, logger="mcpkit.server"):
         server.http_app()  # stateful: nothing to say
         assert not caplog.records

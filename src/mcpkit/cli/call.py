@@ -4,7 +4,8 @@ With ``--config``, tools are named ``server_tool`` as ``mcpkit tools`` lists
 them; only the server(s) the name can belong to are started. With ``--url``
 or ``--stdio``, the tool's own name is enough.
 
-While the tool runs, its progress notifications are printed to stderr, and
+While the tool runs, its progress notifications are shown on stderr (a live
+bar on a terminal, plain lines otherwise: see :mod:`.progress`), and
 its questions to the user (elicitation) are answered from ``--elicit JSON``,
 else on the terminal, else declined (see :mod:`.elicit`). There is no model
 here: a tool that asks the client's model (sampling) gets ``--sample TEXT`` as
@@ -12,7 +13,7 @@ the answer, and without it the client does not declare sampling at all.
 
 The client declares the tasks extension (SEP-2663): a tool the server runs as a
 task is followed to its result, and each change of the task's status or status
-message is printed to stderr as it is seen (``mcpkit: task ID working: ...``).
+message is shown on stderr as it is seen (``mcpkit: task ID working: ...``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .client_args import (
     UsageError,
     add_server_options,
+    doing,
     fail,
     one_line,
     parse_json_object,
@@ -77,7 +79,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .arguments import split_pairs, typed_arguments
-    from .elicit import Elicitor, print_progress
+    from .elicit import Elicitor
+    from .progress import ProgressDisplay
 
     try:
         answers = parse_json_object(args.elicit, "--elicit") if args.elicit is not None else None
@@ -85,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail(str(exc), 2)
     elicitor = Elicitor(answers, interactive=_interactive())
+    display = ProgressDisplay()  # a live bar when stderr is a terminal, else plain lines
 
-    with_tasks, prepare = client_capabilities(elicitor, args.sample)
+    with_tasks, prepare = client_capabilities(elicitor, args.sample, on_status=display.task_status)
 
     async def act(mcp: MCPClient, server: str, tool: str, arguments: dict[str, Any]) -> int:
         from ..errors import RemoteError
@@ -101,12 +105,15 @@ def run(args: argparse.Namespace) -> int:
                 arguments = {**arguments, **typed_arguments(pairs, schema, tool=tool)}
             except UsageError as exc:
                 return fail(str(exc), 2)
+        doing(f"waiting for tool {tool!r} to finish")
         try:
-            result = await mcp.call_tool(server, tool, arguments, progress=print_progress)
+            result = await mcp.call_tool(server, tool, arguments, progress=display.progress)
         except RemoteError as exc:  # the server refused the call (unknown tool, bad params)
+            display.finish()
             if not await _has_tool(mcp, server, tool):
                 return fail(f"no tool {tool!r} on server {server!r}; see 'mcpkit tools'", 2)
             return fail(f"server {server!r}: {one_line(exc)}", 1)
+        display.finish()  # the result starts on a line of its own
         failed = result.get("isError") is True
         if args.json:
             print(pretty(result))
@@ -120,20 +127,24 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return 1 if failed else 0
 
-    return run_named(
-        args,
-        args.tool,
-        lambda c: c.list_tools(),
-        act,
-        kind="tool",
-        listing="tools",
-        prepare=prepare,
-        configure=with_tasks,
-    )
+    with display.guarding_stderr():  # a question or an error ends the live line first
+        return run_named(
+            args,
+            args.tool,
+            lambda c: c.list_tools(),
+            act,
+            kind="tool",
+            listing="tools",
+            prepare=prepare,
+            configure=with_tasks,
+        )
 
 
 def client_capabilities(
-    elicitor: Any, sample: str | None
+    elicitor: Any,
+    sample: str | None,
+    *,
+    on_status: Callable[[TaskState], None] | None = None,
 ) -> tuple[Callable[[ServerConfig], ServerConfig], Callable[[MCPClient], None]]:
     """What the client declares, as (a server definition's change, handlers to install):
     the tasks extension, elicitation (form and URL mode) answered by ``elicitor``, and sampling answered with
@@ -153,7 +164,7 @@ def client_capabilities(
 
         # Status lines come from on_status; the call's progress callback stays for the
         # progress notifications of a tool answered in place.
-        ext = tasks_client(on_status=print_task_status, report_progress=False)
+        ext = tasks_client(on_status=on_status or print_task_status, report_progress=False)
         # URL-mode elicitation too: the Elicitor shows the URL and opens it on consent.
         return dataclasses.replace(
             config, extensions=(*config.extensions, ext), elicitation_modes=("form", "url")
@@ -170,10 +181,9 @@ def client_capabilities(
 
 def print_task_status(state: TaskState, *, file: TextIO | None = None) -> None:
     """A task's new status (and status message), as one line on stderr."""
-    line = f"mcpkit: task {state.task_id} {state.status.value.replace('_', ' ')}"
-    if state.status_message:
-        line += f": {state.status_message}"
-    print(line, file=file if file is not None else sys.stderr, flush=True)
+    from .progress import task_line
+
+    print(task_line(state), file=file if file is not None else sys.stderr, flush=True)
 
 
 def _interactive() -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import logging
 import os
 import shlex
@@ -29,10 +30,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SINGLE",
+    "CommandTimeout",
     "Selection",
     "UsageError",
     "add_server_options",
     "by_server",
+    "doing",
     "fail",
     "list_per_server",
     "one_line",
@@ -104,7 +107,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "(the stateless one; an older server gets the handshake)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds to wait for a server (default 60)"
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds the whole command may take: starting and connecting to the servers, "
+        "signing in, and the answers (default 60)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument(
@@ -234,7 +241,9 @@ def run_with_client(
     except UsageError as exc:
         return fail(one_line(exc), 2)
     try:
-        return loops.run(_run(args, selection, action, prepare))  # uvloop when installed
+        return loops.run(_capped(args, selection, action, prepare))  # uvloop when installed
+    except CommandTimeout as exc:
+        return fail(str(exc), 1)
     except UsageError as exc:
         return fail(one_line(exc), 2)
     except KeyboardInterrupt:
@@ -243,6 +252,78 @@ def run_with_client(
         raise  # stdout's reader is gone: the command line's end (mcpkit.cli.main) says nothing
     except Exception as exc:
         return fail(one_line(exc) + _auth_hint(exc, args), 1)
+
+
+class CommandTimeout(Exception):
+    """The whole command took longer than ``--timeout``."""
+
+
+#: What the command is doing, for the message when --timeout ends it.
+_DOING: contextvars.ContextVar[str] = contextvars.ContextVar("mcpkit_cli_doing", default="")
+
+
+def doing(what: str) -> None:
+    """Say what the command waits for now (``tool 'x' to finish``), should --timeout end it."""
+    _DOING.set(what)
+
+
+async def _capped(
+    args: argparse.Namespace,
+    selection: Selection,
+    action: Callable[[MCPClient, Selection], Awaitable[int]],
+    prepare: Callable[[MCPClient], None] | None = None,
+) -> int:
+    """:func:`_run` within ``--timeout`` for the whole command; the message says so. Every
+    wait inside (a request, a sign-in) started later than the command, so ends later."""
+    deadline = asyncio.get_running_loop().time() + args.timeout
+    names = list(selection.servers)
+    doing(
+        f"starting and connecting to server {names[0]!r}"
+        if len(names) == 1
+        else f"starting and connecting to the servers {', '.join(map(repr, names))}"
+    )
+    for config in selection.servers.values():
+        sign_in_until(config.auth, deadline)
+    try:
+        async with asyncio.timeout_at(deadline) as scope:
+            return await _run(args, selection, action, prepare)
+    except TimeoutError:
+        if not scope.expired():
+            raise
+        raise CommandTimeout(
+            f"stopped after {args.timeout:g} s (--timeout, the limit of the whole command) "
+            f"while {_DOING.get()}; give a larger --timeout to wait longer"
+        ) from None
+
+
+def sign_in_until(auth: object, deadline: float) -> None:
+    """Make an OAuth flow's wait for the browser end before the command's ``deadline``, with
+    the authorizer's own message (not a request's timeout)."""
+    grant = getattr(auth, "grant", None)
+    authorizer = getattr(grant, "authorizer", None)
+    if authorizer is not None and hasattr(authorizer, "timeout"):
+        grant.authorizer = _SignInUntil(authorizer, deadline)  # type: ignore[union-attr]
+
+
+class _SignInUntil:
+    """An authorizer (a loopback one) whose wait for the person ends a second before the
+    command's deadline, so the failure is its own: "no authorization response within N s"."""
+
+    def __init__(self, inner: Any, deadline: float) -> None:
+        self.inner = inner
+        self.deadline = deadline
+
+    @property
+    def redirect_uri(self) -> str:
+        return str(self.inner.redirect_uri)
+
+    async def authorize(self, url: str) -> str:
+        left = self.deadline - asyncio.get_running_loop().time() - 1.0
+        self.inner.timeout = max(float(int(left)), 0.1)  # whole seconds read better
+        doing("waiting for the OAuth sign-in in the browser")
+        redirected: str = await self.inner.authorize(url)
+        doing("waiting for the server's answer")
+        return redirected
 
 
 async def _run(
@@ -257,6 +338,7 @@ async def _run(
     if prepare is not None:
         prepare(mcp)
     async with mcp:
+        doing("waiting for the server's answer")
         errors = mcp.errors
         if selection.single and errors:
             raise next(iter(errors.values()))
@@ -296,7 +378,9 @@ def _auth_hint(exc: BaseException, args: argparse.Namespace) -> str:
     seen: BaseException | None = exc
     while seen is not None and not (isinstance(seen, HTTPErrorStatus) and seen.status == 401):
         seen = seen.__cause__ or seen.__context__
-    if seen is None or not getattr(args, "url", None):
+    if seen is None:
+        return _sign_in_hint(exc, args)
+    if not getattr(args, "url", None):
         return ""
     if args.auth:
         return ""  # the OAuth flow ran: its own message says what went wrong
@@ -305,6 +389,21 @@ def _auth_hint(exc: BaseException, args: argparse.Namespace) -> str:
     return (
         " (the server needs authorization: add --auth oauth to sign in, or "
         "--header 'Authorization: Bearer TOKEN' with a token you have)"
+    )
+
+
+def _sign_in_hint(exc: BaseException, args: argparse.Namespace) -> str:
+    """What to do when nobody finished the OAuth sign-in before ``--timeout``."""
+    from ..errors import AuthorizationFailed
+
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, AuthorizationFailed):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None or seen.error != "authorization_timeout":
+        return ""
+    return (
+        f" (the sign-in has to finish within --timeout {args.timeout:g} s, the limit of the "
+        "whole command: open the URL in a browser on this machine, or give a larger --timeout)"
     )
 
 

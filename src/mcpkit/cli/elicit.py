@@ -1,4 +1,4 @@
-"""Answering a server's questions (elicitation) and showing its progress, for ``mcpkit call``.
+"""Answering a server's questions (elicitation), for ``mcpkit call``.
 
 A tool may ask the user for input while it runs (``elicitation/create``,
 2025-06-18 client/elicitation). ``mcpkit call`` answers:
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-__all__ = ["Elicitor", "print_progress"]
+__all__ = ["Elicitor"]
 
 
 class _Cancelled(Exception):
@@ -224,19 +224,3 @@ def _choose(text: str, choices: list[tuple[Any, str]]) -> Any:
         if text in (str(value), title):
             return value
     raise ValueError(f"one of {', '.join(str(v) for v, _ in choices)}, or its number")
-
-
-def print_progress(progress: float, total: float | None, message: str | None) -> None:
-    """A ``notifications/progress`` of the call, as one line on stderr."""
-    line = f"mcpkit: progress {_number(progress)}"
-    if total:
-        line += f"/{_number(total)}"
-        if isinstance(progress, int | float) and isinstance(total, int | float):
-            line += f" ({progress / total:.0%})"
-    if message:
-        line += f": {message}"
-    print(line, file=sys.stderr, flush=True)
-
-
-def _number(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)

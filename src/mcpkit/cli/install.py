@@ -139,6 +139,8 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _environment(args: argparse.Namespace) -> dict[str, str]:
+    from .settings import SettingError, parse_env_file
+
     env: dict[str, str] = {}
     if args.env_file is not None:
         try:
@@ -147,32 +149,15 @@ def _environment(args: argparse.Namespace) -> dict[str, str]:
             raise _Refused(
                 f"cannot read --env-file {args.env_file}: {exc.strerror or exc}"
             ) from None
-        env.update(_parse_env_file(text, args.env_file))
+        try:
+            env.update(parse_env_file(text, args.env_file))
+        except SettingError as exc:
+            raise _Refused(str(exc)) from None
     for item in args.env:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise _Refused(f"--env {item!r} is not KEY=VALUE")
         env[key.strip()] = value
-    return env
-
-
-def _parse_env_file(text: str, where: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines as dotenv files have them: ``#`` comments, ``export``, quotes."""
-    env: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line.removeprefix("export ").lstrip()
-        key, sep, value = line.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key:
-            raise _Refused(f"{where}:{number}: expected KEY=VALUE, got {raw.strip()!r}")
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:  # an unquoted value ends at a comment
-            value = value.split(" #", 1)[0].rstrip()
-        env[key] = value
     return env
 
 

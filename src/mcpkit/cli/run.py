@@ -43,7 +43,6 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
         "--transport",
         "-t",
         choices=("stdio", "http", "sse"),
-        default="stdio",
         help="stdio (default), http (Streamable HTTP) or sse (legacy HTTP+SSE, 2024-11-05)",
     )
     parser.add_argument(
@@ -73,6 +72,13 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
         "or localhost origins on a loopback address)",
     )
     parser.add_argument("--path", help=f"the MCP endpoint's path (http; default {DEFAULT_PATH})")
+    parser.add_argument(
+        "--env-file",
+        metavar="PATH",
+        help="read MCPKIT_* settings (and the server's variables) from this file "
+        "(default: .env in the current directory, if any); the environment wins over it",
+    )
+    parser.add_argument("--no-env-file", action="store_true", help="read no .env file")
     parser.add_argument(
         "--stateless",
         action="store_true",
@@ -325,33 +331,56 @@ def _redis_settings(args: argparse.Namespace) -> tuple[str | None, str | None, s
 
 
 def run(args: argparse.Namespace) -> int:
+    from .settings import SettingError, apply_run_settings
+
+    try:  # MCPKIT_* variables and the .env file fill in what the command line left out
+        taken = apply_run_settings(args, os.environ)
+    except SettingError as exc:
+        return _fail(str(exc))
+    return _run(args, taken)
+
+
+def _fail_naming(taken: dict[str, str], message: str, status: int = 2) -> int:
+    from .settings import name_variables
+
+    return _fail(name_variables(message, taken), status)
+
+
+def _run(args: argparse.Namespace, taken: dict[str, str]) -> int:
+    fail = functools.partial(_fail_naming, taken)
     misplaced = _misplaced_options(args)
     if misplaced:
-        return _fail(f"{', '.join(misplaced)} cannot be used with --transport {args.transport}")
+        return fail(f"{', '.join(misplaced)} cannot be used with --transport {args.transport}")
     redis_url, redis_prefix, problem = _redis_settings(args)
     if problem is not None:
-        return _fail(problem)
+        return fail(problem)
     if args.retry_ms is not None and not args.resumable and redis_url is None:
-        return _fail("--retry-ms needs --resumable (or --redis)")
+        return fail("--retry-ms needs --resumable (or --redis)")
     workers = 1 if args.workers is None else args.workers
     if workers < 1:
-        return _fail(f"--workers must be a positive integer, got {workers}")
+        return fail(f"--workers must be a positive integer, got {workers}")
     problem = _recycling_problem(args)
     if problem is not None:
-        return _fail(problem)
+        return fail(problem)
     recycle = args.max_requests is not None or args.max_memory is not None
     problem = _reload_problem(args, workers, recycle)
     if problem is not None:
-        return _fail(problem)
+        return fail(problem)
     host = args.host or DEFAULT_HOST
     port = DEFAULT_PORT if args.port is None else args.port
     if args.transport != "stdio":
         problem = _listen_problem(args, host, port)
         if problem is not None:
-            return _fail(problem)
+            return fail(problem)
     server = _load(args.target, quiet_stdout=args.transport == "stdio")
     if isinstance(server, int):
         return server
+    from .settings import SettingError, apply_server_settings
+
+    try:  # MCPKIT_REQUEST_TIMEOUT...: where the code kept the library's default
+        apply_server_settings(server, os.environ)
+    except SettingError as exc:
+        return fail(str(exc))
     if args.transport == "stdio":
         from ..server.lifespan import LifespanError
 
@@ -360,7 +389,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             server.run_stdio()
         except LifespanError as exc:  # names the server and the cause: no traceback
-            return _fail(str(exc))
+            return fail(str(exc))
         return 0
     from ..errors import ConfigurationError, LifespanError, StoreUnavailable
 
@@ -379,13 +408,13 @@ def run(args: argparse.Namespace) -> int:
     )
     if redis_url is not None:
         if server.store is not None:
-            return _fail("the server already has a store; drop --redis or the store= argument")
+            return fail("the server already has a store; drop --redis or the store= argument")
         try:
             _use_redis(server, spec)
         except ConfigurationError as exc:  # a malformed URL, an input-round store of its own
-            return _fail(f"--redis: {exc}")
+            return fail(f"--redis: {exc}")
     if (workers > 1 or recycle) and not (getattr(server.store, "shared", False) or args.stateless):
-        return _fail(_NEEDS_SHARED_STATE if workers > 1 else _RECYCLING_NEEDS_SHARED_STATE)
+        return fail(_NEEDS_SHARED_STATE if workers > 1 else _RECYCLING_NEEDS_SHARED_STATE)
     serve_options: Any = _serve_options(args)
     if recycle:
         serve_options.update(
@@ -423,9 +452,9 @@ def run(args: argparse.Namespace) -> int:
                 **serve_options,
             )
     except StoreUnavailable as exc:  # Redis unreachable at start: the message names it
-        return _fail(str(exc), status=1)
+        return fail(str(exc), status=1)
     except (ConfigurationError, LifespanError) as exc:  # port in use, uvicorn missing...
-        return _fail(str(exc), status=1)
+        return fail(str(exc), status=1)
     return 0
 
 
@@ -539,6 +568,9 @@ def _worker_app(target: str, spec: _AppSpec) -> ASGIApp:
         server = load_server(target)
     except (LoadError, UserCodeError) as exc:
         raise ConfigurationError(f"a worker could not load {target}: {exc}") from exc
+    from .settings import apply_server_settings
+
+    apply_server_settings(server, os.environ)  # checked by the parent; inherited environment
     if spec.redis_url is not None:
         _use_redis(server, spec)
     return _make_app(server, spec)

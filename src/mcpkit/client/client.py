@@ -354,7 +354,12 @@ def _both_failed(
     """One error naming both attempts, of the kind of the last one."""
     if isinstance(first, Unreachable) and isinstance(second, Unreachable):
         return Unreachable(f"{second} (tried Streamable HTTP, then legacy HTTP+SSE)")
-    text = f"cannot connect to {url} with Streamable HTTP ({first}) nor legacy HTTP+SSE ({second})"
+    # The URL is said once, up front: each attempt's error names it too (" from URL").
+    first_text, second_text = (str(e).replace(f" from {url}", "") for e in (first, second))
+    text = (
+        f"cannot connect to {url} with Streamable HTTP ({first_text}) "
+        f"nor legacy HTTP+SSE ({second_text})"
+    )
     if isinstance(second, HTTPErrorStatus):
         return HTTPErrorStatus(text, status=second.status, code=second.code, data=second.data)
     return Unreachable(text)

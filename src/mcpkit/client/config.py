@@ -26,7 +26,8 @@ Configuration *files* are shared with other applications, so
 Desktop and Cursor (and VS Code's ``servers``), accepts Mastra's camelCase
 names (``requestInit.headers``, ``enableServerLogs``) and a ``type`` of
 ``stdio``, ``http`` or ``sse``, skips servers marked ``"disabled": true``, and
-ignores keys meant for other applications.
+ignores keys meant for other applications, but not a near miss of its own keys
+(``comand``, ``arg``, ``mcpServer``): that is an error naming the likely key.
 
 ``auth`` authorizes an HTTP server: an ``httpx.Auth`` object in code (an
 :class:`~mcpkit.auth.client.OAuth`), or in a file ``"oauth"`` or an object
@@ -42,7 +43,7 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -177,6 +178,8 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
             ) from None
     if not isinstance(data, Mapping):
         raise ConfigurationError(f"{where} must be a JSON object")
+    if "mcpServers" not in data and "servers" not in data:
+        _check_top_level(where, data)
     servers = data.get("mcpServers", data.get("servers", data))
     if not isinstance(servers, Mapping):
         raise ConfigurationError(f"{where}: 'mcpServers' must be an object of name → server")
@@ -247,10 +250,44 @@ def _from_file(name: str, options: dict[str, Any]) -> dict[str, Any]:
         if choice is not None and "http_transport" not in options:
             options["http_transport"] = choice
     ignored = sorted(k for k in options if k not in _FIELDS)
+    for key in ignored:  # another application's key is kept quiet; a near miss of ours is not
+        guess = _near_miss(key, (_FILE_KEYS | _FIELDS) - _CODE_ONLY - set(options))
+        if guess is not None:
+            raise ConfigurationError(
+                f"server {name!r}: unknown key {key!r}; did you mean {guess!r}?"
+            )
     if ignored:
         log.debug("server %r: ignoring options for other applications: %s", name, ignored)
     # Only JSON-expressible options can come from a file.
     return {k: v for k, v in options.items() if k in _FIELDS and k not in _CODE_ONLY}
+
+
+# The file spellings _from_file reads besides the ServerConfig fields.
+_FILE_KEYS: Final = frozenset({"type", "transport", "requestInit", "enableServerLogs", "disabled"})
+
+
+def _near_miss(key: str, known: Iterable[str]) -> str | None:
+    """The known key ``key`` is most likely a misspelling of (case, ``_`` and ``-`` aside)."""
+    import difflib
+
+    folded = {k.lower().replace("_", "").replace("-", ""): k for k in known}
+    close = difflib.get_close_matches(
+        key.lower().replace("_", "").replace("-", ""), folded, n=1, cutoff=0.85
+    )
+    return folded[close[0]] if close else None
+
+
+def _check_top_level(where: str, data: Mapping[str, Any]) -> None:
+    """A misspelled ``mcpServers`` (or ``servers``) would be read as a server named so."""
+    for key, value in data.items():
+        looks_like_servers = (
+            isinstance(value, Mapping)
+            and not {"command", "url", "server"} & set(value)
+            and all(isinstance(v, Mapping) for v in value.values())
+        )
+        guess = _near_miss(str(key), ("mcpServers", "servers")) if looks_like_servers else None
+        if guess is not None:
+            raise ConfigurationError(f"{where}: unknown key {key!r}; did you mean {guess!r}?")
 
 
 _CODE_ONLY: Final = frozenset(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.versions import Revision
 from .methods import shape_listing
 from .scopes import checked_scopes
+from .tool_warnings import warn_if_unclear
 from .tools import ToolDefinition
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class ToolManager:
             self.scoped.pop(tool.name, None)
         self.by_name[tool.name] = tool
         self._listing.clear()
+        warn_if_unclear(tool)  # no description, untyped parameters: see .tool_warnings
         for listener in self._listeners:
             listener(tool.name, tool)
         return tool

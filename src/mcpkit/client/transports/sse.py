@@ -85,7 +85,7 @@ class SSETransport:
     ) -> None:
         self.url = url
         self.max_message_size = max_message_size
-        self.label = f"{name} ({url})" if name else url
+        self.label = f"{name} ({url})" if name and name != url else url
         self.headers = dict(headers or {})
         # The POSTs go to the endpoint the stream names, but they are requests to the same
         # protected resource: the extension tells OAuth which server's tokens to use.

@@ -97,7 +97,7 @@ class StreamableHTTPTransport:
     ) -> None:
         self.url = url
         self.max_message_size = max_message_size
-        self.label = f"{name} ({url})" if name else url
+        self.label = f"{name} ({url})" if name and name != url else url
         self.headers = dict(headers or {})
         # Passed per request, so a caller's http_client gets it too; absent, the client's own.
         self._auth: dict[str, Any] = {"auth": auth} if auth is not None else {}

@@ -41,6 +41,10 @@ async def ask_name(ctx: Context) -> str:
 def who(ctx: Context) -> str:
     info = ctx.client_info or {}
     return f"{info.get('name')} in {os.getpid()}"
+
+@server.tool
+def capabilities(ctx: Context) -> str:
+    return ",".join(sorted(ctx.client_capabilities))
 """
 
 
@@ -74,6 +78,10 @@ async def test_a_stdio_client_is_a_template_and_keeps_its_own_connection(
             named = await client.call_tool("ask_name", {})
             assert named["content"][0]["text"] == "accept: {'name': 'Ada'}"
             proxied = (await client.call_tool("who", {}))["content"][0]["text"]
+        # A downstream client that declares nothing: the template's handler is not its own.
+        async with Client(server=server, protocol_version=HANDSHAKE) as bare:
+            caps = await bare.call_tool("capabilities", {})
+            assert caps["content"][0]["text"] == ""
         # The template's identity, on a process of the proxy's own.
         assert proxied.startswith("template in ") and proxied != own
         # The downstream session and its upstream are gone; the template's connection is not.

@@ -19,6 +19,7 @@ Everything else is the :class:`~mcpkit.client.session.ClientSession` it wraps.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -247,6 +248,21 @@ class Client(SessionAPI):
     @property
     def connected(self) -> bool:
         return self._session is not None and not self._session.closed
+
+    def connection_options(self) -> dict[str, Any]:
+        """Every keyword argument this client was made with, as ``Client(...)`` takes them.
+
+        ``Client(**client.connection_options())`` is a new, unconnected client reaching
+        the same server the same way (transport, headers, auth, bounds, handlers): what
+        ``proxy(client)`` opens its upstream connections from. The values are the
+        client's own objects (its ``http_client``, ``auth``, handlers), not copies, and
+        the ``http_transport`` of a URL ending in ``/sse`` reads ``"sse"``.
+        """
+        options = dict(self._transport_options)
+        options.update(
+            (f.name, getattr(self.options, f.name)) for f in dataclasses.fields(self.options)
+        )
+        return options
 
     # -- what the server told us --------------------------------------------------------------
     @property

@@ -44,8 +44,15 @@ prompt gets and completions go to the *upstream* server through a
 
 The targets are the ones a ``Client`` takes: a URL (Streamable HTTP, or legacy
 SSE), a command line (stdio), an ``mcpServers`` entry as in a Claude Desktop
-file (``{"command": ..., "args": [...]}``, ``{"url": ..., "headers": {...}}``)
-or another ``MCPServer`` (in memory).
+file (``{"command": ..., "args": [...]}``, ``{"url": ..., "headers": {...}}``),
+another ``MCPServer`` (in memory), or a ``Client``, taken as a *template*: the
+proxy opens its connections, one per downstream session and the pool's, as that
+client would (:meth:`~mcpkit.client.client.Client.connection_options`), and never
+uses or closes the client's own connection. A connection is one session of the
+upstream, with one set of handlers; the proxy needs many, each answered by its own
+downstream client, so sharing the given one would show one client another's
+elicitation. A ``Client`` made with ``transport=`` is refused: a transport object
+is one connection, with nothing to open again.
 """
 
 from __future__ import annotations
@@ -80,8 +87,9 @@ __all__ = ["DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
 
 log = logging.getLogger("mcpkit.compose")
 
-#: What ``proxy`` serves: a URL, a command line, an ``mcpServers`` entry or a server object.
-ProxyTarget: TypeAlias = "str | Mapping[str, Any] | MCPServer"
+#: What ``proxy`` serves: a URL, a command line, an ``mcpServers`` entry, a server object
+#: or a ``Client`` (a template of the proxy's connections).
+ProxyTarget: TypeAlias = "str | Mapping[str, Any] | MCPServer | Client"
 
 _KINDS = frozenset({"tools", "resources", "resourceTemplates", "prompts", "completions"})
 # The capability an upstream must declare for each listing (basic/lifecycle § capabilities).
@@ -115,6 +123,15 @@ _PROXY_OWNS = frozenset(
         "roots",
     }
 )
+# A Client target's options that the proxy does not take: the above, what Upstream sets
+# itself (callbacks, no cache), and the transport object (refused, see _from_client).
+_NOT_FROM_CLIENT = _PROXY_OWNS | {
+    "elicitation_modes",
+    "on_list_changed",
+    "on_resource_updated",
+    "cache",
+    "transport",
+}
 #: Upstream connections serving stateless downstream traffic at most, by default.
 DEFAULT_POOL_SIZE = 32
 
@@ -123,6 +140,8 @@ def client_options(target: ProxyTarget) -> dict[str, Any]:
     """The ``Client`` options reaching ``target``."""
     if isinstance(target, MCPServer):
         return {"server": target}
+    if isinstance(target, Client):
+        return _from_client(target)
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             return {"url": target}
@@ -142,9 +161,23 @@ def client_options(target: ProxyTarget) -> dict[str, Any]:
         options.update({k: target[k] for k in _FROM_CODE if target.get(k) is not None})
         return options
     raise ConfigurationError(
-        "proxy needs a URL, a command line, an mcpServers entry (dict) or an MCPServer, "
-        f"not {type(target).__name__}"
+        "proxy needs a URL, a command line, an mcpServers entry (dict), an MCPServer "
+        f"or a Client, not {type(target).__name__}"
     )
+
+
+def _from_client(client: Client) -> dict[str, Any]:
+    """The options of the proxy's connections copied from ``client`` (a template):
+    how it reaches its server, and its bounds and identity; its handlers and callbacks
+    are the proxy's own (see ``_PROXY_OWNS``), its live connection stays its own."""
+    options = client.connection_options()
+    if options["transport"] is not None:
+        raise ConfigurationError(
+            "proxy cannot open connections like a Client made with transport=: a transport "
+            "object is one connection, and the proxy opens one per downstream session; "
+            "give the Client a command=, url= or server= instead"
+        )
+    return {k: v for k, v in options.items() if v is not None and k not in _NOT_FROM_CLIENT}
 
 
 class ProxySource:
@@ -360,15 +393,16 @@ def proxy(
 ) -> MCPServer:
     """A server serving what ``target`` serves (see the module docstring).
 
-    ``target`` is a URL, a command line, an ``mcpServers`` entry or an
-    ``MCPServer``; it is checked here, but not contacted until a downstream
+    ``target`` is a URL, a command line, an ``mcpServers`` entry, an
+    ``MCPServer`` or a ``Client`` (a template: its own connection is left alone,
+    see the module docstring); it is checked here, but not contacted until a downstream
     session needs it. The result is an ordinary ``MCPServer``: add tools,
     middleware or auth to it, mount it, or serve it on any transport. Its own
     components are served first; the upstream's come after them.
 
     ``upstream_version`` is the protocol revision the proxy asks of the upstream
     (``None``: the newest the upstream speaks, the ``Client``'s choice); an
-    ``mcpServers`` entry's ``protocol_version`` wins. ``pool_size`` bounds the
+    ``mcpServers`` entry's or a ``Client`` target's ``protocol_version`` wins. ``pool_size`` bounds the
     upstream connections serving stateless downstream traffic (each carries one
     request at a time; a request beyond them waits for one).
     """
@@ -387,7 +421,7 @@ def proxy(
     label = repr(
         options.get("url")
         or (shlex.join([command, *options.get("args", ())]) if command else None)
-        or getattr(target, "name", None)
+        or getattr(options.get("server"), "name", None)
         or name
     )
     source = ProxySource(server, options, label=label, pool_size=pool_size)

@@ -128,7 +128,7 @@ class ServerSources:
     @classmethod
     def proxy(cls, target: ProxyTarget, *, name: str = "proxy", **options: Any) -> MCPServer:
         """A server serving what ``target`` (a URL, a command line, an ``mcpServers``
-        entry or an ``MCPServer``) serves: ``mcpkit.compose.proxy``, which has the rules
+        entry, an ``MCPServer`` or a ``Client``) serves: ``mcpkit.compose.proxy``, which has the rules
         and the other ``options`` (``upstream_version``, ``pool_size``, ...)."""
         from ..compose.proxy import proxy
 

@@ -22,6 +22,7 @@ from ..errors import InvalidParams, MCPKitError, RegistrationError, tool_error_t
 from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
+from .json_schema_check import json_schema_validator
 from .lazy_pydantic import is_model, is_model_class, model_class, validation_error
 from .scopes import parse_scopes
 from .signature import (
@@ -34,6 +35,8 @@ from .signature import (
     summary,
 )
 from .stateless.mcp_header import header_problems
+from .tool_annotations import ToolAnnotations, checked_annotations
+from .tool_output import wrappable, wrapped_output
 from .worker_pool import InPlaceWait
 
 if TYPE_CHECKING:
@@ -46,30 +49,6 @@ __all__ = ["ToolAnnotations", "ToolDefinition", "create_tool"]
 log = logging.getLogger("mcpkit.server")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolAnnotations:
-    """Hints about a tool's behaviour (2025-03-26 tools § annotations)."""
-
-    title: str | None = None
-    read_only_hint: bool | None = None
-    destructive_hint: bool | None = None
-    idempotent_hint: bool | None = None
-    open_world_hint: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in (
-            ("title", self.title),
-            ("readOnlyHint", self.read_only_hint),
-            ("destructiveHint", self.destructive_hint),
-            ("idempotentHint", self.idempotent_hint),
-            ("openWorldHint", self.open_world_hint),
-        ):
-            if value is not None:
-                out[key] = value
-        return out
 
 
 @dataclass(slots=True)
@@ -95,6 +74,7 @@ class ToolDefinition:
     _wait: InPlaceWait = field(default_factory=InPlaceWait, repr=False)  # for a sync tool
     _dump_output: Callable[[Any], Any] | None = field(default=None, repr=False)
     _typed_output: bool = field(default=False, repr=False)  # the return type is an object type
+    _wrapped: bool = field(default=False, repr=False)  # structuredContent is {"result": value}
     _listing: dict[str, Any] = field(default_factory=dict, repr=False)
     _headers: dict[tuple[str, ...], str] | None = field(default=None, repr=False)
 
@@ -202,6 +182,19 @@ class ToolDefinition:
             and isinstance(value.get("content"), list)
         ):
             return value  # already a CallToolResult
+        if self._wrapped:  # a primitive or a list (see .tool_output); content as unwrapped
+            assert self._dump_output is not None
+            structured = {"result": self._dump_output(value)}
+            if type(value) is str:
+                return {
+                    "content": [{"type": "text", "text": value}],
+                    "structuredContent": structured,
+                }
+            text = isinstance(value, int | float | bool)
+            content = (
+                [{"type": "text", "text": dump_text(value)}] if text else to_content_list(value)
+            )
+            return {"content": content, "structuredContent": structured}
         if self._dump_output is not None and (
             self._typed_output or (value is not None and not isinstance(value, str | list))
         ):
@@ -220,8 +213,14 @@ def _error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-def _finish(tool: ToolDefinition, output_type: Any, problems: list[str]) -> ToolDefinition:
-    """Check what is left and raise every problem of ``tool`` at once, each naming it."""
+def _finish(
+    tool: ToolDefinition, output_type: Any, problems: list[str], *, text: bool = False
+) -> ToolDefinition:
+    """Check what is left and raise every problem of ``tool`` at once, each naming it.
+
+    ``text``: a ``str`` return is wrapped as structured output too (.tool_output).
+    """
+    tool.annotations = checked_annotations(tool.annotations, problems)
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
     # x-mcp-header annotations are checked here, once, so that a bad one fails the
@@ -242,6 +241,14 @@ def _finish(tool: ToolDefinition, output_type: Any, problems: list[str]) -> Tool
                 tool.output_schema = schema
             tool._dump_output = _structured_dumper(adapter, output_type)
             tool._typed_output = True
+    elif (
+        tool.output_schema is None and output_type is not None and wrappable(output_type, text=text)
+    ):
+        try:
+            tool.output_schema, tool._dump_output = wrapped_output(output_type)
+            tool._wrapped = True
+        except Exception:  # not describable: sent as content only, as before
+            log.debug("tool %r: no structured output for %r", tool.name, output_type)
     elif tool.output_schema is not None:
         tool._dump_output = _dump_any
     if problems or named:
@@ -339,7 +346,7 @@ def tool_from_function(
     tool._is_async = sig.is_async
     _choose_thread(tool, run_in_thread, problems)
     output_type = sig.return_annotation if structured_output is not False else None
-    return _finish(tool, output_type, problems)
+    return _finish(tool, output_type, problems, text=structured_output is True)
 
 
 def create_tool(
@@ -495,7 +502,7 @@ def _explicit_validator(
 
         validate = validate_model
     else:
-        validate = _json_schema_validator(name, schema)
+        validate = json_schema_validator(name, schema)
         if whole is not None:
             inner_schema = validate
 
@@ -537,58 +544,3 @@ def _choose_thread(tool: ToolDefinition, run_in_thread: bool, problems: list[str
 
 def _accepts_var_kwargs(fn: Callable[..., Any]) -> bool:
     return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
-
-
-def _json_schema_validator(
-    name: str, schema: dict[str, Any]
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Validate against a raw JSON Schema; the validator is built on first use."""
-    compiled: list[Any] = []
-
-    def validate(args: dict[str, Any]) -> dict[str, Any]:
-        if not compiled:
-            try:
-                from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
-            except ImportError:  # minimal check without the optional library
-                compiled.append(None)
-            else:
-                compiled.append(Draft202012Validator(schema))
-        validator = compiled[0]
-        if validator is None:
-            missing = [k for k in schema.get("required", ()) if k not in args]
-            if missing:
-                raise InvalidParams("; ".join(f"{k}: Field required" for k in missing))
-            return args
-        try:
-            errors = sorted(
-                validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path]
-            )
-        except RecursionError:
-            # jsonschema recurses in Python and puts the instance's repr in its messages:
-            # arguments ~1,000 levels deep (the JSON decoder allows 1,024) exhaust the stack.
-            raise InvalidParams("(arguments): nested too deeply to validate") from None
-        if errors:
-            raise InvalidParams("; ".join(_describe_schema_error(e) for e in errors))
-        return args
-
-    return validate
-
-
-def _describe_schema_error(error: Any) -> str:
-    """``path: message``, naming the missing property itself for ``required`` errors."""
-    path = [str(p) for p in error.absolute_path]
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [
-            name
-            for name in error.validator_value
-            if name not in error.instance and repr(name) in error.message
-        ]
-        if missing:
-            return f"{'.'.join([*path, str(missing[0])])}: Field required"
-    message = error.message
-    if len(message) > _MAX_MESSAGE:  # it quotes the instance, which may be huge
-        message = message[: _MAX_MESSAGE - 3] + "..."
-    return f"{'.'.join(path) or '(arguments)'}: {message}"
-
-
-_MAX_MESSAGE = 200

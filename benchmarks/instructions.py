@@ -70,6 +70,10 @@ PATHS = (
     "stdio-mw",
     "stdio-otel",
     "stdio-otel-sdk",
+    "stdio-many",
+    "stdio-many-tagged",
+    "stdio-many-list",
+    "stdio-many-tagged-list",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -77,6 +81,12 @@ STDIO: dict[str, list[str]] = {
     "stdio-mw": [str(SERVERS / "mcpkit_stdio_otel.py"), "pass"],
     "stdio-otel": [str(SERVERS / "mcpkit_stdio_otel.py"), "api"],
     "stdio-otel-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "sdk"],
+    # Issue 20: 5,000 tools with 10 % disabled by tag, against the 4,500 enabled alone;
+    # "-list" paths send tools/list instead of the echo call (use small --n1/--n2).
+    "stdio-many": [str(SERVERS / "mcpkit_stdio_many.py"), "enabled"],
+    "stdio-many-tagged": [str(SERVERS / "mcpkit_stdio_many.py"), "tagged"],
+    "stdio-many-list": [str(SERVERS / "mcpkit_stdio_many.py"), "enabled"],
+    "stdio-many-tagged-list": [str(SERVERS / "mcpkit_stdio_many.py"), "tagged"],
 }
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -131,9 +141,12 @@ def drive_stdio(out: Path, n: int, seed: int, path: str = "stdio") -> int:
         if b'"result"' not in ask(INITIALIZE):
             raise RuntimeError("initialize failed")
         stdin.write(orjson.dumps(INITIALIZED) + b"\n")
+        listing = path.endswith("-list")
+        expected = b'"tools":[' if listing else TEXT.encode()
         for rid in range(1, n + 1):
-            answer = ask(echo(rid))
-            if TEXT.encode() not in answer or b'"id":%d' % rid not in answer:
+            msg = {"jsonrpc": "2.0", "id": rid, "method": "tools/list"} if listing else echo(rid)
+            answer = ask(msg)
+            if expected not in answer or b'"id":%d' % rid not in answer:
                 raise RuntimeError(f"bad answer: {answer[:200]!r}")
         stdin.close()
         proc.wait(timeout=300)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from ..errors import CapabilityError, ElicitationValidationError, InvalidParams
 from .form_validation import answer_errors
 from .lazy_pydantic import model_class, validation_error
+from .visibility import ContextVisibility
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
@@ -207,8 +208,8 @@ class RequestExtra:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class Context:
-    """Per-request handle: logging, progress, elicitation, sampling, roots."""
+class Context(ContextVisibility):
+    """Per-request handle: logging, progress, elicitation, sampling, roots, visibility."""
 
     __slots__ = ("_extra", "_loop", "request", "session")
 

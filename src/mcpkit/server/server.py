@@ -15,7 +15,7 @@ import contextlib
 import inspect
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Never, TypeVar, overload
 
 from ..errors import ConfigurationError, RegistrationError
@@ -46,6 +46,7 @@ from .stateless.input_options import InputRoundOptions
 from .stateless.input_required import InputRounds
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
+from .visibility import ServerVisibility, Visibility
 
 if TYPE_CHECKING:
     from ..auth.resource_server import ProtectedResource
@@ -72,7 +73,14 @@ _TOOL_OPTIONS = frozenset(inspect.signature(tool_from_function).parameters) - {"
 _PROMPT_OPTIONS = frozenset(inspect.signature(PromptManager.add).parameters) - {"self", "fn"}
 
 
-class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSources, LiveSessions):
+class MCPServer(
+    ServerIntrospection,
+    ServerRunning,
+    ServerExtensions,
+    ServerSources,
+    ServerVisibility,
+    LiveSessions,
+):
     """An MCP server: tools, resources, prompts and completions.
 
     >>> server = MCPServer("Demo", version="1.0.0")
@@ -109,6 +117,8 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         lifespan: LifespanFactory | None = None,
         extensions: Sequence[Extension] | None = None,
         auth: ProtectedResource | None = None,
+        include_tags: Collection[str] | None = None,
+        exclude_tags: Collection[str] | None = None,
         debug: bool = False,
         **foreign: Never,
     ) -> None:
@@ -189,6 +199,9 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         # Protects the HTTP apps (http_app, sse_app, run_http, `mcpkit run -t http`) unless
         # they are given their own; stdio stays unauthenticated (see .running).
         self.auth = auth
+        # Which components each caller sees: include/exclude_tags, enable/disable (.visibility).
+        self.visibility = Visibility(self, include_tags, exclude_tags)
+        self.visibility.share()
         self.tools: ToolManager = ToolManager(self)
         self.resources = ResourceManager(self)
         self.prompts = PromptManager(self)
@@ -241,6 +254,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
             raise ConfigurationError("the server already has an input-round store")
         self.store = store
         self.input_rounds.store = store.input_rounds
+        self.visibility.share()
 
     # -- registration decorators -----------------------------------------------------------
     @overload
@@ -261,6 +275,10 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         meta: dict[str, Any] | None = None,
         run_in_thread: bool = True,
         scopes: Sequence[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
+        timeout: float | None = None,
+        version: str | None = None,
     ) -> Callable[[F], F]: ...
     def tool(self, fn: Callable[..., Any] | str | None = None, /, **options: Any) -> Any:
         """Register a function as a tool; usable bare, with options, or with its name
@@ -301,6 +319,9 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
         scopes: Sequence[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
+        version: str | None = None,
         **foreign: Never,
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{variables}`` makes it an RFC 6570 template.
@@ -327,6 +348,9 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
                 meta=meta,
                 cache=cache,
                 scopes=scopes,
+                tags=tags,
+                enabled=enabled,
+                version=version,
             )
             return f
 
@@ -347,6 +371,8 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
     ) -> Callable[[F], F]: ...
     def prompt(self, fn: Callable[..., Any] | str | None = None, /, **options: Any) -> Any:
         """Register a function returning prompt messages; usable bare, with options, or
@@ -408,12 +434,21 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         if problems:
             raise RegistrationError(problems)
 
-    def mount(self, server: MCPServer, *, namespace: str) -> Mount:
+    def mount(
+        self,
+        server: MCPServer,
+        *,
+        namespace: str,
+        include_tags: Collection[str] | None = None,
+        exclude_tags: Collection[str] | None = None,
+    ) -> Mount:
         """Serve ``server``'s components here under ``namespace`` (a live link): the
         ``Mount`` of ``mcpkit.compose.mount(self, server, ...)``, which has the rules."""
         from ..compose.mount import mount
 
-        return mount(self, server, namespace=namespace)
+        return mount(
+            self, server, namespace=namespace, include_tags=include_tags, exclude_tags=exclude_tags
+        )
 
     def on_roots_changed(self, fn: F) -> F:
         """Call ``fn(session)`` when a client says its roots changed."""

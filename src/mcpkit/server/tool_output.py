@@ -1,4 +1,4 @@
-"""Structured output for tools that return a primitive or a list: ``{"result": value}``.
+"""Structured output of tools: ``{"result": value}`` for primitives and lists, and objects' JSON.
 
 ``structuredContent`` is a JSON object on 2025-06-18 and 2025-11-25 (server/tools
 § structured content; ``outputSchema`` "restricted to type: object at the root
@@ -17,15 +17,21 @@ content blocks, nor are content helpers (``Image``, ``Text``, ...).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 
+from .lazy_pydantic import is_model, is_model_class
 from .signature import is_object_type, output_adapter
 
-__all__ = ["wrappable", "wrapped_output"]
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+__all__ = ["dump_any", "structured_dumper", "wrappable", "wrapped_output"]
 
 _NUMBERS = (int, float, bool)
 _SEQUENCES = (list, tuple, set, frozenset)
@@ -120,3 +126,39 @@ def wrapped_output(annotation: Any) -> tuple[dict[str, Any], Callable[[Any], Any
         return adapter.dump_python(adapter.validate_python(value), mode="json")
 
     return schema, result_of
+
+
+# -- object returns ---------------------------------------------------------------------------
+
+
+def structured_dumper(adapter: TypeAdapter[Any], output_type: Any) -> Callable[[Any], Any]:
+    """JSON for a declared object return type; validated unless already an instance.
+
+    A model or dataclass instance was validated when it was built, so only other
+    values (dicts for a ``TypedDict`` or ``dict[...]``, a stray ``None``...) pay
+    for validation.
+    """
+    origin = get_origin(output_type) or output_type
+    exact = (
+        origin
+        if isinstance(origin, type) and (is_model_class(origin) or dataclasses.is_dataclass(origin))
+        else None
+    )
+    dump = functools.partial(adapter.dump_python, mode="json")
+
+    def dump_structured(value: Any) -> Any:
+        if exact is None or not isinstance(value, exact):
+            value = adapter.validate_python(value)
+        return dump(value)
+
+    return dump_structured
+
+
+def dump_any(value: Any) -> Any:
+    if is_model(value):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return value
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(type(value)).dump_python(value, mode="json")

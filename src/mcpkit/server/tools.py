@@ -7,23 +7,23 @@ tool is a protocol error (-32602).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-import functools
 import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_origin
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidParams, MCPKitError, RegistrationError, tool_error_text
+from ..errors import InvalidParams, MCPKitError, RegistrationError, ToolError, tool_error_text
 from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
 from .json_schema_check import json_schema_validator
-from .lazy_pydantic import is_model, is_model_class, model_class, validation_error
+from .lazy_pydantic import is_model_class, model_class, validation_error
 from .scopes import parse_scopes
 from .signature import (
     FunctionSignature,
@@ -36,11 +36,12 @@ from .signature import (
 )
 from .stateless.mcp_header import header_problems
 from .tool_annotations import ToolAnnotations, checked_annotations
-from .tool_output import wrappable, wrapped_output
+from .tool_output import dump_any, structured_dumper, wrappable, wrapped_output
+from .visibility import checked_tags
 from .worker_pool import InPlaceWait
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel, TypeAdapter
+    from pydantic import BaseModel
 
     from .context import Context
 
@@ -66,6 +67,14 @@ class ToolDefinition:
     meta: dict[str, Any] | None = None
     #: OAuth scopes a caller's token needs to see and call it (see :mod:`.scopes`).
     scopes: frozenset[str] = frozenset()
+    #: Labels to enable and disable tools by (``server.disable(tags=...)``, .visibility).
+    tags: frozenset[str] = frozenset()
+    #: False: registered hidden, until ``server.enable(name)`` (see .visibility).
+    enabled: bool = True
+    #: Seconds a call may run before it is cancelled and answers a tool error; None: no limit.
+    timeout: float | None = None
+    #: This tool's version: listed, and chosen by ``tools/call`` with ``version`` (as prompts).
+    version: str | None = None
     # Prebuilt at registration:
     _validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda a: a, repr=False)
     _context_param: str | None = field(default=None, repr=False)
@@ -123,6 +132,8 @@ class ToolDefinition:
                 item["icons"] = self.icons
             if self.meta:
                 item["_meta"] = self.meta
+            if self.version is not None:
+                item["version"] = self.version
             self._listing = item
         return self._listing
 
@@ -146,7 +157,9 @@ class ToolDefinition:
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
         try:
-            if self._is_async:
+            if self.timeout is not None:
+                value = await self._call_timed(kwargs, ctx)
+            elif self._is_async:
                 value = await self.execute(**kwargs)
             elif self._inline:
                 value = self.execute(**kwargs)
@@ -170,6 +183,25 @@ class ToolDefinition:
                 f"Tool '{self.name}' returned a value that does not match its output schema: "
                 f"{format_validation_error(exc, root='(result)')}"
             )
+
+    async def _call_timed(self, kwargs: dict[str, Any], ctx: Context | None) -> Any:
+        """Call the function, cancelled after :attr:`timeout` seconds (a ``ToolError``).
+
+        A sync function's thread cannot be stopped: its result is dropped when it
+        comes, and the call answers at the deadline all the same.
+        """
+        assert self.timeout is not None
+        scope = asyncio.timeout(self.timeout)
+        try:
+            async with scope:
+                if self._is_async:
+                    return await self.execute(**kwargs)
+                # Awaited, never waited for in place: the deadline must be able to fire.
+                return await run_sync(self.execute, kwargs, ctx, wait=None)
+        except TimeoutError:
+            if not scope.expired():
+                raise  # the tool's own TimeoutError, not the deadline
+            raise ToolError(f"Tool '{self.name}' timed out after {self.timeout:g} s") from None
 
     def to_result(self, value: Any) -> dict[str, Any]:
         if type(value) is str and self._dump_output is None:  # the most common result
@@ -221,6 +253,7 @@ def _finish(
     ``text``: a ``str`` return is wrapped as structured output too (.tool_output).
     """
     tool.annotations = checked_annotations(tool.annotations, problems)
+    _check_timeout_and_version(tool, problems)
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
     # x-mcp-header annotations are checked here, once, so that a bad one fails the
@@ -239,7 +272,7 @@ def _finish(
         else:
             if tool.output_schema is None:
                 tool.output_schema = schema
-            tool._dump_output = _structured_dumper(adapter, output_type)
+            tool._dump_output = structured_dumper(adapter, output_type)
             tool._typed_output = True
     elif (
         tool.output_schema is None and output_type is not None and wrappable(output_type, text=text)
@@ -250,43 +283,25 @@ def _finish(
         except Exception:  # not describable: sent as content only, as before
             log.debug("tool %r: no structured output for %r", tool.name, output_type)
     elif tool.output_schema is not None:
-        tool._dump_output = _dump_any
+        tool._dump_output = dump_any
     if problems or named:
         raise RegistrationError([*(f"tool {tool.name!r}: {p}" for p in problems), *named])
     return tool
 
 
-def _structured_dumper(adapter: TypeAdapter[Any], output_type: Any) -> Callable[[Any], Any]:
-    """JSON for a declared object return type; validated unless already an instance.
-
-    A model or dataclass instance was validated when it was built, so only other
-    values (dicts for a ``TypedDict`` or ``dict[...]``, a stray ``None``...) pay
-    for validation.
-    """
-    origin = get_origin(output_type) or output_type
-    exact = (
-        origin
-        if isinstance(origin, type) and (is_model_class(origin) or dataclasses.is_dataclass(origin))
-        else None
-    )
-    dump = functools.partial(adapter.dump_python, mode="json")
-
-    def dump_structured(value: Any) -> Any:
-        if exact is None or not isinstance(value, exact):
-            value = adapter.validate_python(value)
-        return dump(value)
-
-    return dump_structured
-
-
-def _dump_any(value: Any) -> Any:
-    if is_model(value):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return value
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(type(value)).dump_python(value, mode="json")
+def _check_timeout_and_version(tool: ToolDefinition, problems: list[str]) -> None:
+    timeout = tool.timeout
+    if timeout is not None and (
+        type(timeout) not in (int, float) or not 0 < timeout < float("inf")
+    ):
+        problems.append(f"timeout must be a positive number of seconds, not {timeout!r}")
+    elif timeout is not None and tool._inline:
+        problems.append(
+            "timeout= cannot stop a tool run on the event loop (run_in_thread=False); "
+            "make it async, or let it run in a thread"
+        )
+    if tool.version is not None and (type(tool.version) is not str or not tool.version):
+        problems.append(f"version must be a non-empty string, not {tool.version!r}")
 
 
 def tool_from_function(
@@ -302,6 +317,10 @@ def tool_from_function(
     meta: dict[str, Any] | None = None,
     run_in_thread: bool = True,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    timeout: float | None = None,
+    version: str | None = None,
 ) -> ToolDefinition:
     """A tool whose input schema comes from ``fn``'s signature and docstring.
 
@@ -318,6 +337,7 @@ def tool_from_function(
         raise RegistrationError(["a tool needs a name: pass name=... for lambdas and callables"])
     problems: list[str] = []
     needed = parse_scopes(scopes, problems)
+    tagged = checked_tags("tags", tags, problems)
     sig: FunctionSignature | None = None
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     try:
@@ -338,6 +358,10 @@ def tool_from_function(
         icons=icons,
         meta=meta,
         scopes=needed,
+        tags=tagged,
+        enabled=enabled,
+        timeout=timeout,
+        version=version,
     )
     if sig is None:
         return _finish(tool, None, problems)  # raises
@@ -362,6 +386,10 @@ def create_tool(
     meta: dict[str, Any] | None = None,
     run_in_thread: bool = True,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    timeout: float | None = None,
+    version: str | None = None,
 ) -> ToolDefinition:
     """A tool defined explicitly, as Mastra's ``createTool`` does.
 
@@ -395,9 +423,14 @@ def create_tool(
             output_schema=output_schema if isinstance(output_schema, dict) else None,
             run_in_thread=run_in_thread,
             scopes=scopes,
+            tags=tags,
+            enabled=enabled,
+            timeout=timeout,
+            version=version,
         )
     problems: list[str] = []
     needed = parse_scopes(scopes, problems)
+    tagged = checked_tags("tags", tags, problems)
     sig: FunctionSignature | None = None
     try:
         sig = inspect_function(execute, model_name=f"{id}_execute")
@@ -437,6 +470,10 @@ def create_tool(
         icons=icons,
         meta=meta,
         scopes=needed,
+        tags=tagged,
+        enabled=enabled,
+        timeout=timeout,
+        version=version,
     )
     if sig is None or problems:
         return _finish(tool, None, problems)  # raises

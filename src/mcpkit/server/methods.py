@@ -209,7 +209,8 @@ def _call_result(result: dict[str, Any], revision: Revision) -> dict[str, Any]:
 
 async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
     resources = session.server.resources
-    keep = await session.server.visibility.keeper(session, req)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
     listing = await resources.list(req.auth_info, keep)
     if session.server.component_sources:
         listing = [*listing, *await listed_by_sources(session, "resources")]
@@ -219,7 +220,8 @@ async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]
 
 async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
     resources = session.server.resources
-    keep = await session.server.visibility.keeper(session, req)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
     listing = await resources.list_templates(req.auth_info, keep)
     if session.server.component_sources:
         listing = [*listing, *await listed_by_sources(session, "resourceTemplates")]
@@ -234,7 +236,8 @@ async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]
     version = req.params.get("version") or req.meta.get("version")  # as prompts/get
     if version is not None and type(version) is not str:
         raise InvalidParams(f"resources/read: 'version' must be a string, got {json_type(version)}")
-    keep = await session.server.visibility.keeper(session, req)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
     ctx = Context(session, req)
     token = _current.set(ctx)
     try:
@@ -296,7 +299,8 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
 
 async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
     prompts = session.server.prompts
-    keep = await session.server.visibility.keeper(session, req)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
     listing = await prompts.list(req.auth_info, keep)
     if session.server.component_sources:
         listing = [*listing, *await listed_by_sources(session, "prompts")]
@@ -319,7 +323,8 @@ async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
     sourced = None
     if server.component_sources and not server.prompts.serves(name, version):
         sourced = await served_by_sources(session, req, "prompts")
-    keep = await server.visibility.keeper(session, req) if sourced is None else None
+    vis = server.visibility
+    keep = await vis.keeper(session, req) if vis.active and sourced is None else None
     ctx = Context(session, req)
     token = _current.set(ctx)
     try:

@@ -179,8 +179,11 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
     if tool.scopes:
         enforce(req.auth_info, tool.scopes, f"tool {name!r}")
     visibility = server.visibility
-    if visibility.active and await visibility.refuse_hidden(
-        session, req, "tools", tool.name, tool.tags
+    if visibility.active and (
+        # The server's own rules are in tools.hidden already: a set lookup, no await.
+        await visibility.refuse_hidden(session, req, "tools", tool.name, tool.tags)
+        if visibility.scoped
+        else tool.name in server.tools.hidden
     ):
         raise InvalidParams(f"Tool {name!r} is disabled")
     arguments = params.get("arguments")

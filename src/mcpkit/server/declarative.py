@@ -223,7 +223,9 @@ def mcp_tool(
     (``"elicitation"``, ``"sampling"``, ``"roots"``). A sync method runs in a
     worker thread; ``run_in_thread=False`` calls it on the event loop, for one
     that returns at once and never blocks (as ``@server.tool`` does). ``scopes``
-    lists the OAuth scopes a caller's token needs to see and call it.
+    lists the OAuth scopes a caller's token needs to see and call it; ``tags``,
+    ``enabled``, ``timeout`` and ``version`` are ``@server.tool``'s (see
+    :mod:`.visibility`).
     """
     declaration = _Tool(
         name, description, title, annotations, icons, meta, output_schema, structured_output,

@@ -285,7 +285,9 @@ class MCPServer(
         first (``@server.tool("search")``, as in FastMCP).
 
         ``scopes=["mcp:write"]``: the OAuth scopes a caller's token needs to see and
-        call it (checked when the request carries auth info; see :mod:`.scopes`).
+        call it (checked when the request carries auth info; see :mod:`.scopes`);
+        ``tags``/``enabled``: see :mod:`.visibility`; ``timeout``: seconds before the
+        call is cancelled; ``version``: listed, and chosen by a call naming it.
         """
 
         if isinstance(fn, str):

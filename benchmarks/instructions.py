@@ -82,6 +82,10 @@ PATHS = (
     "stdio-size",
     "stdio-state",
     "stdio-ctx",
+    "stdio-many",
+    "stdio-many-tagged",
+    "stdio-many-list",
+    "stdio-many-tagged-list",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -93,6 +97,12 @@ STDIO: dict[str, list[str]] = {
         f"stdio-{variant}": [str(SERVERS / "mcpkit_stdio_mw.py"), variant]
         for variant in ("ratelimit", "cache", "log", "log-off", "mask", "size", "state", "ctx")
     },
+    # Issue 20: 5,000 tools with 10 % disabled by tag, against the 4,500 enabled alone;
+    # "-list" paths send tools/list instead of the echo call (use small --n1/--n2).
+    "stdio-many": [str(SERVERS / "mcpkit_stdio_many.py"), "enabled"],
+    "stdio-many-tagged": [str(SERVERS / "mcpkit_stdio_many.py"), "tagged"],
+    "stdio-many-list": [str(SERVERS / "mcpkit_stdio_many.py"), "enabled"],
+    "stdio-many-tagged-list": [str(SERVERS / "mcpkit_stdio_many.py"), "tagged"],
 }
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -147,9 +157,12 @@ def drive_stdio(out: Path, n: int, seed: int, path: str = "stdio") -> int:
         if b'"result"' not in ask(INITIALIZE):
             raise RuntimeError("initialize failed")
         stdin.write(orjson.dumps(INITIALIZED) + b"\n")
+        listing = path.endswith("-list")
+        expected = b'"tools":[' if listing else TEXT.encode()
         for rid in range(1, n + 1):
-            answer = ask(echo(rid))
-            if TEXT.encode() not in answer or b'"id":%d' % rid not in answer:
+            msg = {"jsonrpc": "2.0", "id": rid, "method": "tools/list"} if listing else echo(rid)
+            answer = ask(msg)
+            if expected not in answer or b'"id":%d' % rid not in answer:
                 raise RuntimeError(f"bad answer: {answer[:200]!r}")
         stdin.close()
         proc.wait(timeout=300)

@@ -105,10 +105,10 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     # The agents and workflows of MCPServer(agents=..., workflows=...) become tools built
     # beside their adapters and engine; the core imports the builder on first use, so
     # that the option works with no import by the user.
-    ("mcpkit.server.server", "mcpkit.adapters.agents", "function"): (
+    ("mcpkit.server.registration", "mcpkit.adapters.agents", "function"): (
         "MCPServer(agents=...) builds ask_* tools with mcpkit.adapters.agents"
     ),
-    ("mcpkit.server.server", "mcpkit.workflow.tool", "function"): (
+    ("mcpkit.server.registration", "mcpkit.workflow.tool", "function"): (
         "MCPServer(workflows=...) builds run_* tools with mcpkit.workflow.tool"
     ),
     # server.mount(other, namespace=...) is the method users look for; the link itself
@@ -424,6 +424,10 @@ TYPE_BACK_REFERENCES: dict[tuple[str, str], str] = {
         "mcpkit.server.server",
     ): "open listeners are kept per server",
     ("mcpkit.server.declarative", "mcpkit.server.server"): "collect() fills a server",
+    ("mcpkit.server.registration", "mcpkit.server.server"): "register_given() fills a server",
+    ("mcpkit.server.visibility", "mcpkit.server.request"): "a caller's rules, from its request",
+    ("mcpkit.server.visibility", "mcpkit.server.session"): "a session's own rules",
+    ("mcpkit.server.visibility", "mcpkit.server.server"): "the server whose components it hides",
     ("mcpkit.server.prompts", "mcpkit.server.server"): "PromptManager's server",
     ("mcpkit.server.resources", "mcpkit.server.server"): "ResourceManager's server",
     ("mcpkit.server.tool_manager", "mcpkit.server.server"): "ToolManager's server",

@@ -104,7 +104,7 @@ def test_async_factory_function() -> None:
         ("no_such_module_anywhere:server", "no file or module named 'no_such_module_anywhere'"),
         (f"{TARGETS}:nope", f"{TARGETS} has no object named 'nope'"),
         (f"{TARGETS}:Holder.nope", f"{TARGETS} has no object named 'Holder.nope'"),
-        (str(TARGETS), f"{TARGETS} has no object named 'server' (it has other, primary)"),
+        (str(TARGETS), f"{TARGETS} has no server named mcp, server or app (it has other, primary)"),
         (f"{TARGETS}:not_a_server", f"{TARGETS}:not_a_server is an int, not an MCPServer"),
         (f"{TARGETS}:make_wrong", f"{TARGETS}:make_wrong() returned an int, not an MCPServer"),
         (f"{TARGETS}:needs_arguments", "as a factory it needs arguments (name)"),

@@ -31,10 +31,10 @@ def test_an_mcp_client_used_without_async() -> None:
         add = tools["demo_add"]
         assert add.name == "demo_add"  # attributes pass through
         assert add.input_schema["required"] == ["a", "b"]
-        assert add(a=2, b=3) == [{"type": "text", "text": "5"}]
-        assert add.call({"a": 1, "b": 1}) == [{"type": "text", "text": "2"}]
-        assert tools["stdio_add"](a=4, b=4) == [{"type": "text", "text": "8"}]
-        pid = int(tools["stdio_pid"]()[0]["text"])
+        assert add(a=2, b=3) == {"result": 5}
+        assert add.call({"a": 1, "b": 1}) == {"result": 2}
+        assert tools["stdio_add"](a=4, b=4) == {"result": 8}
+        pid = int(tools["stdio_pid"]()["result"])
         # The namespaces block too.
         assert client.resources.read("demo", "memo://greeting")["contents"][0]["text"] == "hello"
         assert set(client.prompts.list()) == {"demo", "stdio"}
@@ -82,7 +82,7 @@ def test_a_single_server_client_works_too() -> None:
 async def test_usable_while_another_event_loop_runs_in_this_thread() -> None:
     # Jupyter runs its own loop in the main thread; asyncio.run() would refuse there.
     with MCPClient(servers={"demo": {"server": build_server()}}, id="jupyter").blocking() as mcp:
-        assert mcp.get_tools()["demo_add"](a=1, b=1) == [{"type": "text", "text": "2"}]
+        assert mcp.get_tools()["demo_add"](a=1, b=1) == {"result": 2}
 
 
 def test_a_failed_start_stops_the_loop() -> None:

@@ -181,8 +181,8 @@ async def test_a_tool_is_awaitable_with_keyword_arguments(servers: Servers) -> N
             "city": "Oslo",
             "temperature_c": 21.5,
         }
-        # ...otherwise the content.
-        assert await tools["demo_add"](a=2, b=3) == [{"type": "text", "text": "5"}]
+        # ...a primitive is wrapped as {"result": ...} (what the SDK and FastMCP send).
+        assert await tools["demo_add"](a=2, b=3) == {"result": 5}
         seen: list[Any] = []
         await tools["demo_slow"].call({"steps": 2}, progress=lambda *a: seen.append(a))
         assert [s[0] for s in seen] == [1, 2]
@@ -497,14 +497,14 @@ async def test_per_server_timeouts_override_the_global_one() -> None:
         with pytest.raises(PeerTimeout, match=r"within 0\.1 s"):
             await tools["patient_hang"].call(timeout=0.1)
         # The timed-out server keeps working.
-        assert await tools["quick_add"](a=1, b=1) == [{"type": "text", "text": "2"}]
+        assert await tools["quick_add"](a=1, b=1) == {"result": 2}
 
 
 async def test_connects_on_first_use_and_not_after_disconnect() -> None:
     mcp = MCPClient(servers={"demo": {"server": build_server()}})
     assert "not connected" in repr(mcp)
     tools = await mcp.get_tools()  # the seeds' client connects lazily
-    assert await tools["demo_add"](a=1, b=2) == [{"type": "text", "text": "3"}]
+    assert await tools["demo_add"](a=1, b=2) == {"result": 3}
     assert "connected" in repr(mcp)
     await mcp.disconnect()
     with pytest.raises(ConnectionClosed, match="'demo' is not connected"):
@@ -513,7 +513,7 @@ async def test_connects_on_first_use_and_not_after_disconnect() -> None:
         await mcp.get_tools()
     await mcp.disconnect()  # idempotent
     async with mcp:  # an explicit connect brings it back
-        assert await tools["demo_add"](a=1, b=2) == [{"type": "text", "text": "3"}]
+        assert await tools["demo_add"](a=1, b=2) == {"result": 3}
 
 
 async def test_a_second_client_with_the_same_configuration_is_refused() -> None:

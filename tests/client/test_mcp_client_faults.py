@@ -30,7 +30,8 @@ def demo(**options: Any) -> dict[str, Any]:
 
 
 def text(result: Any) -> str:
-    return str(result[0]["text"])
+    # An int result is structured ({"result": n}); text results are content blocks.
+    return str(result["result"]) if isinstance(result, dict) else str(result[0]["text"])
 
 
 async def wait_until(predicate: Any, timeout: float = 5.0) -> bool:

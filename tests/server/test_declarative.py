@@ -678,3 +678,32 @@ def test_bad_declared_scopes_are_collected_naming_each_member() -> None:
     )
     assert problems[1].startswith("Sloppy.two: resource 'data://two': scope 'two words' is not")
     assert problems[2].startswith("Sloppy.three: prompt 'three': scope '' is not a scope token")
+
+
+async def test_declared_components_carry_tags_and_enabled() -> None:
+    class Shop:
+        @mcp_tool(tags={"admin"})
+        def refund(self, order: str) -> str:
+            return order
+
+        @mcp_tool(enabled=False)
+        def beta(self) -> str:
+            return "beta"
+
+        @mcp_resource("shop://stock", tags={"admin"})
+        def stock(self) -> str:
+            return "3"
+
+        @mcp_prompt(tags={"admin"})
+        def escalate(self) -> str:
+            return "escalate"
+
+    server = MCPServer(name="shop", version="1", components=[Shop()])
+    async with connect(server) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["refund"]
+        server.disable(tags={"admin"})
+        assert await client.list_tools() == []
+        assert await client.list_resources() == []
+        assert await client.list_prompts() == []
+        server.enable("beta")
+        assert [t["name"] for t in await client.list_tools()] == ["beta"]

@@ -171,7 +171,8 @@ async def test_execute_tool_runs_without_a_transport() -> None:
         return "ok"
 
     assert await server.execute_tool("add", {"a": 2, "b": 3}) == {
-        "content": [{"type": "text", "text": "5"}]
+        "content": [{"type": "text", "text": "5"}],
+        "structuredContent": {"result": 5},
     }
     assert (await server.execute_tool("with_ctx"))["content"][0]["text"] == "ok"
     assert seen == [True]

@@ -1,8 +1,10 @@
 """Find the server a command line names: ``FILE[:OBJECT]`` or ``pkg.module[:OBJECT]``.
 
-``OBJECT`` is a dotted attribute path; without it the object named ``server``
-is used, or the module's only :class:`MCPServer`. The object may also be a
-factory: a callable taking no arguments (sync or async) that returns an
+``OBJECT`` is a dotted attribute path; without it the :class:`MCPServer` named
+``mcp``, ``server`` or ``app`` is used (the names FastMCP's and the official
+SDK's examples use; it is an error when two of them are different servers), else
+a factory named ``server``, else the module's only ``MCPServer``. The object may
+also be a factory: a callable taking no arguments (sync or async) that returns an
 ``MCPServer``.
 
 Two kinds of failure, told apart because the user acts differently:
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["LoadError", "UserCodeError", "load_server", "split_target"]
 
 DEFAULT_OBJECT = "server"
+#: The names looked for without ``:OBJECT``, in this order.
+DEFAULT_NAMES = ("mcp", "server", "app")
 
 
 class LoadError(Exception):
@@ -136,17 +140,7 @@ def _server_from(module: ModuleType, where: str, attr: str | None) -> MCPServer:
     from ..server.server import MCPServer
 
     if attr is None:
-        if hasattr(module, DEFAULT_OBJECT):
-            attr = DEFAULT_OBJECT
-        else:
-            found = sorted(k for k, v in vars(module).items() if isinstance(v, MCPServer))
-            if len(found) != 1:
-                several = f" (it has {', '.join(found)})" if found else ""
-                raise LoadError(
-                    f"{where} has no object named {DEFAULT_OBJECT!r}{several}; "
-                    f"name one as {where}:OBJECT"
-                )
-            attr = found[0]
+        attr = _default_object(module, where)
     obj: Any = module
     for part in attr.split("."):
         try:
@@ -158,6 +152,32 @@ def _server_from(module: ModuleType, where: str, attr: str | None) -> MCPServer:
     if not callable(obj):
         raise LoadError(f"{where}:{attr} is {_a(obj)}, not an MCPServer")
     return _call_factory(obj, where, attr)
+
+
+def _default_object(module: ModuleType, where: str) -> str:
+    """The name of the server to serve when the target names none (see the module doc)."""
+    from ..server.server import MCPServer
+
+    found: dict[int, str] = {}
+    for name in DEFAULT_NAMES:
+        value = getattr(module, name, None)
+        if isinstance(value, MCPServer):
+            found.setdefault(id(value), name)
+    if len(found) > 1:
+        names = " and ".join(found.values())
+        raise LoadError(f"{where} has several servers ({names}); name one as {where}:OBJECT")
+    if found:
+        return next(iter(found.values()))
+    if hasattr(module, DEFAULT_OBJECT):  # a factory, or something else said to be wrong
+        return DEFAULT_OBJECT
+    servers = sorted(k for k, v in vars(module).items() if isinstance(v, MCPServer))
+    if len(servers) != 1:
+        several = f" (it has {', '.join(servers)})" if servers else ""
+        raise LoadError(
+            f"{where} has no server named {', '.join(DEFAULT_NAMES[:-1])} or "
+            f"{DEFAULT_NAMES[-1]}{several}; name one as {where}:OBJECT"
+        )
+    return servers[0]
 
 
 def _call_factory(factory: Any, where: str, attr: str) -> MCPServer:

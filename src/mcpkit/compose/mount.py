@@ -31,7 +31,7 @@ import asyncio
 import inspect
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -41,6 +41,7 @@ from ..server.resources import ResourceDefinition, TemplateDefinition
 from ..server.server import MCPServer
 from ..server.session import ServerSession
 from ..server.tools import ToolDefinition
+from ..server.visibility import checked_tags
 from .chain import child_middleware
 from .naming import mounted_ref, namespace_problem, prefixed_name, prefixed_uri
 from .prefixed import PrefixedSource
@@ -71,18 +72,43 @@ def _cycle(parent: MCPServer, child: MCPServer) -> bool:
 class Mount:
     """The link :func:`mount` made: which server is mounted where, and its tools' names."""
 
-    __slots__ = ("_tasks", "child", "namespace", "parent", "tool_names")
+    __slots__ = (
+        "_tasks",
+        "child",
+        "exclude_tags",
+        "include_tags",
+        "namespace",
+        "parent",
+        "tool_names",
+    )
 
-    def __init__(self, parent: MCPServer, child: MCPServer, namespace: str) -> None:
+    def __init__(
+        self,
+        parent: MCPServer,
+        child: MCPServer,
+        namespace: str,
+        include_tags: frozenset[str] = frozenset(),
+        exclude_tags: frozenset[str] = frozenset(),
+    ) -> None:
         self.parent = parent
         self.child = child
         self.namespace = namespace
+        #: Only the child's components with one of these tags are served (empty: all)...
+        self.include_tags = include_tags
+        #: ... and none with one of these.
+        self.exclude_tags = exclude_tags
         #: The parent's names of the child's tools, kept as the child's tools change.
         self.tool_names: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return f"Mount({self.child.name!r} under {self.namespace!r} of {self.parent.name!r})"
+
+    def admits(self, tags: frozenset[str]) -> bool:
+        """Whether a child's component with ``tags`` is served under this mount."""
+        if self.include_tags and self.include_tags.isdisjoint(tags):
+            return False
+        return not (self.exclude_tags and not self.exclude_tags.isdisjoint(tags))
 
     def tool_changed(self, name: str, tool: ToolDefinition | None) -> None:
         """Follow one change of the child's tools (a ``server.tools`` listener)."""
@@ -92,6 +118,8 @@ class Mount:
     def follow(self, name: str, tool: ToolDefinition | None) -> bool:
         """Add or remove the parent's copy of the child's tool ``name``; whether it changed."""
         mounted = prefixed_name(self.namespace, name)
+        if tool is not None and not self.admits(tool.tags):
+            tool = None  # filtered out by tag: as if the child did not have it
         if tool is None:
             if mounted not in self.tool_names:
                 return False
@@ -122,6 +150,8 @@ class Mount:
 
     def add_resource(self, res: ResourceDefinition | TemplateDefinition) -> bool:
         """Serve the child's resource or template ``res`` on the parent; whether it is."""
+        if not self.admits(res.tags):
+            return False
         own = res.uri if isinstance(res, ResourceDefinition) else res.template.template
         uri = prefixed_uri(self.namespace, own)
         if uri is None or self.parent.resources.static.get(uri) is not None:
@@ -141,6 +171,8 @@ class Mount:
             meta=res.meta,
             cache=res.cache,
             scopes=res.scopes,
+            tags=res.tags,
+            version=res.version,
             **options,
         )
         if isinstance(res, TemplateDefinition) and isinstance(added, TemplateDefinition):
@@ -160,6 +192,8 @@ class Mount:
 
     def add_prompt(self, prompt: PromptDefinition) -> bool:
         """Serve the child's ``prompt`` on the parent; whether it is."""
+        if not self.admits(prompt.tags):
+            return False
         name = prefixed_name(self.namespace, prompt.name)
         if (name, prompt.version) in self.parent.prompts.registered:
             return self.skipped("prompt", prompt.name, name)
@@ -172,6 +206,7 @@ class Mount:
             icons=prompt.icons,
             meta=prompt.meta,
             scopes=prompt.scopes,
+            tags=prompt.tags,
         )
         return True
 
@@ -222,28 +257,37 @@ async def _sent(notify: Callable[[], Awaitable[None]]) -> None:
     await notify()
 
 
-def collisions(parent: MCPServer, child: MCPServer, namespace: str) -> list[str]:
-    """Every problem mounting ``child`` under ``namespace`` would cause, each named."""
+def collisions(link: Mount) -> list[str]:
+    """Every problem mounting ``link.child`` under its namespace would cause, each named."""
+    parent, child, namespace, admits = link.parent, link.child, link.namespace, link.admits
     problems: list[str] = []
     where = f"mounting {child.name!r} under {namespace!r}"
     for tool in child.tools:
+        if not admits(tool.tags):
+            continue
         name = prefixed_name(namespace, tool.name)
         if name in parent.tools:
             problems.append(f"{where}: tool {name!r} is already served")
-    for uri in child.resources.static:
+    for uri, res in child.resources.static.items():
+        if not admits(res.tags):
+            continue
         target = prefixed_uri(namespace, uri)
         if target is None:
             problems.append(f"{where}: resource {uri!r} has no 'scheme://' to namespace")
         elif target in parent.resources.static:
             problems.append(f"{where}: resource {target!r} is already served")
     for tmpl in child.resources.templates:
+        if not admits(tmpl.tags):
+            continue
         text = tmpl.template.template
         target = prefixed_uri(namespace, text)
         if target is None:
             problems.append(f"{where}: resource template {text!r} has no 'scheme://'")
         elif parent.resources.template_for(target) is not None:
             problems.append(f"{where}: resource template {target!r} is already served")
-    for name, version in child.prompts.registered:
+    for (name, version), prompt in child.prompts.registered.items():
+        if not admits(prompt.tags):
+            continue
         target = prefixed_name(namespace, name)
         if (target, version) in parent.prompts.registered:
             problems.append(f"{where}: prompt {target!r} is already served")
@@ -254,8 +298,20 @@ def collisions(parent: MCPServer, child: MCPServer, namespace: str) -> list[str]
     return problems
 
 
-def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
+def mount(
+    parent: MCPServer,
+    child: MCPServer,
+    *,
+    namespace: str,
+    include_tags: Collection[str] | None = None,
+    exclude_tags: Collection[str] | None = None,
+) -> Mount:
     """Serve ``child``'s tools, resources, templates, prompts and completions on ``parent``.
+
+    ``include_tags``: serve only the child's components with one of these tags;
+    ``exclude_tags``: none with one of these (the filter holds for components the
+    child registers later too). The copies keep their tags, so the parent's own
+    rules (``parent.disable(tags=...)``) apply to them as to its own components.
 
     Names and URIs follow :mod:`mcpkit.compose.naming`. Every collision (and a bad
     namespace, or a cycle of mounts) is raised at once as a
@@ -279,10 +335,15 @@ def mount(parent: MCPServer, child: MCPServer, *, namespace: str) -> Mount:
                 )
             ]
         )
-    problems = collisions(parent, child, namespace)
+    tag_problems: list[str] = []
+    include = checked_tags("include_tags", include_tags, tag_problems)
+    exclude = checked_tags("exclude_tags", exclude_tags, tag_problems)
+    if tag_problems:
+        raise RegistrationError(tag_problems)
+    link = Mount(parent, child, namespace, include, exclude)
+    problems = collisions(link)
     if problems:
         raise RegistrationError(problems)
-    link = Mount(parent, child, namespace)
     _mounted_on.setdefault(child, []).append(parent)
     for tool in child.tools:
         link.follow(tool.name, tool)

@@ -35,6 +35,7 @@ from .detached import (
     requests_answered_by,
 )
 from .state import State, state_of
+from .visibility import ContextVisibility
 from .worker_pool import InPlaceWait, call_in_thread
 
 if TYPE_CHECKING:
@@ -169,11 +170,13 @@ class RequestExtra:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class Context(ClientAsks):
-    """Per-request handle: logging, progress, elicitation, sampling, roots.
+class Context(ClientAsks, ContextVisibility):
+    """Per-request handle: logging, progress, elicitation, sampling, roots, visibility.
 
     What it asks of the client (``elicit``, ``elicit_url``, ``sample``,
-    ``list_roots``) is in :class:`~mcpkit.server.client_requests.ClientAsks`.
+    ``list_roots``) is in :class:`~mcpkit.server.client_requests.ClientAsks`; what
+    it shows this caller (``enable_components``, ...) in
+    :class:`~mcpkit.server.visibility.ContextVisibility`.
     """
 
     __slots__ = ("_extra", "_loop", "request", "session")

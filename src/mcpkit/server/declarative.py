@@ -35,14 +35,21 @@ import typing
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args, get_origin
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..errors import ConfigurationError, RegistrationError, ToolError
 from .context import current_context
+from .declared_functions import (
+    PromptArg,
+    ToolParam,
+    completion_value,
+    prompt_value,
+    proxy,
+    resource_value,
+    rewrite,
+)
 from .resources import bare_resource_problem
-from .signature import SignatureError, resolve_hints
+from .signature import SignatureError
 from .stateless.cache_hints import CacheHint, check_cache_hint
 from .tools import ToolAnnotations, check_run_in_thread, tool_from_function
 
@@ -73,26 +80,6 @@ BACK_CHANNELS: dict[str, str] = {
 _MARK = "__mcpkit_declarations__"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolParam:
-    """Metadata of a tool parameter: ``Annotated[int, ToolParam(description=...)]``.
-
-    ``required=False`` on a parameter without a default makes it optional
-    (``None`` when absent); ``required=True`` on one with a default is an error.
-    """
-
-    description: str | None = None
-    required: bool | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PromptArg:
-    """Metadata of a prompt argument: ``Annotated[str, PromptArg(description=...)]``."""
-
-    description: str | None = None
-    required: bool | None = None
-
-
 @dataclass(frozen=True, slots=True)
 class _Tool:
     name: str | None
@@ -106,6 +93,10 @@ class _Tool:
     needs: tuple[str, ...]
     run_in_thread: bool = True
     scopes: Any = None  # checked when registered, with the tool's other problems
+    tags: Any = None  # likewise
+    enabled: bool = True
+    timeout: float | None = None
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +112,9 @@ class _Resource:
     meta: dict[str, Any] | None
     cache: CacheHint | None = None
     scopes: Any = None
+    tags: Any = None
+    enabled: bool = True
+    version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +126,8 @@ class _Prompt:
     icons: list[dict[str, Any]] | None
     meta: dict[str, Any] | None
     scopes: Any = None
+    tags: Any = None
+    enabled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +191,10 @@ def mcp_tool(
     needs: Collection[BackChannel] = (),
     run_in_thread: bool = True,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    timeout: float | None = None,
+    version: str | None = None,
 ) -> Callable[[F], F]: ...
 def mcp_tool(
     fn: Any = None,
@@ -211,6 +211,10 @@ def mcp_tool(
     needs: Collection[BackChannel] = (),
     run_in_thread: bool = True,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    timeout: float | None = None,
+    version: str | None = None,
 ) -> Any:
     """Mark a function or method as a tool (Spring AI's ``@McpTool``).
 
@@ -219,11 +223,13 @@ def mcp_tool(
     (``"elicitation"``, ``"sampling"``, ``"roots"``). A sync method runs in a
     worker thread; ``run_in_thread=False`` calls it on the event loop, for one
     that returns at once and never blocks (as ``@server.tool`` does). ``scopes``
-    lists the OAuth scopes a caller's token needs to see and call it.
+    lists the OAuth scopes a caller's token needs to see and call it; ``tags``,
+    ``enabled``, ``timeout`` and ``version`` are ``@server.tool``'s (see
+    :mod:`.visibility`).
     """
     declaration = _Tool(
         name, description, title, annotations, icons, meta, output_schema, structured_output,
-        tuple(needs), run_in_thread, _frozen(scopes),
+        tuple(needs), run_in_thread, _frozen(scopes), _frozen(tags), enabled, timeout, version,
     )  # fmt: skip
     mark = _marker(declaration)
 
@@ -247,6 +253,9 @@ def mcp_resource(
     meta: dict[str, Any] | None = None,
     cache: CacheHint | None = None,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    version: str | None = None,
 ) -> Callable[[F], F]:
     """Mark a function as a resource (Spring AI's ``@McpResource``).
 
@@ -263,7 +272,7 @@ def mcp_resource(
     return _marker(
         _Resource(
             uri, name, description, mime_type, title, size, annotations, icons, meta, cache,
-            _frozen(scopes),
+            _frozen(scopes), _frozen(tags), enabled, version,
         )
     )  # fmt: skip
 
@@ -282,6 +291,8 @@ def mcp_prompt(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
 ) -> Callable[[F], F]: ...
 def mcp_prompt(
     fn: Any = None,
@@ -294,6 +305,8 @@ def mcp_prompt(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
 ) -> Any:
     """Mark a function as a prompt (Spring AI's ``@McpPrompt``).
 
@@ -302,7 +315,11 @@ def mcp_prompt(
     (``{"messages": [...]}``). ``scopes``: the OAuth scopes a caller's token
     needs to see and get it.
     """
-    mark = _marker(_Prompt(name, description, title, version, icons, meta, _frozen(scopes)))
+    mark = _marker(
+        _Prompt(
+            name, description, title, version, icons, meta, _frozen(scopes), _frozen(tags), enabled
+        )
+    )
     return mark(fn) if fn is not None else mark
 
 
@@ -397,10 +414,10 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
         existing = server.resources.static.get(d.uri) or server.resources.template_for(d.uri)
         if existing is not None:
             raise ConfigurationError(f"resource {d.uri!r} is already registered")
-        proxy = _proxy(fn, _rewrite(fn, None), after=_resource_value)
+        registered = proxy(fn, rewrite(fn, None), after=resource_value)
         server.resources.add(
             d.uri,
-            proxy,
+            registered,
             name=d.name or member,
             description=d.description,
             mime_type=d.mime_type,
@@ -411,14 +428,17 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
             meta=d.meta,
             cache=d.cache,
             scopes=d.scopes,
+            tags=d.tags,
+            enabled=d.enabled,
+            version=d.version,
         )
     elif isinstance(d, _Prompt):
         prompt_name = d.name or member
         if (prompt_name, d.version) in server.prompts.registered:
             raise ConfigurationError(f"prompt {prompt_name!r} is already registered")
-        proxy = _proxy(fn, _rewrite(fn, PromptArg), after=_prompt_value)
+        registered = proxy(fn, rewrite(fn, PromptArg), after=prompt_value)
         server.prompts.add(
-            proxy,
+            registered,
             name=prompt_name,
             description=d.description,
             title=d.title,
@@ -426,6 +446,8 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
             icons=d.icons,
             meta=d.meta,
             scopes=d.scopes,
+            tags=d.tags,
+            enabled=d.enabled,
         )
     else:
         if (d.prompt is None) == (d.uri is None):
@@ -434,8 +456,8 @@ def _register(server: MCPServer, d: _Declaration, fn: Callable[..., Any], member
         assert target is not None
         if (kind, target, d.argument) in server.completions.handlers:
             raise ConfigurationError(f"a completion for {target!r} is already registered")
-        proxy = _proxy(fn, _rewrite(fn, None), after=_completion_value)
-        server.completions.add(kind, target, d.argument, proxy)
+        registered = proxy(fn, rewrite(fn, None), after=completion_value)
+        server.completions.add(kind, target, d.argument, registered)
 
 
 def _register_tool(server: MCPServer, d: _Tool, fn: Callable[..., Any], member: str) -> None:
@@ -449,9 +471,9 @@ def _register_tool(server: MCPServer, d: _Tool, fn: Callable[..., Any], member: 
     if name in server.tools:
         raise ConfigurationError(f"tool {name!r} is already registered")
     before = functools.partial(_check_back_channel, name, d.needs) if d.needs else None
-    proxy = _proxy(fn, _rewrite(fn, ToolParam), before=before)
+    registered = proxy(fn, rewrite(fn, ToolParam), before=before)
     tool = tool_from_function(
-        proxy,
+        registered,
         name=name,
         description=d.description,
         title=d.title,
@@ -462,6 +484,10 @@ def _register_tool(server: MCPServer, d: _Tool, fn: Callable[..., Any], member: 
         structured_output=d.structured_output,
         run_in_thread=d.run_in_thread,
         scopes=d.scopes,
+        tags=d.tags,
+        enabled=d.enabled,
+        timeout=d.timeout,
+        version=d.version,
     )
     server.tools.add(tool)
     if d.needs:
@@ -485,116 +511,3 @@ def _check_back_channel(tool: str, needs: tuple[str, ...]) -> None:
             f"tool {tool!r} needs the client's {' and '.join(missing)} capability, which this "
             "client did not declare"
         )
-
-
-# -- proxies: the user's function with rewritten annotations and result unwrapping -----------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Signature:
-    signature: inspect.Signature
-    annotations: dict[str, Any]
-
-
-def _rewrite(fn: Callable[..., Any], marker: type | None) -> _Signature:
-    """``fn``'s resolved signature, its ``marker`` metadata turned into pydantic ``Field``\\ s.
-
-    The proxy registered in ``fn``'s place carries this signature and these
-    annotations, so the schema mcpkit builds is ``fn``'s own.
-    """
-    sig = inspect.signature(fn)
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        unresolved: list[str] = []
-        hints = resolve_hints(fn, sig, unresolved)
-        if unresolved:
-            raise SignatureError(unresolved) from None
-    params = []
-    annotations: dict[str, Any] = {}
-    for pname, param in sig.parameters.items():
-        annotation = hints.get(pname, param.annotation)
-        default = param.default
-        if get_origin(annotation) is Annotated:
-            base, *extras = get_args(annotation)
-            found = [e for e in extras if marker is not None and isinstance(e, marker)]
-            if found:
-                meta = found[-1]
-                rest = [e for e in extras if not isinstance(e, ToolParam | PromptArg)]
-                required = meta.required  # type: ignore[attr-defined]
-                if required is True and default is not param.empty:
-                    raise ConfigurationError(
-                        f"parameter {pname!r} is marked required=True but has a default"
-                    )
-                if required is False and default is param.empty:
-                    default = None
-                    base = typing.Optional[base]  # noqa: UP045 (base is a runtime object)
-                description = meta.description  # type: ignore[attr-defined]
-                if description:
-                    rest.append(Field(description=description))
-                annotation = Annotated[(base, *rest)] if rest else base
-            elif any(isinstance(e, ToolParam | PromptArg) for e in extras):
-                raise ConfigurationError(
-                    f"parameter {pname!r}: ToolParam describes tool parameters and PromptArg "
-                    "prompt arguments; this one is on the other kind"
-                )
-        if annotation is not param.empty:
-            annotations[pname] = annotation
-        params.append(param.replace(annotation=annotation, default=default))
-    if "return" in hints:
-        annotations["return"] = hints["return"]
-    ret = hints.get("return", sig.return_annotation)
-    return _Signature(sig.replace(parameters=params, return_annotation=ret), annotations)
-
-
-def _proxy(
-    fn: Callable[..., Any],
-    rewritten: _Signature,
-    *,
-    before: Callable[[], None] | None = None,
-    after: Callable[[Any], Any] | None = None,
-) -> Callable[..., Any]:
-    """A function mcpkit registers in place of ``fn``: same behaviour, rewritten signature."""
-    proxy: Callable[..., Any]
-    if inspect.iscoroutinefunction(fn):
-
-        async def call_async(*args: Any, **kwargs: Any) -> Any:
-            if before is not None:
-                before()
-            value = await fn(*args, **kwargs)
-            return after(value) if after is not None else value
-
-        proxy = call_async
-    else:
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if before is not None:
-                before()
-            value = fn(*args, **kwargs)
-            return after(value) if after is not None else value
-
-        proxy = call
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        try:
-            setattr(proxy, attr, getattr(fn, attr))
-        except AttributeError:
-            pass
-    proxy.__signature__ = rewritten.signature  # type: ignore[union-attr]
-    proxy.__annotations__ = rewritten.annotations
-    return proxy
-
-
-def _unwrapper(key: str, kind: type) -> Callable[[Any], Any]:
-    """A function that turns a whole result (``{key: kind}``) into that value, else passes it."""
-
-    def unwrap(value: Any) -> Any:
-        if isinstance(value, dict) and isinstance(value.get(key), kind):
-            return value[key]
-        return value
-
-    return unwrap
-
-
-_resource_value = _unwrapper("contents", list)  # a ReadResourceResult → its contents
-_prompt_value = _unwrapper("messages", list)  # a GetPromptResult → its messages
-_completion_value = _unwrapper("completion", dict)  # a CompleteResult → the completion

@@ -142,7 +142,11 @@ def _listed(
 
 async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
     tools = session.server.tools
-    listing = tools.listing(session.revision)
+    listing = tools.listing(session.revision)  # without what the server's rules hide
+    if session.server.visibility.scoped:  # the caller may have rules of its own
+        own = await session.server.visibility.own_rules(session, req)
+        if own is not None:
+            listing = tools.listing_for(own, session.revision)
     if session.server.component_sources:
         sourced = await listed_by_sources(session, "tools")
         listing = [*listing, *_shaped(sourced, session.revision)]
@@ -166,8 +170,22 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
         if sourced is None:
             raise InvalidParams(f"Unknown tool: {name}")
         return _call_result(sourced, session.revision)
+    if server.tools.versions and name in server.tools.versions:
+        version = params.get("version") or req.meta.get("version")  # as prompts/get takes it
+        if version is not None:
+            tool = server.tools.get(name, version) if type(version) is str else None
+            if tool is None:
+                raise InvalidParams(f"Unknown version {version!r} of tool {name!r}")
     if tool.scopes:
         enforce(req.auth_info, tool.scopes, f"tool {name!r}")
+    visibility = server.visibility
+    if visibility.active and (
+        # The server's own rules are in tools.hidden already: a set lookup, no await.
+        await visibility.refuse_hidden(session, req, "tools", tool.name, tool.tags)
+        if visibility.scoped
+        else tool.name in server.tools.hidden
+    ):
+        raise InvalidParams(f"Tool {name!r} is disabled")
     arguments = params.get("arguments")
     if arguments is not None and type(arguments) is not dict:
         raise InvalidParams("tools/call: 'arguments' must be an object")
@@ -194,7 +212,9 @@ def _call_result(result: dict[str, Any], revision: Revision) -> dict[str, Any]:
 
 async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]:
     resources = session.server.resources
-    listing = await resources.list(req.auth_info)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
+    listing = await resources.list(req.auth_info, keep)
     if session.server.component_sources:
         listing = [*listing, *await listed_by_sources(session, "resources")]
     listing = _shaped(listing, session.revision)
@@ -203,7 +223,9 @@ async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]
 
 async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]:
     resources = session.server.resources
-    listing = await resources.list_templates(req.auth_info)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
+    listing = await resources.list_templates(req.auth_info, keep)
     if session.server.component_sources:
         listing = [*listing, *await listed_by_sources(session, "resourceTemplates")]
     listing = _shaped(listing, session.revision)
@@ -214,10 +236,15 @@ async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]
     uri = req.params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("resources/read needs a 'uri' string")
+    version = req.params.get("version") or req.meta.get("version")  # as prompts/get
+    if version is not None and type(version) is not str:
+        raise InvalidParams(f"resources/read: 'version' must be a string, got {json_type(version)}")
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
     ctx = Context(session, req)
     token = _current.set(ctx)
     try:
-        contents, hint = await session.server.resources.read_with_hint(uri, ctx)
+        contents, hint = await session.server.resources.read_with_hint(uri, ctx, keep, version)
     except ResourceNotFound:
         # Not the server's own: a source may have it (its answer is already complete).
         sourced = (
@@ -275,7 +302,9 @@ async def unsubscribe(session: ServerSession, req: Request) -> dict[str, Any]:
 
 async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
     prompts = session.server.prompts
-    listing = await prompts.list(req.auth_info)
+    vis = session.server.visibility  # no await at all while no rule exists
+    keep = await vis.keeper(session, req) if vis.active else None
+    listing = await prompts.list(req.auth_info, keep)
     if session.server.component_sources:
         listing = [*listing, *await listed_by_sources(session, "prompts")]
     listing = _shaped(listing, session.revision)
@@ -297,10 +326,12 @@ async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
     sourced = None
     if server.component_sources and not server.prompts.serves(name, version):
         sourced = await served_by_sources(session, req, "prompts")
+    vis = server.visibility
+    keep = await vis.keeper(session, req) if vis.active and sourced is None else None
     ctx = Context(session, req)
     token = _current.set(ctx)
     try:
-        result = sourced or await server.prompts.get(name, args, version, ctx)
+        result = sourced or await server.prompts.get(name, args, version, ctx, keep)
     finally:
         _current.reset(token)
     revision = session.revision

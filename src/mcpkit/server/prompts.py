@@ -24,6 +24,7 @@ from .signature import (
     inspect_function,
     summary,
 )
+from .visibility import Keep, checked_tags
 
 if TYPE_CHECKING:
     from .context import Context
@@ -68,6 +69,7 @@ class PromptDefinition:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     scopes: frozenset[str] = frozenset()  # OAuth scopes to see and get it (.scopes)
+    tags: frozenset[str] = frozenset()  # for enable/disable by tag (.visibility)
 
     def arguments(self) -> list[dict[str, Any]]:
         out = []
@@ -149,12 +151,15 @@ class PromptManager:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Collection[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
     ) -> PromptDefinition:
         prompt_name = name or getattr(fn, "__name__", None)
         if not prompt_name or prompt_name == "<lambda>":
             raise RegistrationError(["a prompt needs a name: pass name=... for lambdas"])
         problems: list[str] = []
         needed = parse_scopes(scopes, problems)
+        tagged = checked_tags("tags", tags, problems)
         sig = None
         try:
             sig = inspect_function(fn, model_name=f"prompt_{prompt_name}", strings=True)
@@ -164,8 +169,10 @@ class PromptManager:
             raise RegistrationError([f"prompt {prompt_name!r}: {p}" for p in problems])
         desc = description if description is not None else summary(sig.doc)
         prompt = PromptDefinition(
-            prompt_name, fn, sig, desc, title, version, icons, meta, scopes=needed
+            prompt_name, fn, sig, desc, title, version, icons, meta, scopes=needed, tags=tagged
         )
+        if not enabled:
+            self._server.visibility.disable_at_registration("prompts", prompt_name)
         self.registered[(prompt_name, version)] = prompt
         if needed:
             self.any_scoped = True
@@ -186,13 +193,17 @@ class PromptManager:
             self.find(name, version) is not None or self.callbacks.get_prompt_messages is not None
         )
 
-    async def list(self, auth_info: Any = None) -> list[dict[str, Any]]:
-        """``prompts/list`` entries; with ``auth_info``, only what it may get."""
+    async def list(self, auth_info: Any = None, keep: Keep | None = None) -> list[dict[str, Any]]:
+        """``prompts/list`` entries; with ``auth_info``, only what it may get; with
+        ``keep``, only what ``keep("prompts", name, tags)`` keeps (.visibility)."""
+        found: Collection[PromptDefinition] = self.registered.values()
+        if keep is not None:
+            found = [p for p in found if keep("prompts", p.name, p.tags)]
         if auth_info is not None and self.any_scoped:
             granted = granted_scopes(auth_info)
-            items = [p.describe() for p in self.registered.values() if p.scopes.issubset(granted)]
+            items = [p.describe() for p in found if p.scopes.issubset(granted)]
         else:
-            items = [p.describe() for p in self.registered.values()]
+            items = [p.describe() for p in found]
         if self.callbacks.list_prompts is not None:
             listed = self.callbacks.list_prompts()
             if inspect.isawaitable(listed):
@@ -204,10 +215,17 @@ class PromptManager:
         return items
 
     async def get(
-        self, name: str, args: dict[str, Any], version: str | None, ctx: Context | None
+        self,
+        name: str,
+        args: dict[str, Any],
+        version: str | None,
+        ctx: Context | None,
+        keep: Keep | None = None,
     ) -> dict[str, Any]:
         prompt = self.find(name, version)
         if prompt is not None:
+            if keep is not None and not keep("prompts", name, prompt.tags):
+                raise InvalidParams(f"Prompt {name!r} is disabled")
             if prompt.scopes:
                 enforce(ctx.auth_info if ctx else None, prompt.scopes, f"prompt {name!r}")
             try:

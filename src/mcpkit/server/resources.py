@@ -27,6 +27,7 @@ from .signature import (
     summary,
 )
 from .uri_template import UriTemplate
+from .visibility import Keep, checked_tags
 
 if TYPE_CHECKING:
     from .context import Context
@@ -81,6 +82,8 @@ class ResourceDefinition:
     meta: dict[str, Any] | None = None
     cache: CacheHint | None = None  # on its resources/read results (2026-07-28)
     scopes: frozenset[str] = frozenset()  # OAuth scopes to see and read it (.scopes)
+    tags: frozenset[str] = frozenset()  # for enable/disable by tag (.visibility)
+    version: str | None = None  # listed; a read naming another version is refused
 
     def describe(self) -> dict[str, Any]:
         item: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -105,6 +108,8 @@ class TemplateDefinition:
     completions: dict[str, Callable[..., Any]] = field(default_factory=dict)
     cache: CacheHint | None = None  # on the resources/read results of matching URIs
     scopes: frozenset[str] = frozenset()  # OAuth scopes to see and read matching URIs
+    tags: frozenset[str] = frozenset()  # for enable/disable by tag (.visibility)
+    version: str | None = None  # listed; a read naming another version is refused
 
     def describe(self) -> dict[str, Any]:
         item: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
@@ -120,6 +125,7 @@ def _fill(item: dict[str, Any], d: ResourceDefinition | TemplateDefinition) -> N
         ("annotations", d.annotations),
         ("icons", d.icons),
         ("_meta", d.meta),
+        ("version", d.version),
     ):
         if value:
             item[key] = value
@@ -227,6 +233,9 @@ class ResourceManager:
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
         scopes: Collection[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
+        version: str | None = None,
     ) -> ResourceDefinition | TemplateDefinition:
         from .stateless.cache_hints import check_cache_hint
 
@@ -237,6 +246,9 @@ class ResourceManager:
             )
         problems: list[str] = []
         needed = parse_scopes(scopes, problems)
+        tagged = checked_tags("tags", tags, problems)
+        if version is not None and (type(version) is not str or not version):
+            problems.append(f"version must be a non-empty string, not {version!r}")
         if needed:
             if cache is not None and cache.scope == "public":
                 problems.append(
@@ -286,7 +298,11 @@ class ResourceManager:
                 meta,
                 cache,
                 needed,
+                tagged,
+                version,
             )
+            if not enabled:
+                self._server.visibility.disable_at_registration("resources", uri)
             self.static[uri] = res
             if needed:
                 self.any_scoped = True
@@ -306,7 +322,11 @@ class ResourceManager:
             meta,
             cache=cache,
             scopes=needed,
+            tags=tagged,
+            version=version,
         )
+        if not enabled:
+            self._server.visibility.disable_at_registration("templates", uri)
         self.templates.append(tmpl)
         if needed:
             self.any_scoped = self._scoped_templates = True
@@ -328,24 +348,36 @@ class ResourceManager:
         return NO_SCOPES
 
     # -- protocol handlers -------------------------------------------------------------------
-    async def list(self, auth_info: Any = None) -> builtins.list[dict[str, Any]]:
-        """``resources/list`` entries; with ``auth_info``, only what it may read."""
+    async def list(
+        self, auth_info: Any = None, keep: Keep | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """``resources/list`` entries; with ``auth_info``, only what it may read; with
+        ``keep``, only what ``keep("resources", uri, tags)`` keeps (.visibility)."""
+        found = self.static.values()
+        if keep is not None:
+            found = [r for r in found if keep("resources", r.uri, r.tags)]  # type: ignore[assignment]
         if auth_info is not None and self.any_scoped:
             granted = granted_scopes(auth_info)
-            items = [r.describe() for r in self.static.values() if r.scopes.issubset(granted)]
+            items = [r.describe() for r in found if r.scopes.issubset(granted)]
         else:
-            items = [r.describe() for r in self.static.values()]
+            items = [r.describe() for r in found]
         if self.callbacks.list_resources is not None:
             items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.list_resources))))
         return items
 
-    async def list_templates(self, auth_info: Any = None) -> builtins.list[dict[str, Any]]:
-        """``resources/templates/list`` entries; with ``auth_info``, only what it may read."""
+    async def list_templates(
+        self, auth_info: Any = None, keep: Keep | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """``resources/templates/list`` entries; with ``auth_info``, only what it may read;
+        with ``keep``, only what ``keep("templates", uri_template, tags)`` keeps."""
+        found = self.templates
+        if keep is not None:
+            found = [t for t in found if keep("templates", t.template.template, t.tags)]
         if auth_info is not None and self._scoped_templates:
             granted = granted_scopes(auth_info)
-            items = [t.describe() for t in self.templates if t.scopes.issubset(granted)]
+            items = [t.describe() for t in found if t.scopes.issubset(granted)]
         else:
-            items = [t.describe() for t in self.templates]
+            items = [t.describe() for t in found]
         if self.callbacks.resource_templates is not None:
             items.extend(_as_dicts(await _maybe_await(_call0(self.callbacks.resource_templates))))
         return items
@@ -355,11 +387,21 @@ class ResourceManager:
         return contents
 
     async def read_with_hint(
-        self, uri: str, ctx: Context | None
+        self,
+        uri: str,
+        ctx: Context | None,
+        keep: Keep | None = None,
+        version: str | None = None,
     ) -> tuple[builtins.list[dict[str, Any]], CacheHint | None]:
-        """The contents of ``uri`` and the cache hint of the resource or template that served it."""
+        """The contents of ``uri`` and the cache hint of the resource or template that served
+        it; one ``keep`` refuses (.visibility) is an error saying it is disabled, and so is
+        one whose version is not the ``version`` asked for."""
         res = self.static.get(uri)
         if res is not None:
+            if version is not None and version != res.version:
+                raise InvalidParams(f"Resource {uri!r} has no version {version!r}")
+            if keep is not None and not keep("resources", uri, res.tags):
+                raise InvalidParams(f"Resource {uri!r} is disabled", data={"uri": uri})
             if res.scopes:
                 enforce(ctx.auth_info if ctx else None, res.scopes, f"resource {uri!r}")
             value = await self._invoke(res.fn, res.sig, {}, ctx)
@@ -372,6 +414,10 @@ class ResourceManager:
             values = tmpl.template.match(uri)
             if values is None:
                 continue
+            if keep is not None and not keep("templates", tmpl.template.template, tmpl.tags):
+                raise InvalidParams(f"Resource {uri!r} is disabled", data={"uri": uri})
+            if version is not None and version != tmpl.version:
+                raise InvalidParams(f"Resource {uri!r} has no version {version!r}")
             if tmpl.scopes:
                 enforce(ctx.auth_info if ctx else None, tmpl.scopes, f"resource {uri!r}")
             args = {k: v for k, v in values.items() if k in tmpl.sig.param_names}

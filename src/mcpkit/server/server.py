@@ -12,11 +12,11 @@ introspection API, ``execute_tool``), :mod:`.extension` (``add_method``,
 from __future__ import annotations
 
 import contextlib
-import functools
+import inspect
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Never, TypeVar, overload
 
 from ..errors import ConfigurationError, RegistrationError
 from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
@@ -33,7 +33,9 @@ from .live_sessions import Fanout, LiveSessions
 from .metadata import ServerMetadata
 from .methods import METHODS, Handler, shape_listing
 from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
+from .migration import refuse_foreign
 from .prompts import MCPServerPrompts, PromptManager
+from .registration import register_given
 from .resources import MCPServerResources, ResourceManager, bare_resource_problem
 from .running import ServerRunning
 from .scopes import required_scopes
@@ -44,6 +46,7 @@ from .stateless.input_options import InputRoundOptions
 from .stateless.input_required import InputRounds
 from .tool_manager import ToolManager
 from .tools import ToolAnnotations, ToolDefinition, tool_from_function
+from .visibility import ServerVisibility, Visibility
 
 if TYPE_CHECKING:
     from ..auth.resource_server import ProtectedResource
@@ -64,11 +67,23 @@ def _is_protected_resource(auth: object) -> bool:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: ``serverInfo.version`` of a server made without ``version=``.
+DEFAULT_VERSION = "0.1.0"
+_TOOL_OPTIONS = frozenset(inspect.signature(tool_from_function).parameters) - {"fn"}
+_PROMPT_OPTIONS = frozenset(inspect.signature(PromptManager.add).parameters) - {"self", "fn"}
 
-class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSources, LiveSessions):
+
+class MCPServer(
+    ServerIntrospection,
+    ServerRunning,
+    ServerExtensions,
+    ServerSources,
+    ServerVisibility,
+    LiveSessions,
+):
     """An MCP server: tools, resources, prompts and completions.
 
-    >>> server = MCPServer(name="Demo", version="1.0.0")
+    >>> server = MCPServer("Demo", version="1.0.0")
     >>> @server.tool
     ... async def add(a: int, b: int) -> int:
     ...     return a + b
@@ -76,9 +91,9 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
 
     def __init__(
         self,
-        *,
         name: str,
-        version: str,
+        *,
+        version: str | None = None,
         tools: Mapping[str, ToolDefinition | Callable[..., Any]]
         | Sequence[ToolDefinition | Callable[..., Any]]
         | None = None,
@@ -102,8 +117,12 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         lifespan: LifespanFactory | None = None,
         extensions: Sequence[Extension] | None = None,
         auth: ProtectedResource | None = None,
+        include_tags: Collection[str] | None = None,
+        exclude_tags: Collection[str] | None = None,
         debug: bool = False,
+        **foreign: Never,
     ) -> None:
+        refuse_foreign("MCPServer", foreign, ())  # FastMCP's and the SDK's spellings (.migration)
         # Grouped options (value objects, each checked when made); None means the defaults.
         for option, value, kind in (
             ("metadata", metadata, ServerMetadata),
@@ -139,7 +158,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         if default_log_level not in LOG_LEVELS:
             raise ConfigurationError(f"default_log_level must be one of {sorted(LOG_LEVELS)}")
         self.name = name
-        self.version = version
+        self.version = DEFAULT_VERSION if version is None else version
         self.title = title
         self.description = description
         self.website_url = website_url
@@ -180,6 +199,9 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         # Protects the HTTP apps (http_app, sse_app, run_http, `mcpkit run -t http`) unless
         # they are given their own; stdio stays unauthenticated (see .running).
         self.auth = auth
+        # Which components each caller sees: include/exclude_tags, enable/disable (.visibility).
+        self.visibility = Visibility(self, include_tags, exclude_tags)
+        self.visibility.share()
         self.tools: ToolManager = ToolManager(self)
         self.resources = ResourceManager(self)
         self.prompts = PromptManager(self)
@@ -206,41 +228,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         self._metadata = metadata if metadata is not None else ServerMetadata()
         problems: list[str] = list(self._metadata.problems)
         problems.extend(self._init_extensions(extensions))  # see .extension
-        if tools:
-            items = tools.items() if isinstance(tools, Mapping) else ((None, t) for t in tools)
-            for key, tool in items:
-                label = repr(key) if key is not None else f"#{len(self.tools) + 1}"
-                try:
-                    if isinstance(tool, ToolDefinition):
-                        self.tools.add(tool)
-                    elif callable(tool):
-                        self.tools.add(tool_from_function(tool, name=key))
-                    else:
-                        problems.append(
-                            f"tool {label}: {type(tool).__name__} is not a ToolDefinition "
-                            "or a function"
-                        )
-                except RegistrationError as exc:  # each problem names the tool already
-                    problems.extend(exc.problems)
-                except Exception as exc:
-                    problems.append(f"tool {label}: {exc}")
-        if components:
-            from .declarative import collect
-
-            problems.extend(collect(self, components))
-        # Derived tools come last: an explicit tool of the same name wins (Mastra's rule).
-        if agents:
-            from ..adapters.agents import agent_tool
-
-            for key, agent in agents.items():
-                self._add_derived(problems, "agent", key, functools.partial(agent_tool, key, agent))
-        if workflows:
-            from ..workflow.tool import workflow_tool
-
-            for key, wf in workflows.items():
-                self._add_derived(
-                    problems, "workflow", key, functools.partial(workflow_tool, key, wf)
-                )
+        problems.extend(register_given(self, tools, components, agents, workflows))
         if problems:
             raise RegistrationError(problems)
         if resources is not None:
@@ -266,31 +254,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
             raise ConfigurationError("the server already has an input-round store")
         self.store = store
         self.input_rounds.store = store.input_rounds
-
-    def _add_derived(
-        self,
-        problems: list[str],
-        kind: str,
-        key: str,
-        build: Callable[[], ToolDefinition],
-    ) -> None:
-        """Register a tool derived from an agent or workflow, unless its name is taken."""
-        try:
-            tool = build()
-        except ConfigurationError as exc:
-            problems.append(str(exc))
-            return
-        if tool.name in self.tools:
-            log.warning(
-                "%s %r: tool name %r is already taken by an explicit tool, which wins; "
-                "the %s is not exposed",
-                kind,
-                key,
-                tool.name,
-                kind,
-            )
-            return
-        self.tools.add(tool)
+        self.visibility.share()
 
     # -- registration decorators -----------------------------------------------------------
     @overload
@@ -298,7 +262,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
     @overload
     def tool(
         self,
-        fn: None = None,
+        fn: str | None = None,
         /,
         *,
         name: str | None = None,
@@ -311,13 +275,24 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         meta: dict[str, Any] | None = None,
         run_in_thread: bool = True,
         scopes: Sequence[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
+        timeout: float | None = None,
+        version: str | None = None,
     ) -> Callable[[F], F]: ...
-    def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """Register a function as a tool; usable bare or with options.
+    def tool(self, fn: Callable[..., Any] | str | None = None, /, **options: Any) -> Any:
+        """Register a function as a tool; usable bare, with options, or with its name
+        first (``@server.tool("search")``, as in FastMCP).
 
         ``scopes=["mcp:write"]``: the OAuth scopes a caller's token needs to see and
-        call it (checked when the request carries auth info; see :mod:`.scopes`).
+        call it (checked when the request carries auth info; see :mod:`.scopes`);
+        ``tags``/``enabled``: see :mod:`.visibility`; ``timeout``: seconds before the
+        call is cancelled; ``version``: listed, and chosen by a call naming it.
         """
+
+        if isinstance(fn, str):
+            options, fn = {**options, "name": fn}, None
+        refuse_foreign("tool", options, _TOOL_OPTIONS)
 
         def register(f: F) -> F:
             self.tools.add(tool_from_function(f, **options))
@@ -329,6 +304,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         """Register a tool object from :func:`create_tool`, or a function."""
         if isinstance(tool, ToolDefinition):
             return self.tools.add(tool)
+        refuse_foreign("tool", options, _TOOL_OPTIONS)
         return self.tools.add(tool_from_function(tool, **options))
 
     def resource(
@@ -345,6 +321,10 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
         scopes: Sequence[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
+        version: str | None = None,
+        **foreign: Never,
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{variables}`` makes it an RFC 6570 template.
 
@@ -354,6 +334,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         """
         if callable(uri):  # a bare @server.resource: the function came in place of the URI
             raise RegistrationError([bare_resource_problem("@server.resource", uri)])
+        refuse_foreign("resource", foreign, ())
 
         def register(f: F) -> F:
             self.resources.add(
@@ -369,6 +350,9 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
                 meta=meta,
                 cache=cache,
                 scopes=scopes,
+                tags=tags,
+                enabled=enabled,
+                version=version,
             )
             return f
 
@@ -379,7 +363,7 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
     @overload
     def prompt(
         self,
-        fn: None = None,
+        fn: str | None = None,
         /,
         *,
         name: str | None = None,
@@ -389,12 +373,19 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] | None = None,
+        tags: Collection[str] | None = None,
+        enabled: bool = True,
     ) -> Callable[[F], F]: ...
-    def prompt(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """Register a function returning prompt messages; usable bare or with options.
+    def prompt(self, fn: Callable[..., Any] | str | None = None, /, **options: Any) -> Any:
+        """Register a function returning prompt messages; usable bare, with options, or
+        with its name first (``@server.prompt("review")``).
 
         ``scopes``: the OAuth scopes a caller's token needs to see and get it.
         """
+
+        if isinstance(fn, str):
+            options, fn = {**options, "name": fn}, None
+        refuse_foreign("prompt", options, _PROMPT_OPTIONS)
 
         def register(f: F) -> F:
             self.prompts.add(f, **options)
@@ -445,12 +436,21 @@ class MCPServer(ServerIntrospection, ServerRunning, ServerExtensions, ServerSour
         if problems:
             raise RegistrationError(problems)
 
-    def mount(self, server: MCPServer, *, namespace: str) -> Mount:
+    def mount(
+        self,
+        server: MCPServer,
+        *,
+        namespace: str,
+        include_tags: Collection[str] | None = None,
+        exclude_tags: Collection[str] | None = None,
+    ) -> Mount:
         """Serve ``server``'s components here under ``namespace`` (a live link): the
         ``Mount`` of ``mcpkit.compose.mount(self, server, ...)``, which has the rules."""
         from ..compose.mount import mount
 
-        return mount(self, server, namespace=namespace)
+        return mount(
+            self, server, namespace=namespace, include_tags=include_tags, exclude_tags=exclude_tags
+        )
 
     def on_roots_changed(self, fn: F) -> F:
         """Call ``fn(session)`` when a client says its roots changed."""

@@ -46,6 +46,7 @@ from .stateless.dispatch import serve_stateless
 if TYPE_CHECKING:
     from .server import MCPServer
     from .stateless.input_required import ParkedCall
+    from .visibility import VisibilityRules
 
 __all__ = ["Request", "Send", "ServerSession"]
 
@@ -95,6 +96,7 @@ class ServerSession(SessionOutbound):
         "subscriber_scopes",
         "subscriptions",
         "transport",
+        "visibility",
     )
 
     def __init__(
@@ -132,6 +134,8 @@ class ServerSession(SessionOutbound):
         # resources/updated): a session served by several nodes of a cluster gets them
         # from the node holding its GET stream only (transports/cluster.py).
         self.broadcast_here = True
+        # This session's own enable/disable rules (ctx.enable_components; .visibility).
+        self.visibility: VisibilityRules | None = None
         # Awaited after logging/setLevel and resources/(un)subscribe change the session,
         # before the answer: a cluster shares the change with the other nodes first.
         self.on_state_change: Callable[[ServerSession], Awaitable[None]] | None = None

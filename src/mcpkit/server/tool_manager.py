@@ -23,6 +23,7 @@ from .tools import ToolDefinition
 
 if TYPE_CHECKING:
     from .server import MCPServer
+    from .visibility import VisibilityRules
 
 __all__ = ["ToolListener", "ToolManager"]
 
@@ -43,6 +44,12 @@ class ToolManager:
         self._listing: dict[str, list[dict[str, Any]]] = {}
         #: Name -> scopes of the tools that need some; empty on an unscoped server.
         self.scoped: dict[str, frozenset[str]] = {}
+        #: Names of the tools the server's own rules hide (.visibility); empty without rules.
+        self.hidden: set[str] = set()
+        #: Name -> version -> tool, for the names registered with a ``version`` (as prompts
+        #: are): ``by_name`` holds the latest registered, which is listed; a call that names
+        #: a version gets that one. Empty until a versioned tool is added.
+        self.versions: dict[str, dict[str | None, ToolDefinition]] = {}
         self._listeners: list[ToolListener] = []
 
     def add_listener(self, listener: ToolListener) -> ToolListener:
@@ -67,6 +74,15 @@ class ToolManager:
             )
         else:
             self.scoped.pop(tool.name, None)
+        visibility = self._server.visibility
+        if not tool.enabled:
+            visibility.disable_at_registration("tools", tool.name)
+        if visibility.rules and not visibility.visible("tools", tool.name, tool.tags, None):
+            self.hidden.add(tool.name)
+        else:
+            self.hidden.discard(tool.name)
+        if tool.version is not None or tool.name in self.versions:
+            self.versions.setdefault(tool.name, {})[tool.version] = tool
         self.by_name[tool.name] = tool
         self._listing.clear()
         warn_if_unclear(tool)  # no description, untyped parameters: see .tool_warnings
@@ -77,14 +93,19 @@ class ToolManager:
     def remove(self, name: str) -> ToolDefinition | None:
         self._listing.clear()
         self.scoped.pop(name, None)
+        self.hidden.discard(name)
+        self.versions.pop(name, None)  # every version of it
         removed = self.by_name.pop(name, None)
         if removed is not None:
             for listener in self._listeners:
                 listener(name, None)
         return removed
 
-    def get(self, name: str) -> ToolDefinition | None:
-        return self.by_name.get(name)
+    def get(self, name: str, version: str | None = None) -> ToolDefinition | None:
+        """The tool ``name`` (its ``version`` when given; else the latest registered)."""
+        if version is None:
+            return self.by_name.get(name)
+        return self.versions.get(name, {}).get(version)
 
     def __contains__(self, name: object) -> bool:
         return name in self.by_name
@@ -96,12 +117,37 @@ class ToolManager:
         return len(self.by_name)
 
     def listing(self, revision: Revision) -> list[dict[str, Any]]:
-        """``tools/list`` entries shaped for ``revision`` (cached until the tools change)."""
+        """``tools/list`` entries shaped for ``revision``, without those the server's rules
+        hide (cached until the tools or the rules change)."""
         cached = self._listing.get(revision.name)
         if cached is None:
-            cached = [shape_listing(t.describe(), revision) for t in self.by_name.values()]
+            hidden = self.hidden
+            cached = [
+                shape_listing(t.describe(), revision)
+                for t in self.by_name.values()
+                if not hidden or t.name not in hidden
+            ]
             self._listing[revision.name] = cached
         return cached
+
+    def listing_for(self, own: VisibilityRules, revision: Revision) -> list[dict[str, Any]]:
+        """``tools/list`` entries for a caller with rules of its own (.visibility)."""
+        visible = self._server.visibility.visible
+        return [
+            shape_listing(t.describe(), revision)
+            for t in self.by_name.values()
+            if visible("tools", t.name, t.tags, own)
+        ]
+
+    def refresh_hidden(self) -> None:
+        """The server's visibility rules changed: recompute :attr:`hidden` and the listing."""
+        visibility = self._server.visibility
+        self.hidden = {
+            t.name
+            for t in self.by_name.values()
+            if not visibility.visible("tools", t.name, t.tags, None)
+        }
+        self._listing.clear()
 
     async def notify_list_changed(self) -> None:
         """Tell every session the tool list changed (after ``add``/``remove`` at run time)."""

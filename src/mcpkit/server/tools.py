@@ -7,22 +7,23 @@ tool is a protocol error (-32602).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-import functools
 import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_origin
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidParams, MCPKitError, RegistrationError, tool_error_text
+from ..errors import InvalidParams, MCPKitError, RegistrationError, ToolError, tool_error_text
 from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
-from .lazy_pydantic import is_model, is_model_class, model_class, validation_error
+from .json_schema_check import json_schema_validator
+from .lazy_pydantic import is_model_class, model_class, validation_error
 from .scopes import parse_scopes
 from .signature import (
     FunctionSignature,
@@ -34,10 +35,13 @@ from .signature import (
     summary,
 )
 from .stateless.mcp_header import header_problems
+from .tool_annotations import ToolAnnotations, checked_annotations
+from .tool_output import dump_any, structured_dumper, wrappable, wrapped_output
+from .visibility import checked_tags
 from .worker_pool import InPlaceWait
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel, TypeAdapter
+    from pydantic import BaseModel
 
     from .context import Context
 
@@ -46,30 +50,6 @@ __all__ = ["ToolAnnotations", "ToolDefinition", "create_tool"]
 log = logging.getLogger("mcpkit.server")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolAnnotations:
-    """Hints about a tool's behaviour (2025-03-26 tools § annotations)."""
-
-    title: str | None = None
-    read_only_hint: bool | None = None
-    destructive_hint: bool | None = None
-    idempotent_hint: bool | None = None
-    open_world_hint: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in (
-            ("title", self.title),
-            ("readOnlyHint", self.read_only_hint),
-            ("destructiveHint", self.destructive_hint),
-            ("idempotentHint", self.idempotent_hint),
-            ("openWorldHint", self.open_world_hint),
-        ):
-            if value is not None:
-                out[key] = value
-        return out
 
 
 @dataclass(slots=True)
@@ -87,6 +67,14 @@ class ToolDefinition:
     meta: dict[str, Any] | None = None
     #: OAuth scopes a caller's token needs to see and call it (see :mod:`.scopes`).
     scopes: frozenset[str] = frozenset()
+    #: Labels to enable and disable tools by (``server.disable(tags=...)``, .visibility).
+    tags: frozenset[str] = frozenset()
+    #: False: registered hidden, until ``server.enable(name)`` (see .visibility).
+    enabled: bool = True
+    #: Seconds a call may run before it is cancelled and answers a tool error; None: no limit.
+    timeout: float | None = None
+    #: This tool's version: listed, and chosen by ``tools/call`` with ``version`` (as prompts).
+    version: str | None = None
     # Prebuilt at registration:
     _validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda a: a, repr=False)
     _context_param: str | None = field(default=None, repr=False)
@@ -95,6 +83,7 @@ class ToolDefinition:
     _wait: InPlaceWait = field(default_factory=InPlaceWait, repr=False)  # for a sync tool
     _dump_output: Callable[[Any], Any] | None = field(default=None, repr=False)
     _typed_output: bool = field(default=False, repr=False)  # the return type is an object type
+    _wrapped: bool = field(default=False, repr=False)  # structuredContent is {"result": value}
     _listing: dict[str, Any] = field(default_factory=dict, repr=False)
     _headers: dict[tuple[str, ...], str] | None = field(default=None, repr=False)
 
@@ -143,6 +132,8 @@ class ToolDefinition:
                 item["icons"] = self.icons
             if self.meta:
                 item["_meta"] = self.meta
+            if self.version is not None:
+                item["version"] = self.version
             self._listing = item
         return self._listing
 
@@ -166,7 +157,9 @@ class ToolDefinition:
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
         try:
-            if self._is_async:
+            if self.timeout is not None:
+                value = await self._call_timed(kwargs, ctx)
+            elif self._is_async:
                 value = await self.execute(**kwargs)
             elif self._inline:
                 value = self.execute(**kwargs)
@@ -191,6 +184,25 @@ class ToolDefinition:
                 f"{format_validation_error(exc, root='(result)')}"
             )
 
+    async def _call_timed(self, kwargs: dict[str, Any], ctx: Context | None) -> Any:
+        """Call the function, cancelled after :attr:`timeout` seconds (a ``ToolError``).
+
+        A sync function's thread cannot be stopped: its result is dropped when it
+        comes, and the call answers at the deadline all the same.
+        """
+        assert self.timeout is not None
+        scope = asyncio.timeout(self.timeout)
+        try:
+            async with scope:
+                if self._is_async:
+                    return await self.execute(**kwargs)
+                # Awaited, never waited for in place: the deadline must be able to fire.
+                return await run_sync(self.execute, kwargs, ctx, wait=None)
+        except TimeoutError:
+            if not scope.expired():
+                raise  # the tool's own TimeoutError, not the deadline
+            raise ToolError(f"Tool '{self.name}' timed out after {self.timeout:g} s") from None
+
     def to_result(self, value: Any) -> dict[str, Any]:
         if type(value) is str and self._dump_output is None:  # the most common result
             return {"content": [{"type": "text", "text": value}]}
@@ -202,6 +214,19 @@ class ToolDefinition:
             and isinstance(value.get("content"), list)
         ):
             return value  # already a CallToolResult
+        if self._wrapped:  # a primitive or a list (see .tool_output); content as unwrapped
+            assert self._dump_output is not None
+            structured = {"result": self._dump_output(value)}
+            if type(value) is str:
+                return {
+                    "content": [{"type": "text", "text": value}],
+                    "structuredContent": structured,
+                }
+            text = isinstance(value, int | float | bool)
+            content = (
+                [{"type": "text", "text": dump_text(value)}] if text else to_content_list(value)
+            )
+            return {"content": content, "structuredContent": structured}
         if self._dump_output is not None and (
             self._typed_output or (value is not None and not isinstance(value, str | list))
         ):
@@ -220,8 +245,15 @@ def _error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-def _finish(tool: ToolDefinition, output_type: Any, problems: list[str]) -> ToolDefinition:
-    """Check what is left and raise every problem of ``tool`` at once, each naming it."""
+def _finish(
+    tool: ToolDefinition, output_type: Any, problems: list[str], *, text: bool = False
+) -> ToolDefinition:
+    """Check what is left and raise every problem of ``tool`` at once, each naming it.
+
+    ``text``: a ``str`` return is wrapped as structured output too (.tool_output).
+    """
+    tool.annotations = checked_annotations(tool.annotations, problems)
+    _check_timeout_and_version(tool, problems)
     if not _NAME_RE.match(tool.name):
         log.warning("tool name %r is not 1-128 characters of [A-Za-z0-9_.-]", tool.name)
     # x-mcp-header annotations are checked here, once, so that a bad one fails the
@@ -240,46 +272,36 @@ def _finish(tool: ToolDefinition, output_type: Any, problems: list[str]) -> Tool
         else:
             if tool.output_schema is None:
                 tool.output_schema = schema
-            tool._dump_output = _structured_dumper(adapter, output_type)
+            tool._dump_output = structured_dumper(adapter, output_type)
             tool._typed_output = True
+    elif (
+        tool.output_schema is None and output_type is not None and wrappable(output_type, text=text)
+    ):
+        try:
+            tool.output_schema, tool._dump_output = wrapped_output(output_type)
+            tool._wrapped = True
+        except Exception:  # not describable: sent as content only, as before
+            log.debug("tool %r: no structured output for %r", tool.name, output_type)
     elif tool.output_schema is not None:
-        tool._dump_output = _dump_any
+        tool._dump_output = dump_any
     if problems or named:
         raise RegistrationError([*(f"tool {tool.name!r}: {p}" for p in problems), *named])
     return tool
 
 
-def _structured_dumper(adapter: TypeAdapter[Any], output_type: Any) -> Callable[[Any], Any]:
-    """JSON for a declared object return type; validated unless already an instance.
-
-    A model or dataclass instance was validated when it was built, so only other
-    values (dicts for a ``TypedDict`` or ``dict[...]``, a stray ``None``...) pay
-    for validation.
-    """
-    origin = get_origin(output_type) or output_type
-    exact = (
-        origin
-        if isinstance(origin, type) and (is_model_class(origin) or dataclasses.is_dataclass(origin))
-        else None
-    )
-    dump = functools.partial(adapter.dump_python, mode="json")
-
-    def dump_structured(value: Any) -> Any:
-        if exact is None or not isinstance(value, exact):
-            value = adapter.validate_python(value)
-        return dump(value)
-
-    return dump_structured
-
-
-def _dump_any(value: Any) -> Any:
-    if is_model(value):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return value
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(type(value)).dump_python(value, mode="json")
+def _check_timeout_and_version(tool: ToolDefinition, problems: list[str]) -> None:
+    timeout = tool.timeout
+    if timeout is not None and (
+        type(timeout) not in (int, float) or not 0 < timeout < float("inf")
+    ):
+        problems.append(f"timeout must be a positive number of seconds, not {timeout!r}")
+    elif timeout is not None and tool._inline:
+        problems.append(
+            "timeout= cannot stop a tool run on the event loop (run_in_thread=False); "
+            "make it async, or let it run in a thread"
+        )
+    if tool.version is not None and (type(tool.version) is not str or not tool.version):
+        problems.append(f"version must be a non-empty string, not {tool.version!r}")
 
 
 def tool_from_function(
@@ -295,6 +317,10 @@ def tool_from_function(
     meta: dict[str, Any] | None = None,
     run_in_thread: bool = True,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    timeout: float | None = None,
+    version: str | None = None,
 ) -> ToolDefinition:
     """A tool whose input schema comes from ``fn``'s signature and docstring.
 
@@ -311,6 +337,7 @@ def tool_from_function(
         raise RegistrationError(["a tool needs a name: pass name=... for lambdas and callables"])
     problems: list[str] = []
     needed = parse_scopes(scopes, problems)
+    tagged = checked_tags("tags", tags, problems)
     sig: FunctionSignature | None = None
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     try:
@@ -331,6 +358,10 @@ def tool_from_function(
         icons=icons,
         meta=meta,
         scopes=needed,
+        tags=tagged,
+        enabled=enabled,
+        timeout=timeout,
+        version=version,
     )
     if sig is None:
         return _finish(tool, None, problems)  # raises
@@ -339,7 +370,7 @@ def tool_from_function(
     tool._is_async = sig.is_async
     _choose_thread(tool, run_in_thread, problems)
     output_type = sig.return_annotation if structured_output is not False else None
-    return _finish(tool, output_type, problems)
+    return _finish(tool, output_type, problems, text=structured_output is True)
 
 
 def create_tool(
@@ -355,6 +386,10 @@ def create_tool(
     meta: dict[str, Any] | None = None,
     run_in_thread: bool = True,
     scopes: Collection[str] | None = None,
+    tags: Collection[str] | None = None,
+    enabled: bool = True,
+    timeout: float | None = None,
+    version: str | None = None,
 ) -> ToolDefinition:
     """A tool defined explicitly, as Mastra's ``createTool`` does.
 
@@ -388,9 +423,14 @@ def create_tool(
             output_schema=output_schema if isinstance(output_schema, dict) else None,
             run_in_thread=run_in_thread,
             scopes=scopes,
+            tags=tags,
+            enabled=enabled,
+            timeout=timeout,
+            version=version,
         )
     problems: list[str] = []
     needed = parse_scopes(scopes, problems)
+    tagged = checked_tags("tags", tags, problems)
     sig: FunctionSignature | None = None
     try:
         sig = inspect_function(execute, model_name=f"{id}_execute")
@@ -430,6 +470,10 @@ def create_tool(
         icons=icons,
         meta=meta,
         scopes=needed,
+        tags=tagged,
+        enabled=enabled,
+        timeout=timeout,
+        version=version,
     )
     if sig is None or problems:
         return _finish(tool, None, problems)  # raises
@@ -495,7 +539,7 @@ def _explicit_validator(
 
         validate = validate_model
     else:
-        validate = _json_schema_validator(name, schema)
+        validate = json_schema_validator(name, schema)
         if whole is not None:
             inner_schema = validate
 
@@ -537,58 +581,3 @@ def _choose_thread(tool: ToolDefinition, run_in_thread: bool, problems: list[str
 
 def _accepts_var_kwargs(fn: Callable[..., Any]) -> bool:
     return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
-
-
-def _json_schema_validator(
-    name: str, schema: dict[str, Any]
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Validate against a raw JSON Schema; the validator is built on first use."""
-    compiled: list[Any] = []
-
-    def validate(args: dict[str, Any]) -> dict[str, Any]:
-        if not compiled:
-            try:
-                from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
-            except ImportError:  # minimal check without the optional library
-                compiled.append(None)
-            else:
-                compiled.append(Draft202012Validator(schema))
-        validator = compiled[0]
-        if validator is None:
-            missing = [k for k in schema.get("required", ()) if k not in args]
-            if missing:
-                raise InvalidParams("; ".join(f"{k}: Field required" for k in missing))
-            return args
-        try:
-            errors = sorted(
-                validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path]
-            )
-        except RecursionError:
-            # jsonschema recurses in Python and puts the instance's repr in its messages:
-            # arguments ~1,000 levels deep (the JSON decoder allows 1,024) exhaust the stack.
-            raise InvalidParams("(arguments): nested too deeply to validate") from None
-        if errors:
-            raise InvalidParams("; ".join(_describe_schema_error(e) for e in errors))
-        return args
-
-    return validate
-
-
-def _describe_schema_error(error: Any) -> str:
-    """``path: message``, naming the missing property itself for ``required`` errors."""
-    path = [str(p) for p in error.absolute_path]
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [
-            name
-            for name in error.validator_value
-            if name not in error.instance and repr(name) in error.message
-        ]
-        if missing:
-            return f"{'.'.join([*path, str(missing[0])])}: Field required"
-    message = error.message
-    if len(message) > _MAX_MESSAGE:  # it quotes the instance, which may be huge
-        message = message[: _MAX_MESSAGE - 3] + "..."
-    return f"{'.'.join(path) or '(arguments)'}: {message}"
-
-
-_MAX_MESSAGE = 200

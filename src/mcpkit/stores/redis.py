@@ -35,6 +35,7 @@ key                                type        expires
                                                :mod:`mcpkit.server.state`)
 ``<prefix>node:<node id>``         string      ``node_ttl`` after the node's last heartbeat
                                                (:mod:`mcpkit.stores.redis_bus`)
+``<prefix>vis:<principal>``        string      never: a principal's visibility rules
 ``<prefix>rsk``                    string      never: the cluster's ``requestState`` key
                                                (:meth:`RedisStore.request_state_key`)
 =================================  ==========  ===========================================
@@ -67,7 +68,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -336,6 +337,43 @@ class RedisStateStore:
         return bool(gone)
 
 
+# -- visibility --------------------------------------------------------------------------------
+
+
+class RedisVisibilityStore:
+    """A :class:`~mcpkit.stores.visibility.VisibilityStore` on Redis: one JSON string per
+    principal, ``<prefix>vis:<principal>``, kept until the principal's rules are reset."""
+
+    __slots__ = ("_redis", "prefix")
+
+    def __init__(self, redis: RedisConnection, prefix: str) -> None:
+        self._redis = redis
+        self.prefix = prefix + "vis:"
+
+    async def get(self, principal: str) -> dict[str, Any] | None:
+        try:
+            value = await self._redis.client.get(self.prefix + principal)
+        except FAILURES as exc:
+            self._redis.fail(exc)
+        if value is None:
+            return None
+        try:
+            rules = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            logger.warning("unreadable visibility rules at %s%s; ignored", self.prefix, principal)
+            return None
+        return rules if isinstance(rules, dict) else None
+
+    async def put(self, principal: str, rules: dict[str, Any] | None) -> None:
+        try:
+            if rules is None:
+                await self._redis.client.delete(self.prefix + principal)
+            else:
+                await self._redis.client.set(self.prefix + principal, orjson.dumps(rules))
+        except FAILURES as exc:
+            self._redis.fail(exc)
+
+
 # -- the bundle --------------------------------------------------------------------------------
 
 
@@ -440,6 +478,8 @@ class RedisStore:
         self.events = RedisEventStore(redis, prefix, ttl=event_ttl, max_len=event_max_len)
         self.input_rounds = RedisInputRoundStore(redis, prefix)
         self.state = RedisStateStore(redis, prefix)
+        #: Per-principal visibility rules (2026-07-28 ``ctx.enable_components``).
+        self.visibility = RedisVisibilityStore(redis, prefix)
         self._redis = redis
 
     def __repr__(self) -> str:

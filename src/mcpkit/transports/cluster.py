@@ -508,6 +508,9 @@ class ClusterNode:
         if kind == "u":
             self._spawn(self.app.server.resources.deliver_updated(str(msg.get("uri"))))
             return
+        if kind == "v":  # a principal's visibility rules changed in the store
+            self.app.server.visibility.forget(msg.get("p"))
+            return
         sid = msg.get("sid")
         entry = table.get(sid) if type(sid) is str else None
         if entry is None:

@@ -121,7 +121,12 @@ def run(args: argparse.Namespace) -> int:
             text = content_text(result.get("content") or ())
             return fail(f"tool {args.tool!r} failed: {one_line(Exception(text))}", 1)
         elif result.get("structuredContent") is not None:
-            print(pretty(result["structuredContent"]))
+            structured = result["structuredContent"]
+            if isinstance(structured, dict) and set(structured) == {"result"}:
+                # A primitive or list return, wrapped because structured content is an
+                # object (2025-06-18 server/tools § output schema): print the value.
+                structured = structured["result"]
+            print(structured if isinstance(structured, str) else pretty(structured))
         else:
             text = content_text(result.get("content") or ())
             sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")

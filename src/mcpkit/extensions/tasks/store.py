@@ -352,6 +352,10 @@ class Watchers:
     def __contains__(self, task_id: str) -> bool:
         return task_id in self._by_task
 
+    def task_ids(self) -> list[str]:
+        """The tasks watched now."""
+        return list(self._by_task)
+
     def add(self, task_id: str, callback: Watcher, on_empty: Unwatch | None = None) -> Unwatch:
         """Watch ``task_id``; the unwatch, which awaits ``on_empty()`` (a store's
         unsubscribe) when it removes the task's last watcher."""

@@ -42,15 +42,11 @@ started on the first watch: the transition script itself publishes the new recor
 sweep, a queue worker), and :meth:`~RedisTaskStore.answer` publishes input responses
 there. A node subscribes a task's channel while something of it watches the task.
 
-Pub/sub delivers at most once, and nothing while a node's subscription reconnects, so
-what a running node must not miss is kept in Redis too (docs/design/tasks.md §3.3):
-``answer`` stores the responses in the task's answers hash and publishes them in the
-same script, and a node watching tasks reads back, for each of them, the hash and the
-record (one pipelined round trip) once its subscription is back (the bus's
-``on_reconnect``) and every ``recheck_s`` seconds (default 2): the watchers hear the
-responses they have not heard yet, and a final record (a ``tasks/cancel`` or a sweep on
-another node) they have not heard. Input keys are never reused (:mod:`.inputs`), so an
-answer heard twice is ignored the second time.
+Pub/sub drops what is sent while a subscription reconnects, so ``answer`` also keeps
+the responses in the task's answers hash (same script), and a watching node reads back
+each watched task's hash and record (pipelined) once its subscription is back and every
+``recheck_s`` seconds (default 2): watchers hear the answers and the final record they
+missed (docs/design/tasks.md §3.3; input keys are never reused, :mod:`.inputs`).
 
 Atomicity: ``create`` is one Lua script (exists check, owner cap, record, indexes).
 ``transition`` reads the record (GET), checks the move against the lifecycle table in
@@ -207,8 +203,7 @@ class RedisTaskStore:
     (again per lost race); ``list_by_owner`` ZRANGE then MGET; ``heartbeat`` one
     script (SET PX, and an EXISTS per task the node runs); ``sweep`` SMEMBERS, EXISTS
     per node (pipelined), then a transition per task of a dead node; ``answer`` one
-    script. While it watches tasks, a node reads each one's record and answers hash
-    (pipelined) every ``recheck_s`` seconds and after a reconnection (module doc).
+    script; while watching, a GET and HGETALL per task (pipelined) every ``recheck_s``.
     ``max_per_owner`` (default 100) bounds each owner's live tasks; Redis's own memory
     bounds the rest.
     """
@@ -248,8 +243,7 @@ class RedisTaskStore:
         self._watchers = Watchers()
         self._bus: RedisBus | None = None
         self._bus_lock = asyncio.Lock()
-        # Per watched task: the answers its watchers heard, and whether they heard it end
-        # (so a read-back passes on only what they missed).
+        # Per watched task, what its watchers heard: a read-back passes on only the rest.
         self._heard_answers: dict[str, dict[str, Any]] = {}
         self._heard_end: set[str] = set()
         self._rechecks: set[asyncio.Task[None]] = set()
@@ -531,9 +525,8 @@ class RedisTaskStore:
             self._watchers.emit(TaskEvent(task_id, answers=fresh))
 
     async def recheck(self) -> None:
-        """Read back what the watched tasks' watchers may have missed on pub/sub (their
-        stored answers, a final record) and pass it on (the module doc); logged, never
-        raised, when Redis is unavailable (the next recheck tries again)."""
+        """Pass on what the watchers may have missed on pub/sub: stored answers, a final
+        record (module doc). Never raises for Redis: the next recheck tries again."""
         task_ids = self._watchers.task_ids()
         if not task_ids:
             return
@@ -548,14 +541,8 @@ class RedisTaskStore:
             return
         for i, task_id in enumerate(task_ids):
             value, stored = replies[2 * i], replies[2 * i + 1]
-            if stored:
-                answers: dict[str, Any] = {}
-                for key, raw in stored.items():
-                    try:
-                        answers[_text(key)] = orjson.loads(raw)
-                    except orjson.JSONDecodeError:
-                        logger.warning("task %s: a stored answer cannot be read", task_id)
-                self._emit_answers(task_id, answers)
+            if stored:  # written by answer() only: JSON
+                self._emit_answers(task_id, {_text(k): orjson.loads(v) for k, v in stored.items()})
             record = None if value is None else self._load(task_id, value)
             if record is not None:
                 self._emit_record(record, replay=True)
@@ -587,9 +574,7 @@ class RedisTaskStore:
         return unwatch
 
     async def answer(self, task_id: str, answers: Mapping[str, Any]) -> int:
-        pairs: list[bytes | str] = []
-        for key, value in answers.items():
-            pairs += [key, orjson.dumps(value)]
+        pairs = [item for key, value in answers.items() for item in (key, orjson.dumps(value))]
         message = orjson.dumps({"answers": dict(answers)})
         try:
             count = await self._answer(

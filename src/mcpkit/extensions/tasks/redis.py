@@ -46,7 +46,7 @@ Pub/sub drops what is sent while a subscription reconnects, so ``answer`` also k
 the responses in the task's answers hash (same script), and a watching node reads back
 each watched task's hash and record (pipelined) once its subscription is back and every
 ``recheck_s`` seconds (default 2): watchers hear the answers and the final record they
-missed (docs/design/tasks.md §3.3; input keys are never reused, :mod:`.inputs`).
+missed (docs/design/tasks.md §3.1; input keys are never reused, :mod:`.inputs`).
 
 Atomicity: ``create`` is one Lua script (exists check, owner cap, record, indexes).
 ``transition`` reads the record (GET), checks the move against the lifecycle table in

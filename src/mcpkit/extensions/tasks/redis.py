@@ -589,10 +589,10 @@ class RedisTaskStore:
         async with self._bus_lock:
             bus, self._bus = self._bus, None
             loop, self._recheck_loop = self._recheck_loop, None
+        if bus is not None:  # first: a reconnection meanwhile would start a recheck
+            await bus.aclose()
         tasks = [*self._rechecks, *([loop] if loop is not None else [])]
         await cancel_and_wait(*tasks, timeout=5.0, what="the task store's rechecks")
-        if bus is not None:
-            await bus.aclose()
 
 
 def _text(value: bytes | str) -> str:

@@ -17,7 +17,7 @@ from mcpkit.extensions.tasks.redis import RedisTaskStore
 from mcpkit.extensions.tasks.states import IllegalTransition, TaskStatus
 from mcpkit.extensions.tasks.store import TaskEvent, TaskStore
 from mcpkit.stores.redis import RedisStore
-from tests.extensions.tasks.conformance import RESULT, MakeStore, TaskStoreConformance
+from tests.extensions.tasks.conformance import ASK, RESULT, MakeStore, TaskStoreConformance
 from tests.redis_server import RedisServer
 
 
@@ -196,3 +196,94 @@ async def test_a_move_on_one_node_reaches_a_watcher_on_another(
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def _heard_within(heard: list[TaskEvent], count: int, seconds: float) -> None:
+    async with asyncio.timeout(seconds):
+        while len(heard) < count:
+            await asyncio.sleep(0.01)
+
+
+async def test_an_answer_sent_while_the_watchers_subscription_is_down_reaches_it(
+    clients: list[Redis], prefix: str
+) -> None:
+    # A recheck period far past the test: only the read-back on reconnection can deliver.
+    running = RedisTaskStore(clients[0], prefix=prefix, recheck_s=60)
+    other = RedisTaskStore(clients[1], prefix=prefix)
+    record = TaskRecord.new(ttl_ms=60_000, node_id="n1")
+    await running.create(record)
+    await running.transition(record.task_id, TaskStatus.INPUT_REQUIRED, input_requests=ASK)
+    heard: list[TaskEvent] = []
+    try:
+        await running.watch(record.task_id, heard.append)
+        await clients[1].client_kill_filter(_type="pubsub")
+        # Nobody subscribed at this instant: pub/sub alone would lose it.
+        assert await other.answer(record.task_id, {"name": {"action": "accept"}}) == 0
+        await _heard_within(heard, 1, 5)
+        assert heard == [TaskEvent(record.task_id, answers={"name": {"action": "accept"}})]
+        await running.recheck()  # read back again: nothing new
+        assert len(heard) == 1
+    finally:
+        await running.aclose()
+        await other.aclose()
+
+
+async def test_a_cancel_recorded_while_the_watchers_subscription_is_down_reaches_it(
+    clients: list[Redis], prefix: str
+) -> None:
+    running = RedisTaskStore(clients[0], prefix=prefix, recheck_s=60)
+    other = RedisTaskStore(clients[1], prefix=prefix)
+    record = TaskRecord.new(ttl_ms=60_000, node_id="n1")
+    await running.create(record)
+    heard: list[TaskEvent] = []
+    try:
+        await running.watch(record.task_id, heard.append)
+        await clients[1].client_kill_filter(_type="pubsub")
+        cancelled = await other.transition(record.task_id, TaskStatus.CANCELLED)
+        await _heard_within(heard, 1, 5)
+        assert heard == [TaskEvent(record.task_id, record=cancelled)]
+        await running.recheck()
+        assert len(heard) == 1
+    finally:
+        await running.aclose()
+        await other.aclose()
+
+
+async def test_answers_stored_before_the_watch_are_read_back_within_the_recheck_period(
+    clients: list[Redis], prefix: str
+) -> None:
+    running = RedisTaskStore(clients[0], prefix=prefix, recheck_s=0.2)
+    other = RedisTaskStore(clients[1], prefix=prefix)
+    record = TaskRecord.new(ttl_ms=60_000, node_id="n1")
+    await running.create(record)
+    await running.transition(record.task_id, TaskStatus.INPUT_REQUIRED, input_requests=ASK)
+    heard: list[TaskEvent] = []
+    try:
+        assert await other.answer(record.task_id, {"name": {"action": "decline"}}) == 0
+        await running.watch(record.task_id, heard.append)
+        await _heard_within(heard, 1, 5)
+        assert heard == [TaskEvent(record.task_id, answers={"name": {"action": "decline"}})]
+    finally:
+        await running.aclose()
+        await other.aclose()
+
+
+async def test_stored_answers_live_with_the_record_and_go_once_input_is_no_longer_needed(
+    clients: list[Redis], prefix: str
+) -> None:
+    store = RedisTaskStore(clients[0], prefix=prefix)
+    record = TaskRecord.new(ttl_ms=60_000, node_id="n1")
+    key = f"{prefix}task-answers:{record.task_id}"
+    await store.create(record)
+    await store.answer(record.task_id, {"name": {"action": "accept"}})
+    assert not await clients[0].exists(key)  # working: no question to answer
+    await store.transition(record.task_id, TaskStatus.INPUT_REQUIRED, input_requests=ASK)
+    await store.answer(record.task_id, {"name": {"action": "accept"}})
+    assert 59_000 < await clients[0].pttl(key) <= 60_000
+    await store.transition(record.task_id, TaskStatus.WORKING)
+    assert not await clients[0].exists(key)
+    await store.transition(record.task_id, TaskStatus.INPUT_REQUIRED, input_requests=ASK)
+    await store.answer(record.task_id, {"name": {"action": "accept"}})
+    await store.transition(record.task_id, TaskStatus.CANCELLED)
+    assert not await clients[0].exists(key)
+    await store.aclose()

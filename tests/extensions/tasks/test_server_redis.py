@@ -73,6 +73,50 @@ async def test_an_answer_on_another_node_reaches_the_question(
         await stream.close()
 
 
+async def test_an_answer_sent_while_the_running_nodes_subscription_is_down_reaches_the_question(
+    redis_url: str,
+) -> None:
+    prefix = f"test-{uuid4().hex}:"
+    clients = [Redis.from_url(redis_url), Redis.from_url(redis_url)]
+    # No periodic recheck within the test: the read-back on reconnection must deliver.
+    one = task_server(Probe(), store=RedisTaskStore(clients[0], prefix=prefix, recheck_s=60))
+    two = task_server(Probe(), store=RedisTaskStore(clients[1], prefix=prefix))
+    try:
+        async with asking(one, MODERN) as first, asking(two, MODERN) as second:
+            task_id = (await first.call_tool("asks", {}))["taskId"]
+            task = await until(second, task_id, lambda t: t["status"] == "input_required")
+            (key,) = task["inputRequests"]
+            # Every pub/sub connection of the server drops, node one's among them.
+            await clients[1].client_kill_filter(_type="pubsub")
+            answer = {key: {"action": "accept", "content": {"ok": True}}}
+            await second.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+            done = await until(second, task_id, terminal)
+            assert done["result"]["content"][0]["text"] == "answered accept: True"
+    finally:
+        for redis in clients:
+            await redis.aclose()
+
+
+async def test_a_cancel_sent_while_the_running_nodes_subscription_is_down_stops_the_handler(
+    redis_url: str,
+) -> None:
+    prefix = f"test-{uuid4().hex}:"
+    clients = [Redis.from_url(redis_url), Redis.from_url(redis_url)]
+    probe = Probe()
+    one = task_server(probe, store=RedisTaskStore(clients[0], prefix=prefix, recheck_s=60))
+    two = task_server(Probe(), store=RedisTaskStore(clients[1], prefix=prefix))
+    try:
+        async with asking(one, MODERN) as first, asking(two, MODERN) as second:
+            task_id = (await first.call_tool("wait", {}))["taskId"]
+            await asyncio.wait_for(probe.started.wait(), 5)
+            await clients[1].client_kill_filter(_type="pubsub")
+            await second.request("tasks/cancel", {"taskId": task_id})
+            await asyncio.wait_for(probe.cancelled.wait(), 5)
+    finally:
+        for redis in clients:
+            await redis.aclose()
+
+
 async def test_without_a_store_the_extension_takes_the_one_beside_the_servers_redis(
     redis_url: str,
 ) -> None:

@@ -28,6 +28,10 @@ key                                  type    expires
                                              :meth:`sweep` once the node is dead
 ``<prefix>task-nodes``               set     never; the nodes that have such a set
 ``<prefix>task-alive:<node id>``     string  the ``ttl`` of the node's last heartbeat
+``<prefix>task-answers:<task id>``   hash    with the record; deleted by the task's next
+                                             move to ``working`` or a final status. The
+                                             ``tasks/update`` input responses sent while
+                                             it is ``input_required``: key -> JSON
 ===================================  ======  ===============================================
 
 Events (:meth:`RedisTaskStore.watch`) travel on Redis pub/sub, through a
@@ -37,6 +41,12 @@ started on the first watch: the transition script itself publishes the new recor
 ``<prefix>tasks:t:<task id>`` (one round trip, and every writer publishes: a node, a
 sweep, a queue worker), and :meth:`~RedisTaskStore.answer` publishes input responses
 there. A node subscribes a task's channel while something of it watches the task.
+
+Pub/sub drops what is sent while a subscription reconnects, so ``answer`` also keeps
+the responses in the task's answers hash (same script), and a watching node reads back
+each watched task's hash and record (pipelined) once its subscription is back and every
+``recheck_s`` seconds (default 2): watchers hear the answers and the final record they
+missed (docs/design/tasks.md §3.1; input keys are never reused, :mod:`.inputs`).
 
 Atomicity: ``create`` is one Lua script (exists check, owner cap, record, indexes).
 ``transition`` reads the record (GET), checks the move against the lifecycle table in
@@ -56,7 +66,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import replace
 from types import EllipsisType
 from typing import Any, Final, NoReturn
@@ -68,7 +78,8 @@ from ..._extras import require_extra
 with require_extra("redis", feature="the Redis task store (mcpkit.extensions.tasks.redis)"):
     from redis.asyncio import Redis
 
-from ...errors import StoreUnavailable
+from ...errors import ConfigurationError, StoreUnavailable
+from ...loops import cancel_and_wait
 from ...stores.redis import RedisStore
 from ...stores.redis_bus import RedisBus
 from ...stores.redis_connection import FAILURES, ms, where_of
@@ -88,9 +99,13 @@ from .store import (
     encode_cursor,
 )
 
-__all__ = ["RedisTaskStore"]
+__all__ = ["DEFAULT_RECHECK_S", "RedisTaskStore"]
 
 logger = logging.getLogger("mcpkit.extensions.tasks.redis")
+
+#: Seconds between two read-backs of the watched tasks (the fallback when a pub/sub
+#: message was missed and no reconnection was seen).
+DEFAULT_RECHECK_S: Final = 2.0
 
 # KEYS: record, owner zset ("" for none), node set ("" for none), nodes set.
 # ARGV: record JSON, expiry (Unix ms, 0: never), creation ms, task id, owner cap,
@@ -124,17 +139,33 @@ end
 return 1
 """
 
-# KEYS: record, node set ("" for none). ARGV: the value read, the new value, task id,
-# "1" when the new status is terminal, the task's event channel. Writes only if nobody
-# wrote in between, and then publishes the new record to the task's watchers.
+# KEYS: record, node set ("" for none), answers hash. ARGV: the value read, the new
+# value, task id, "1" when the new status is terminal, the task's event channel, "1"
+# when no input is outstanding any more (working or final). Writes only if nobody wrote
+# in between, and then publishes the new record to the task's watchers.
 _SWAP_LUA: Final = """
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL')
 if ARGV[4] == '1' and KEYS[2] ~= '' then redis.call('srem', KEYS[2], ARGV[3]) end
+if ARGV[6] == '1' then redis.call('del', KEYS[3]) end
 redis.call('publish', ARGV[5], '{"record":' .. ARGV[2] .. '}')
 return 1
 """
 
+
+# KEYS: record, answers hash. ARGV: the task's event channel, the message, then key,
+# value pairs. Keeps the answers while the task waits for input (so they live no longer
+# than the record, and the next move to working or a final status drops them), then
+# publishes them; the number of receivers.
+_ANSWER_LUA: Final = """
+local value = redis.call('get', KEYS[1])
+if value and #ARGV > 2 and cjson.decode(value)['status'] == 'input_required' then
+  redis.call('hset', KEYS[2], unpack(ARGV, 3))
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end
+end
+return redis.call('publish', ARGV[1], ARGV[2])
+"""
 
 # KEYS: record, the old node's set ("" for none), the new node's set, nodes set.
 # ARGV: the value read, the new value, task id, new node id. Moves the task between
@@ -171,7 +202,8 @@ class RedisTaskStore:
     Costs: ``create`` one script; ``get`` one GET; ``transition`` a GET and a script
     (again per lost race); ``list_by_owner`` ZRANGE then MGET; ``heartbeat`` one
     script (SET PX, and an EXISTS per task the node runs); ``sweep`` SMEMBERS, EXISTS
-    per node (pipelined), then a transition per task of a dead node.
+    per node (pipelined), then a transition per task of a dead node; ``answer`` one
+    script; while watching, a GET and HGETALL per task (pipelined) every ``recheck_s``.
     ``max_per_owner`` (default 100) bounds each owner's live tasks; Redis's own memory
     bounds the rest.
     """
@@ -186,8 +218,12 @@ class RedisTaskStore:
         prefix: str = "mcpkit:",
         max_per_owner: int = DEFAULT_MAX_PER_OWNER,
         where: str | None = None,
+        recheck_s: float = DEFAULT_RECHECK_S,
     ) -> None:
         check_caps(max_per_owner)
+        if isinstance(recheck_s, bool) or not isinstance(recheck_s, int | float) or recheck_s <= 0:
+            raise ConfigurationError(f"recheck_s must be a positive number, not {recheck_s!r}")
+        self.recheck_s = float(recheck_s)
         self.client = client
         self.prefix = prefix
         self.max_per_owner = max_per_owner
@@ -197,14 +233,21 @@ class RedisTaskStore:
         self._node = prefix + "task-node:"
         self._nodes = prefix + "task-nodes"
         self._alive = prefix + "task-alive:"
+        self._answers = prefix + "task-answers:"
         self._create = client.register_script(_CREATE_LUA)
         self._swap = client.register_script(_SWAP_LUA)
         self._beat = client.register_script(_BEAT_LUA)
         self._claim = client.register_script(_CLAIM_LUA)
+        self._answer = client.register_script(_ANSWER_LUA)
         self._events = prefix + "tasks:"
         self._watchers = Watchers()
         self._bus: RedisBus | None = None
         self._bus_lock = asyncio.Lock()
+        # Per watched task, what its watchers heard: a read-back passes on only the rest.
+        self._heard_answers: dict[str, dict[str, Any]] = {}
+        self._heard_end: set[str] = set()
+        self._rechecks: set[asyncio.Task[None]] = set()
+        self._recheck_loop: asyncio.Task[None] | None = None
 
     @classmethod
     def from_store(
@@ -300,14 +343,16 @@ class RedisTaskStore:
             )
             node = self._node + record.node_id if record.node_id is not None else ""
             try:
+                settled = moved.terminal or moved.status is TaskStatus.WORKING
                 done = await self._swap(
-                    keys=[key, node],
+                    keys=[key, node, self._answers + task_id],
                     args=[
                         value,
                         _dump(moved),
                         task_id,
                         "1" if moved.terminal else "0",
                         f"{self._events}t:{task_id}",
+                        "1" if settled else "0",
                     ],
                 )
             except FAILURES as exc:
@@ -430,8 +475,18 @@ class RedisTaskStore:
             if self._bus is None:
                 bus = RedisBus(self.client, prefix=self._events, where=self.where)
                 await bus.start(self._heard)
+                # Whatever was published while the subscription was down: read it back.
+                bus.on_reconnect(lambda: self._spawn(self.recheck()))
                 self._bus = bus
+                self._recheck_loop = asyncio.create_task(
+                    self._recheck_every(), name=f"{self!r} recheck"
+                )
             return self._bus
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
 
     def _heard(self, channel: str, message: dict[str, Any]) -> None:
         if not channel.startswith("t:"):
@@ -444,14 +499,72 @@ class RedisTaskStore:
             except ValueError as exc:
                 logger.warning("task %s: an event's record cannot be read (%s)", task_id, exc)
                 return
-            self._watchers.emit(TaskEvent(task_id, record=record))
+            self._emit_record(record, replay=False)
         elif isinstance(answers, dict):
-            self._watchers.emit(TaskEvent(task_id, answers=answers))
+            self._emit_answers(task_id, answers)
+
+    def _emit_record(self, record: TaskRecord, *, replay: bool) -> None:
+        task_id = record.task_id
+        if task_id not in self._watchers:
+            return
+        if record.terminal:
+            if replay and task_id in self._heard_end:
+                return
+            self._heard_end.add(task_id)
+        elif replay:
+            return  # only the final word is read back: the moves before it are past
+        self._watchers.emit(TaskEvent(task_id, record=record))
+
+    def _emit_answers(self, task_id: str, answers: Mapping[str, Any]) -> None:
+        if task_id not in self._watchers:
+            return
+        heard = self._heard_answers.setdefault(task_id, {})
+        fresh = {k: v for k, v in answers.items() if k not in heard or heard[k] != v}
+        if fresh:
+            heard.update(fresh)
+            self._watchers.emit(TaskEvent(task_id, answers=fresh))
+
+    async def recheck(self) -> None:
+        """Pass on what the watchers may have missed on pub/sub: stored answers, a final
+        record (module doc). Never raises for Redis: the next recheck tries again."""
+        task_ids = self._watchers.task_ids()
+        if not task_ids:
+            return
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for task_id in task_ids:
+                pipe.get(self._task + task_id)
+                pipe.hgetall(self._answers + task_id)
+            replies = await pipe.execute()
+        except FAILURES as exc:
+            logger.debug("rechecking the watched tasks failed: %s", exc)
+            return
+        for i, task_id in enumerate(task_ids):
+            value, stored = replies[2 * i], replies[2 * i + 1]
+            if stored:  # written by answer() only: JSON
+                self._emit_answers(task_id, {_text(k): orjson.loads(v) for k, v in stored.items()})
+            record = None if value is None else self._load(task_id, value)
+            if record is not None:
+                self._emit_record(record, replay=True)
+
+    async def _recheck_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.recheck_s)
+            try:
+                await self.recheck()
+            except Exception:  # a bug of ours: log it, keep rechecking
+                logger.exception("rechecking the watched tasks failed")
 
     async def watch(self, task_id: str, callback: Watcher) -> Unwatch:
         bus = await self._started_bus()
         channel = f"t:{task_id}"
-        unwatch = self._watchers.add(task_id, callback, on_empty=lambda: bus.leave(channel))
+
+        async def unwatched() -> None:
+            self._heard_answers.pop(task_id, None)
+            self._heard_end.discard(task_id)
+            await bus.leave(channel)
+
+        unwatch = self._watchers.add(task_id, callback, on_empty=unwatched)
         try:
             # Confirmed by Redis (at once when already subscribed): later events reach us.
             await bus.join(channel)
@@ -461,14 +574,25 @@ class RedisTaskStore:
         return unwatch
 
     async def answer(self, task_id: str, answers: Mapping[str, Any]) -> int:
-        bus = await self._started_bus()
-        return await bus.publish(f"t:{task_id}", {"answers": dict(answers)})
+        pairs = [item for key, value in answers.items() for item in (key, orjson.dumps(value))]
+        message = orjson.dumps({"answers": dict(answers)})
+        try:
+            count = await self._answer(
+                keys=[self._task + task_id, self._answers + task_id],
+                args=[f"{self._events}t:{task_id}", message, *pairs],
+            )
+        except FAILURES as exc:
+            self._fail(exc)
+        return int(count)
 
     async def aclose(self) -> None:
         async with self._bus_lock:
             bus, self._bus = self._bus, None
-        if bus is not None:
+            loop, self._recheck_loop = self._recheck_loop, None
+        if bus is not None:  # first: a reconnection meanwhile would start a recheck
             await bus.aclose()
+        tasks = [*self._rechecks, *([loop] if loop is not None else [])]
+        await cancel_and_wait(*tasks, timeout=5.0, what="the task store's rechecks")
 
 
 def _text(value: bytes | str) -> str:

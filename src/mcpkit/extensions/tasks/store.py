@@ -25,7 +25,10 @@ What every store guarantees (tests/extensions/tasks/conformance.py checks it):
   with each record a :meth:`~TaskStore.transition` wrote (on any node), and with the
   input responses :meth:`~TaskStore.answer` sent. Delivery is at most once and only
   to watchers present at that instant (a bus, not a log): the record stays the truth,
-  and whoever must not miss a change reads it after watching.
+  and whoever must not miss a change reads it after watching. A store whose events can
+  be lost (Redis pub/sub) must still get answers and the final record to the running
+  node's watchers: it keeps answers while the task waits for input and reads back what
+  its watchers missed (:mod:`.redis`); a watcher may then hear an answer late.
 
 :meth:`~TaskStore.list_by_owner` pages through an owner's live tasks, oldest first. The
 spec has no ``tasks/list`` (on purpose: no cross-caller leak), so no client method
@@ -351,6 +354,10 @@ class Watchers:
 
     def __contains__(self, task_id: str) -> bool:
         return task_id in self._by_task
+
+    def task_ids(self) -> list[str]:
+        """The tasks watched now."""
+        return list(self._by_task)
 
     def add(self, task_id: str, callback: Watcher, on_empty: Unwatch | None = None) -> Unwatch:
         """Watch ``task_id``; the unwatch, which awaits ``on_empty()`` (a store's

@@ -146,6 +146,7 @@ class ServerSession(SessionOutbound):
         self._outgoing: Outgoing | None = None
         # Handshake era: the middleware wraps each handler; on 2026-07-28 serve_stateless
         # runs the chain around each round, with the bare table inside (chain passed once).
+        server.look_for_telemetry()  # switched on when a provider is set (.telemetry)
         self._handlers = (
             server.wrapped_methods if self.revision.era == "handshake" else server.methods
         )
@@ -453,6 +454,9 @@ class ServerSession(SessionOutbound):
     def close(self) -> None:
         """End the session: fail pending server→client requests, cancel in-flight ones."""
         self.state = State.CLOSED
+        observe = self.server.observe
+        if observe is not None:  # the session ended (telemetry: its duration)
+            observe(self, "closed", "")
         if self._outgoing is not None:
             for entry in self._outgoing.drain():
                 fut = entry.waiter

@@ -199,7 +199,7 @@ GUARDED: list[tuple[str, str, str, str]] = [
             f"OpenTelemetry tracing (mcpkit.observability.{name}) needs opentelemetry, which "
             "is not installed: pip install 'mcpkit[otel]'",
         )
-        for name in ("otel", "propagation")
+        for name in ("auto", "conventions", "exchanges", "otel", "propagation")
     ),
 ]
 

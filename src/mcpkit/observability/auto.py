@@ -8,19 +8,23 @@ does) and, if so, instruments:
 - a server (:func:`instrument_server`, from ``ServerTelemetry.look_for_telemetry``):
   :func:`~.otel.otel_middleware` outermost (server spans,
   ``mcp.server.operation.duration``, ``mcp.server.session.duration``) and the
-  observer of the requests it sends its clients (client spans);
+  observer of the requests it sends its clients (client spans), and on HTTP the
+  request's ``traceparent`` header as the parent of a message without one in ``_meta``;
 - a client (:func:`client_observer`, when a ``ClientSession`` is made without an
   observing extension): client spans, ``mcp.client.*.duration``.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from .._extras import require_extra
 
 with require_extra("otel", feature="OpenTelemetry tracing (mcpkit.observability.auto)"):
-    from opentelemetry import metrics, trace
+    from opentelemetry import context as otel_context
+    from opentelemetry import metrics, propagate, trace
     from opentelemetry.metrics import NoOpMeterProvider
     from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 
@@ -29,7 +33,7 @@ from .conventions import Meters
 from .exchanges import otel_observer
 from .otel import otel_middleware
 
-__all__ = ["client_observer", "configured", "instrument_server"]
+__all__ = ["client_observer", "configured", "instrument_server", "trace_headers"]
 
 
 def configured() -> tuple[bool, bool]:
@@ -45,17 +49,38 @@ def configured() -> tuple[bool, bool]:
 
 def instrument_server(server: Any) -> bool:
     """Instrument ``server`` if a provider is configured; True when it is (or was already)."""
-    if any(getattr(mw, "mcpkit_telemetry", False) for mw in server.middleware):
-        return True  # otel_middleware() given explicitly: left as it is
     tracing, measuring = configured()
+    if any(getattr(mw, "mcpkit_telemetry", False) for mw in server.middleware):
+        # otel_middleware() given explicitly: left as it is, but for the HTTP headers.
+        server.http_context = trace_headers
+        return True
     if not (tracing or measuring):
         return False
     meters = Meters() if measuring else None
     middleware = otel_middleware(
         tracer_provider=trace.get_tracer_provider() if tracing else _NO_TRACING, meters=meters
     )
-    server.add_telemetry(middleware, otel_observer(meters=meters or Meters()))
+    server.add_telemetry(
+        middleware, otel_observer(meters=meters or Meters()), trace_headers if tracing else None
+    )
     return True
+
+
+_HEADERS = (b"traceparent", b"tracestate", b"baggage")
+
+
+def trace_headers(scope: dict[str, Any]) -> Callable[[], None] | None:
+    """Make an HTTP request's W3C trace headers the current context (the server span's
+    parent when the message's ``_meta`` has none); returns what undoes it."""
+    carrier = {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in scope.get("headers", ())
+        if name in _HEADERS
+    }
+    if "traceparent" not in carrier:
+        return None
+    token = otel_context.attach(propagate.extract(carrier))
+    return functools.partial(otel_context.detach, token)
 
 
 def client_observer() -> ObserveHook | None:

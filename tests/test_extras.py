@@ -201,6 +201,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         )
         for name in ("auto", "conventions", "exchanges", "otel", "propagation")
     ),
+    (
+        "mcpkit.observability.prometheus",
+        "prometheus",
+        "prometheus_client",
+        "the Prometheus endpoint (mcpkit.observability.prometheus) needs prometheus_client, "
+        "which is not installed: pip install 'mcpkit[prometheus]'",
+    ),
 ]
 
 

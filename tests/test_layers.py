@@ -134,6 +134,12 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.protocol.observe", "mcpkit.observability.auto", "function"): (
         "the same import_module call, seen as a function-level import"
     ),
+    ("mcpkit.observability.prometheus", "mcpkit.transports.http_routes", "function"): (
+        "serve_metrics() answers its custom route with the HTTP layer's HTTPResponse"
+    ),
+    ("mcpkit.observability.prometheus", "mcpkit.transports.http_routes", "type"): (
+        "serve_metrics()'s route handler takes an HTTPRequest"
+    ),
     # MCPServer.from_config(path) likewise: the gateway lives in compose/.
     ("mcpkit.server.sources", "mcpkit.compose.gateway", "function"): (
         "MCPServer.from_config() is a convenience over mcpkit.compose.gateway"

@@ -33,7 +33,7 @@ from .conventions import Meters
 from .exchanges import otel_observer
 from .otel import otel_middleware
 
-__all__ = ["client_observer", "configured", "instrument_server", "trace_headers"]
+__all__ = ["client_observer", "configured", "instrument_server", "shared_meters", "trace_headers"]
 
 
 def configured() -> tuple[bool, bool]:
@@ -56,12 +56,12 @@ def instrument_server(server: Any) -> bool:
         return True
     if not (tracing or measuring):
         return False
-    meters = Meters() if measuring else None
+    meters = shared_meters() if measuring else None
     middleware = otel_middleware(
         tracer_provider=trace.get_tracer_provider() if tracing else _NO_TRACING, meters=meters
     )
     server.add_telemetry(
-        middleware, otel_observer(meters=meters or Meters()), trace_headers if tracing else None
+        middleware, otel_observer(meters=shared_meters()), trace_headers if tracing else None
     )
     return True
 
@@ -88,7 +88,18 @@ def client_observer() -> ObserveHook | None:
     tracing, measuring = configured()
     if not (tracing or measuring):
         return None
-    return otel_observer()
+    return otel_observer(meters=shared_meters())
+
+
+def shared_meters() -> Meters:
+    """The histograms on the global meter provider, made once per provider: every
+    server and client instrumented automatically records into the same ones."""
+    return _meters_of(metrics.get_meter_provider())
+
+
+@functools.cache
+def _meters_of(provider: object) -> Meters:
+    return Meters(provider)  # type: ignore[arg-type]
 
 
 _NO_TRACING = NoOpTracerProvider()

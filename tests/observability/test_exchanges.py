@@ -163,3 +163,29 @@ async def test_the_four_histograms_with_the_conventions_attributes_and_buckets(
     assert server_session.count == client_session.count == 1
     assert dict(client_session.attributes or {}) == {"mcp.protocol.version": "2025-11-25"}
     assert dict(server_session.attributes or {}) == {"mcp.protocol.version": "2025-11-25"}
+
+
+async def test_notifications_are_traced_across_and_from_the_server(
+    provider: TracerProvider, exporter: InMemorySpanExporter, meters: Meters
+) -> None:
+    server = make_server(provider, meters)
+
+    @server.tool
+    async def chatty(ctx: Context) -> str:
+        """Logs."""
+        await ctx.info("working")
+        return "done"
+
+    ext = otel_extension(tracer_provider=provider, meters=meters)
+    async with Client(server=server, protocol_version="2025-11-25", extensions=[ext]) as client:
+        await client.call_tool("chatty", {})
+    # The client's notification: a CLIENT span, and the server's SERVER span its child.
+    (sent,) = spans(exporter, SpanKind.CLIENT, "notifications/initialized")
+    (received,) = spans(exporter, SpanKind.SERVER, "notifications/initialized")
+    assert sent.context is not None and received.parent is not None
+    assert received.parent.span_id == sent.context.span_id
+    # The server's log message: a CLIENT span under the tool call's server span.
+    (tool,) = spans(exporter, SpanKind.SERVER, "tools/call chatty")
+    (logged,) = spans(exporter, SpanKind.CLIENT, "notifications/message")
+    assert tool.context is not None and logged.parent is not None
+    assert logged.parent.span_id == tool.context.span_id

@@ -79,13 +79,41 @@ async def test_the_client_tells_its_observer_of_each_request_notification_and_an
         ("finished", "request", "tools/call", "RemoteError"),
         ("closed",),
     ]
-    assert on_server.events[:2] == [
+    # The server: the client's notification it received, its request to the client, and
+    # (in memory, the session ends as the client goes) its end.
+    assert on_server.events[:4] == [
+        ("opened", "served", "notifications/initialized", False),
+        ("finished", "served", "notifications/initialized", False),
         ("opened", "request", "roots/list", True),
         ("finished", "request", "roots/list", True),
     ]
     assert on_server.events[-1] == ("closed",)
     # The observer's _meta went out with each request (initialize, then the two calls).
     assert [m["traceparent"] for m in metas] == ["marked"] * 3
+
+
+async def test_the_server_tells_its_observer_of_the_notifications_it_sends() -> None:
+    server = MCPServer(name="observed", version="1")
+
+    @server.tool
+    async def chatty(ctx: Context) -> str:
+        """Logs and reports progress."""
+        await ctx.info("working")
+        await ctx.progress(1, 2)
+        return "done"
+
+    on_server = Recorder()
+    server.observe = on_server.observe
+    async with Client(server=server, protocol_version="2025-11-25") as client:
+        result = await client.call_tool("chatty", {}, progress=lambda *args: None)
+    assert result["content"][0]["text"] == "done"
+    sent = [e for e in on_server.events if e[1:2] == ("notification",)]
+    assert sent == [
+        ("opened", "notification", "notifications/message", False),
+        ("finished", "notification", "notifications/message", False),
+        ("opened", "notification", "notifications/progress", False),
+        ("finished", "notification", "notifications/progress", False),
+    ]
 
 
 async def test_without_an_observer_the_session_has_no_hook() -> None:

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any, Final, Literal, Protocol, TypeVar
 
-__all__ = ["Kind", "ObserveHook", "Observer", "observed", "telemetry_module"]
+__all__ = ["Kind", "ObserveHook", "Observer", "notify_observed", "observed", "telemetry_module"]
 
 #: ``MCPKIT_TELEMETRY`` values that switch the automatic telemetry off.
 _OFF: Final = frozenset({"0", "off", "false", "no"})
@@ -62,6 +62,22 @@ async def observed(observer: Observer, outcome: Awaitable[T]) -> T:
         raise
     observer.finished(result if isinstance(result, dict) else None, None)
     return result
+
+
+async def notify_observed(
+    hook: ObserveHook,
+    session: Any,
+    send: Callable[[dict[str, Any]], Awaitable[Any]],
+    message: dict[str, Any],
+) -> None:
+    """``await send(message)``, a notification, observed by ``hook`` (callers test for a
+    hook first, so that an unobserved notification costs no coroutine more)."""
+    observer = hook(session, "notification", message["method"])
+    if observer is None:
+        await send(message)
+        return
+    observer.opened(message)
+    await observed(observer, send(message))
 
 
 def telemetry_module() -> ModuleType | None:

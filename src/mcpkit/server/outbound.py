@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CapabilityError, ConnectionClosed, PeerTimeout
 from ..protocol import jsonrpc
 from ..protocol.lifecycle import State
-from ..protocol.observe import observed
+from ..protocol.observe import notify_observed, observed
 from .context import LOG_LEVELS, request_asker
 
 if TYPE_CHECKING:
@@ -155,8 +155,13 @@ class SessionOutbound:
         """A notification not related to any request (standalone stream)."""
         if self.state is State.NEW:
             return
+        msg = jsonrpc.notification(method, params)
+        observe = self.server.observe  # telemetry (protocol/observe.py)
         try:
-            await self.standalone(jsonrpc.notification(method, params))
+            if observe is None:
+                await self.standalone(msg)
+            else:
+                await notify_observed(observe, self, self.standalone, msg)
         except Exception as exc:  # a gone client must not break the notifier
             log.debug("could not deliver %s: %s", method, exc)
 
@@ -172,4 +177,6 @@ class SessionOutbound:
         if logger is not None:
             params["logger"] = logger
         msg = jsonrpc.notification("notifications/message", params)
-        await (request.send_raw if request is not None else self.standalone)(msg)
+        send = request.send_raw if request is not None else self.standalone
+        observe = self.server.observe  # telemetry (protocol/observe.py)
+        await (send(msg) if observe is None else notify_observed(observe, self, send, msg))

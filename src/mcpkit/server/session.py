@@ -396,6 +396,18 @@ class ServerSession(SessionOutbound):
     def _notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
         params = msg.get("params") or {}
+        observe = self.server.observe  # telemetry: a span, parented by its _meta
+        observer = observe(self, "served", method) if observe is not None else None
+        if observer is not None:
+            observer.opened(msg)
+            try:
+                self._on_notification(method, params)
+            finally:
+                observer.finished(None, None)
+            return
+        self._on_notification(method, params)
+
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/initialized":
             self.state = next_state(self.state, method)
         elif method == "notifications/cancelled":

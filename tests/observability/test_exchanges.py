@@ -189,3 +189,7 @@ async def test_notifications_are_traced_across_and_from_the_server(
     (logged,) = spans(exporter, SpanKind.CLIENT, "notifications/message")
     assert tool.context is not None and logged.parent is not None
     assert logged.parent.span_id == tool.context.span_id
+    # ... and the client's SERVER span for it, its child.
+    (heard,) = spans(exporter, SpanKind.SERVER, "notifications/message")
+    assert logged.context is not None and heard.parent is not None
+    assert heard.parent.span_id == logged.context.span_id

@@ -332,6 +332,18 @@ class ServerHandlers:
 
     # -- notifications ------------------------------------------------------------------------
     def notification(self, msg: dict[str, Any]) -> None:
+        observe = self.session.observe  # telemetry: a span, parented by its _meta
+        observer = observe(self.session, "served", msg["method"]) if observe is not None else None
+        if observer is None:
+            self._notification(msg)
+            return
+        observer.opened(msg)
+        try:
+            self._notification(msg)
+        finally:
+            observer.finished(None, None)
+
+    def _notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
         params = msg.get("params")
         if not isinstance(params, dict):

@@ -148,42 +148,42 @@ def otel_middleware(
         elif carried:
             # Baggage without a trace: keep the ambient parent, add the baggage.
             token = otel_context.attach(extract(meta))
+        # start_span and attach, not start_as_current_span: the same span, without a
+        # context manager's generator and its exception plumbing on every request.
+        span = current.start_span(
+            name, kind=SpanKind.SERVER, attributes=attributes, links=links or None
+        )
+        current_token = otel_context.attach(trace.set_span_in_context(span))
         try:
-            with current.start_as_current_span(
-                name,
-                kind=SpanKind.SERVER,
-                attributes=attributes,
-                links=links,
-                record_exception=False,
-                set_status_on_exception=False,
-            ) as span:
-                try:
-                    result = await call_next(ctx)
-                except MCPError as exc:
-                    code = str(exc.code)
-                    attributes["error.type"] = attributes["rpc.response.status_code"] = code
-                    span.set_attribute("error.type", code)
-                    span.set_attribute("rpc.response.status_code", code)
-                    span.set_status(Status(StatusCode.ERROR, exc.message))
-                    raise
-                except asyncio.CancelledError:
-                    attributes["error.type"] = "cancelled"
-                    span.set_attribute("error.type", "cancelled")
-                    span.set_status(Status(StatusCode.ERROR, "cancelled by the client"))
-                    raise
-                if method == "tools/call" and result.get("isError") is True:
-                    attributes["error.type"] = "tool_error"
-                    span.set_attribute("error.type", "tool_error")
-                    span.set_status(Status(StatusCode.ERROR, _first_text(result)))
-                elif method == "initialize":
-                    negotiated = result.get("protocolVersion")
-                    if isinstance(negotiated, str):
-                        attributes["mcp.protocol.version"] = negotiated
-                        span.set_attribute("mcp.protocol.version", negotiated)
-                        if meters is not None:  # the session begins (ends: ServerSession.close)
-                            meters.session_began(ctx.session, attributes)
-                return result
+            try:
+                result = await call_next(ctx)
+            except MCPError as exc:
+                code = str(exc.code)
+                attributes["error.type"] = attributes["rpc.response.status_code"] = code
+                span.set_attribute("error.type", code)
+                span.set_attribute("rpc.response.status_code", code)
+                span.set_status(Status(StatusCode.ERROR, exc.message))
+                raise
+            except asyncio.CancelledError:
+                attributes["error.type"] = "cancelled"
+                span.set_attribute("error.type", "cancelled")
+                span.set_status(Status(StatusCode.ERROR, "cancelled by the client"))
+                raise
+            if method == "tools/call" and result.get("isError") is True:
+                attributes["error.type"] = "tool_error"
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR, _first_text(result)))
+            elif method == "initialize":
+                negotiated = result.get("protocolVersion")
+                if isinstance(negotiated, str):
+                    attributes["mcp.protocol.version"] = negotiated
+                    span.set_attribute("mcp.protocol.version", negotiated)
+                    if meters is not None:  # the session begins (ends: ServerSession.close)
+                        meters.session_began(ctx.session, attributes)
+            return result
         finally:
+            span.end()
+            otel_context.detach(current_token)
             if token is not None:
                 otel_context.detach(token)
             if meters is not None:

@@ -241,7 +241,14 @@ GUARDED: list[tuple[str, str, str, str]] = [
             f"OpenTelemetry tracing (mcpkit.observability.{name}) needs opentelemetry, which "
             "is not installed: pip install 'mcpkit[otel]'",
         )
-        for name in ("otel", "propagation")
+        for name in ("auto", "conventions", "exchanges", "otel", "propagation")
+    ),
+    (
+        "mcpkit.observability.prometheus",
+        "prometheus",
+        "prometheus_client",
+        "the Prometheus endpoint (mcpkit.observability.prometheus) needs prometheus_client, "
+        "which is not installed: pip install 'mcpkit[prometheus]'",
     ),
     *(
         (

@@ -126,6 +126,20 @@ LAZY_ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcpkit.server.sources", "mcpkit.compose.proxy", "type"): (
         "MCPServer.proxy() takes the compose ProxyTarget"
     ),
+    # Telemetry on by itself once OpenTelemetry is configured (issue 19): the core names
+    # the observability module only when opentelemetry is already imported.
+    ("mcpkit.protocol.observe", "mcpkit.observability.auto", "by-name"): (
+        "servers and clients trace themselves when the application configured OpenTelemetry"
+    ),
+    ("mcpkit.protocol.observe", "mcpkit.observability.auto", "function"): (
+        "the same import_module call, seen as a function-level import"
+    ),
+    ("mcpkit.observability.prometheus", "mcpkit.transports.http_routes", "function"): (
+        "serve_metrics() answers its custom route with the HTTP layer's HTTPResponse"
+    ),
+    ("mcpkit.observability.prometheus", "mcpkit.transports.http_routes", "type"): (
+        "serve_metrics()'s route handler takes an HTTPRequest"
+    ),
     # MCPServer.from_config(path) likewise: the gateway lives in compose/.
     ("mcpkit.server.sources", "mcpkit.compose.gateway", "function"): (
         "MCPServer.from_config() is a convenience over mcpkit.compose.gateway"

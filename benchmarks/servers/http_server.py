@@ -3,6 +3,7 @@
     python http_server.py {minimal,mcpkit,sdk} {stateless,stateful} PORT
     python http_server.py {mcpkit-memory,mcpkit-redis} stateful PORT   # bench_cluster.py
     python http_server.py {mcpkit-def,mcpkit-inline} {stateless,stateful} PORT   # bench_sync.py
+    python http_server.py mcpkit-otel-sdk stateful PORT   # instructions.py http-auto-sdk
 
 One worker, uvloop, httptools, no access log: the same for every
 implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
@@ -43,6 +44,25 @@ def build(impl: str, mode: str) -> Any:
         from minimal_asgi import app
 
         return app
+    if impl == "mcpkit-otel-sdk":
+        # The automatic telemetry: the SDK's tracer provider installed globally, spans
+        # dropped by the exporter (instructions.py http-auto-sdk).
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            SimpleSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+
+        class Drop(SpanExporter):
+            def export(self, spans: Any) -> SpanExportResult:
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(Drop()))
+        trace.set_tracer_provider(provider)
+        impl = "mcpkit"
     if impl == "mcpkit":
         from mcpkit import MCPServer
 

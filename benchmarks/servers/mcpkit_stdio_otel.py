@@ -5,6 +5,11 @@
 processor whose exporter drops every span, so the figure holds the SDK's own work
 (span objects, attributes, the processor) and no I/O. ``pass``: a middleware that
 only calls ``call_next``, for the chain's own share.
+
+The automatic telemetry (no middleware given): ``auto-api``, OpenTelemetry imported
+and no provider installed; ``auto-sdk``, the SDK's tracer provider installed globally
+(the same dropping exporter); ``auto-sdk-metrics``, that and the SDK's meter provider
+(an in-memory reader never collected: the histograms' own work).
 """
 
 import sys
@@ -21,7 +26,8 @@ async def passing(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]
 
 
 provider = None
-if sys.argv[1:] == ["sdk"]:
+mode = sys.argv[1] if len(sys.argv) > 1 else ""
+if mode in ("sdk", "auto-sdk", "auto-sdk-metrics"):
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
@@ -32,8 +38,20 @@ if sys.argv[1:] == ["sdk"]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(Drop()))
 
-middleware = passing if sys.argv[1:] == ["pass"] else otel_middleware(tracer_provider=provider)
-server = MCPServer(name="bench", version="1.0.0", middleware=[middleware])
+if mode.startswith("auto"):
+    from opentelemetry import metrics, trace
+
+    if provider is not None:
+        trace.set_tracer_provider(provider)
+    if mode == "auto-sdk-metrics":
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+        metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    server = MCPServer(name="bench", version="1.0.0")
+else:
+    middleware = passing if mode == "pass" else otel_middleware(tracer_provider=provider)
+    server = MCPServer(name="bench", version="1.0.0", middleware=[middleware])
 
 
 @server.tool

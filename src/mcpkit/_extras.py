@@ -31,6 +31,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "tasks-queue": ("docket", "redis"),
     "pydantic-ai": ("pydantic_ai",),
     "otel": ("opentelemetry",),
+    "prometheus": ("opentelemetry", "prometheus_client"),
     "langchain": ("langchain_core",),
     "devtools": ("watchfiles", "yaml"),
     "openapi": ("httpx", "openapi_pydantic", "yaml"),

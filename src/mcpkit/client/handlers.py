@@ -197,6 +197,9 @@ class ServerHandlers:
             self.spawn(_guard(result, fn))
 
     def close(self) -> None:
+        observe = self.session.observe
+        if observe is not None:  # the session ended (telemetry: its duration)
+            observe(self.session, "closed", "")
         for task in list(self.serving.values()):
             task.cancel()
         self.serving.clear()
@@ -270,13 +273,27 @@ class ServerHandlers:
         params = msg.get("params")
         if not isinstance(params, dict):
             params = {}
+        observe = self.session.observe  # telemetry (protocol/observe.py): a span of its own
+        observer = observe(self.session, "served", method) if observe is not None else None
+        if observer is not None:
+            observer.opened(msg)
         try:
-            reply = _reply_to(rid, result=await self._result(method, params))
+            result = await self._result(method, params)
+            reply = _reply_to(rid, result=result)
         except Exception as exc:
             if not isinstance(exc, MCPError):
                 # Logged here; the server only learns that it failed (errors.py: no leaks).
                 log.exception("handler for %s from %r failed: %s", method, self.session.name, exc)
             reply = _reply_to(rid, error=to_jsonrpc_error(exc))
+            if observer is not None:
+                observer.finished(None, exc)
+        except BaseException as exc:  # cancelled: the server withdrew it, or we closed
+            if observer is not None:
+                observer.finished(None, exc)
+            raise
+        else:
+            if observer is not None:
+                observer.finished(result, None)
         await self._reply(reply, method)
 
     async def fulfil(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -315,6 +332,18 @@ class ServerHandlers:
 
     # -- notifications ------------------------------------------------------------------------
     def notification(self, msg: dict[str, Any]) -> None:
+        observe = self.session.observe  # telemetry: a span, parented by its _meta
+        observer = observe(self.session, "served", msg["method"]) if observe is not None else None
+        if observer is None:
+            self._notification(msg)
+            return
+        observer.opened(msg)
+        try:
+            self._notification(msg)
+        finally:
+            observer.finished(None, None)
+
+    def _notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
         params = msg.get("params")
         if not isinstance(params, dict):

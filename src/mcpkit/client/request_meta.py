@@ -13,7 +13,10 @@ None) is declared as ``capabilities.extensions[identifier]`` (SEP-2133): in
 ``initialize`` on the handshake era, in every request's envelope on 2026-07-28
 (:func:`declared_extensions`). ``mcpkit.Extension`` has none: a server's extension
 given to a client (trace context) declares nothing. One with a ``result_handlers``
-attribute completes results of its own ``resultType`` (:mod:`.results`).
+attribute completes results of its own ``resultType`` (:mod:`.results`). One with an
+``observe`` attribute (a :data:`~mcpkit.protocol.observe.ObserveHook`) watches each
+request and notification the session sends and each server request it answers
+(:func:`observe_hook`): OpenTelemetry's client spans.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
+from ..protocol.observe import Kind, ObserveHook, Observer, telemetry_module
 from .stateless.discover import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -33,6 +37,7 @@ __all__ = [
     "RequestMetaHook",
     "client_capability_of",
     "declared_extensions",
+    "observe_hook",
     "with_request_meta",
 ]
 
@@ -78,6 +83,46 @@ def declared_extensions(
         given = out.get("extensions")
         out["extensions"] = {**entries, **(given if isinstance(given, Mapping) else {})}
     return out
+
+
+def observe_hook(extensions: Iterable[object]) -> ObserveHook | None:
+    """The hook that observes the session's exchanges: the extensions' ``observe``
+    hooks together; when none has one, the automatic telemetry's, or None (the
+    session then skips observing)."""
+    hooks: list[ObserveHook] = [
+        hook for ext in extensions if callable(hook := getattr(ext, "observe", None))
+    ]
+    if not hooks:
+        # None given: the automatic telemetry's, when the application configured a
+        # provider (as OpenTelemetry-instrumented libraries do; MCPKIT_TELEMETRY=off: never).
+        auto: Any = telemetry_module()
+        found: ObserveHook | None = auto.client_observer() if auto is not None else None
+        return found
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def together(session: Any, kind: Kind, method: str) -> Observer | None:
+        observers = [o for hook in hooks if (o := hook(session, kind, method)) is not None]
+        return _Observers(observers) if observers else None
+
+    return together
+
+
+class _Observers:
+    """Several extensions' observers of one exchange, told in order."""
+
+    __slots__ = ("observers",)
+
+    def __init__(self, observers: list[Observer]) -> None:
+        self.observers = observers
+
+    def opened(self, message: dict[str, Any]) -> None:
+        for observer in self.observers:
+            observer.opened(message)
+
+    def finished(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        for observer in reversed(self.observers):
+            observer.finished(result, error)
 
 
 _ENVELOPE_KEYS: Final = (

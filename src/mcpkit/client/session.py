@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final
 
+from .._version import version as mcpkit_version
 from ..errors import (
     INTERNAL_ERROR,
     ConnectionClosed,
@@ -29,6 +30,7 @@ from ..errors import (
 )
 from ..protocol import jsonrpc
 from ..protocol.correlation import Outgoing, Reply
+from ..protocol.observe import Observer, observed
 from ..protocol.versions import REVISIONS, Revision
 from .cache import ResultCache
 from .deadlines import Deadlines, timeout_problem, valid_timeout
@@ -38,7 +40,7 @@ from .handlers import (
     ServerHandlers,
 )
 from .options import DEFAULT_TIMEOUT, ClientOptions, Trace
-from .request_meta import declared_extensions, with_request_meta
+from .request_meta import declared_extensions, observe_hook, with_request_meta
 from .results import result_handlers_of
 from .session_api import SessionAPI
 from .stateless import discover
@@ -83,8 +85,8 @@ class ClientSession(SessionAPI):
             options.supported_versions
         )
         self.supported_versions = options.supported_versions
-        info = options.client_info
-        self.client_info = dict(info) if info is not None else default_client_info()
+        info = options.client_info or {"name": "mcpkit", "version": mcpkit_version()}
+        self.client_info = dict(info)  # a copy: the caller's dict is not ours to change
         self.initialize_result: dict[str, Any] | None = None
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
@@ -141,6 +143,8 @@ class ClientSession(SessionAPI):
         self._meta_hooks = tuple(
             hook for ext in options.extensions if (hook := ext.request_meta) is not None
         )
+        # Telemetry (an extension's observe hook, protocol/observe.py); None: nothing watches.
+        self.observe = observe_hook(options.extensions)
         self._capabilities = self.handlers.capabilities(options.elicitation_modes)
         self._capabilities.update(self._declared)
         # resultType -> the extension handler that completes such results (client.results).
@@ -380,6 +384,19 @@ class ClientSession(SessionAPI):
         _retry: bool = True,
     ) -> dict[str, Any]:
         """Send a request and return its result; raises ``RemoteError`` for an error answer."""
+        observer = self.observe(self, "request", method) if self.observe is not None else None
+        sending = self._request(method, params, timeout, progress, _retry, observer)
+        return await (sending if observer is None else observed(observer, sending))
+
+    async def _request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        _retry: bool,
+        observer: Observer | None,
+    ) -> dict[str, Any]:
         if self._closed is not None:
             raise _copy(self._closed)
         if timeout is None:
@@ -406,6 +423,8 @@ class ClientSession(SessionAPI):
         outgoing = self.outgoing
         # With a progress callback, the request's `_meta.progressToken` is its id.
         entry, msg = outgoing.open(method, params, fut, progress)
+        if observer is not None:
+            observer.opened(msg)  # may add to msg's _meta (trace context)
         rid = entry.id
         generation = self._generation
         deadline = self._deadlines.add(rid, wait)
@@ -438,7 +457,7 @@ class ClientSession(SessionAPI):
             self._deadlines.discard(rid)
             outgoing.forget(rid)
         # The server forgot the session (it restarted): a new one was made; try once more.
-        return await self.request(method, params, timeout=timeout, progress=progress, _retry=False)
+        return await self._request(method, params, timeout, progress, False, observer)
 
     async def notify(
         self, method: str, params: dict[str, Any] | None = None, *, _retry: bool = True
@@ -447,6 +466,13 @@ class ClientSession(SessionAPI):
         if self._closed is not None:
             raise _copy(self._closed)
         msg = jsonrpc.notification(method, params)
+        observer = self.observe(self, "notification", method) if self.observe is not None else None
+        if observer is not None:
+            observer.opened(msg)
+        sending = self._notify(msg, _retry)
+        await (sending if observer is None else observed(observer, sending))
+
+    async def _notify(self, msg: dict[str, Any], _retry: bool) -> None:
         generation = self._generation
         try:
             await self.send_message(msg)
@@ -561,13 +587,6 @@ class ClientSession(SessionAPI):
             log.debug("connection to %r lost: %s", self.name, exc)
         self._fail_all(exc)
         self.handlers.close()
-
-
-def default_client_info() -> dict[str, Any]:
-    """The ``clientInfo`` sent unless ``client_info=`` says otherwise (a fresh dict)."""
-    from .._version import version
-
-    return {"name": "mcpkit", "version": version()}
 
 
 def _copy(exc: BaseException) -> BaseException:

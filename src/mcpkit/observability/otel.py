@@ -52,24 +52,21 @@ with require_extra("otel", feature="OpenTelemetry tracing (mcpkit.observability.
 
 from .._version import version
 from ..errors import MCPError
-from ..server.extension import Extension
+from ..protocol.observe import ObserveHook
 from ..server.middleware import CallNext, Middleware, MiddlewareContext
+from .conventions import INSTRUMENTATION, Meters, describe, metric_attributes
+from .exchanges import otel_observer
 from .propagation import extract, inject
 
-__all__ = ["TRACE_CONTEXT_EXTENSION", "otel_extension", "otel_middleware"]
+__all__ = ["TRACE_CONTEXT_EXTENSION", "TraceContextExtension", "otel_extension", "otel_middleware"]
 
 #: The identifier :func:`otel_extension` goes by in ``Client(extensions=[...])``.
 TRACE_CONTEXT_EXTENSION: Final = "io.opentelemetry/trace-context"
 
-_INSTRUMENTATION: Final = "mcpkit"
+_INSTRUMENTATION: Final = INSTRUMENTATION
 #: Seconds between two looks for the global tracer provider while none is installed.
 _LOOKUP_INTERVAL: Final = 1.0
 
-# The methods whose params name a low-cardinality target, and the attribute it goes in.
-_TARGETS: Final[dict[str, tuple[str, str]]] = {
-    "tools/call": ("name", "gen_ai.tool.name"),
-    "prompts/get": ("name", "gen_ai.prompt.name"),
-}
 # network.transport and network.protocol.name by ctx.transport: "pipe" for stdio, "tcp"
 # for HTTP (the conventions' note on network.transport); nothing for in-memory sessions.
 _NETWORK: Final[dict[str, dict[str, str]]] = {
@@ -77,14 +74,13 @@ _NETWORK: Final[dict[str, dict[str, str]]] = {
     "streamable_http": {"network.transport": "tcp", "network.protocol.name": "http"},
     "sse": {"network.transport": "tcp", "network.protocol.name": "http"},
 }
-# The methods that carry a resource URI (the conventions' note on mcp.resource.uri).
-_RESOURCE_METHODS: Final = frozenset(
-    {"resources/read", "resources/subscribe", "resources/unsubscribe"}
-)
 
 
 def otel_middleware(
-    *, tracer_provider: TracerProvider | None = None, resource_uri_in_name: bool = False
+    *,
+    tracer_provider: TracerProvider | None = None,
+    resource_uri_in_name: bool = False,
+    meters: Meters | None = None,
 ) -> Middleware:
     """A middleware that traces each request: ``MCPServer(middleware=[otel_middleware()])``.
 
@@ -93,6 +89,8 @@ def otel_middleware(
     requests pass through untraced (no span, no context taken from ``_meta``).
     ``resource_uri_in_name`` names ``resources/*`` spans ``{method} {uri}`` (off by
     default: the conventions advise against high-cardinality span names).
+    ``meters``: record ``mcp.server.operation.duration`` and ``mcp.server.session.duration``
+    there (:class:`~mcpkit.observability.conventions.Meters`); no metrics without.
     """
     tracer: Tracer | None = None
     if tracer_provider is not None:
@@ -119,25 +117,13 @@ def otel_middleware(
     async def otel(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
         current = tracer or global_tracer()
         if current is None:
-            return await call_next(ctx)
+            if meters is None:
+                return await call_next(ctx)
+            current = _NO_TRACER  # metrics only
+        started = time.perf_counter()
         method = ctx.method
         params = ctx.params
-        attributes: dict[str, str] = {"mcp.method.name": method}
-        name = method
-        target = _TARGETS.get(method)
-        if target is not None:
-            value = params.get(target[0])
-            if isinstance(value, str):
-                attributes[target[1]] = value
-                name = f"{method} {value}"
-            if method == "tools/call":
-                attributes["gen_ai.operation.name"] = "execute_tool"
-        elif method in _RESOURCE_METHODS:
-            uri = params.get("uri")
-            if isinstance(uri, str):
-                attributes["mcp.resource.uri"] = uri
-                if resource_uri_in_name:
-                    name = f"{method} {uri}"
+        name, attributes = describe(method, params, resource_uri_in_name=resource_uri_in_name)
         # A null id is not captured (the conventions' note on jsonrpc.request.id).
         if ctx.request_id is not None:
             attributes["jsonrpc.request.id"] = str(ctx.request_id)
@@ -162,40 +148,54 @@ def otel_middleware(
         elif carried:
             # Baggage without a trace: keep the ambient parent, add the baggage.
             token = otel_context.attach(extract(meta))
+        # start_span and attach, not start_as_current_span: the same span, without a
+        # context manager's generator and its exception plumbing on every request.
+        span = current.start_span(
+            name, kind=SpanKind.SERVER, attributes=attributes, links=links or None
+        )
+        current_token = otel_context.attach(trace.set_span_in_context(span))
         try:
-            with current.start_as_current_span(
-                name,
-                kind=SpanKind.SERVER,
-                attributes=attributes,
-                links=links,
-                record_exception=False,
-                set_status_on_exception=False,
-            ) as span:
-                try:
-                    result = await call_next(ctx)
-                except MCPError as exc:
-                    code = str(exc.code)
-                    span.set_attribute("error.type", code)
-                    span.set_attribute("rpc.response.status_code", code)
-                    span.set_status(Status(StatusCode.ERROR, exc.message))
-                    raise
-                except asyncio.CancelledError:
-                    span.set_attribute("error.type", "cancelled")
-                    span.set_status(Status(StatusCode.ERROR, "cancelled by the client"))
-                    raise
-                if method == "tools/call" and result.get("isError") is True:
-                    span.set_attribute("error.type", "tool_error")
-                    span.set_status(Status(StatusCode.ERROR, _first_text(result)))
-                elif method == "initialize":
-                    negotiated = result.get("protocolVersion")
-                    if isinstance(negotiated, str):
-                        span.set_attribute("mcp.protocol.version", negotiated)
-                return result
+            try:
+                result = await call_next(ctx)
+            except MCPError as exc:
+                code = str(exc.code)
+                attributes["error.type"] = attributes["rpc.response.status_code"] = code
+                span.set_attribute("error.type", code)
+                span.set_attribute("rpc.response.status_code", code)
+                span.set_status(Status(StatusCode.ERROR, exc.message))
+                raise
+            except asyncio.CancelledError:
+                attributes["error.type"] = "cancelled"
+                span.set_attribute("error.type", "cancelled")
+                span.set_status(Status(StatusCode.ERROR, "cancelled by the client"))
+                raise
+            if method == "tools/call" and result.get("isError") is True:
+                attributes["error.type"] = "tool_error"
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR, _first_text(result)))
+            elif method == "initialize":
+                negotiated = result.get("protocolVersion")
+                if isinstance(negotiated, str):
+                    attributes["mcp.protocol.version"] = negotiated
+                    span.set_attribute("mcp.protocol.version", negotiated)
+                    if meters is not None:  # the session begins (ends: ServerSession.close)
+                        meters.session_began(ctx.session, attributes)
+            return result
         finally:
+            span.end()
+            otel_context.detach(current_token)
             if token is not None:
                 otel_context.detach(token)
+            if meters is not None:
+                meters.server_operation.record(
+                    time.perf_counter() - started, metric_attributes(attributes)
+                )
 
+    otel.mcpkit_telemetry = True  # type: ignore[attr-defined]  # the automatic telemetry's mark
     return otel
+
+
+_NO_TRACER: Final = trace.NoOpTracer()
 
 
 def _first_text(result: dict[str, Any]) -> str | None:
@@ -213,9 +213,32 @@ def _inject(method: str, meta: dict[str, Any]) -> None:
     inject(meta)
 
 
-def otel_extension() -> Extension:
-    """The client side: ``Client(extensions=[otel_extension()])`` writes the current
-    trace context into the ``_meta`` of each request the client sends, so the
-    server's span continues the client's trace (both eras: the hook runs before
-    the 2026-07-28 envelope is added). Servers take :func:`otel_middleware`."""
-    return Extension(identifier=TRACE_CONTEXT_EXTENSION, request_meta=_inject)
+class TraceContextExtension:
+    """A :class:`mcpkit.Client` extension: trace context in each request's ``_meta``,
+    and (with ``observe``) a client span and metrics for each exchange."""
+
+    __slots__ = ("identifier", "observe", "request_meta")
+
+    def __init__(self, observe: ObserveHook | None) -> None:
+        self.identifier = TRACE_CONTEXT_EXTENSION
+        self.request_meta = _inject
+        self.observe = observe
+
+    def __repr__(self) -> str:
+        return f"TraceContextExtension(spans={self.observe is not None})"
+
+
+def otel_extension(
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meters: Meters | None = None,
+    spans: bool = True,
+) -> TraceContextExtension:
+    """The client side: ``Client(extensions=[otel_extension()])`` opens a ``CLIENT`` span
+    for each request and notification the client sends, and a ``SERVER`` span for each
+    server request it answers (:mod:`.exchanges`), and writes the trace context into the
+    ``_meta`` of each request, so the server's span continues the client's trace (both
+    eras: the hook runs before the 2026-07-28 envelope is added). ``spans=False``: the
+    trace context only. Servers take :func:`otel_middleware`."""
+    observe = otel_observer(tracer_provider=tracer_provider, meters=meters) if spans else None
+    return TraceContextExtension(observe)

@@ -41,6 +41,7 @@ from ..protocol.method_names import reserved_method_problem
 from .context import Context, _current
 from .lifespan import Lifespan, LifespanFactory
 from .middleware import CallNext, Middleware, wrap_methods
+from .telemetry import ServerTelemetry
 
 if TYPE_CHECKING:
     from .middleware import Handler
@@ -276,8 +277,9 @@ def method_handler(handler: MethodHandler) -> Handler:
     return serve
 
 
-class ServerExtensions:
-    """Mixed into ``MCPServer``: additional methods and extensions (see the module doc)."""
+class ServerExtensions(ServerTelemetry):
+    """Mixed into ``MCPServer``: additional methods and extensions (see the module doc),
+    and the automatic telemetry (:mod:`.telemetry`)."""
 
     name: str
     methods: dict[str, Handler]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CapabilityError, ConnectionClosed, PeerTimeout
 from ..protocol import jsonrpc
 from ..protocol.lifecycle import State
+from ..protocol.observe import notify_observed, observed
 from .context import LOG_LEVELS, request_asker
 
 if TYPE_CHECKING:
@@ -91,15 +92,32 @@ class SessionOutbound:
             )
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         outgoing = self.outgoing
-        entry, message = outgoing.open(method, params, fut)
+        _, message = outgoing.open(method, params, fut)
         send = request.send_raw if request is not None else self.standalone
         wait = self.server.request_timeout if timeout is None else timeout
+        observe = self.server.observe  # telemetry (protocol/observe.py): a client span
+        observer = observe(self, "request", method) if observe is not None else None
+        if observer is None:
+            return await self._exchange(outgoing, fut, message, send, wait)
+        observer.opened(message)  # may add trace context to its _meta
+        return await observed(observer, self._exchange(outgoing, fut, message, send, wait))
+
+    async def _exchange(
+        self,
+        outgoing: Outgoing,
+        fut: asyncio.Future[dict[str, Any]],
+        message: dict[str, Any],
+        send: Send,
+        wait: float,
+    ) -> dict[str, Any]:
+        """Send the request ``message`` and await its answer ``fut``, at most ``wait`` s."""
+        rid, method = message["id"], message["method"]
         try:
             await send(message)
             async with asyncio.timeout(wait):  # not wait_for: on 3.11 it can lose a cancel
                 return await fut
         except TimeoutError:
-            cancelled = outgoing.cancel(entry.id, "timeout")
+            cancelled = outgoing.cancel(rid, "timeout")
             if cancelled is not None:
                 try:
                     await send(cancelled)
@@ -107,7 +125,7 @@ class SessionOutbound:
                     pass
             raise PeerTimeout(f"the client did not answer {method} within {wait:g} s") from None
         finally:
-            outgoing.forget(entry.id)
+            outgoing.forget(rid)
 
     def unreachable(self, method: str) -> CapabilityError | None:
         """Why no request can reach the client at all, whatever capabilities it declared.
@@ -137,8 +155,13 @@ class SessionOutbound:
         """A notification not related to any request (standalone stream)."""
         if self.state is State.NEW:
             return
+        msg = jsonrpc.notification(method, params)
+        observe = self.server.observe  # telemetry (protocol/observe.py)
         try:
-            await self.standalone(jsonrpc.notification(method, params))
+            if observe is None:
+                await self.standalone(msg)
+            else:
+                await notify_observed(observe, self, self.standalone, msg)
         except Exception as exc:  # a gone client must not break the notifier
             log.debug("could not deliver %s: %s", method, exc)
 
@@ -154,4 +177,6 @@ class SessionOutbound:
         if logger is not None:
             params["logger"] = logger
         msg = jsonrpc.notification("notifications/message", params)
-        await (request.send_raw if request is not None else self.standalone)(msg)
+        send = request.send_raw if request is not None else self.standalone
+        observe = self.server.observe  # telemetry (protocol/observe.py)
+        await (send(msg) if observe is None else notify_observed(observe, self, send, msg))

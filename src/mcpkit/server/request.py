@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import jsonrpc
+from ..protocol.observe import notify_observed
 from .context import CancelSignal
 
 if TYPE_CHECKING:
@@ -101,7 +102,12 @@ class Request:
         return close
 
     async def send(self, method: str, params: dict[str, Any] | None = None) -> None:
-        await self.send_raw(jsonrpc.notification(method, params))
+        msg = jsonrpc.notification(method, params)
+        observe = self.session.server.observe  # telemetry (protocol/observe.py)
+        if observe is None:
+            await self.send_raw(msg)
+        else:
+            await notify_observed(observe, self.session, self.send_raw, msg)
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None

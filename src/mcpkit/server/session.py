@@ -150,6 +150,7 @@ class ServerSession(SessionOutbound):
         self._outgoing: Outgoing | None = None
         # Handshake era: the middleware wraps each handler; on 2026-07-28 serve_stateless
         # runs the chain around each round, with the bare table inside (chain passed once).
+        server.look_for_telemetry()  # switched on when a provider is set (.telemetry)
         self._handlers = (
             server.wrapped_methods if self.revision.era == "handshake" else server.methods
         )
@@ -399,6 +400,18 @@ class ServerSession(SessionOutbound):
     def _notification(self, msg: dict[str, Any]) -> None:
         method = msg["method"]
         params = msg.get("params") or {}
+        observe = self.server.observe  # telemetry: a span, parented by its _meta
+        observer = observe(self, "served", method) if observe is not None else None
+        if observer is not None:
+            observer.opened(msg)
+            try:
+                self._on_notification(method, params)
+            finally:
+                observer.finished(None, None)
+            return
+        self._on_notification(method, params)
+
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/initialized":
             self.state = next_state(self.state, method)
         elif method == "notifications/cancelled":
@@ -457,6 +470,9 @@ class ServerSession(SessionOutbound):
     def close(self) -> None:
         """End the session: fail pending server→client requests, cancel in-flight ones."""
         self.state = State.CLOSED
+        observe = self.server.observe
+        if observe is not None:  # the session ended (telemetry: its duration)
+            observe(self, "closed", "")
         if self._outgoing is not None:
             for entry in self._outgoing.drain():
                 fut = entry.waiter

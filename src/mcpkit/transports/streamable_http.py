@@ -72,6 +72,7 @@ from ..protocol.jsonrpc import Kind, error_response, invalid_request
 from ..protocol.versions import DEFAULT_HTTP_REVISION, REVISIONS, STATELESS_REVISIONS
 from ..server.stateless.input_required import principal_of
 from ..server.stateless.listen import end_subscriptions
+from ..server.telemetry import with_trace_headers
 from ..stores import EventStore, MemorySessionStore, SessionStore
 from .asgi import (
     AUTH_SCOPE_KEY,
@@ -314,7 +315,9 @@ class StreamableHTTPApp(SessionEndpoints):
             if self.cluster is not None and not self.cluster.started:
                 await self.cluster.start()  # not done yet if the host ran no lifespan
             if method == "POST":
-                await self._post(scope, receive, send, headers)
+                post = self._post(scope, receive, send, headers)
+                traced = self.server.http_context is not None  # the trace headers (telemetry)
+                await (with_trace_headers(self.server, scope, post) if traced else post)
             elif method == "GET" and not self._stateless_era(headers):
                 await self._get(scope, receive, send, headers)
             elif method == "DELETE" and not self._stateless_era(headers):

@@ -315,8 +315,8 @@ class StreamableHTTPApp(SessionEndpoints):
             if self.cluster is not None and not self.cluster.started:
                 await self.cluster.start()  # not done yet if the host ran no lifespan
             if method == "POST":
-                post = self._post(scope, receive, send, headers)
-                traced = self.server.http_context is not None  # the trace headers (telemetry)
+                post = self._post(scope, receive, send, headers)  # traced: telemetry's headers
+                traced = self.server.http_context is not None
                 await (with_trace_headers(self.server, scope, post) if traced else post)
             elif method == "GET" and not self._stateless_era(headers):
                 await self._get(scope, receive, send, headers)
@@ -348,8 +348,7 @@ class StreamableHTTPApp(SessionEndpoints):
 
     # -- POST ------------------------------------------------------------------------------------
     def _response_mode(self, accept: bytes | None) -> int:
-        # Clients repeat one Accept value on every request: remember the answers
-        # (bounded; a flood of distinct values just stops being remembered).
+        # Clients repeat one Accept value: remember the answers (at most 64 values).
         mode = self._modes.get(accept)
         if mode is None:
             mode = self._mode_for(accept)

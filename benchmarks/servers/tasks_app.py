@@ -18,6 +18,7 @@ def build(
 
     @server.tool
     async def noop(text: str) -> str:
+        """Answer the text back (the same tool plain and as a task)."""
         return text
 
     task_queue: object = False

@@ -30,7 +30,7 @@ from ..._extras import require_extra
 with require_extra("auth", feature="the authorization server's client metadata documents"):
     import httpx
 
-from ...errors import VerifierUnavailable
+from ...errors import MCPKitError, VerifierUnavailable
 from ..endpoints import HTTPClientSlot, fetch_json
 from .redirects import MAX_REDIRECT_URIS, redirect_uri_problem
 from .storage import RegisteredClient
@@ -57,7 +57,7 @@ def is_document_url(client_id: str) -> bool:
     )
 
 
-class DocumentRefused(Exception):
+class DocumentRefused(MCPKitError):
     """The document could not be fetched or does not describe a usable client."""
 
 

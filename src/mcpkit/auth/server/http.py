@@ -15,6 +15,8 @@ from urllib.parse import parse_qsl, urlencode
 
 import orjson
 
+from ...errors import MCPKitError
+
 __all__ = [
     "BadRequest",
     "OAuthError",
@@ -44,7 +46,7 @@ _PAGE_POLICY: Final = (
 )
 
 
-class OAuthError(Exception):
+class OAuthError(MCPKitError):
     """An OAuth error answer (RFC 6749 § 5.2): ``error`` code, description, HTTP status."""
 
     def __init__(

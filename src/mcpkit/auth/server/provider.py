@@ -13,10 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ...errors import MCPKitError
+
 __all__ = ["UpstreamError", "UpstreamGrant", "UpstreamIdentity", "UpstreamProvider"]
 
 
-class UpstreamError(Exception):
+class UpstreamError(MCPKitError):
     """The identity provider refused or failed the sign-in (never echoed with secrets)."""
 
     def __init__(self, message: str, *, error: str = "server_error") -> None:

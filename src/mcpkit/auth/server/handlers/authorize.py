@@ -24,6 +24,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
+from ....errors import MCPKitError
 from ...client.pkce import PKCE
 from ..client_documents import DocumentRefused, is_document_url
 from ..consent import CSRF_COOKIE, USER_COOKIE, render_consent
@@ -56,7 +57,7 @@ _CHALLENGE: Final = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 _MAX_STATE: Final = 1024
 
 
-class _PageError(Exception):
+class _PageError(MCPKitError):
     """An error shown to the user here (the redirect URI cannot be trusted)."""
 
 

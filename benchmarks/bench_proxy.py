@@ -188,7 +188,9 @@ def main_http(reps: int, calls: int) -> None:
         stop(upstream)
     lat = {k: statistics.median(v) for k, v in wall.items()}
     use = {k: statistics.median(v) for k, v in cpu.items()}
-    lat_ratio, cpu_ratio = lat["proxied"] / lat["direct"], use["proxied"] / use["direct"]
+    # /proc counts CPU in clock ticks (10 ms): a --quick batch may show none at all.
+    lat_ratio = lat["proxied"] / max(lat["direct"], 1e-9)
+    cpu_ratio = use["proxied"] / max(use["direct"], 1e-9)
     print(f"HTTP both ways, {reps} batches of {calls} sequential calls each way")
     print(
         f"latency per call: direct {lat['direct'] * 1e6:.0f} us, proxied {lat['proxied'] * 1e6:.0f} us"

@@ -172,13 +172,14 @@ def test_dev_starts_the_real_inspector_relays_its_ui_url_and_stops_it(tmp_path: 
     app.write_text(textwrap.dedent(APP))
     ui_port = _free_port()
     # CLIENT_PORT: the Inspector's web server (a fixed port, so a free one here: parallel runs
-    # do not clash); MCP_SANDBOX_PORT=0: its MCP Apps sandbox on any free port; no browser.
+    # do not clash); its MCP Apps sandbox and app origin on any free ports; no browser.
     marker = f"CLIENT_PORT={ui_port}"
     env = {
         **os.environ,
         "PATH": f"{_node_22_bin()}{os.pathsep}{os.environ['PATH']}",
         "CLIENT_PORT": str(ui_port),
         "MCP_SANDBOX_PORT": "0",
+        "MCP_APP_ORIGIN_PORT": "0",
         "MCP_AUTO_OPEN_ENABLED": "false",
         "MCP_STORAGE_DIR": str(tmp_path / "inspector-storage"),
         "MCP_INSPECTOR_SECRET_STORE": "memory",
@@ -207,7 +208,8 @@ def test_dev_starts_the_real_inspector_relays_its_ui_url_and_stops_it(tmp_path: 
         with urllib.request.urlopen(ui, timeout=10) as answer:
             assert answer.status == 200
             assert b"<html" in answer.read().lower()
-        process.send_signal(signal.SIGINT)
+        # SIGTERM, as a service manager stops it (SIGINT is ignored under a background shell)
+        process.send_signal(signal.SIGTERM)
         assert process.wait(20) == 0
         deadline = time.monotonic() + 10
         while _processes_with(marker) and time.monotonic() < deadline:

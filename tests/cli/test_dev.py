@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,12 @@ from mcpkit import MCPServer
 
 server = MCPServer(name="devved", version="1")
 """
+
+REPO = Path(__file__).resolve().parents[2]
+# Installs Node 22 from npm for the conformance suite (CI runs it too); the Inspector needs it.
+CONFORMANCE_SCRIPT = REPO / "scripts" / "conformance.py"
+# The first npx run downloads the Inspector (~1 min on a slow link); later ones start in ~10 s.
+REAL_INSPECTOR_TIMEOUT_S = 120.0
 
 # Stands in for npx: records how it was called, prints what the Inspector prints, waits.
 FAKE_NPX = """#!/bin/sh
@@ -115,3 +125,104 @@ def test_dev_serves_then_starts_the_inspector_on_its_url_and_stops_it(tmp_path: 
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _node_22_bin() -> Path:
+    """The ``bin`` directory of the conformance kit's Node 22 (installed on first use)."""
+    spec = importlib.util.spec_from_file_location("conformance_runner", CONFORMANCE_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being created
+    spec.loader.exec_module(module)
+    node: Path = module.install().node
+    return node.parent
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _processes_with(marker: str) -> set[int]:
+    """Live processes whose environment holds ``marker`` (the Inspector's, here)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # A zombie's environ reads empty: only running processes count.
+            if marker.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def test_dev_starts_the_real_inspector_relays_its_ui_url_and_stops_it(tmp_path: Path) -> None:
+    app = tmp_path / "devved.py"
+    app.write_text(textwrap.dedent(APP))
+    ui_port = _free_port()
+    # CLIENT_PORT: the Inspector's web server (a fixed port, so a free one here: parallel runs
+    # do not clash); its MCP Apps sandbox and app origin on any free ports; no browser.
+    marker = f"CLIENT_PORT={ui_port}"
+    env = {
+        **os.environ,
+        "PATH": f"{_node_22_bin()}{os.pathsep}{os.environ['PATH']}",
+        "CLIENT_PORT": str(ui_port),
+        "MCP_SANDBOX_PORT": "0",
+        "MCP_APP_ORIGIN_PORT": "0",
+        "MCP_AUTO_OPEN_ENABLED": "false",
+        "MCP_STORAGE_DIR": str(tmp_path / "inspector-storage"),
+        "MCP_INSPECTOR_SECRET_STORE": "memory",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcpkit", "dev", str(app), "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    err = Stderr(process)
+    inspector: set[int] = set()
+    try:
+        url = err.wait_for(r"serving 'devved' on (\S+) ").group(1)
+        ui = err.wait_for(r"mcpkit: MCP Inspector: (\S+)", REAL_INSPECTOR_TIMEOUT_S).group(1)
+        assert "mcpkit: warning" not in "".join(err.seen)  # node 22 was the node found
+        assert ui.startswith((f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}"))
+        assert "TOKEN=" in ui and not ui.startswith(url)
+        # The Inspector runs in a session of its own (mcpkit and its server run in ours).
+        ours = os.getpgid(process.pid)
+        inspector = {pid for pid in _processes_with(marker) if os.getpgid(pid) != ours}
+        assert any(b"inspector" in _command_line(pid) for pid in inspector), inspector
+        with urllib.request.urlopen(ui, timeout=10) as answer:
+            assert answer.status == 200
+            assert b"<html" in answer.read().lower()
+        # SIGTERM, as a service manager stops it (SIGINT is ignored under a background shell)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+        deadline = time.monotonic() + 10
+        while _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # Neither the Inspector (npm, sh, node) nor the server's processes are left running.
+        left = {pid: _command_line(pid) for pid in _processes_with(marker)}
+        assert not left, f"left running: {left}"
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            assert sock.connect_ex(("127.0.0.1", ui_port)) != 0, "the Inspector's port is open"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in _processes_with(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

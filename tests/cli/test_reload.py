@@ -6,6 +6,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -16,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from mcpkit import Client
+from mcpkit import Client, MCPServer
 from mcpkit.cli import main
+from mcpkit.cli.reload import serve_reloading
+from mcpkit.transports.asgi import ASGIApp
 
 APP = """
 from mcpkit import MCPServer
@@ -147,3 +150,31 @@ def test_reload_without_watchfiles_names_the_extra(
         "mcpkit: error: hot reload (mcpkit run --reload, mcpkit dev) needs watchfiles, which is "
         "not installed: pip install 'mcpkit[devtools]'\n"
     )
+
+
+def _demo_app() -> ASGIApp:
+    """The app each reloading child serves (module level: children import it by name)."""
+    return MCPServer(name="demo", version="1").http_app()
+
+
+def test_ctrl_c_before_the_watch_begins_stops_the_server_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    called: list[str] = []
+
+    def interrupt(url: str) -> None:  # Ctrl+C while `mcpkit dev` starts the Inspector
+        called.append(url)
+        raise KeyboardInterrupt
+
+    serve_reloading(
+        _demo_app,
+        host="127.0.0.1",
+        port=0,
+        banner="serving on {url}",
+        watch=[tmp_path],
+        on_serving=interrupt,
+    )
+    [url] = called
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0, "the server still listens"

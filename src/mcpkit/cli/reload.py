@@ -298,6 +298,10 @@ def serve_reloading(
                     file=sys.stderr,
                     flush=True,
                 )
+    except KeyboardInterrupt:
+        # Ctrl+C before the watch began (say while ``on_serving`` starts the Inspector):
+        # a stop like any other, not a traceback.
+        pass
     finally:
         restore()
         current.stop(grace)

@@ -18,7 +18,7 @@ import pytest
 
 from mcpkit.cli import main
 from mcpkit.cli.dev import INSPECTOR, inspector_command, inspector_ui_url
-from tests.cli.test_reload import Stderr
+from tests.cli.test_reload import Stderr, ctrl_c_as_on_a_terminal
 
 APP = """
 from mcpkit import MCPServer
@@ -95,6 +95,7 @@ def test_dev_serves_then_starts_the_inspector_on_its_url_and_stops_it(tmp_path: 
         text=True,
         env=env,
         cwd=tmp_path,
+        preexec_fn=ctrl_c_as_on_a_terminal,
     )
     err = Stderr(process)
     try:

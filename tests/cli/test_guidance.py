@@ -270,7 +270,8 @@ def test_timeout_while_starting_a_server_says_what_it_waited_for() -> None:
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
         "mcpkit: error: stopped after 1.5 s (--timeout, the limit of the whole command) while "
-        "starting and connecting to server \"python -c 'import time; time.sleep(30)'\"; give "
+        f"starting and connecting to server \"{Path(sys.executable).name} -c 'import time; "
+        "time.sleep(30)'\"; give "
         "a larger --timeout to wait longer\n"
     )
 

@@ -34,6 +34,13 @@ def version() -> str:
 """
 
 
+def ctrl_c_as_on_a_terminal() -> None:
+    """In the child before exec: SIGINT as a terminal's Ctrl+C delivers it. A shell that runs
+    jobs in the background (CI's, often) starts them with SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler, so the test's SIGINT would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Stderr:
     """The lines a process writes to stderr, read in a thread, awaited by pattern."""
 
@@ -75,6 +82,7 @@ def server(app: Path) -> Iterator[tuple[subprocess.Popen[str], Stderr, str]]:
         stdout=subprocess.DEVNULL,
         text=True,
         cwd=app.parent,
+        preexec_fn=ctrl_c_as_on_a_terminal,
     )
     err = Stderr(process)
     try:

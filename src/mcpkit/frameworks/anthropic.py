@@ -27,9 +27,10 @@ from .common import (
     ToolSource,
     choose_model,
     function_names,
+    message_role,
     result_text,
+    sampling_result,
     sampling_text_parts,
-    stop_reason,
 )
 
 if TYPE_CHECKING:
@@ -142,23 +143,15 @@ def anthropic_sampling_handler(
         text = "".join(
             block.text for block in message.content if getattr(block, "type", None) == "text"
         )
-        result: dict[str, Any] = {
-            "role": "assistant",
-            "content": {"type": "text", "text": text},
-            "model": message.model or chosen,
-        }
-        reason = stop_reason(message.stop_reason)
-        if reason is not None:
-            result["stopReason"] = reason
-        return result
+        return sampling_result(
+            text, model=message.model or chosen, provider_reason=message.stop_reason
+        )
 
     return sample
 
 
 def _anthropic_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    role = message.get("role")
-    if role not in ("user", "assistant"):
-        raise InvalidParams(f"a sampling message's role is user or assistant, not {role!r}")
+    role = message_role(message)
     blocks: list[dict[str, Any]] = []
     for block in sampling_text_parts(message.get("content")):
         kind = block.get("type")

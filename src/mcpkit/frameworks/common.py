@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import InvalidParams
+
 if TYPE_CHECKING:
     from ..client.tools import Tool
 
@@ -27,7 +29,9 @@ __all__ = [
     "ToolSource",
     "choose_model",
     "function_names",
+    "message_role",
     "result_text",
+    "sampling_result",
     "sampling_text_parts",
     "stop_reason",
 ]
@@ -140,3 +144,26 @@ def stop_reason(provider_reason: object) -> str | None:
     if not isinstance(provider_reason, str):
         return None
     return _STOP_REASONS.get(provider_reason, provider_reason)
+
+
+def sampling_result(text: str, *, model: str, provider_reason: object) -> dict[str, Any]:
+    """A ``CreateMessageResult`` for a provider's text answer, its ``stopReason`` in the spec's
+    words when the provider gave one the spec knows."""
+    result: dict[str, Any] = {
+        "role": "assistant",
+        "content": {"type": "text", "text": text},
+        "model": model,
+    }
+    reason = stop_reason(provider_reason)
+    if reason is not None:
+        result["stopReason"] = reason
+    return result
+
+
+def message_role(message: Mapping[str, Any]) -> str:
+    """A sampling message's role, refused with ``InvalidParams`` unless user or assistant (the
+    only roles ``SamplingMessage`` allows)."""
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        raise InvalidParams(f"a sampling message's role is user or assistant, not {role!r}")
+    return str(role)

@@ -29,9 +29,10 @@ from .common import (
     ToolSource,
     choose_model,
     function_names,
+    message_role,
     result_text,
+    sampling_result,
     sampling_text_parts,
-    stop_reason,
 )
 
 if TYPE_CHECKING:
@@ -183,23 +184,17 @@ def openai_sampling_handler(
         request.update(extra or {})
         completion = await client.chat.completions.create(**request)
         choice = completion.choices[0]
-        result: dict[str, Any] = {
-            "role": "assistant",
-            "content": {"type": "text", "text": choice.message.content or ""},
-            "model": completion.model or chosen,
-        }
-        reason = stop_reason(choice.finish_reason)
-        if reason is not None:
-            result["stopReason"] = reason
-        return result
+        return sampling_result(
+            choice.message.content or "",
+            model=completion.model or chosen,
+            provider_reason=choice.finish_reason,
+        )
 
     return sample
 
 
 def _openai_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    role = message.get("role")
-    if role not in ("user", "assistant"):
-        raise InvalidParams(f"a sampling message's role is user or assistant, not {role!r}")
+    role = message_role(message)
     parts: list[dict[str, Any]] = []
     for block in sampling_text_parts(message.get("content")):
         kind = block.get("type")

@@ -52,9 +52,10 @@ from .common import (
     ToolSource,
     choose_model,
     function_names,
+    message_role,
     result_text,
+    sampling_result,
     sampling_text_parts,
-    stop_reason,
 )
 
 if TYPE_CHECKING:
@@ -125,17 +126,10 @@ def pydantic_ai_sampling_handler(
         )
         text = "".join(part.content for part in response.parts if isinstance(part, TextPart))
         name = response.model_name or (chosen if isinstance(chosen, str) else chosen.model_name)
-        result: dict[str, Any] = {
-            "role": "assistant",
-            "content": {"type": "text", "text": text},
-            "model": name,
-        }
-        reason = stop_reason(
-            "tool_use" if response.finish_reason == "tool_call" else response.finish_reason
+        finish = response.finish_reason
+        return sampling_result(
+            text, model=name, provider_reason="tool_use" if finish == "tool_call" else finish
         )
-        if reason is not None:
-            result["stopReason"] = reason
-        return result
 
     return sample
 
@@ -147,19 +141,17 @@ def _pydantic_ai_messages(params: Mapping[str, Any]) -> list[ModelMessage]:
         [SystemPromptPart(content=system)] if isinstance(system, str) and system else []
     )
     for message in params.get("messages") or ():
-        role = message.get("role") if isinstance(message, Mapping) else None
+        role = message_role(message if isinstance(message, Mapping) else {})
         blocks = sampling_text_parts(message.get("content")) if isinstance(message, Mapping) else []
         if role == "assistant":
             texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
             if len(texts) != len(blocks):
                 raise InvalidParams("this sampling handler takes only text in assistant messages")
             out.append(ModelResponse(parts=[TextPart(content="".join(texts))]))
-        elif role == "user":
+        else:
             content: list[UserContent] = [_user_content(b) for b in blocks]
             out.append(ModelRequest(parts=[*pending_system, UserPromptPart(content=content)]))
             pending_system = []
-        else:
-            raise InvalidParams(f"a sampling message's role is user or assistant, not {role!r}")
     if pending_system:  # only a system prompt: still a request
         out.insert(0, ModelRequest(parts=pending_system))
     return out

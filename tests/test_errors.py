@@ -17,9 +17,8 @@ from mcpkit.errors import (
     RemoteError,
     ResourceNotFound,
     ToolError,
-    to_jsonrpc_error,
-    tool_error_text,
 )
+from mcpkit.protocol.error_answers import to_jsonrpc_error, tool_error_text
 
 
 @pytest.mark.parametrize(
@@ -100,9 +99,6 @@ def test_deliberate_protocol_errors_are_not_tool_results() -> None:
 _ELSEWHERE = {
     "mcpkit.server.stateless.inline.Restart",  # control flow (a BaseException), not an error
     "mcpkit.server.middleware._Unanswered",  # a CancelledError: the round ended unanswered
-    # Built from URLElicitation values and checking their URLs, beside ctx.elicit_url;
-    # errors.py is at the 600-line limit (its error-result functions should move first).
-    "mcpkit.server.client_requests.URLElicitationRequiredError",
 }
 
 

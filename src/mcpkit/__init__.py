@@ -18,7 +18,7 @@ _EXPORTS: dict[str, str] = {
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
     "URLElicitation": "mcpkit.server.client_requests",
-    "URLElicitationRequiredError": "mcpkit.server.client_requests",
+    "URLElicitationRequiredError": "mcpkit.errors",
     "ToolAnnotations": "mcpkit.server.tools",
     "McpHeader": "mcpkit.server.stateless.mcp_header",
     "InputRoundStore": "mcpkit.stores.input_required",
@@ -181,8 +181,9 @@ if TYPE_CHECKING:
         ResourceNotFound,
         ToolCallError,
         ToolError,
+        URLElicitationRequiredError,
     )
-    from .server.client_requests import URLElicitation, URLElicitationRequiredError
+    from .server.client_requests import URLElicitation
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
     from .server.declarative import (

@@ -25,6 +25,8 @@ Hierarchy, split by who must act::
     │   ├── Forbidden                 the caller may not make this request (a middleware refused)
     │   │   └── InsufficientScope     ... its token lacks scopes (HTTP: 403 insufficient_scope)
     │   ├── CapabilityError           the peer did not declare what a call needs
+    │   ├── URLElicitationRequiredError  -32042, the user must first visit URLs (URL-mode
+    │   │                             elicitations in ``data``)
     │   ├── InputReplayMismatch       a tool replayed for input asked another question
     │   └── RemoteError               the peer answered one of our requests with an error
     │       └── HTTPErrorStatus       ... with an HTTP error status (``status``)
@@ -65,16 +67,16 @@ call), not an error; ``server/middleware.py``'s private ``_Unanswered`` is a
 middleware chain; and the ``mcpkit`` command's own errors (``cli/``) end as an
 exit status and a message on stderr, never reach library callers or the wire.
 
-The boundaries to the wire are here too: :func:`to_jsonrpc_error` turns an exception into a
-JSON-RPC error object (an :class:`MCPError` through its :meth:`~MCPError.to_error`), and
-:func:`tool_error_text` decides what a tool's exception shows the model in an ``isError``
-result. Nothing else builds error objects or messages from exceptions by hand.
+The boundaries to the wire are in :mod:`mcpkit.protocol.error_answers`: ``to_jsonrpc_error``
+turns an exception into a JSON-RPC error object (an :class:`MCPError` through its
+:meth:`~MCPError.to_error`), and ``tool_error_text`` decides what a tool's exception shows
+the model in an ``isError`` result.
 """
 
 from __future__ import annotations
 
-import traceback
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -128,12 +130,10 @@ __all__ = [
     "TooManyInputRounds",
     "ToolCallError",
     "ToolError",
+    "URLElicitationRequiredError",
     "Unreachable",
     "UriTemplateError",
     "VerifierUnavailable",
-    "shutting_down_error",
-    "to_jsonrpc_error",
-    "tool_error_text",
 ]
 
 #: What a client is told when the server's shared state store cannot be reached.
@@ -479,6 +479,43 @@ class CapabilityError(MCPError):
     code = INVALID_REQUEST
 
 
+class URLElicitationRequiredError(MCPError):
+    """Raise from a handler when the request cannot go on until the user visits URLs.
+
+    2025-11-25 client/elicitation § error handling: the client gets error
+    ``-32042`` with ``data.elicitations`` (each a URL-mode elicitation with its
+    ``elicitationId``; build them as :class:`mcpkit.URLElicitation`, which checks the URL)
+    and may retry once ``notifications/elicitation/complete`` arrives (send it with
+    ``server.complete_elicitation`` or ``ctx.complete_elicitation``). On a tool it is a
+    protocol error, not a tool result, because the client, not the model, has to act on it.
+    """
+
+    def __init__(self, elicitations: Sequence[_URLElicitationLike], message: str | None = None):
+        if not elicitations:
+            raise ValueError("URLElicitationRequiredError needs at least one URL elicitation")
+        self.elicitations = list(elicitations)
+        count = len(self.elicitations)
+        text = message or (
+            "this request needs the user to complete "
+            + ("an elicitation" if count == 1 else f"{count} elicitations")
+            + " in the browser first"
+        )
+        super().__init__(
+            text,
+            code=URL_ELICITATION_REQUIRED,
+            data={"elicitations": [item.to_params() for item in self.elicitations]},
+        )
+
+
+class _URLElicitationLike(Protocol):
+    """What :class:`URLElicitationRequiredError` needs of an elicitation (``URLElicitation``)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def to_params(self) -> dict[str, Any]: ...
+
+
 class PeerTimeout(MCPKitError, TimeoutError):
     """The peer did not answer within the timeout."""
 
@@ -552,47 +589,3 @@ class BodyTimeout(MCPKitError):
 
 class ClientGone(MCPKitError):
     """The HTTP client disconnected before its request body arrived (nobody to answer)."""
-
-
-def to_jsonrpc_error(exc: BaseException, *, debug: bool = False) -> dict[str, Any]:
-    """The JSON-RPC error object for ``exc``; internals stay hidden unless ``debug``."""
-    if isinstance(exc, MCPError):
-        return exc.to_error()
-    if isinstance(exc, StoreUnavailable) and not debug:
-        # The operator's problem, but the caller should know it is worth retrying later.
-        return {"code": INTERNAL_ERROR, "message": STORE_UNAVAILABLE_TEXT}
-    if debug:
-        return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
-    return {"code": INTERNAL_ERROR, "message": "Internal error"}
-
-
-def shutting_down_error() -> dict[str, Any]:
-    """The JSON-RPC error answering a request its stopping server cut short."""
-    return {
-        "code": SHUTTING_DOWN,
-        "message": SHUTTING_DOWN_TEXT,
-        "data": {"reason": "shutdown", "retry": "elsewhere"},
-    }
-
-
-def tool_error_text(exc: Exception, *, tool: str, debug: bool = False) -> str | None:
-    """The text of the ``isError`` result for an exception a tool raised.
-
-    ``None`` means the exception is a deliberate protocol error (an
-    :class:`MCPError` the tool raised itself, such as ``InvalidParams``) and
-    becomes a JSON-RPC error instead. :class:`ToolError` and the failures of a
-    tool's own requests to the client (capability missing, timeout, the client's
-    error answer, an elicitation answer that does not fit, connection gone) show
-    their message, written for the model. Anything else hides its text and traceback
-    unless ``debug`` (2025-11-25 server/tools § error handling; no internals leak).
-    """
-    if isinstance(exc, ToolError | PeerTimeout | ConnectionClosed):
-        return str(exc) or type(exc).__name__
-    if isinstance(exc, CapabilityError | RemoteError | ElicitationValidationError):
-        return exc.message
-    if isinstance(exc, MCPError):
-        return None
-    if debug:
-        trace = "".join(traceback.format_exception(exc))
-        return f"Error executing tool '{tool}': {exc!r}\n{trace}"
-    return f"Error executing tool '{tool}': an internal error occurred"

@@ -40,10 +40,10 @@ from ..errors import (
     METHOD_NOT_FOUND,
     ConfigurationError,
     MCPError,
-    to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
 from ..protocol.correlation import Admission, admit, cancelled, finish, refusal
+from ..protocol.error_answers import to_jsonrpc_error
 from .elicitation import normalize_elicit_result
 
 if TYPE_CHECKING:

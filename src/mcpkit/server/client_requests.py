@@ -17,11 +17,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from urllib.parse import urlsplit
 
 from ..errors import (
-    URL_ELICITATION_REQUIRED,
     CapabilityError,
     ElicitationValidationError,
     InvalidParams,
-    MCPError,
 )
 from .form_validation import answer_errors
 from .lazy_pydantic import model_class, validation_error
@@ -38,7 +36,6 @@ __all__ = [
     "ElicitResult",
     "Root",
     "URLElicitation",
-    "URLElicitationRequiredError",
     "elicitation_schema",
     "requested_schema_for",
 ]
@@ -79,34 +76,8 @@ class URLElicitation:
             "elicitationId": self.elicitation_id,
         }
 
-
-class URLElicitationRequiredError(MCPError):
-    """Raise from a handler when the request cannot go on until the user visits URLs.
-
-    2025-11-25 client/elicitation § error handling: the client gets error
-    ``-32042`` with ``data.elicitations`` (each a URL-mode elicitation with its
-    ``elicitationId``) and may retry once ``notifications/elicitation/complete``
-    arrives (send it with ``server.complete_elicitation`` or
-    ``ctx.complete_elicitation``). On a tool it is a protocol error, not a tool
-    result, because the client, not the model, has to act on it.
-    """
-
-    def __init__(self, elicitations: list[URLElicitation], message: str | None = None) -> None:
-        if not elicitations:
-            raise ValueError("URLElicitationRequiredError needs at least one URL elicitation")
-        for item in elicitations:
-            check_url(item.url)
-        self.elicitations = list(elicitations)
-        text = message or (
-            "this request needs the user to complete "
-            + ("an elicitation" if len(elicitations) == 1 else f"{len(elicitations)} elicitations")
-            + " in the browser first"
-        )
-        super().__init__(
-            text,
-            code=URL_ELICITATION_REQUIRED,
-            data={"elicitations": [item.to_params() for item in self.elicitations]},
-        )
+    def __post_init__(self) -> None:
+        check_url(self.url)
 
 
 def check_url(url: object) -> str:

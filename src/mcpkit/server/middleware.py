@@ -64,8 +64,8 @@ from ..errors import (
     InvalidRequest,
     MCPError,
     MethodNotFound,
-    to_jsonrpc_error,
 )
+from ..protocol.error_answers import to_jsonrpc_error
 
 if TYPE_CHECKING:
     from ..auth.info import AuthInfo

@@ -29,12 +29,11 @@ from ..errors import (
     InvalidParams,
     MCPError,
     RemoteError,
-    shutting_down_error,
-    to_jsonrpc_error,
 )
 from ..protocol import jsonrpc
 from ..protocol.correlation import Outgoing, Reply, admit, cancelled, finish, release
 from ..protocol.envelope import Envelope, is_stateless_request
+from ..protocol.error_answers import shutting_down_error, to_jsonrpc_error
 from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate

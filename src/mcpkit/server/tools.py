@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidParams, MCPKitError, RegistrationError, ToolError, tool_error_text
+from ..errors import (
+    InvalidParams,
+    MCPKitError,
+    RegistrationError,
+    ToolError,
+)
+from ..protocol.error_answers import tool_error_text
 from ..protocol.http_headers import param_headers_of_schema
 from .content import ToolResult, dump_text, to_content_list
 from .context import run_sync
@@ -144,7 +150,7 @@ class ToolDefinition:
 
         Invalid arguments become an ``isError`` result naming every failing path;
         what an exception from the tool shows is decided by
-        :func:`mcpkit.errors.tool_error_text`.
+        :func:`mcpkit.protocol.error_answers.tool_error_text`.
         """
         try:
             kwargs = self._validate(dict(arguments or {}))

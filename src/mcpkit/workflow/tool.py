@@ -30,7 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, TypeAdapter
 
-from ..errors import ConfigurationError, tool_error_text
+from ..errors import (
+    ConfigurationError,
+)
+from ..protocol.error_answers import tool_error_text
 from ..server.content import ToolResult, jsonable
 from ..server.context import Context, run_sync
 from ..server.tools import ToolDefinition, create_tool

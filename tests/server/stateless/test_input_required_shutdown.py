@@ -13,7 +13,7 @@ import asyncio
 from typing import Any
 
 from mcpkit import Context, InputRoundOptions, MCPServer
-from mcpkit.errors import shutting_down_error
+from mcpkit.protocol.error_answers import shutting_down_error
 from mcpkit.server.request import stop_for_shutdown
 from mcpkit.stores import MemoryInputRoundStore
 from tests.server.stateless.test_input_required_workers import (

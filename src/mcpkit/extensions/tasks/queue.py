@@ -57,8 +57,8 @@ with require_extra("tasks-queue", feature="the tasks job queue (mcpkit.extension
     from docket import Docket, Worker
 
 from ...errors import INTERNAL_ERROR, ConfigurationError, InvalidParams, MCPError
-from ...errors import to_jsonrpc_error as _to_error
 from ...loops import cancel_and_wait
+from ...protocol.error_answers import to_jsonrpc_error as _to_error
 from ...protocol.versions import REVISIONS
 from ...server.context import progress_reported_to, requests_answered_by
 from ...server.request import Request

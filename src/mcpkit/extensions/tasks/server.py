@@ -49,9 +49,9 @@ from ...errors import (
     ConfigurationError,
     InvalidParams,
     MCPError,
-    to_jsonrpc_error,
 )
 from ...loops import cancel_and_wait
+from ...protocol.error_answers import to_jsonrpc_error
 from ...server.context import (
     Context,
     ProgressSink,

@@ -87,10 +87,10 @@ from ...errors import (
     InvalidParams,
     MCPError,
     PeerTimeout,
-    shutting_down_error,
 )
 from ...loops import cancel_and_wait
 from ...protocol import jsonrpc
+from ...protocol.error_answers import shutting_down_error
 from ...stores.input_required import (
     Claims,
     InputRoundStore,

@@ -85,7 +85,7 @@ async def handle(proxy: ServerContext, scope: Scope, receive: Receive, send: Sen
         raise OAuthError("invalid_request", "registration takes a POST", status=405)
     client = scope.get("client")
     address = str(client[0]) if client else "unknown"
-    wait = proxy.registration_limiter.allow(address)
+    wait = await proxy.registration_limiter.allow(address)
     if wait is not None:
         raise OAuthError(
             "temporarily_unavailable",

@@ -122,3 +122,14 @@ async def test_the_registration_budget_refills_and_addresses_count_apart() -> No
     now[0] = 6.0
     assert await limiter.allow("a") is None  # refilled at 2 per 10 s
     assert await limiter.allow("a") is not None
+
+
+async def test_private_key_jwt_is_refused_with_a_clear_reason() -> None:
+    status, body = await register(
+        {
+            "redirect_uris": ["https://app.example/cb"],
+            "token_endpoint_auth_method": "private_key_jwt",
+        }
+    )
+    assert status == 400 and body["error"] == "invalid_client_metadata"
+    assert "client metadata document" in body["error_description"]

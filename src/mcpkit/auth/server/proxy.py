@@ -25,11 +25,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..._buckets import BucketStore, MemoryBuckets
 from ...errors import ConfigurationError
 from ..info import AuthInfo
 from ..resource_config import url_problem
 from ..resource_server import ProtectedResource
 from .app import AuthServerApp
+from .client_auth import assertion_metadata
 from .client_documents import ClientDocuments
 from .encryption import EncryptedStorage
 from .handlers.callback import CALLBACK_PATH
@@ -117,6 +119,8 @@ class OAuthProxy:
         self.authorization_limiter = RegistrationLimiter(
             limit=limit, window=window, name="authorize", buckets=shared
         )
+        #: The client assertions' jti values spent (client_auth), on every node with Redis.
+        self.replay_buckets: BucketStore = shared or MemoryBuckets()
         self.client_documents: ClientDocuments | None = (
             ClientDocuments() if client_documents is True else client_documents or None
         )
@@ -131,8 +135,10 @@ class OAuthProxy:
             signing_alg=self.signer.algorithm,
         )
         if self.client_documents is not None:
-            # MCP authorization § client ID metadata documents: clients look for this.
+            # MCP authorization § client ID metadata documents: clients look for this;
+            # such a client may authenticate with private_key_jwt (client_auth).
             self._metadata["client_id_metadata_document_supported"] = True
+            self._metadata.update(assertion_metadata(self._metadata))
         self.metadata_paths = metadata_paths(self.issuer)
 
     def __repr__(self) -> str:

@@ -8,6 +8,7 @@ mcpkit's own, authenticating with assertions it signs (RFC 7523 § 2.2).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import secrets
 import time
@@ -27,11 +28,13 @@ from mcpkit.auth.client import OAuth
 from mcpkit.auth.client.assertions import PrivateKeyJWT
 from mcpkit.auth.server import OAuthProxy, OIDCProvider
 from mcpkit.auth.server.client_documents import ClientDocuments
+from mcpkit.auth.server.redis_storage import RedisAuthServerStorage
 from mcpkit.client import Client
 from tests.auth.server.browser import FormBrowser
 from tests.auth.server.tls_documents import DocumentServer, document_server
 from tests.auth.server.upstream import Upstream
 from tests.client.http_servers import free_socket, serve
+from tests.redis_server import RedisServer
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 
@@ -205,3 +208,38 @@ async def test_the_metadata_announces_private_key_jwt_with_its_algorithms(stack:
     assert "private_key_jwt" in meta["token_endpoint_auth_methods_supported"]
     assert "ES256" in meta["token_endpoint_auth_signing_alg_values_supported"]
     assert "HS256" not in meta["token_endpoint_auth_signing_alg_values_supported"]
+
+
+async def test_an_assertion_spent_on_one_node_is_refused_on_another(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    # Client authentication comes before the grant: an assertion with a bogus refresh
+    # token authenticates (its jti spent), then the grant is refused.
+    key = new_key()
+    prefix = f"jti-{secrets.token_hex(4)}:"
+    async with document_server(tmp_path) as docs, contextlib.AsyncExitStack() as stack:
+        client_id = f"{docs.base}/client.json"
+        docs.documents["/client.json"] = {
+            "client_id": client_id, "client_name": "Keyed Agent", "redirect_uris": [REDIRECT],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": "private_key_jwt", "jwks": {"keys": [public(key)]}}  # fmt: skip
+        nodes = []
+        for _ in range(2):
+            fetcher = docs.http_client()
+            stack.push_async_callback(fetcher.aclose)
+            store = RedisAuthServerStorage(redis_server.url, prefix=prefix)
+            stack.push_async_callback(store.aclose)
+            upstream = OIDCProvider(issuer="http://127.0.0.1:9", client_id="c", client_secret="s")
+            stack.push_async_callback(upstream.aclose)
+            documents = ClientDocuments(http_client=fetcher, allow_private_addresses=True)
+            proxy = OAuthProxy(upstream=upstream, base_url="http://127.0.0.1:8000",
+                               storage=store, client_documents=documents)  # fmt: skip
+            nodes.append(await stack.enter_async_context(serve(proxy.app(), path="")))
+        form = {"grant_type": "refresh_token", "refresh_token": "not-a-token",
+                **PrivateKeyJWT(private_key=key).form(client_id, "http://127.0.0.1:8000")}  # fmt: skip
+        async with httpx.AsyncClient() as http:
+            on_a = await http.post(f"{nodes[0]}/token", data=form)
+            on_b = await http.post(f"{nodes[1]}/token", data=form)
+    assert on_a.status_code == 400 and on_a.json()["error"] == "invalid_grant"
+    assert on_b.status_code == 401 and on_b.json()["error"] == "invalid_client"
+    assert "used before" in on_b.json()["error_description"]

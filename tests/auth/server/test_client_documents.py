@@ -124,3 +124,16 @@ async def test_documents_on_internal_addresses_are_never_fetched(url: str) -> No
     async with client_of(proxy) as http:
         resp = await http.get(authorize(client_id=url))
     assert resp.status_code == 400 and host.fetches == 0
+
+
+async def test_a_document_fetch_counts_against_the_registration_limit() -> None:
+    host = DocumentHost()
+    documents = ClientDocuments(http_client=host.client(), allow_private_addresses=True)
+    proxy = make_proxy(client_documents=documents, registration_limit=(1, 3600.0))
+    async with client_of(proxy) as http:
+        registered = await http.post("/register", json={"redirect_uris": [REDIRECT]})
+        resp = await http.get(authorize())
+    assert registered.status_code == 201
+    assert resp.status_code == 429 and "location" not in resp.headers
+    assert int(resp.headers["retry-after"]) > 3000
+    assert host.fetches == 0  # refused before the server reached out

@@ -43,7 +43,7 @@ PACKAGE = "mcpkit"
 # the core never names them. ``compose``, ``observability`` and ``middleware`` are listed
 # before they exist, so the rule holds from their first module.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "loops", "stdio_process", "framing", "_version", "_lazy", "_extras"),
+    ("errors", "loops", "stdio_process", "framing", "_version", "_lazy", "_extras", "_buckets"),
     ("protocol",),
     ("stores", "auth"),
     ("server", "client"),
@@ -62,6 +62,7 @@ SAME_GROUP = {
     "_version": "leaf",
     "_lazy": "leaf",
     "_extras": "leaf",
+    "_buckets": "leaf",
     "__main__": "cli",
 }
 

@@ -197,7 +197,9 @@ class JWTVerifier:
     refused either way. ``required_scopes`` makes a token without them a 403
     ``insufficient_scope``. ``max_keys_tried`` bounds the keys one token's signature
     is checked against: a token without ``kid`` (or with one several keys share)
-    against more candidate keys than that is refused.
+    against more candidate keys than that is refused. ``accept_types``: more ``typ``
+    values accepted beside an access token's, for a verifier of other JWTs (the
+    authorization server checks client assertions, ``client-authentication+jwt``).
     """
 
     def __init__(
@@ -219,6 +221,7 @@ class JWTVerifier:
         http_client: httpx.AsyncClient | None = None,
         allow_insecure_http: bool = False,
         max_keys_tried: int = DEFAULT_MAX_KEYS_TRIED,
+        accept_types: Sequence[str] = (),
     ) -> None:
         if not isinstance(issuer, str) or not issuer:
             raise ConfigurationError("JWTVerifier: issuer is required")
@@ -241,6 +244,7 @@ class JWTVerifier:
         if max_keys_tried < 1:
             raise ConfigurationError("JWTVerifier: max_keys_tried must be at least 1")
         self.max_keys_tried = max_keys_tried
+        self.accept_types = frozenset(t.lower() for t in accept_types)
         self.issuer = issuer
         self.audience = audience_list(audience, what="JWTVerifier: audience")
         self.algorithms = tuple(algorithms)
@@ -339,7 +343,12 @@ class JWTVerifier:
         if self.require_at_jwt:
             if typ_l not in _ACCESS_TOKEN_TYPES:
                 raise InvalidToken("not an access token: 'typ' header must be 'at+jwt'")
-        elif typ_l is not None and typ_l.endswith("+jwt") and typ_l not in _ACCESS_TOKEN_TYPES:
+        elif (
+            typ_l is not None
+            and typ_l.endswith("+jwt")
+            and typ_l not in _ACCESS_TOKEN_TYPES
+            and typ_l not in self.accept_types
+        ):
             raise InvalidToken("not an access token: the 'typ' header names another kind of JWT")
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):

@@ -29,10 +29,10 @@ None is not counted.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Collection
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final
 
+from .._buckets import DEFAULT_MAX_BUCKETS, BucketStore, MemoryBuckets
 from ..errors import ConfigurationError, MCPError
 from ..protocol.http_errors import TOO_MANY_REQUESTS
 from ..server.middleware import CallNext, Middleware, MiddlewareContext
@@ -47,8 +47,6 @@ __all__ = [
     "rate_limit",
 ]
 
-#: Buckets a MemoryBuckets keeps, unless told otherwise.
-DEFAULT_MAX_BUCKETS: Final = 100_000
 _UNCOUNTED: Final = frozenset({"initialize", "ping"})
 
 
@@ -64,61 +62,6 @@ class RateLimited(MCPError):
             data={"retryAfter": wait, "limit": limit},
         )
         self.retry_after = wait
-
-
-@runtime_checkable
-class BucketStore(Protocol):
-    """Token buckets by key, refilled at ``rate`` a second up to ``burst``."""
-
-    async def take(self, key: str, *, rate: float, burst: float, cost: float) -> float:
-        """Take ``cost`` tokens from ``key``'s bucket; 0.0 when they were there, else
-        the seconds until they will be (nothing is taken then)."""
-        ...
-
-
-class MemoryBuckets:
-    """The in-memory :class:`BucketStore`: one process, at most ``max_keys`` buckets.
-
-    A bucket left untouched long enough to be full again is as good as absent, so
-    the least recently used goes first when the table is full (its key starts over
-    with a full bucket, which errs on the side of serving).
-    """
-
-    __slots__ = ("_buckets", "clock", "max_keys")
-
-    def __init__(self, *, max_keys: int = DEFAULT_MAX_BUCKETS) -> None:
-        if type(max_keys) is not int or max_keys < 1:
-            raise ConfigurationError(
-                f"MemoryBuckets: max_keys must be a positive integer, not {max_keys!r}"
-            )
-        self.max_keys = max_keys
-        #: The monotonic clock the buckets refill by (replaceable in tests).
-        self.clock = time.monotonic
-        self._buckets: dict[str, tuple[float, float]] = {}
-
-    async def take(self, key: str, *, rate: float, burst: float, cost: float) -> float:
-        return self.take_now(key, rate, burst, cost)
-
-    def take_now(self, key: str, rate: float, burst: float, cost: float) -> float:
-        """:meth:`take` without a coroutine: what the middleware calls on this store."""
-        now = self.clock()
-        buckets = self._buckets
-        found = buckets.pop(key, None)  # re-inserted below: the dict's order is recency
-        if found is None:
-            tokens = burst
-        else:
-            tokens = found[0] + (now - found[1]) * rate  # the clock is monotonic
-            if tokens > burst:
-                tokens = burst
-        wait = 0.0
-        if tokens >= cost:
-            tokens -= cost
-        else:
-            wait = (cost - tokens) / rate
-        buckets[key] = (tokens, now)
-        if len(buckets) > self.max_keys:
-            del buckets[next(iter(buckets))]
-        return wait
 
 
 def _bucket_store(store: Any) -> BucketStore:

@@ -28,45 +28,18 @@ lookup ``HGET``; a cache fill ``HSET`` + ``PEXPIRE`` (pipelined); a change
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import Any
 
 from .._extras import require_extra
 
 with require_extra("redis", feature="the built-in middleware on Redis (mcpkit.middleware.redis)"):
     from redis.asyncio import Redis
 
+from .._buckets import ScriptBuckets
 from ..errors import StoreUnavailable
 from ..stores.redis_connection import FAILURES, ms
 
 __all__ = ["RedisBuckets", "RedisCache"]
-
-# KEYS[1] the bucket; ARGV rate, burst, cost. Returns the wait in seconds as a string
-# ("0" when the tokens were taken): Lua numbers come back to the client as integers.
-# Redis's clock (TIME), not the nodes': buckets stay fair across nodes whose clocks drift.
-_TAKE_LUA: Final = """
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local v = redis.call('HMGET', KEYS[1], 't', 'at')
-local tokens = tonumber(v[1])
-local at = tonumber(v[2])
-if tokens == nil or at == nil then
-  tokens = burst
-  at = now
-end
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
-local wait = 0
-if tokens >= cost then
-  tokens = tokens - cost
-else
-  wait = (cost - tokens) / rate
-end
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
-return tostring(wait)
-"""
 
 
 def _client_of(store: Any) -> tuple[Redis, str, str]:
@@ -80,24 +53,14 @@ def _fail(where: str, exc: BaseException) -> StoreUnavailable:
     return StoreUnavailable(f"Redis at {where} is unavailable: {type(exc).__name__}: {exc}")
 
 
-class RedisBuckets:
+class RedisBuckets(ScriptBuckets):
     """A :class:`~mcpkit.middleware.ratelimit.BucketStore` on Redis: one script per take."""
 
-    __slots__ = ("_script", "prefix", "where")
+    __slots__ = ()
 
     def __init__(self, store: Any) -> None:
-        client, prefix, self.where = _client_of(store)
-        self.prefix = prefix + "rl:"
-        self._script = client.register_script(_TAKE_LUA)
-
-    async def take(self, key: str, *, rate: float, burst: float, cost: float) -> float:
-        try:
-            wait = await self._script(
-                keys=[self.prefix + key], args=[repr(rate), repr(burst), repr(cost)]
-            )
-        except FAILURES as exc:
-            raise _fail(self.where, exc) from exc
-        return float(wait)
+        client, prefix, where = _client_of(store)
+        super().__init__(client, prefix=prefix + "rl:", where=where, failures=FAILURES)
 
 
 class RedisCache:

@@ -8,12 +8,15 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import pytest
+from joserfc.jwk import ECKey
 
 from mcpkit.auth.server.client_documents import ClientDocuments, is_document_url
 from tests.auth.server.asgi_support import client_of, make_proxy
 from tests.auth.server.documents import DOC_URL, REDIRECT, DocumentHost, document
 
 CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+PRIVATE = ECKey.generate_key("P-256").as_dict(private=True)
+PUBLIC = {"keys": [{k: v for k, v in PRIVATE.items() if k != "d"}]}
 
 
 def authorize(client_id: str = DOC_URL, redirect_uri: str = REDIRECT) -> str:
@@ -48,7 +51,37 @@ async def test_a_documented_client_reaches_the_consent_page_by_its_name() -> Non
         (document(redirect_uris=["http://evil.example/cb"]), "loopback"),
         (document(redirect_uris=[]), "redirect_uris"),
         (document(client_name=""), "client_name"),
-        (document(token_endpoint_auth_method="client_secret_basic"), "public clients"),
+        (document(token_endpoint_auth_method="client_secret_basic"), "shared secret"),
+        (document(client_secret="s3cret"), "shared secret"),
+        (document(token_endpoint_auth_method="tls_client_auth"), "none or private_key_jwt"),
+        (document(token_endpoint_auth_method="private_key_jwt"), "jwks or jwks_uri"),
+        (
+            document(
+                token_endpoint_auth_method="private_key_jwt",
+                jwks=PUBLIC,
+                jwks_uri="https://client.example/jwks.json",
+            ),
+            "jwks or jwks_uri",
+        ),
+        (
+            document(
+                token_endpoint_auth_method="private_key_jwt",
+                jwks={"keys": [{"kty": "oct", "k": "c2VjcmV0"}]},
+            ),
+            "RSA, EC or OKP",
+        ),
+        (
+            document(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [PRIVATE]}),
+            "private key",
+        ),
+        (
+            document(
+                token_endpoint_auth_method="private_key_jwt",
+                jwks=PUBLIC,
+                token_endpoint_auth_signing_alg="HS256",
+            ),
+            "asymmetric",
+        ),
         (b"{" + b" " * 6000 + b"}", "more than"),
         (b"not json", "JSON"),
     ],
@@ -91,3 +124,16 @@ async def test_documents_on_internal_addresses_are_never_fetched(url: str) -> No
     async with client_of(proxy) as http:
         resp = await http.get(authorize(client_id=url))
     assert resp.status_code == 400 and host.fetches == 0
+
+
+async def test_a_document_fetch_counts_against_the_registration_limit() -> None:
+    host = DocumentHost()
+    documents = ClientDocuments(http_client=host.client(), allow_private_addresses=True)
+    proxy = make_proxy(client_documents=documents, registration_limit=(1, 3600.0))
+    async with client_of(proxy) as http:
+        registered = await http.post("/register", json={"redirect_uris": [REDIRECT]})
+        resp = await http.get(authorize())
+    assert registered.status_code == 201
+    assert resp.status_code == 429 and "location" not in resp.headers
+    assert int(resp.headers["retry-after"]) > 3000
+    assert host.fetches == 0  # refused before the server reached out

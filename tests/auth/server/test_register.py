@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mcpkit._buckets import MemoryBuckets
 from mcpkit.auth.server.limits import RegistrationLimiter
 from tests.auth.server.asgi_support import client_of, make_proxy
 
@@ -103,14 +104,32 @@ async def test_registration_is_rate_limited_per_address() -> None:
         answers = [await http.post("/register", json=body) for _ in range(3)]
     assert [a.status_code for a in answers] == [201, 201, 429]
     assert answers[2].json()["error"] == "temporarily_unavailable"
-    assert int(answers[2].headers["retry-after"]) > 3500
+    # A burst of 2, then one every 3600 / 2 seconds.
+    assert 1700 < int(answers[2].headers["retry-after"]) <= 1800
 
 
-def test_the_registration_window_slides_and_addresses_count_apart() -> None:
-    limiter = RegistrationLimiter(limit=2, window=10.0)
-    assert limiter.allow("a", now=0.0) is None
-    assert limiter.allow("a", now=1.0) is None
-    assert limiter.allow("a", now=2.0) == 8.0
-    assert limiter.allow("b", now=2.0) is None
-    assert limiter.allow("a", now=10.5) is None  # the first one left the window
-    assert limiter.allow("a", now=10.6) is not None
+async def test_the_registration_budget_refills_and_addresses_count_apart() -> None:
+    buckets = MemoryBuckets()
+    now = [0.0]
+    buckets.clock = lambda: now[0]
+    limiter = RegistrationLimiter(limit=2, window=10.0, buckets=buckets)
+    assert await limiter.allow("a") is None
+    now[0] = 1.0
+    assert await limiter.allow("a") is None
+    now[0] = 2.0
+    assert await limiter.allow("a") == pytest.approx(3.0)  # one token back 5 s after empty
+    assert await limiter.allow("b") is None
+    now[0] = 6.0
+    assert await limiter.allow("a") is None  # refilled at 2 per 10 s
+    assert await limiter.allow("a") is not None
+
+
+async def test_private_key_jwt_is_refused_with_a_clear_reason() -> None:
+    status, body = await register(
+        {
+            "redirect_uris": ["https://app.example/cb"],
+            "token_endpoint_auth_method": "private_key_jwt",
+        }
+    )
+    assert status == 400 and body["error"] == "invalid_client_metadata"
+    assert "client metadata document" in body["error_description"]

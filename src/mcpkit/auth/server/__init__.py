@@ -14,8 +14,8 @@ outside, so it imports neither the server core nor the transports. It needs the
 Module map: ``proxy`` (:class:`OAuthProxy`, the configuration), ``provider`` (the
 upstream contract), ``presets/`` (identity providers), ``storage`` (state and its memory
 store), ``redis_storage`` (the same on Redis, for clusters), ``encryption`` (secrets
-sealed at rest), ``client_documents`` (https URLs as client ids), ``limits`` (the
-registration rate limit), ``context`` (what the handlers read), ``signing`` (the access
+sealed at rest), ``client_documents`` (https URLs as client ids), ``client_auth``
+(their ``private_key_jwt`` assertions), ``limits`` (the registration rate limit), ``context`` (what the handlers read), ``signing`` (the access
 tokens), ``metadata`` (RFC 8414), ``redirects``, ``consent`` (the page), ``handlers/``
 (one module per endpoint), ``app`` (the ASGI router), ``http`` (ASGI plumbing).
 """

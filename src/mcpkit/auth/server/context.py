@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..._buckets import BucketStore
     from .client_documents import ClientDocuments
     from .limits import RegistrationLimiter
     from .provider import UpstreamProvider
@@ -36,6 +37,7 @@ class ServerContext(Protocol):
     metadata_paths: frozenset[str]
     registration_limiter: RegistrationLimiter
     authorization_limiter: RegistrationLimiter
+    replay_buckets: BucketStore
     client_documents: ClientDocuments | None
 
     def metadata(self) -> dict[str, Any]: ...

@@ -25,16 +25,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..._buckets import BucketStore, MemoryBuckets
 from ...errors import ConfigurationError
 from ..info import AuthInfo
 from ..resource_config import url_problem
 from ..resource_server import ProtectedResource
 from .app import AuthServerApp
+from .client_auth import assertion_metadata
 from .client_documents import ClientDocuments
 from .encryption import EncryptedStorage
 from .handlers.callback import CALLBACK_PATH
 from .handlers.token import GRANT_CLAIM
-from .limits import RegistrationLimiter
+from .limits import RegistrationLimiter, SharedBuckets
 from .metadata import metadata_document, metadata_paths
 from .provider import UpstreamError, UpstreamProvider
 from .signing import TokenSigner
@@ -54,9 +56,10 @@ class OAuthProxy:
     generated, so tokens die with the process). ``scopes_supported``: the scopes MCP
     clients may ask for (default: any, none named). ``remember_consent``: skip the
     consent page for a user who approved the client before (for ``consent_ttl``).
-    ``registration_limit``: (registrations, seconds) allowed per client address;
-    ``authorization_limit`` the same for authorization requests (each starts a flow
-    record in the store).
+    ``registration_limit``: (registrations, seconds) allowed per client address (client
+    metadata documents fetched count too); ``authorization_limit`` the same for
+    authorization requests (each starts a flow record in the store). Shared by every
+    node when ``storage`` is on Redis.
     ``encryption_key``: 32 bytes (or base64url text) that seal the provider's tokens and
     the client secrets in ``storage`` (:class:`~.encryption.EncryptedStorage`).
     ``client_documents``: accept https URLs as client ids (Client ID Metadata Documents;
@@ -108,10 +111,16 @@ class OAuthProxy:
         self.client_ttl = client_ttl
         self.remember_consent = remember_consent
         self.consent_ttl = consent_ttl
+        base = inner.inner if isinstance(inner, EncryptedStorage) else inner
+        shared = base.rate_buckets() if isinstance(base, SharedBuckets) else None
         limit, window = registration_limit
-        self.registration_limiter = RegistrationLimiter(limit=limit, window=window)
+        self.registration_limiter = RegistrationLimiter(limit=limit, window=window, buckets=shared)
         limit, window = authorization_limit
-        self.authorization_limiter = RegistrationLimiter(limit=limit, window=window)
+        self.authorization_limiter = RegistrationLimiter(
+            limit=limit, window=window, name="authorize", buckets=shared
+        )
+        #: The client assertions' jti values spent (client_auth), on every node with Redis.
+        self.replay_buckets: BucketStore = shared or MemoryBuckets()
         self.client_documents: ClientDocuments | None = (
             ClientDocuments() if client_documents is True else client_documents or None
         )
@@ -126,8 +135,10 @@ class OAuthProxy:
             signing_alg=self.signer.algorithm,
         )
         if self.client_documents is not None:
-            # MCP authorization § client ID metadata documents: clients look for this.
+            # MCP authorization § client ID metadata documents: clients look for this;
+            # such a client may authenticate with private_key_jwt (client_auth).
             self._metadata["client_id_metadata_document_supported"] = True
+            self._metadata.update(assertion_metadata(self._metadata))
         self.metadata_paths = metadata_paths(self.issuer)
 
     def __repr__(self) -> str:

@@ -7,6 +7,8 @@ at its ``expires_at``, so Redis forgets it on its own; codes and refresh tokens 
 by their SHA-256 (a dump of the database holds no usable credential), and taking one is
 a single ``GETDEL`` (Redis 6.2+), so two nodes racing for the same code cannot both win.
 A grant keeps a set of its refresh tokens' digests so that revoking it finds them all.
+The registration and authorization rate limits keep their buckets here too
+(``{prefix}rl:...``, :meth:`RedisAuthServerStorage.rate_buckets`).
 The only module of this package that imports redis (the ``mcpkit[redis]`` extra).
 """
 
@@ -22,7 +24,9 @@ from ..._extras import require_extra
 
 with require_extra("redis", feature="the authorization server's Redis storage"):
     from redis.asyncio import Redis
+    from redis.exceptions import RedisError
 
+from ..._buckets import ScriptBuckets
 from ..claims import token_digest
 from .storage import (
     AuthCode,
@@ -62,6 +66,15 @@ class RedisAuthServerStorage:
 
     async def aclose(self) -> None:
         await self.redis.aclose()
+
+    def rate_buckets(self) -> ScriptBuckets:
+        """The registration and authorization limits' buckets, on this connection
+        (:class:`~.limits.SharedBuckets`): every node sharing the store shares them."""
+        pool = getattr(self.redis, "connection_pool", None)
+        at = getattr(pool, "connection_kwargs", {})  # host and port only: no password
+        where = f"redis://{at.get('host', '?')}:{at.get('port', '?')}/{at.get('db', 0)}"
+        failures = (RedisError, OSError)
+        return ScriptBuckets(self.redis, prefix=f"{self.prefix}rl:", where=where, failures=failures)
 
     # -- plumbing ---------------------------------------------------------------------------
 

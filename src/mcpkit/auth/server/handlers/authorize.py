@@ -60,6 +60,11 @@ _MAX_STATE: Final = 1024
 class _PageError(MCPKitError):
     """An error shown to the user here (the redirect URI cannot be trusted)."""
 
+    def __init__(self, message: str, *, status: int = 400, retry_after: float = 0.0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
 
 def error_redirect_params(
     proxy: ServerContext, error: str, description: str, state: str | None
@@ -78,7 +83,8 @@ async def handle_authorize(
     if scope["method"] != "GET":  # a HEAD would start a flow (a record) with no page shown
         raise OAuthError("invalid_request", "the authorization endpoint takes a GET", status=405)
     address = scope.get("client")
-    if proxy.authorization_limiter.allow(str(address[0]) if address else "unknown"):
+    who = str(address[0]) if address else "unknown"
+    if await proxy.authorization_limiter.allow(who):
         page = error_page("Too many requests", "Too many sign-ins from here; retry later.")
         await send_html(send, 429, page)
         return
@@ -87,7 +93,7 @@ async def handle_authorize(
         client_id = params.get("client_id")
         client = await proxy.storage.load_client(client_id) if client_id else None
         if client is None and client_id and is_document_url(client_id):
-            client = await _client_from_document(proxy, client_id)
+            client = await _client_from_document(proxy, client_id, who)
         if client is None:
             raise _PageError("This application is not registered with this server.")
         redirect_uri = params.get("redirect_uri")
@@ -100,7 +106,9 @@ async def handle_authorize(
         await send_html(send, 400, error_page("Bad authorization request", exc.description))
         return
     except _PageError as exc:
-        await send_html(send, 400, error_page("Bad authorization request", str(exc)))
+        wait = [(b"retry-after", str(int(exc.retry_after)).encode())] if exc.retry_after else []
+        page = error_page("Bad authorization request", str(exc))
+        await send_html(send, exc.status, page, headers=wait)
         return
     state = params.get("state")
     if state is not None and len(state) > _MAX_STATE:
@@ -158,11 +166,18 @@ async def handle_authorize(
     await send_html(send, 200, page, headers=[(b"set-cookie", cookie.encode())])
 
 
-async def _client_from_document(proxy: ServerContext, client_id: str) -> RegisteredClient:
+async def _client_from_document(
+    proxy: ServerContext, client_id: str, address: str
+) -> RegisteredClient:
     """A client named by its metadata document, fetched and kept (expiring) in the store."""
     documents = proxy.client_documents
     if documents is None:
         raise _PageError("This server does not accept client metadata documents.")
+    # A fetched document becomes a client record, as a registration does: the same limit.
+    wait = await proxy.registration_limiter.allow(address)
+    if wait is not None:
+        message = "Too many new applications from here; retry later."
+        raise _PageError(message, status=429, retry_after=wait)
     try:
         client = await documents.fetch(client_id)
     except DocumentRefused as exc:

@@ -47,6 +47,10 @@ def _client_from(data: Any, now: float, expires_at: float | None) -> RegisteredC
         if (problem := redirect_uri_problem(uri)) is not None:
             raise OAuthError("invalid_redirect_uri", problem)
     method = data.get("token_endpoint_auth_method", "client_secret_basic")
+    if method == "private_key_jwt":
+        raise _metadata_error(
+            "private_key_jwt is for clients named by a client metadata document here"
+        )
     if method not in TOKEN_AUTH_METHODS:
         raise _metadata_error(f"token_endpoint_auth_method must be one of {TOKEN_AUTH_METHODS}")
     grants = data.get("grant_types", ["authorization_code"])
@@ -85,7 +89,7 @@ async def handle(proxy: ServerContext, scope: Scope, receive: Receive, send: Sen
         raise OAuthError("invalid_request", "registration takes a POST", status=405)
     client = scope.get("client")
     address = str(client[0]) if client else "unknown"
-    wait = proxy.registration_limiter.allow(address)
+    wait = await proxy.registration_limiter.allow(address)
     if wait is not None:
         raise OAuthError(
             "temporarily_unavailable",

@@ -2,7 +2,8 @@
 
 Client authentication (RFC 6749 § 2.3) by the method the client registered: ``none``
 (public: the ``client_id`` in the form, PKCE is the proof), ``client_secret_basic`` or
-``client_secret_post`` (secrets compared in constant time). The code is taken once
+``client_secret_post`` (secrets compared in constant time), or ``private_key_jwt`` for a
+client metadata document's client (:mod:`..client_auth`). The code is taken once
 (OAuth 2.1 § 4.1.3: single use), must belong to this client and ``redirect_uri``, and the
 ``code_verifier`` must hash to its challenge (RFC 7636 § 4.6). A refresh token is taken
 once too and replaced by a new one (OAuth 2.1 § 4.3.1, rotation for public clients);
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote_plus
 
 from ...client.pkce import s256
+from ..client_auth import ASSERTION_TYPE, asserted_client, document_client, verify_assertion
 from ..http import BadRequest, OAuthError, Receive, Scope, Send, form, header, send_json
 from ..storage import RefreshGrant, RegisteredClient
 
@@ -47,7 +49,15 @@ async def authenticate_client(
     client_id = fields.get("client_id")
     secret: str | None = None
     method = "none"
-    if basic is not None:
+    assertion = fields.get("client_assertion")
+    if assertion is not None or "client_assertion_type" in fields:
+        # RFC 7523 § 2.2; RFC 6749 § 2.3: one authentication method per request.
+        if basic is not None or "client_secret" in fields:
+            raise _invalid_client("more than one client authentication method")
+        if assertion is None or fields.get("client_assertion_type") != ASSERTION_TYPE:
+            raise _invalid_client(f"client_assertion_type must be {ASSERTION_TYPE}")
+        method = "private_key_jwt"
+    elif basic is not None:
         kind, _, value = basic.partition(" ")
         if kind.lower() != "basic":
             raise _invalid_client("unsupported authorization scheme")
@@ -65,14 +75,23 @@ async def authenticate_client(
         )
     elif "client_secret" in fields:
         secret, method = fields["client_secret"], "client_secret_post"
+    if not client_id and assertion is not None:
+        client_id = asserted_client(assertion)  # RFC 7521 § 4.2: the assertion names it
     if not client_id:
         raise _invalid_client("client_id is required")
+    address = str(scope["client"][0]) if scope.get("client") else "unknown"
     client = await proxy.storage.load_client(client_id)
+    if client is None:
+        # A metadata document's record expires (its cache); the client stays valid.
+        client = await document_client(proxy, client_id, address)
     if client is None:
         raise _invalid_client("unknown client")
     expected = client.token_endpoint_auth_method
     if method != expected:
         raise _invalid_client(f"this client authenticates with {expected}")
+    if method == "private_key_jwt":
+        assert assertion is not None
+        return await verify_assertion(proxy, client, assertion, address)
     if expected != "none" and not hmac.compare_digest(
         (secret or "").encode(), (client.client_secret or "").encode()
     ):

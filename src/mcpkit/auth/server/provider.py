@@ -13,17 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ...errors import MCPKitError
+from ...errors import UpstreamError
 
 __all__ = ["UpstreamError", "UpstreamGrant", "UpstreamIdentity", "UpstreamProvider"]
-
-
-class UpstreamError(MCPKitError):
-    """The identity provider refused or failed the sign-in (never echoed with secrets)."""
-
-    def __init__(self, message: str, *, error: str = "server_error") -> None:
-        super().__init__(message)
-        self.error = error
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

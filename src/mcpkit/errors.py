@@ -32,8 +32,6 @@ Hierarchy, split by who must act::
     │                                 for this server (HTTP: 401 invalid_token)
     ├── VerifierUnavailable           a token could not be checked (JWKS or introspection
     │                                 endpoint down): HTTP 503, never a pass
-    ├── UpstreamError                 the identity provider behind mcpkit's authorization
-    │                                 server refused or failed (sign-in, its tokens)
     ├── ToolError                     raised inside a tool: becomes ``isError: true``
     │   └── ToolCallError             a client called a tool that answered ``isError: true``
     │
@@ -131,7 +129,6 @@ __all__ = [
     "ToolCallError",
     "ToolError",
     "Unreachable",
-    "UpstreamError",
     "UriTemplateError",
     "VerifierUnavailable",
     "shutting_down_error",
@@ -373,17 +370,6 @@ class VerifierUnavailable(MCPKitError):
     Not the token's fault, so not a 401 (which would send the client to get a new token):
     the HTTP layer answers ``503`` and logs the cause. The request never runs unverified.
     """
-
-
-class UpstreamError(MCPKitError):
-    """The identity provider behind mcpkit's authorization server refused or failed: the
-    sign-in, a refresh, or the user's provider token asked for (``ctx.auth.upstream_token()``)
-    when the grant is gone. ``error`` is the OAuth error code the MCP client hears; the
-    message never holds a secret."""
-
-    def __init__(self, message: str, *, error: str = "server_error") -> None:
-        super().__init__(message)
-        self.error = error
 
 
 class StoreUnavailable(MCPKitError):

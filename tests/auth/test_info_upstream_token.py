@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mcpkit.auth import AuthInfo
-from mcpkit.errors import UpstreamError
+from mcpkit.auth.server import UpstreamError
 
 
 async def test_a_token_of_another_verifier_has_no_upstream_token() -> None:

@@ -23,9 +23,15 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ..errors import UpstreamError
+from ..errors import MCPKitError
 
-__all__ = ["AUTH_SCOPE_KEY", "RESOURCE_METADATA_SCOPE_KEY", "AuthInfo", "UpstreamTokenSource"]
+__all__ = [
+    "AUTH_SCOPE_KEY",
+    "RESOURCE_METADATA_SCOPE_KEY",
+    "AuthInfo",
+    "UpstreamError",
+    "UpstreamTokenSource",
+]
 
 AUTH_SCOPE_KEY: Final = "mcpkit.auth"
 """ASGI scope key of the request's :class:`AuthInfo` (absent or None: unauthenticated)."""
@@ -33,6 +39,17 @@ AUTH_SCOPE_KEY: Final = "mcpkit.auth"
 RESOURCE_METADATA_SCOPE_KEY: Final = "mcpkit.auth.resource_metadata"
 """ASGI scope key of the protected resource metadata URL, for ``WWW-Authenticate``
 challenges raised after the token was accepted (403 ``insufficient_scope``)."""
+
+
+class UpstreamError(MCPKitError):
+    """The identity provider behind mcpkit's authorization server refused or failed: the
+    sign-in, a refresh, or :meth:`AuthInfo.upstream_token` when the grant is gone or the
+    token is not that server's. ``error`` is the OAuth error code the MCP client hears;
+    the message never holds a secret. (Also ``mcpkit.auth.server.UpstreamError``.)"""
+
+    def __init__(self, message: str, *, error: str = "server_error") -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class UpstreamTokenSource(Protocol):
@@ -106,7 +123,7 @@ class AuthInfo:
         For a token of mcpkit's authorization server (:class:`~mcpkit.auth.server.OAuthProxy`),
         which keeps the provider's tokens server-side: a tool calls the provider's APIs
         on the user's behalf with it. Refreshed at the provider first when it ends within
-        ``margin`` seconds. :class:`~mcpkit.errors.UpstreamError` for any other token, or
+        ``margin`` seconds. :class:`UpstreamError` for any other token, or
         when the grant was revoked, expired or cannot be refreshed.
         """
         source = self.upstream

@@ -150,6 +150,14 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "httpx, which is not installed: pip install 'mcpkit[auth]'",
     ),
     (
+        # The presets package loads the OIDC provider (the other presets build it) first.
+        "mcpkit.auth.server.presets.github",
+        "auth",
+        "httpx",
+        "the authorization server's OIDC provider (mcpkit.auth.server.presets.oidc) needs "
+        "httpx, which is not installed: pip install 'mcpkit[auth]'",
+    ),
+    (
         "mcpkit.auth.server.client_documents",
         "auth",
         "httpx",

@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from ..asgi import WrappingApp, route_path
 from .handlers import authorize, callback, register, revoke, token
 from .http import OAuthError, Receive, Scope, Send, send_json, send_oauth_error
 
@@ -40,15 +41,7 @@ _CORS: Final = [
 ]
 
 
-def _route_path(scope: Scope) -> str:
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
-        return path[len(root) :]
-    return path
-
-
-class AuthServerApp:
+class AuthServerApp(WrappingApp):
     """ASGI: the authorization server's endpoints, then ``app`` (404 without one)."""
 
     def __init__(self, proxy: ServerContext, app: Any = None) -> None:
@@ -66,20 +59,11 @@ class AuthServerApp:
         # The issuer's path: the endpoints live under it (RFC 8414 § 2, the metadata's URLs).
         self._prefix = urlsplit(proxy.issuer).path.rstrip("/")
 
-    def __getattr__(self, name: str) -> Any:
-        app = object.__getattribute__(self, "app")
-        if app is None:
-            raise AttributeError(name)
-        return getattr(app, name)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            if self.app is not None:
-                await self.app(scope, receive, send)
-            elif scope["type"] == "lifespan":
-                await _lifespan(receive, send)
+            await self.pass_through(scope, receive, send)
             return
-        path = _route_path(scope)
+        path = route_path(scope)
         proxy = self.proxy
         endpoint = self._endpoint(path)
         handler = self._handlers.get(endpoint) if endpoint is not None else None
@@ -130,13 +114,3 @@ def _with_cors(send: Send) -> Send:
         await send(message)
 
     return sending
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

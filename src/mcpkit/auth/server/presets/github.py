@@ -15,6 +15,8 @@ GitHub Enterprise Server: ``base_url="https://HOST"``, ``api_url="https://HOST/a
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -180,19 +182,27 @@ class GitHubProvider:
         return answer
 
     async def _api(self, access_token: str, path: str) -> Any:
+        """``GET {api_url}{path}`` as the user: its JSON, bounded in time and size."""
         http = self._http.get()
         request = http.build_request(
             "GET",
             f"{self.api_url}{path}",
             headers={**_API_HEADERS, "authorization": f"Bearer {access_token}"},
         )
+        body = bytearray()
         try:
-            response = await http.send(request)
-            response.raise_for_status()
-            if len(response.content) > _MAX_BYTES:
-                raise UpstreamError(f"GitHub's {path} answer is too large")
-            return response.json()
-        except (httpx.HTTPError, ValueError) as exc:
+            async with asyncio.timeout(self.timeout):
+                response = await http.send(request, stream=True)
+                try:
+                    response.raise_for_status()
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > _MAX_BYTES:
+                            raise ValueError("too large")
+                finally:
+                    await response.aclose()
+            return json.loads(body)
+        except (httpx.HTTPError, ValueError, TimeoutError) as exc:
             raise UpstreamError(
                 f"GitHub's {path} could not be read ({type(exc).__name__})",
                 error="temporarily_unavailable",

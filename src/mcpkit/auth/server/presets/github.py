@@ -22,7 +22,8 @@ from typing import Any, Final
 
 from ...._extras import require_extra
 
-with require_extra("auth", feature="the authorization server's GitHub provider"):
+# As in .oidc: the package's first import meets a missing extra, whichever preset is asked.
+with require_extra("auth", feature="identity provider support (mcpkit.auth.server.presets)"):
     import httpx
 
 from ....errors import ConfigurationError, VerifierUnavailable

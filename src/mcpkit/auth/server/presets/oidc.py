@@ -20,9 +20,9 @@ from urllib.parse import quote, urlencode
 
 from ...._extras import require_extra
 
-with require_extra(
-    "auth", feature="the authorization server's OIDC provider (mcpkit.auth.server.presets.oidc)"
-):
+# The same text in every preset module: importing any of them loads the package, whose
+# first import (not the module asked for) meets the missing extra.
+with require_extra("auth", feature="identity provider support (mcpkit.auth.server.presets)"):
     import httpx
 
 from ....errors import ConfigurationError, InvalidToken, VerifierUnavailable

@@ -17,7 +17,7 @@ import pytest
 
 from mcpkit import Context, MCPServer
 from mcpkit.auth.client import OAuth
-from mcpkit.auth.server import GitHubProvider, OAuthProxy
+from mcpkit.auth.server import GitHubProvider, OAuthProxy, UpstreamError
 from mcpkit.auth.server.presets import github
 from mcpkit.client import Client
 from mcpkit.errors import ConfigurationError
@@ -194,3 +194,25 @@ def test_the_preset_refuses_settings_that_cannot_work() -> None:
         github(client_id="id", client_secret="")
     with pytest.raises(ConfigurationError):
         github(client_id="id", client_secret="s", base_url="http://ghe.example.com")
+
+
+async def test_a_refresh_github_refuses_with_http_200_is_an_upstream_error(
+    expiring: Stack,
+) -> None:
+    browser = FormBrowser(login="hubot")
+    auth = OAuth(authorizer=browser)
+    try:
+        async with Client(url=expiring.mcp_url, auth=auth, timeout=10.0) as client:
+            await client.call_tool("github_login", {})
+    finally:
+        await browser.aclose()
+    ours = await auth.storage.load_tokens(expiring.mcp_url)
+    assert ours is not None
+    # What a tool's ctx.auth is: the AuthInfo the proxy's verifier made of mcpkit's token.
+    info = await expiring.proxy.protected_resource().verify(ours.access_token)
+    kept = await expiring.proxy.storage.load_upstream_tokens(info.claims["mcpkit_grant"])
+    assert kept is not None
+    await expiring.proxy.storage.save_upstream_tokens(replace(kept, access_expires_at=0))
+    expiring.github.refresh_tokens.clear()  # revoked at GitHub: it answers bad_refresh_token
+    with pytest.raises(UpstreamError, match="bad_refresh_token"):
+        await info.upstream_token()

@@ -142,12 +142,15 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "the MCP authorization server's tokens (mcpkit.auth.server.signing) needs joserfc, "
         "which is not installed: pip install 'mcpkit[auth]'",
     ),
-    (
-        "mcpkit.auth.server.presets.oidc",
-        "auth",
-        "httpx",
-        "the authorization server's OIDC provider (mcpkit.auth.server.presets.oidc) needs "
-        "httpx, which is not installed: pip install 'mcpkit[auth]'",
+    *(
+        (
+            f"mcpkit.auth.server.presets.{name}",
+            "auth",
+            "httpx",
+            "identity provider support (mcpkit.auth.server.presets) needs httpx, which is "
+            "not installed: pip install 'mcpkit[auth]'",
+        )
+        for name in ("oidc", "github")
     ),
     (
         "mcpkit.auth.server.client_documents",

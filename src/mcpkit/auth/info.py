@@ -6,6 +6,11 @@ handlers read it as ``ctx.auth`` (also ``ctx.extra.auth_info``, Mastra's
 spelling). Any ASGI middleware in front of mcpkit's app may supply it the same
 way: set ``scope["mcpkit.auth"]`` to an ``AuthInfo`` (or any object with
 ``subject``/``client_id`` attributes) before calling the app.
+
+An ``AuthInfo`` for a token that mcpkit's own authorization server issued (the OAuth
+proxy, :mod:`mcpkit.auth.server`) also reaches the identity provider's token for that
+user, :meth:`AuthInfo.upstream_token`, through the accessor that server's verifier sets:
+nothing here knows the authorization server.
 """
 
 from __future__ import annotations
@@ -14,11 +19,19 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-__all__ = ["AUTH_SCOPE_KEY", "RESOURCE_METADATA_SCOPE_KEY", "AuthInfo"]
+from ..errors import MCPKitError
+
+__all__ = [
+    "AUTH_SCOPE_KEY",
+    "RESOURCE_METADATA_SCOPE_KEY",
+    "AuthInfo",
+    "UpstreamError",
+    "UpstreamTokenSource",
+]
 
 AUTH_SCOPE_KEY: Final = "mcpkit.auth"
 """ASGI scope key of the request's :class:`AuthInfo` (absent or None: unauthenticated)."""
@@ -26,6 +39,24 @@ AUTH_SCOPE_KEY: Final = "mcpkit.auth"
 RESOURCE_METADATA_SCOPE_KEY: Final = "mcpkit.auth.resource_metadata"
 """ASGI scope key of the protected resource metadata URL, for ``WWW-Authenticate``
 challenges raised after the token was accepted (403 ``insufficient_scope``)."""
+
+
+class UpstreamError(MCPKitError):
+    """The identity provider behind mcpkit's authorization server refused or failed: the
+    sign-in, a refresh, or :meth:`AuthInfo.upstream_token` when the grant is gone or the
+    token is not that server's. ``error`` is the OAuth error code the MCP client hears;
+    the message never holds a secret. (Also ``mcpkit.auth.server.UpstreamError``.)"""
+
+    def __init__(self, message: str, *, error: str = "server_error") -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class UpstreamTokenSource(Protocol):
+    """Where :meth:`AuthInfo.upstream_token` gets the provider's token for a user
+    (``OAuthProxy.upstream_token`` is one): refreshed when it ends within ``margin`` s."""
+
+    def __call__(self, auth: AuthInfo, /, *, margin: float) -> Awaitable[str]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +68,8 @@ class AuthInfo:
     ``issuer`` the authorization server, ``scopes`` what was granted,
     ``expires_at`` a Unix time or None, ``resource`` the audience the token was
     issued for (RFC 8707), ``claims`` every claim or introspection field as given.
+    ``upstream``: set by mcpkit's authorization server on its own tokens, for
+    :meth:`upstream_token` (None elsewhere).
     """
 
     token: str = field(repr=False)
@@ -50,6 +83,7 @@ class AuthInfo:
     # principal's memo: verifiers hand out one AuthInfo per cached token, so a
     # request costs an attribute read, not a JSON dump (sessions check it each request).
     _principal: str | None = field(default=None, init=False, repr=False, compare=False)
+    upstream: UpstreamTokenSource | None = field(default=None, repr=False, compare=False)
 
     @property
     def principal(self) -> str:
@@ -82,6 +116,23 @@ class AuthInfo:
             principal = json.dumps(who, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             object.__setattr__(self, "_principal", principal)
         return principal
+
+    async def upstream_token(self, *, margin: float = 30.0) -> str:
+        """The identity provider's access token for this user (``await ctx.auth.upstream_token()``).
+
+        For a token of mcpkit's authorization server (:class:`~mcpkit.auth.server.OAuthProxy`),
+        which keeps the provider's tokens server-side: a tool calls the provider's APIs
+        on the user's behalf with it. Refreshed at the provider first when it ends within
+        ``margin`` seconds. :class:`UpstreamError` for any other token, or
+        when the grant was revoked, expired or cannot be refreshed.
+        """
+        source = self.upstream
+        if source is None:
+            raise UpstreamError(
+                "this token was not issued by an mcpkit authorization server: "
+                "no identity provider token is kept for it"
+            )
+        return await source(self, margin=margin)
 
     def has_scopes(self, needed: Iterable[str]) -> bool:
         """True when every scope in ``needed`` was granted."""

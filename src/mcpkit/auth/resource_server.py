@@ -45,6 +45,7 @@ from ..errors import (
     InvalidToken,
     VerifierUnavailable,
 )
+from .asgi import WrappingApp, route_path
 from .challenge import www_authenticate
 from .info import AUTH_SCOPE_KEY, RESOURCE_METADATA_SCOPE_KEY, AuthInfo
 from .resource_config import WELL_KNOWN_PATH, metadata_url_for, scope_problems, url_problem
@@ -345,7 +346,7 @@ class ProtectedResource:
         return ProtectedApp(self, app, tuple(paths))
 
 
-class ProtectedApp:
+class ProtectedApp(WrappingApp):
     """An ASGI app: the metadata documents, then the token check, then the wrapped app.
 
     The wrapped app's attributes stay reachable through this one (``sse_path``,
@@ -373,23 +374,14 @@ class ProtectedApp:
         # One set for the hot path: a request outside it pays a single lookup, as before.
         self._open_paths = metadata | self._public_paths
 
-    def __getattr__(self, name: str) -> Any:
-        app = object.__getattribute__(self, "app")
-        if app is None:
-            raise AttributeError(name)
-        return getattr(app, name)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            if self.app is not None:
-                await self.app(scope, receive, send)
-            elif scope["type"] == "lifespan":
-                await _bare_lifespan(receive, send)
+            await self.pass_through(scope, receive, send)
             return
         paths = self._open_paths
         # Relative to the mount (an app under a prefix), or the full path (metadata_app()
         # mounted at "/.well-known" by a framework that keeps the full path in "path").
-        path = _route_path(scope)
+        path = route_path(scope)
         if path in paths or scope["path"] in paths:
             if path in self._public_paths and self.app is not None:  # a probe, a public route
                 await self.app(scope, receive, send)
@@ -535,15 +527,6 @@ async def send_insufficient_scope(
 _JSON_CT: Final = (b"content-type", b"application/json")
 
 
-def _route_path(scope: Scope) -> str:
-    """The path relative to where the app is mounted (``root_path``)."""
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
-        return path[len(root) :]
-    return path
-
-
 def _error_body(code: int, message: str) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
 
@@ -569,13 +552,3 @@ async def _respond(
     out = [(b"content-length", str(size).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _bare_lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

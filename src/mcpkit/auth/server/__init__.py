@@ -29,6 +29,7 @@ from ..._lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "OAuthProxy": ".proxy",
     "OIDCProvider": ".presets.oidc",
+    "GitHubProvider": ".presets.github",
     "UpstreamProvider": ".provider",
     "UpstreamIdentity": ".provider",
     "UpstreamError": ".provider",
@@ -43,6 +44,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AuthServerStorage",
     "EncryptedStorage",
+    "GitHubProvider",
     "MemoryAuthServerStorage",
     "OAuthProxy",
     "OIDCProvider",
@@ -58,6 +60,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
 
 if TYPE_CHECKING:
     from .encryption import EncryptedStorage
+    from .presets.github import GitHubProvider
     from .presets.oidc import OIDCProvider
     from .provider import UpstreamError, UpstreamGrant, UpstreamIdentity, UpstreamProvider
     from .proxy import OAuthProxy

@@ -7,13 +7,19 @@ handlers and every other path to the wrapped app (the MCP app behind its
 package sits below the transports. An :class:`~.http.OAuthError` becomes its RFC 6749
 § 5.2 answer; anything else is logged and answered ``500 server_error`` without detail.
 The JSON endpoints answer CORS preflights (browser-based MCP clients).
+
+An issuer with a path (``https://example.com/tenant1``) serves its endpoints under that
+path (``/tenant1/authorize``...) and its metadata where RFC 8414 § 3.1 puts it, the
+path after the well-known name (``/.well-known/oauth-authorization-server/tenant1``).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
+from ..asgi import WrappingApp, route_path
 from .handlers import authorize, callback, register, revoke, token
 from .http import OAuthError, Receive, Scope, Send, send_json, send_oauth_error
 
@@ -35,15 +41,7 @@ _CORS: Final = [
 ]
 
 
-def _route_path(scope: Scope) -> str:
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
-        return path[len(root) :]
-    return path
-
-
-class AuthServerApp:
+class AuthServerApp(WrappingApp):
     """ASGI: the authorization server's endpoints, then ``app`` (404 without one)."""
 
     def __init__(self, proxy: ServerContext, app: Any = None) -> None:
@@ -57,46 +55,39 @@ class AuthServerApp:
             "/register": register.handle,
             "/revoke": revoke.handle,
         }
-        self._cors_paths = frozenset(
-            {"/token", "/register", "/revoke", "/jwks", *proxy.metadata_paths}
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        app = object.__getattribute__(self, "app")
-        if app is None:
-            raise AttributeError(name)
-        return getattr(app, name)
+        self._cors_endpoints = frozenset({"/token", "/register", "/revoke", "/jwks"})
+        # The issuer's path: the endpoints live under it (RFC 8414 § 2, the metadata's URLs).
+        self._prefix = urlsplit(proxy.issuer).path.rstrip("/")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            if self.app is not None:
-                await self.app(scope, receive, send)
-            elif scope["type"] == "lifespan":
-                await _lifespan(receive, send)
+            await self.pass_through(scope, receive, send)
             return
-        path = _route_path(scope)
+        path = route_path(scope)
         proxy = self.proxy
-        handler = self._handlers.get(path)
-        if handler is None and path not in self._cors_paths:
+        endpoint = self._endpoint(path)
+        handler = self._handlers.get(endpoint) if endpoint is not None else None
+        is_metadata = path in proxy.metadata_paths
+        cors = is_metadata or endpoint in self._cors_endpoints
+        if handler is None and not cors:
             if self.app is None:
                 await send_json(send, 404, {"error": "not_found"})
                 return
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "OPTIONS" and path in self._cors_paths:
+        if scope["method"] == "OPTIONS" and cors:
             await send_json(send, 204, {}, headers=[*_CORS, (b"access-control-max-age", b"86400")])
             return
         try:
-            if path in proxy.metadata_paths:
+            if is_metadata:
                 await send_json(
                     send, 200, proxy.metadata(), headers=_CORS, cache=b"public, max-age=300"
                 )
-            elif path == "/jwks":
+            elif endpoint == "/jwks":
                 await send_json(
                     send, 200, proxy.signer.jwks(), headers=_CORS, cache=b"public, max-age=300"
                 )
             elif handler is not None:
-                cors = path in self._cors_paths
                 await handler(proxy, scope, receive, _with_cors(send) if cors else send)
         except OAuthError as exc:
             await send_oauth_error(_with_cors(send), exc)
@@ -106,6 +97,15 @@ class AuthServerApp:
                 send, 500, {"error": "server_error", "error_description": "internal error"}
             )
 
+    def _endpoint(self, path: str) -> str | None:
+        """``path`` as an endpoint below the issuer (``/authorize``), or None: not below it."""
+        prefix = self._prefix
+        if not prefix:
+            return path
+        if path.startswith(prefix) and path[len(prefix) : len(prefix) + 1] == "/":
+            return path[len(prefix) :]
+        return None
+
 
 def _with_cors(send: Send) -> Send:
     async def sending(message: dict[str, Any]) -> None:
@@ -114,13 +114,3 @@ def _with_cors(send: Send) -> Send:
         await send(message)
 
     return sending
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

@@ -4,7 +4,8 @@ An :class:`UpstreamProvider` knows the provider's authorization URL and how to t
 code it sends to mcpkit's fixed callback into an :class:`UpstreamIdentity` (who signed
 in, and the provider's tokens, which stay server-side). mcpkit is the provider's one
 pre-registered confidential client; the MCP clients never see it. Presets live in
-:mod:`.presets` (generic OIDC discovery first).
+:mod:`.presets`: generic OIDC discovery, and GitHub, which speaks OAuth 2.0 without
+OpenID Connect (no ID token: the ``nonce`` is ignored and the user comes from its API).
 """
 
 from __future__ import annotations
@@ -13,17 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ...errors import MCPKitError
+from ..info import UpstreamError
 
 __all__ = ["UpstreamError", "UpstreamGrant", "UpstreamIdentity", "UpstreamProvider"]
-
-
-class UpstreamError(MCPKitError):
-    """The identity provider refused or failed the sign-in (never echoed with secrets)."""
-
-    def __init__(self, message: str, *, error: str = "server_error") -> None:
-        super().__init__(message)
-        self.error = error
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,8 +28,10 @@ from typing import Any
 from ..._buckets import BucketStore, MemoryBuckets
 from ...errors import ConfigurationError
 from ..info import AuthInfo
+from ..jwt import JWTVerifier
 from ..resource_config import url_problem
 from ..resource_server import ProtectedResource
+from ..token_cache import TokenCache
 from .app import AuthServerApp
 from .client_auth import assertion_metadata
 from .client_documents import ClientDocuments
@@ -42,7 +44,7 @@ from .provider import UpstreamError, UpstreamProvider
 from .signing import TokenSigner
 from .storage import AuthServerStorage, MemoryAuthServerStorage
 
-__all__ = ["CALLBACK_PATH", "OAuthProxy", "ProxiedResource"]
+__all__ = ["CALLBACK_PATH", "OAuthProxy", "OwnTokenVerifier", "ProxiedResource"]
 
 
 class OAuthProxy:
@@ -161,7 +163,7 @@ class OAuthProxy:
             self,
             resource=self.resource,
             authorization_servers=[self.issuer],
-            verifier=self.signer.verifier(audience=self.resource),
+            verifier=OwnTokenVerifier(self),
             **options,
         )
 
@@ -172,7 +174,8 @@ class OAuthProxy:
     async def upstream_token(self, auth: AuthInfo | None, *, margin: float = 30.0) -> str:
         """The identity provider's access token for the user behind ``auth`` (``ctx.auth``).
 
-        For tools that call the provider's APIs on the user's behalf; the token never
+        ``await ctx.auth.upstream_token()`` is the same call (:class:`OwnTokenVerifier`
+        links this server's tokens to it). For tools that call the provider's APIs on the user's behalf; the token never
         leaves the server. Refreshed first (and the new tokens kept) when it expires
         within ``margin`` seconds. :class:`UpstreamError` when ``auth`` is not a token
         of this server or the grant was revoked, expired, or cannot be refreshed.
@@ -229,3 +232,34 @@ class ProxiedResource(ProtectedResource):
 
     def protect(self, app: Any, *, paths: Iterable[str] = ()) -> Any:
         return AuthServerApp(self.proxy, super().protect(app, paths=paths))
+
+
+class OwnTokenVerifier:
+    """The check of this server's own access tokens, whose :class:`AuthInfo` carries
+    :meth:`OAuthProxy.upstream_token` as its ``upstream`` accessor, so a tool asks
+    ``await ctx.auth.upstream_token()`` without holding the proxy.
+
+    The JWT check is :meth:`TokenSigner.verifier`'s; the results are cached here (by
+    token, until its ``exp`` or ``cache_ttl``) with the accessor already set, so a
+    repeated token still costs one lookup and keeps its memoised principal.
+    """
+
+    __slots__ = ("_cache", "_jwt", "_source", "cache_ttl")
+
+    def __init__(
+        self, proxy: OAuthProxy, *, cache_size: int = 10_000, cache_ttl: float = 300.0
+    ) -> None:
+        self._jwt: JWTVerifier = proxy.signer.verifier(audience=proxy.resource, cache_size=0)
+        self._source = proxy.upstream_token
+        self._cache: TokenCache[AuthInfo] = TokenCache(cache_size)
+        self.cache_ttl = cache_ttl
+
+    async def verify(self, token: str) -> AuthInfo:
+        now = time.time()
+        cached = self._cache.get(token, now=now)
+        if cached is not None:
+            return cached
+        info = replace(await self._jwt.verify(token), upstream=self._source)
+        if info.expires_at is not None:
+            self._cache.put(token, info, until=min(info.expires_at, now + self.cache_ttl))
+        return info

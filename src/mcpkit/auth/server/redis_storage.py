@@ -17,8 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 from ..._extras import require_extra
 
@@ -32,12 +31,15 @@ from .storage import (
     AuthCode,
     Consent,
     FlowTransaction,
+    Record,
     RefreshGrant,
     RegisteredClient,
     UpstreamTokens,
 )
 
 __all__ = ["RedisAuthServerStorage"]
+
+R = TypeVar("R", bound=Record)
 
 
 def _ms(expires_at: float | None) -> int | None:
@@ -81,61 +83,50 @@ class RedisAuthServerStorage:
     def _key(self, kind: str, key: str) -> str:
         return f"{self.prefix}{kind}:{key}"
 
-    async def _put(self, key: str, data: dict[str, Any], expires_at: float | None) -> None:
+    async def _put(self, key: str, record: Record, expires_at: float | None) -> None:
         ms = _ms(expires_at)
         if ms is not None and ms <= 0:
             await self.redis.delete(key)  # already expired: nothing to keep
             return
-        await self.redis.set(key, json.dumps(data, separators=(",", ":")), px=ms)
+        await self.redis.set(key, json.dumps(record.to_json(), separators=(",", ":")), px=ms)
 
-    async def _get(self, key: str) -> dict[str, Any] | None:
-        raw = await self.redis.get(key)
-        return None if raw is None else dict(json.loads(raw))
-
-    async def _take(self, key: str) -> dict[str, Any] | None:
-        raw = await self.redis.getdel(key)
-        return None if raw is None else dict(json.loads(raw))
-
-    @staticmethod
-    def _alive(data: dict[str, Any] | None) -> dict[str, Any] | None:
-        # Redis expires at millisecond precision, a little after the record's own time.
-        if data is None:
+    async def _get(self, key: str, kind: type[R], *, take: bool = False) -> R | None:
+        raw = await (self.redis.getdel(key) if take else self.redis.get(key))
+        if raw is None:
             return None
+        data = dict(json.loads(raw))
+        # Redis expires at millisecond precision, a little after the record's own time.
         expires_at = data.get("expires_at")
-        return data if expires_at is None or time.time() < expires_at else None
+        if expires_at is not None and time.time() >= expires_at:
+            return None
+        return kind.from_json(data)
 
     # -- the protocol -----------------------------------------------------------------------
 
     async def save_client(self, client: RegisteredClient) -> None:
-        await self._put(self._key("client", client.client_id), client.to_json(), client.expires_at)
+        await self._put(self._key("client", client.client_id), client, client.expires_at)
 
     async def load_client(self, client_id: str) -> RegisteredClient | None:
-        data = self._alive(await self._get(self._key("client", client_id)))
-        return None if data is None else RegisteredClient.from_json(data)
+        return await self._get(self._key("client", client_id), RegisteredClient)
 
     async def save_transaction(self, key: str, tx: FlowTransaction) -> None:
-        await self._put(self._key("tx", key), tx.to_json(), tx.expires_at)
+        await self._put(self._key("tx", key), tx, tx.expires_at)
 
     async def load_transaction(self, key: str) -> FlowTransaction | None:
-        data = self._alive(await self._get(self._key("tx", key)))
-        return None if data is None else FlowTransaction.from_json(data)
+        return await self._get(self._key("tx", key), FlowTransaction)
 
     async def take_transaction(self, key: str) -> FlowTransaction | None:
-        data = self._alive(await self._take(self._key("tx", key)))
-        return None if data is None else FlowTransaction.from_json(data)
+        return await self._get(self._key("tx", key), FlowTransaction, take=True)
 
     async def save_code(self, code: str, record: AuthCode) -> None:
-        await self._put(
-            self._key("code", token_digest(code).hex()), record.to_json(), record.expires_at
-        )
+        await self._put(self._key("code", token_digest(code).hex()), record, record.expires_at)
 
     async def take_code(self, code: str) -> AuthCode | None:
-        data = self._alive(await self._take(self._key("code", token_digest(code).hex())))
-        return None if data is None else AuthCode.from_json(data)
+        return await self._get(self._key("code", token_digest(code).hex()), AuthCode, take=True)
 
     async def save_refresh_token(self, token: str, record: RefreshGrant) -> None:
         digest = token_digest(token).hex()
-        await self._put(self._key("rt", digest), record.to_json(), record.expires_at)
+        await self._put(self._key("rt", digest), record, record.expires_at)
         index = self._key("grant-rt", record.grant_id)
         await self.redis.sadd(index, digest)
         ms = _ms(record.expires_at)
@@ -145,36 +136,28 @@ class RedisAuthServerStorage:
                 await self.redis.pexpire(index, ms)
 
     async def take_refresh_token(self, token: str) -> RefreshGrant | None:
-        data = self._alive(await self._take(self._key("rt", token_digest(token).hex())))
-        return None if data is None else RefreshGrant.from_json(data)
+        key = self._key("rt", token_digest(token).hex())
+        return await self._get(key, RefreshGrant, take=True)
 
     def _consent_key(self, subject: str, client_id: str) -> str:
         pair = json.dumps([subject, client_id]).encode()
         return self._key("consent", hashlib.sha256(pair).hexdigest())
 
     async def save_consent(self, consent: Consent) -> None:
-        data = asdict(consent)
-        data["scopes"] = list(consent.scopes)
-        await self._put(
-            self._consent_key(consent.subject, consent.client_id), data, consent.expires_at
-        )
+        key = self._consent_key(consent.subject, consent.client_id)
+        await self._put(key, consent, consent.expires_at)
 
     async def load_consent(self, subject: str, client_id: str) -> Consent | None:
-        data = self._alive(await self._get(self._consent_key(subject, client_id)))
-        if data is None:
-            return None
-        data["scopes"] = tuple(data.get("scopes") or ())
-        return Consent(**data)
+        return await self._get(self._consent_key(subject, client_id), Consent)
 
     async def revoke_consent(self, subject: str, client_id: str) -> None:
         await self.redis.delete(self._consent_key(subject, client_id))
 
     async def save_upstream_tokens(self, tokens: UpstreamTokens) -> None:
-        await self._put(self._key("upstream", tokens.grant_id), asdict(tokens), tokens.expires_at)
+        await self._put(self._key("upstream", tokens.grant_id), tokens, tokens.expires_at)
 
     async def load_upstream_tokens(self, grant_id: str) -> UpstreamTokens | None:
-        data = self._alive(await self._get(self._key("upstream", grant_id)))
-        return None if data is None else UpstreamTokens(**data)
+        return await self._get(self._key("upstream", grant_id), UpstreamTokens)
 
     async def revoke_grant(self, grant_id: str) -> None:
         index = self._key("grant-rt", grant_id)

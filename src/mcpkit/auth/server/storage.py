@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..claims import token_digest
 
@@ -24,8 +25,10 @@ __all__ = [
     "AuthCode",
     "AuthServerStorage",
     "Consent",
+    "ExpiringMap",
     "FlowTransaction",
     "MemoryAuthServerStorage",
+    "Record",
     "RefreshGrant",
     "RegisteredClient",
     "UpstreamTokens",
@@ -36,9 +39,37 @@ def _alive(expires_at: float | None, now: float | None = None) -> bool:
     return expires_at is None or (time.time() if now is None else now) < expires_at
 
 
+class Record:
+    """A stored record's plain-dict form (JSON: tuples as lists), for every record kind.
+
+    ``TUPLES`` names the fields held as tuples, turned back into tuples when read.
+    """
+
+    __slots__ = ()
+    TUPLES: ClassVar[tuple[str, ...]] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # subclasses are dataclasses
+        for name in self.TUPLES:
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_json(cls: type[R], data: dict[str, Any]) -> R:
+        data = dict(data)
+        for name in cls.TUPLES:
+            data[name] = tuple(data.get(name) or ())
+        return cls(**data)
+
+
+R = TypeVar("R", bound=Record)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RegisteredClient:
+class RegisteredClient(Record):
     """An MCP client registered with this server (RFC 7591), by ``client_id``."""
+
+    TUPLES = ("redirect_uris", "grant_types")
 
     client_id: str
     client_secret: str | None = field(default=None, repr=False)
@@ -51,28 +82,17 @@ class RegisteredClient:
     expires_at: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["redirect_uris"] = list(self.redirect_uris)
-        data["grant_types"] = list(self.grant_types)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RegisteredClient:
-        data = dict(data)
-        data["redirect_uris"] = tuple(data.get("redirect_uris") or ())
-        data["grant_types"] = tuple(data.get("grant_types") or ())
-        return cls(**data)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FlowTransaction:
+class FlowTransaction(Record):
     """An authorization request between ``/authorize`` and the upstream callback.
 
     Keyed by ``id`` (the consent form's reference) until approved, then by the
     ``upstream_state`` sent to the identity provider. ``csrf`` is the consent form's
     token; ``upstream_verifier`` and ``nonce`` bind the upstream leg (PKCE, OIDC).
     """
+
+    TUPLES = ("scopes",)
 
     id: str
     client_id: str
@@ -88,25 +108,16 @@ class FlowTransaction:
     nonce: str | None = field(default=None, repr=False)
     known_subject: str | None = None  # consent was remembered for this user
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["scopes"] = list(self.scopes)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FlowTransaction:
-        data = dict(data)
-        data["scopes"] = tuple(data.get("scopes") or ())
-        return cls(**data)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AuthCode:
+class AuthCode(Record):
     """An authorization code this server issued to an MCP client (short-lived, single-use).
 
     ``used``: a redeemed code's tombstone, kept until the code would have expired, so a
     second redemption is recognised as a replay (and ends the grant).
     """
+
+    TUPLES = ("scopes",)
 
     client_id: str
     redirect_uri: str
@@ -119,24 +130,15 @@ class AuthCode:
     claims: dict[str, Any] = field(default_factory=dict, repr=False)
     used: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["scopes"] = list(self.scopes)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> AuthCode:
-        data = dict(data)
-        data["scopes"] = tuple(data.get("scopes") or ())
-        return cls(**data)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RefreshGrant:
+class RefreshGrant(Record):
     """What a refresh token stands for: the grant it renews (rotated on every use).
 
     ``used``: a rotated token's tombstone, so its reuse is recognised as a replay.
     """
+
+    TUPLES = ("scopes",)
 
     client_id: str
     scopes: tuple[str, ...]
@@ -147,21 +149,12 @@ class RefreshGrant:
     claims: dict[str, Any] = field(default_factory=dict, repr=False)
     used: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["scopes"] = list(self.scopes)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RefreshGrant:
-        data = dict(data)
-        data["scopes"] = tuple(data.get("scopes") or ())
-        return cls(**data)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Consent:
+class Consent(Record):
     """A user's approval of a client for some scopes (remembered, revocable)."""
+
+    TUPLES = ("scopes",)
 
     subject: str
     client_id: str
@@ -170,7 +163,7 @@ class Consent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UpstreamTokens:
+class UpstreamTokens(Record):
     """The identity provider's tokens for one grant, kept server-side only: never passed
     through to MCP clients (MCP authorization § access token privilege restriction)."""
 
@@ -209,9 +202,49 @@ class AuthServerStorage(Protocol):
         ...
 
 
-def _sweep(table: Any, now: float) -> None:
-    for key in [k for k, v in table.items() if not _alive(v.expires_at, now)]:
-        del table[key]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V", bound="_Expiring")
+
+
+class _Expiring(Protocol):
+    @property
+    def expires_at(self) -> float | None: ...
+
+
+class ExpiringMap(Generic[K, V]):
+    """``key -> record`` where a record past its ``expires_at`` is never handed out
+    (dropped when read, or by :meth:`sweep`)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[K, V] = {}
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        return value if value is not None and _alive(value.expires_at) else None
+
+    def take(self, key: K) -> V | None:
+        """The record under ``key``, removed in the same step (single use)."""
+        value = self._items.pop(key, None)
+        return value if value is not None and _alive(value.expires_at) else None
+
+    def drop(self, key: K) -> None:
+        self._items.pop(key, None)
+
+    def drop_where(self, doomed: Callable[[V], bool]) -> None:
+        for key in [k for k, v in self._items.items() if doomed(v)]:
+            del self._items[key]
+
+    def sweep(self, now: float) -> None:
+        """Forget the records expired at ``now``."""
+        self.drop_where(lambda value: not _alive(value.expires_at, now))
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class MemoryAuthServerStorage:
@@ -219,113 +252,84 @@ class MemoryAuthServerStorage:
     dropped when read and swept every ``sweep_every`` writes."""
 
     def __init__(self, *, sweep_every: int = 256) -> None:
-        self._clients: dict[str, RegisteredClient] = {}
-        self._transactions: dict[str, FlowTransaction] = {}
-        self._codes: dict[bytes, AuthCode] = {}
-        self._refresh: dict[bytes, RefreshGrant] = {}
-        self._consent: dict[tuple[str, str], Consent] = {}
-        self._upstream: dict[str, UpstreamTokens] = {}
+        self._clients: ExpiringMap[str, RegisteredClient] = ExpiringMap()
+        self._transactions: ExpiringMap[str, FlowTransaction] = ExpiringMap()
+        self._codes: ExpiringMap[bytes, AuthCode] = ExpiringMap()
+        self._refresh: ExpiringMap[bytes, RefreshGrant] = ExpiringMap()
+        self._consent: ExpiringMap[tuple[str, str], Consent] = ExpiringMap()
+        self._upstream: ExpiringMap[str, UpstreamTokens] = ExpiringMap()
+        self._tables: tuple[ExpiringMap[Any, Any], ...] = (
+            self._clients, self._transactions, self._codes, self._refresh, self._consent,
+            self._upstream,
+        )  # fmt: skip
         self._lock = asyncio.Lock()
         self._writes = 0
         self._sweep_every = sweep_every
 
-    def _wrote(self) -> None:
-        self._writes += 1
-        if self._writes % self._sweep_every:
-            return
-        now = time.time()
-        for table in (
-            self._clients,
-            self._transactions,
-            self._codes,
-            self._refresh,
-            self._consent,
-            self._upstream,
-        ):
-            _sweep(table, now)
+    async def _put(self, table: ExpiringMap[K, V], key: K, value: V) -> None:
+        async with self._lock:
+            table.put(key, value)
+            self._writes += 1
+            if not self._writes % self._sweep_every:
+                now = time.time()
+                for each in self._tables:
+                    each.sweep(now)
+
+    async def _take(self, table: ExpiringMap[K, V], key: K) -> V | None:
+        async with self._lock:
+            return table.take(key)
 
     async def save_client(self, client: RegisteredClient) -> None:
-        async with self._lock:
-            self._clients[client.client_id] = client
-            self._wrote()
+        await self._put(self._clients, client.client_id, client)
 
     async def load_client(self, client_id: str) -> RegisteredClient | None:
-        client = self._clients.get(client_id)
-        return client if client is not None and _alive(client.expires_at) else None
+        return self._clients.get(client_id)
 
     async def save_transaction(self, key: str, tx: FlowTransaction) -> None:
-        async with self._lock:
-            self._transactions[key] = tx
-            self._wrote()
+        await self._put(self._transactions, key, tx)
 
     async def load_transaction(self, key: str) -> FlowTransaction | None:
-        tx = self._transactions.get(key)
-        return tx if tx is not None and _alive(tx.expires_at) else None
+        return self._transactions.get(key)
 
     async def take_transaction(self, key: str) -> FlowTransaction | None:
-        async with self._lock:
-            tx = self._transactions.pop(key, None)
-        return tx if tx is not None and _alive(tx.expires_at) else None
+        return await self._take(self._transactions, key)
 
     async def save_code(self, code: str, record: AuthCode) -> None:
-        async with self._lock:
-            self._codes[token_digest(code)] = record
-            self._wrote()
+        await self._put(self._codes, token_digest(code), record)
 
     async def take_code(self, code: str) -> AuthCode | None:
-        async with self._lock:
-            record = self._codes.pop(token_digest(code), None)
-        return record if record is not None and _alive(record.expires_at) else None
+        return await self._take(self._codes, token_digest(code))
 
     async def save_refresh_token(self, token: str, record: RefreshGrant) -> None:
-        async with self._lock:
-            self._refresh[token_digest(token)] = record
-            self._wrote()
+        await self._put(self._refresh, token_digest(token), record)
 
     async def take_refresh_token(self, token: str) -> RefreshGrant | None:
-        async with self._lock:
-            record = self._refresh.pop(token_digest(token), None)
-        return record if record is not None and _alive(record.expires_at) else None
+        return await self._take(self._refresh, token_digest(token))
 
     async def save_consent(self, consent: Consent) -> None:
-        async with self._lock:
-            self._consent[(consent.subject, consent.client_id)] = consent
-            self._wrote()
+        await self._put(self._consent, (consent.subject, consent.client_id), consent)
 
     async def load_consent(self, subject: str, client_id: str) -> Consent | None:
-        consent = self._consent.get((subject, client_id))
-        return consent if consent is not None and _alive(consent.expires_at) else None
+        return self._consent.get((subject, client_id))
 
     async def revoke_consent(self, subject: str, client_id: str) -> None:
         async with self._lock:
-            self._consent.pop((subject, client_id), None)
+            self._consent.drop((subject, client_id))
 
     async def save_upstream_tokens(self, tokens: UpstreamTokens) -> None:
-        async with self._lock:
-            self._upstream[tokens.grant_id] = tokens
-            self._wrote()
+        await self._put(self._upstream, tokens.grant_id, tokens)
 
     async def load_upstream_tokens(self, grant_id: str) -> UpstreamTokens | None:
-        tokens = self._upstream.get(grant_id)
-        return tokens if tokens is not None and _alive(tokens.expires_at) else None
+        return self._upstream.get(grant_id)
 
     async def revoke_grant(self, grant_id: str) -> None:
         async with self._lock:
-            self._upstream.pop(grant_id, None)
-            for key in [k for k, v in self._refresh.items() if v.grant_id == grant_id]:
-                del self._refresh[key]
+            self._upstream.drop(grant_id)
+            self._refresh.drop_where(lambda record: record.grant_id == grant_id)
 
     def __len__(self) -> int:
         """Records held, expired ones not yet swept included (for monitoring and tests)."""
-        tables: tuple[dict[Any, Any], ...] = (
-            self._clients,
-            self._transactions,
-            self._codes,
-            self._refresh,
-            self._consent,
-            self._upstream,
-        )
-        return sum(map(len, tables))
+        return sum(map(len, self._tables))
 
     def __repr__(self) -> str:
         return f"MemoryAuthServerStorage({len(self._clients)} clients)"

@@ -20,9 +20,9 @@ from urllib.parse import quote, urlencode
 
 from ...._extras import require_extra
 
-with require_extra(
-    "auth", feature="the authorization server's OIDC provider (mcpkit.auth.server.presets.oidc)"
-):
+# The same text in every preset module: importing any of them loads the package, whose
+# first import (not the module asked for) meets the missing extra.
+with require_extra("auth", feature="identity provider support (mcpkit.auth.server.presets)"):
     import httpx
 
 from ....errors import ConfigurationError, InvalidToken, VerifierUnavailable
@@ -30,12 +30,13 @@ from ...endpoints import HTTPClientSlot, check_endpoint_url, fetch_json
 from ...jwt import DEFAULT_ALGORITHMS, JWTVerifier
 from ..provider import UpstreamError, UpstreamGrant, UpstreamIdentity
 
-__all__ = ["OIDCProvider"]
+__all__ = ["OIDCProvider", "expires_at_of"]
 
 _MAX_BYTES = 256 * 1024
 
 
-def _expires_at(answer: dict[str, Any]) -> float | None:
+def expires_at_of(answer: dict[str, Any]) -> float | None:
+    """The Unix time a token answer's ``expires_in`` ends (None: not said, or no number)."""
     expires_in = answer.get("expires_in")
     if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
         return time.time() + float(expires_in)
@@ -203,7 +204,7 @@ class OIDCProvider:
             refresh_token=refresh if isinstance(refresh, str) else None,
             id_token=id_token,
             scope=scope if isinstance(scope, str) else None,
-            expires_at=_expires_at(answer),
+            expires_at=expires_at_of(answer),
         )
 
     async def _token_request(self, meta: dict[str, Any], form: dict[str, str]) -> dict[str, Any]:
@@ -242,7 +243,7 @@ class OIDCProvider:
             # RFC 6749 § 6: without a new one, the old refresh token stays good.
             refresh_token=refresh if isinstance(refresh, str) else refresh_token,
             scope=scope if isinstance(scope, str) else None,
-            expires_at=_expires_at(answer),
+            expires_at=expires_at_of(answer),
         )
 
     async def _userinfo(self, url: str, access_token: str, subject: str) -> dict[str, Any]:

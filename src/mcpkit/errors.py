@@ -52,6 +52,7 @@ Hierarchy, split by who must act::
     ├── AuthorizationFailed           an OAuth flow could not get a token (the authorization
     │   │                             server refused, or its answers failed a security check)
     │   ├── OAuthResponseTooLarge     ... an OAuth answer went past ``max_response_size``
+    │   ├── UpstreamError             ... the IdP behind mcpkit's authorization server failed
     │   └── OAuthResponseTimeout      ... an OAuth exchange went past its deadline
     ├── EventTooLarge                 an SSE event went past its bound (also a ValueError)
     └── BodyTooLarge, BodyTimeout, ClientGone
@@ -132,6 +133,7 @@ __all__ = [
     "ToolError",
     "URLElicitationRequiredError",
     "Unreachable",
+    "UpstreamError",
     "UriTemplateError",
     "VerifierUnavailable",
 ]
@@ -398,6 +400,13 @@ class AuthorizationFailed(MCPKitError):
     def __init__(self, message: str, *, error: str | None = None) -> None:
         super().__init__(message)
         self.error = error
+
+
+class UpstreamError(AuthorizationFailed):
+    """The IdP behind mcpkit's authorization server failed; ``error``: the OAuth code sent on."""
+
+    def __init__(self, message: str, *, error: str = "server_error") -> None:
+        super().__init__(message, error=error)
 
 
 class OAuthResponseTooLarge(AuthorizationFailed):

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ..errors import MCPKitError
+from ..errors import UpstreamError
 
 __all__ = [
     "AUTH_SCOPE_KEY",
@@ -39,17 +39,6 @@ AUTH_SCOPE_KEY: Final = "mcpkit.auth"
 RESOURCE_METADATA_SCOPE_KEY: Final = "mcpkit.auth.resource_metadata"
 """ASGI scope key of the protected resource metadata URL, for ``WWW-Authenticate``
 challenges raised after the token was accepted (403 ``insufficient_scope``)."""
-
-
-class UpstreamError(MCPKitError):
-    """The identity provider behind mcpkit's authorization server refused or failed: the
-    sign-in, a refresh, or :meth:`AuthInfo.upstream_token` when the grant is gone or the
-    token is not that server's. ``error`` is the OAuth error code the MCP client hears;
-    the message never holds a secret. (Also ``mcpkit.auth.server.UpstreamError``.)"""
-
-    def __init__(self, message: str, *, error: str = "server_error") -> None:
-        super().__init__(message)
-        self.error = error
 
 
 class UpstreamTokenSource(Protocol):

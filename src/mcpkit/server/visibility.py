@@ -178,6 +178,10 @@ class Visibility:
         self.active = bool(self.rules)
         self._local_store: VisibilityStore = MemoryVisibilityStore()
         self._cache: dict[str, VisibilityRules | None] = {}
+        #: (kind, key) of the components hidden from every caller whatever the server's
+        #: rules say: a mounted child's, which its own rules hide (compose/mount.py).
+        self.withheld: set[tuple[str, str]] = set()
+        self._listeners: list[Callable[[frozenset[str]], None]] = []
 
     @property
     def store(self) -> VisibilityStore:
@@ -199,7 +203,14 @@ class Visibility:
             verdict = own.decide(kind, key, tags)
             if verdict is not None:
                 return verdict
+        if self.withheld and (kind, key) in self.withheld:
+            return False
         return self.rules.decide(kind, key, tags) is not False
+
+    @property
+    def hides_any(self) -> bool:
+        """Whether anything may be hidden from a caller without rules of its own."""
+        return bool(self.rules or self.withheld)
 
     async def own_rules(
         self, session: ServerSession, req: Request | None
@@ -227,7 +238,7 @@ class Visibility:
         if not self.active:
             return None
         own = await self.own_rules(session, req)
-        if own is None and not self.rules:
+        if own is None and not self.hides_any:
             return None
         visible = self.visible
         return lambda kind, key, tags: visible(kind, key, tags, own)
@@ -255,8 +266,31 @@ class Visibility:
 
     def changed(self) -> None:
         """The server's rules changed: the cached listings are stale."""
-        self.active = bool(self.rules) or self.scoped
+        self.active = self.hides_any or self.scoped
         self._server.tools.refresh_hidden()
+
+    def withhold(self, kind: str, key: str, hidden: bool) -> bool:
+        """Hide ``key`` of ``kind`` from every caller (or stop); whether that changed.
+        The caller refreshes the listings (:meth:`changed`) once it is done."""
+        entry = (kind, key)
+        if hidden == (entry in self.withheld):
+            return False
+        if hidden:
+            self.withheld.add(entry)
+            self.active = True
+        else:
+            self.withheld.discard(entry)
+        return True
+
+    def add_listener(self, listener: Callable[[frozenset[str]], None]) -> None:
+        """Call ``listener(kinds)`` after each change of the server's own rules
+        (``server.enable``/``disable``), ``kinds`` the kinds of component it names:
+        how a mount follows its child's rules."""
+        self._listeners.append(listener)
+
+    def notify_listeners(self, kinds: frozenset[str]) -> None:
+        for listener in list(self._listeners):
+            listener(kinds)
 
 
 def _sessionless(session: ServerSession) -> bool:
@@ -308,6 +342,7 @@ class ServerVisibility:
         self.visibility.rules.add(enabled, keys, rule_tags, kinds)
         self.visibility.changed()
         _announce(cast("MCPServer", self), kinds, None)
+        self.visibility.notify_listeners(kinds)
 
     async def enable_for(
         self,

@@ -132,6 +132,8 @@ class Mount:
                 kind, key, child.hides_any and not child.visible(kind, own, tags, None)
             ):
                 changed.add(kind)
+        if self.child.component_sources:  # what they serve may look different now
+            changed.update(kinds)
         if not changed:
             return
         parent.changed()
@@ -417,7 +419,7 @@ def mount(
     # What the child serves through component sources (a proxy's upstream) cannot be
     # copied: each source is served under the namespace as it is (prefixed.py).
     for source in child.component_sources:
-        parent.add_component_source(PrefixedSource(source, namespace))
+        parent.add_component_source(PrefixedSource(source, namespace, visibility=child.visibility))
     if child.component_sources:
         parent.on_roots_changed(link.roots_changed)
 

@@ -182,6 +182,8 @@ class Visibility:
         #: rules say: a mounted child's, which its own rules hide (compose/mount.py).
         self.withheld: set[tuple[str, str]] = set()
         self._listeners: list[Callable[[frozenset[str]], None]] = []
+        #: (kind, key) -> tags of what component sources listed (.sourced_visibility).
+        self.sourced_tags: dict[tuple[str, str], frozenset[str]] = {}
 
     @property
     def store(self) -> VisibilityStore:

@@ -374,6 +374,7 @@ class ServerVisibility:
             await self._caller_changed(caller, KINDS)
         elif caller.visibility is not None:
             caller.visibility = None
+            await _session_changed(caller)
             _announce(cast("MCPServer", self), KINDS, caller)
 
     async def _set_caller_rule(
@@ -398,6 +399,7 @@ class ServerVisibility:
         if caller.visibility is None:
             caller.visibility = VisibilityRules()
         caller.visibility.add(enabled, keys, rule_tags, kinds)
+        await _session_changed(caller)
         _announce(cast("MCPServer", self), kinds, caller)
 
     async def _caller_changed(self, principal: str, kinds: frozenset[str]) -> None:
@@ -408,6 +410,12 @@ class ServerVisibility:
         # No session to address on 2026-07-28: every listener hears it and lists again
         # (a list_changed says nothing about what changed, so nothing leaks).
         _announce(server, kinds, None)
+
+
+async def _session_changed(session: ServerSession) -> None:
+    # A session of a cluster: its record keeps the rules, for every node (transports/cluster.py).
+    if session.on_state_change is not None:
+        await session.on_state_change(session)
 
 
 def _rule_tags(keys: Collection[str], tags: Collection[str]) -> frozenset[str]:

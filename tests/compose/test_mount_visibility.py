@@ -140,3 +140,27 @@ async def test_a_mounted_childs_tool_sets_rules_for_the_parents_caller() -> None
         await settle()
         assert "c_purge" not in await names(alice) and "c_purge" in await names(bob)
         assert any(n["method"] == TOOLS_CHANGED for n in alice.notifications)
+
+
+async def test_a_mounted_childs_tool_names_components_by_the_childs_own_names() -> None:
+    # Written for the child alone, the tool names "purge": mounted, that is the parent's
+    # "c_purge" (and, mounted once more, the grandparent's "g_c_purge").
+    kid = child()
+
+    @kid.tool
+    async def hide_purge(ctx: Context) -> str:
+        await ctx.disable_components("purge", "data://admin")
+        return "hidden"
+
+    parent, grand = MCPServer("parent"), MCPServer("grand")
+    parent.mount(kid, namespace="c")
+    grand.mount(parent, namespace="g")
+    async with connect(parent) as alice, connect(parent) as bob:
+        await alice.call_tool("c_hide_purge")
+        assert "c_purge" not in await names(alice) and "c_purge" in await names(bob)
+        with pytest.raises(RemoteError, match="Tool 'c_purge' is disabled"):
+            await alice.call_tool("c_purge")
+        assert "data://c/admin" not in {r["uri"] for r in await alice.list_resources()}
+    async with connect(grand) as carol:
+        await carol.call_tool("g_c_hide_purge")
+        assert "g_c_purge" not in await names(carol) and "g_c_search" in await names(carol)

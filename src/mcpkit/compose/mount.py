@@ -144,6 +144,23 @@ class Mount:
         if "prompts" in changed:
             self.announce(self.parent.prompts.notify_list_changed)
 
+    def keys_of(self, name: str) -> Callable[[str], list[str]]:
+        """What a key named by the child's tool ``name`` (``ctx.disable_components``) is on
+        the parent: the child's own name or URI under the namespace (through the child's
+        own mounts when the tool is a mounted copy there)."""
+        inner = self.child.visibility.mounted_keys
+        namespace = self.namespace
+
+        def translate(key: str) -> list[str]:
+            below = inner.get(name)
+            out: list[str] = []
+            for own in below(key) if below is not None else [key]:
+                uri = prefixed_uri(namespace, own) if "://" in own else None
+                out.append(uri if uri is not None else prefixed_name(namespace, own))
+            return out
+
+        return translate
+
     def tool_changed(self, name: str, tool: ToolDefinition | None) -> None:
         """Follow one change of the child's tools (a ``server.tools`` listener)."""
         if self.follow(name, tool):
@@ -159,6 +176,7 @@ class Mount:
                 return False
             self.tool_names.discard(mounted)
             self.served.pop(("tools", mounted), None)
+            self.parent.visibility.mounted_keys.pop(mounted, None)
             self.parent.back_channel_needs.pop(mounted, None)
             self.parent.tools.remove(mounted)
             self.parent.visibility.withhold("tools", mounted, False)
@@ -177,6 +195,7 @@ class Mount:
             if needs:  # so that the parent's start-up warning names it too
                 self.parent.back_channel_needs[mounted] = needs
             self.serve("tools", mounted, name, tool.tags)
+            self.parent.visibility.mounted_keys[mounted] = self.keys_of(name)
             copy = tool.renamed(mounted)
             copy.enabled = True  # the child's rules decide it (self.serve), not the parent's
             self.parent.tools.add(copy)

@@ -182,6 +182,10 @@ class Visibility:
         #: rules say: a mounted child's, which its own rules hide (compose/mount.py).
         self.withheld: set[tuple[str, str]] = set()
         self._listeners: list[Callable[[frozenset[str]], None]] = []
+        #: The server's name of a mounted server's tool -> the server's keys for a key
+        #: that tool names (its own server's name or URI): what ``ctx.disable_components``
+        #: in that tool means here (compose/mount.py keeps it).
+        self.mounted_keys: dict[str, Callable[[str], list[str]]] = {}
         #: (kind, key) -> tags of what component sources listed (.sourced_visibility).
         self.sourced_tags: dict[tuple[str, str], frozenset[str]] = {}
 
@@ -452,12 +456,24 @@ class ContextVisibility:
             )
         return principal
 
+    def _keys(self, keys: tuple[str, ...]) -> tuple[str, ...]:
+        # A mounted server's tool names its own server's components: the caller is the
+        # parent's, which serves them under other names.
+        request = self.request
+        if not keys or request.method != "tools/call":
+            return keys
+        name = request.params.get("name")
+        mounted = self.session.server.visibility.mounted_keys
+        translate = mounted.get(name) if isinstance(name, str) else None
+        return keys if translate is None else tuple(k for key in keys for k in translate(key))
+
     async def enable_components(
         self, *keys: str, tags: Collection[str] = (), components: Collection[str] | None = None
     ) -> None:
-        """Show components to this caller only (its session, or its principal on 2026-07-28)."""
+        """Show components to this caller only (its session, or its principal on 2026-07-28).
+        A mounted server's tool names them as its own server does."""
         await self.session.server.enable_for(
-            self._caller(), *keys, tags=tags, components=components
+            self._caller(), *self._keys(keys), tags=tags, components=components
         )
 
     async def disable_components(
@@ -465,7 +481,7 @@ class ContextVisibility:
     ) -> None:
         """Hide components from this caller only (its session, or its principal)."""
         await self.session.server.disable_for(
-            self._caller(), *keys, tags=tags, components=components
+            self._caller(), *self._keys(keys), tags=tags, components=components
         )
 
     async def reset_visibility(self) -> None:

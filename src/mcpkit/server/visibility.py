@@ -17,7 +17,11 @@ Among the rules that match a component, the latest one wins; a caller's own rule
   the server store's ``visibility``, so every node of a cluster agrees).
 
 A hidden component is left out of the listings and refused when called, read or
-got, with an error that says it is disabled. A server without rules pays one
+got, with an error that says it is disabled. The rules also hold for what component
+sources serve (a proxy's upstream: :mod:`.sourced_visibility`); a mount hides on the
+parent what the child's own rules hide (``Visibility.withheld``, kept by
+``mcpkit.compose.mount`` through :meth:`Visibility.add_listener`), and a session's
+rules are part of its record in a cluster (``SessionRecord.visibility``). A server without rules pays one
 attribute test per list and call (``Visibility.active``); the server's own rules
 are applied once to the cached ``tools/list`` and cost a dict lookup per call.
 """

@@ -151,8 +151,9 @@ async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
     if session.server.component_sources:
         sourced = await listed_by_sources(session, "tools")
         vis = session.server.visibility
-        if vis.active:  # the server's rules hold for what its sources serve too
-            sourced = kept_entries(vis, await vis.keeper(session, req), "tools", sourced)
+        keep = await vis.keeper(session, req) if vis.active else None
+        if keep is not None:  # the server's rules hold for what its sources serve too
+            sourced = kept_entries(vis, keep, "tools", sourced)
         listing = [*listing, *_shaped(sourced, session.revision)]
     if not tools.scoped:  # the fast path: nothing depends on the caller
         return _listed(session, req, "tools", listing, False)

@@ -195,7 +195,7 @@ class PrefixedSource:
         tags = vis.sourced_tags.get((kind, key))
         if tags is None and vis.rules.by_tag:  # never listed: its tags are in the listing
             kept_entries(vis, None, listing, await self.source.list_components(session, listing))
-            tags = vis.sourced_tags.get((kind, key))
+            tags = vis.sourced_tags.setdefault((kind, key), frozenset())
         if not self.keep(kind, key, tags or frozenset()):
             shown = request.params.get(field)
             raise InvalidParams(f"{what} {shown!r} is disabled")

@@ -11,8 +11,9 @@ request reaches the source.
 
 The tags of a call's target are those its latest listing showed
 (``Visibility.sourced_tags``); when a tag rule exists and the target was never
-listed, the sources are listed first (once: then it is known). None of this runs
-while the server has no rule (``Visibility.active``), nor for its own components.
+listed, the sources are listed first (once: then it is known, untagged when no
+source lists it). None of this runs while the server has no rule
+(``Visibility.active``), nor for its own components.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ async def refuse_sourced(
         # Called before it was listed: its tags are in the listing.
         listing = _LISTING_OF[kind]
         kept_entries(vis, None, listing, await listed_by_sources(session, listing))  # type: ignore[arg-type]
-        tags = vis.sourced_tags.get((kind, key))
+        # Listed by no source: none (a name called again is not listed again for it).
+        tags = vis.sourced_tags.setdefault((kind, key), frozenset())
     if vis.visible(kind, key, tags or frozenset(), own):
         return
     if kind == "tools":

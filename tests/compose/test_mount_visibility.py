@@ -164,3 +164,18 @@ async def test_a_mounted_childs_tool_names_components_by_the_childs_own_names() 
     async with connect(grand) as carol:
         await carol.call_tool("g_c_hide_purge")
         assert "g_c_purge" not in await names(carol) and "g_c_search" in await names(carol)
+
+
+async def test_the_childs_rules_reach_every_level_of_nested_mounts() -> None:
+    kid, parent, grand = child(), MCPServer("parent"), MCPServer("grand")
+    parent.mount(kid, namespace="c")
+    grand.mount(parent, namespace="g")
+    async with connect(grand) as client:
+        assert "g_c_purge" in await names(client)
+        client.notifications.clear()
+        kid.disable("purge", components={"tools"})
+        await settle()
+        assert "g_c_purge" not in await names(client)
+        with pytest.raises(RemoteError, match="Tool 'g_c_purge' is disabled"):
+            await client.call_tool("g_c_purge")
+        assert [n["method"] for n in client.notifications] == [TOOLS_CHANGED]

@@ -137,6 +137,7 @@ class Mount:
         if not changed:
             return
         parent.changed()
+        parent.notify_listeners(frozenset(changed))  # a mount of the parent follows it too
         if "tools" in changed:
             self.announce()
         if changed & {"resources", "templates"}:

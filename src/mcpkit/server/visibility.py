@@ -293,9 +293,9 @@ class Visibility:
         return True
 
     def add_listener(self, listener: Callable[[frozenset[str]], None]) -> None:
-        """Call ``listener(kinds)`` after each change of the server's own rules
-        (``server.enable``/``disable``), ``kinds`` the kinds of component it names:
-        how a mount follows its child's rules."""
+        """Call ``listener(kinds)`` after each change of what the server hides from
+        everyone (``server.enable``/``disable``, a mounted server's rules), ``kinds`` the
+        kinds of component it may concern: how a mount follows its child's rules."""
         self._listeners.append(listener)
 
     def notify_listeners(self, kinds: frozenset[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,10 @@ def upstream_server() -> MCPServer:
     @server.resource("data://open")
     def open_notes() -> str:
         return "open"
+
+    @server.resource("users://{user}", meta={"tags": ["people"]})
+    def user(user: str) -> str:
+        return user
 
     @server.prompt
     def review() -> str:
@@ -93,6 +98,21 @@ async def test_proxied_prompts_and_resources_are_hidden_by_name() -> None:
         with pytest.raises(RemoteError, match="Prompt 'review' is disabled"):
             await client.get_prompt("review")
         assert [r["uri"] for r in await client.list_resources()] == ["data://notes"]
+
+
+@pytest.mark.parametrize("rule", [{"tags": {"people"}}, {"keys": ("users://{user}",)}])
+async def test_a_read_through_a_hidden_proxied_template_is_refused(rule: dict[str, Any]) -> None:
+    front = proxy(upstream_server())
+    front.disable(*rule.get("keys", ()), tags=rule.get("tags", ()))
+    async with connect(front) as client:
+        # Read first: the proxy lists the upstream's resources and templates to know it.
+        with pytest.raises(RemoteError, match="'users://bob' is disabled"):
+            await client.read_resource("users://bob")
+        assert await client.list_resource_templates() == []
+        with pytest.raises(RemoteError, match="'users://ann' is disabled"):
+            await client.read_resource("users://ann")
+        front.enable(*rule.get("keys", ()), tags=rule.get("tags", ()))
+        assert (await client.read_resource("users://bob"))["contents"][0]["text"] == "bob"
 
 
 async def test_a_session_hides_proxied_tools_for_itself_only() -> None:

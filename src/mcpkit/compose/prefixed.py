@@ -20,10 +20,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..errors import InvalidParams
 from ..server.request import Request
 from ..server.session import ServerSession
-from ..server.sourced_visibility import KIND_OF_LISTING, kept_entries
+from ..server.sourced_visibility import KIND_OF_LISTING, disabled, hidden_sourced, kept_entries
 from ..server.sources import ComponentSource
 from ..server.visibility import Visibility
 from .naming import SEPARATOR, prefixed_name, prefixed_uri, unprefixed_name, unprefixed_uri
@@ -155,11 +154,11 @@ def request_with(request: Request, params: dict[str, Any]) -> Request:
     )
 
 
-# The request methods a hidden component is refused for: (kind, listing, key, what).
+# The request methods a hidden component is refused for: (kind, field naming it).
 _REFUSED: Final = {
-    "tools/call": ("tools", "tools", "name", "Tool"),
-    "prompts/get": ("prompts", "prompts", "name", "Prompt"),
-    "resources/read": ("resources", "resources", "uri", "Resource"),
+    "tools/call": ("tools", "name"),
+    "prompts/get": ("prompts", "name"),
+    "resources/read": ("resources", "uri"),
 }
 
 
@@ -188,20 +187,16 @@ class PrefixedSource:
         refused = _REFUSED.get(request.method)
         if vis is None or not vis.hides_any or refused is None:
             return
-        kind, listing, field, what = refused
+        kind, field = refused
         key = params.get(field)
         if not isinstance(key, str):
             return
-        tags = vis.sourced_tags.get((kind, key))
-        if tags is None and vis.rules.by_tag:  # never listed: its tags are in the listing
-            kept_entries(vis, None, listing, await self.source.list_components(session, listing))
-            tags = vis.sourced_tags.setdefault((kind, key), frozenset())
-        if not self.keep(kind, key, tags or frozenset()):
-            shown = request.params.get(field)
-            raise InvalidParams(f"{what} {shown!r} is disabled")
 
-    def __repr__(self) -> str:
-        return f"PrefixedSource({self.source!r} under {self.namespace!r})"
+        async def lister(listing: str) -> list[dict[str, Any]]:
+            return await self.source.list_components(session, listing)
+
+        if await hidden_sourced(vis, None, kind, key, lister):
+            raise disabled(kind, str(request.params.get(field)))
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)

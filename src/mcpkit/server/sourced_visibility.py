@@ -7,7 +7,7 @@ by the tags of their ``_meta`` (:func:`listed_tags`: ``_meta.tags``, and
 ``_meta._fastmcp.tags`` where FastMCP servers publish theirs; MCP itself has no
 tags). A hidden entry is left out of the listing, and a call, read or get of it is
 refused with the same error as a hidden component of the server's own, before the
-request reaches the source.
+request reaches the source; so is a read of a URI that a hidden template matches.
 
 The tags of a call's target are those its latest listing showed
 (``Visibility.sourced_tags``); when a tag rule exists and the target was never
@@ -18,18 +18,28 @@ source lists it). None of this runs while the server has no rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..errors import InvalidParams
 from .sources import listed_by_sources
+from .uri_template import UriTemplate
 
 if TYPE_CHECKING:
     from .request import Request
     from .session import ServerSession
-    from .visibility import Keep, Visibility
+    from .visibility import Keep, Visibility, VisibilityRules
 
-__all__ = ["KIND_OF_LISTING", "kept_entries", "listed_tags", "refuse_sourced"]
+__all__ = [
+    "KIND_OF_LISTING",
+    "Lister",
+    "disabled",
+    "hidden_sourced",
+    "kept_entries",
+    "listed_tags",
+    "refuse_sourced",
+]
 
 #: A listing's key -> the kind a rule names.
 KIND_OF_LISTING: Final = {
@@ -77,6 +87,53 @@ def kept_entries(
     return out
 
 
+#: ``lister(listing)``: the entries of one listing, from the source(s) in question.
+Lister: TypeAlias = Callable[[str], Awaitable[list[dict[str, Any]]]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _template(text: str) -> UriTemplate | None:
+    try:
+        return UriTemplate(text)
+    except ValueError:  # an upstream's template that does not parse matches nothing
+        return None
+
+
+async def hidden_sourced(
+    vis: Visibility, own: VisibilityRules | None, kind: str, key: str, lister: Lister
+) -> bool:
+    """Whether the sourced component ``key`` of ``kind`` is hidden from a caller with rules
+    ``own``; ``lister`` lists the sources when the tags (or a resource's template) are
+    not known yet. A resource read may be of a URI of a template: that one's rules too."""
+    seen = vis.sourced_tags
+    tags = seen.get((kind, key))
+    if tags is None and (kind == "resources" or vis.rules.by_tag or (own and own.by_tag)):
+        # Called before it was listed: its tags are in the listing.
+        kept_entries(vis, None, _LISTING_OF[kind], await lister(_LISTING_OF[kind]))
+        if kind == "resources":
+            kept_entries(vis, None, "resourceTemplates", await lister("resourceTemplates"))
+        # Listed by no source: untagged (a key used again is not listed again for it).
+        tags = seen.setdefault((kind, key), frozenset())
+    if not vis.visible(kind, key, tags or frozenset(), own):
+        return True
+    if kind != "resources" or tags:
+        return False
+    for (listed, text), template_tags in list(seen.items()):
+        template = _template(text) if listed == "templates" else None
+        if template is not None and template.match(key) is not None:  # the first that matches
+            return not vis.visible("templates", text, template_tags, own)
+    return False
+
+
+def disabled(kind: str, key: str) -> InvalidParams:
+    """The error refusing a hidden component, as the server's own components are refused."""
+    if kind == "tools":
+        return InvalidParams(f"Tool {key!r} is disabled")
+    if kind == "prompts":
+        return InvalidParams(f"Prompt {key!r} is disabled")
+    return InvalidParams(f"Resource {key!r} is disabled", data={"uri": key})
+
+
 async def refuse_sourced(
     vis: Visibility, session: ServerSession, req: Request, kind: str, key: Any
 ) -> None:
@@ -87,17 +144,9 @@ async def refuse_sourced(
     own = await vis.own_rules(session, req)
     if own is None and not vis.hides_any:
         return
-    tags = vis.sourced_tags.get((kind, key))
-    if tags is None and (vis.rules.by_tag or (own is not None and own.by_tag)):
-        # Called before it was listed: its tags are in the listing.
-        listing = _LISTING_OF[kind]
-        kept_entries(vis, None, listing, await listed_by_sources(session, listing))  # type: ignore[arg-type]
-        # Listed by no source: none (a name called again is not listed again for it).
-        tags = vis.sourced_tags.setdefault((kind, key), frozenset())
-    if vis.visible(kind, key, tags or frozenset(), own):
-        return
-    if kind == "tools":
-        raise InvalidParams(f"Tool {key!r} is disabled")
-    if kind == "prompts":
-        raise InvalidParams(f"Prompt {key!r} is disabled")
-    raise InvalidParams(f"Resource {key!r} is disabled", data={"uri": key})
+
+    async def lister(listing: str) -> list[dict[str, Any]]:
+        return await listed_by_sources(session, listing)  # type: ignore[arg-type]
+
+    if await hidden_sourced(vis, own, kind, key, lister):
+        raise disabled(kind, key)

@@ -21,9 +21,11 @@ got, with an error that says it is disabled. The rules also hold for what compon
 sources serve (a proxy's upstream: :mod:`.sourced_visibility`); a mount hides on the
 parent what the child's own rules hide (``Visibility.withheld``, kept by
 ``mcpkit.compose.mount`` through :meth:`Visibility.add_listener`), and a session's
-rules are part of its record in a cluster (``SessionRecord.visibility``). A server without rules pays one
-attribute test per list and call (``Visibility.active``); the server's own rules
-are applied once to the cached ``tools/list`` and cost a dict lookup per call.
+rules are part of its record in a cluster (``SessionRecord.visibility``).
+
+A server without rules pays one attribute test per list and call
+(``Visibility.active``); the server's own rules are applied once to the cached
+``tools/list`` and cost a dict lookup per call.
 """
 
 from __future__ import annotations

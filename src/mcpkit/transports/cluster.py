@@ -11,8 +11,8 @@ nodes goes through the store's *bus* (pub/sub, :mod:`mcpkit.stores.bus`):
   (:meth:`ClusterNode.revive`), once per node; ``DELETE`` ends them on every
   node (message ``end``); a change of log level, resource subscriptions or the
   session's own visibility rules is written to the record and announced (``set``)
-  *before* the answer, so the next request, wherever it lands, sees it. Local idle expiry only drops the
-  cache entry: the record's own ttl ends the session.
+  *before* the answer, so the next request, wherever it lands, sees it. Local idle
+  expiry only drops the cache entry: the record's own ttl ends the session.
 * **Answers** to our requests (sampling, elicitation, roots) come back on any
   node: our request ids name the node that sent them (``mcpkit-<node>.<n>``),
   and another node forwards the answer there (``a`` on ``n:<node>``).
@@ -313,10 +313,11 @@ class ClusterNode:
             # An authenticated session whose subscriber's scopes were not shared (a node
             # of an older version): no updates of scoped resources rather than all.
             session.subscriber_scopes = None if principal is None else frozenset()
-        session.visibility = VisibilityRules.from_json(rules) if isinstance(rules, dict) else None
+        session.visibility = _rules(rules)
 
     async def _state_changed(self, session: ServerSession) -> None:
-        """setLevel / (un)subscribe: write the record, tell the other nodes, then answer."""
+        """setLevel / (un)subscribe / the session's visibility rules: write the record,
+        tell the other nodes, then answer."""
         entry = self.app.sessions.get(session.session_id or "")
         if entry is None:
             return
@@ -553,3 +554,14 @@ class ClusterNode:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _rules(data: Any) -> VisibilityRules | None:
+    """A session's visibility rules from its record or a ``set`` message (None: none)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return VisibilityRules.from_json(data)
+    except (TypeError, ValueError) as exc:  # unreadable: the server's rules only
+        log.warning("unreadable visibility rules of a session ignored: %r", exc)
+        return None

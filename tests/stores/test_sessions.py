@@ -44,6 +44,16 @@ def test_a_record_without_subscriptions_in_its_json_has_none() -> None:
     assert SessionRecord.from_json(data).subscriptions == []
 
 
+def test_a_records_visibility_rules_round_trip_and_must_be_an_object() -> None:
+    rules = {"s": 1, "k": [["tools", "purge", 1, False]], "t": []}
+    data = SessionRecord("s", "2025-11-25", visibility=rules).to_json()
+    assert SessionRecord.from_json(data).visibility == rules
+    del data["visibility"]  # a record written before the field existed: no rules
+    assert SessionRecord.from_json(data).visibility is None
+    with pytest.raises(ValueError, match="'visibility'"):
+        SessionRecord.from_json({**data, "visibility": ["not", "rules"]})
+
+
 def test_memory_store_groups_one_of_each_store() -> None:
     store = MemoryStore()
     assert isinstance(store, Store)

@@ -53,6 +53,7 @@ from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
+from ..server.sourced_visibility import listed_tags
 from .naming import namespace_problem, prefixed_uri
 from .prefixed import namespace_of, own_params, prefixed_entries, prefixed_read, request_with
 from .proxy import DEFAULT_POOL_SIZE, ProxySource
@@ -83,21 +84,10 @@ _KNOWN_KEYS: Final = frozenset(f.name for f in fields(ServerConfig)) | {
 _TOP_KEYS: Final = ("mcpServers", "servers")
 
 
-def entry_tags(entry: Mapping[str, Any]) -> frozenset[str]:
-    """The tags of a listed tool: what a ``tag:NAME`` filter pattern matches.
-
-    The one place a tool's tags are read from a listing entry: ``_meta.tags`` (a list
-    of strings), and ``_meta._fastmcp.tags``, where FastMCP servers publish theirs.
-    """
-    meta = entry.get("_meta")
-    if not isinstance(meta, Mapping):
-        return frozenset()
-    tags = meta.get("tags")
-    if tags is None and isinstance(meta.get("_fastmcp"), Mapping):
-        tags = meta["_fastmcp"].get("tags")
-    if not isinstance(tags, list | tuple):
-        return frozenset()
-    return frozenset(t for t in tags if isinstance(t, str))
+#: The tags of a listed tool, what a ``tag:NAME`` filter pattern matches: ``_meta.tags``,
+#: and ``_meta._fastmcp.tags`` where FastMCP servers publish theirs. The same reading as
+#: the gateway's own rules (``gateway.disable(tags=...)``) make of its upstreams' entries.
+entry_tags = listed_tags
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ class Mount:
         "include_tags",
         "namespace",
         "parent",
+        "served",
         "tool_names",
     )
 
@@ -99,6 +100,9 @@ class Mount:
         self.exclude_tags = exclude_tags
         #: The parent's names of the child's tools, kept as the child's tools change.
         self.tool_names: set[str] = set()
+        #: (kind, parent's key) -> (child's key, tags) of every component served here: what
+        #: the child's rules are checked against when they change.
+        self.served: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
@@ -109,6 +113,54 @@ class Mount:
         if self.include_tags and self.include_tags.isdisjoint(tags):
             return False
         return not (self.exclude_tags and not self.exclude_tags.isdisjoint(tags))
+
+    def serve(self, kind: str, key: str, own: str, tags: frozenset[str]) -> None:
+        """Serve the child's ``own`` as the parent's ``key``, hidden there as the child's
+        rules hide it (before it is added: the parent's cached listing is built then)."""
+        self.served[(kind, key)] = (own, tags)
+        child = self.child.visibility
+        hidden = child.hides_any and not child.visible(kind, own, tags, None)
+        self.parent.visibility.withhold(kind, key, hidden)
+
+    def rules_changed(self, kinds: frozenset[str]) -> None:
+        """The child's rules changed (a ``child.visibility`` listener): hide on the parent
+        what they hide now, show what they show, and tell the parent's sessions."""
+        child, parent = self.child.visibility, self.parent.visibility
+        changed: set[str] = set()
+        for (kind, key), (own, tags) in self.served.items():
+            if kind in kinds and parent.withhold(
+                kind, key, child.hides_any and not child.visible(kind, own, tags, None)
+            ):
+                changed.add(kind)
+        if self.child.component_sources:  # what they serve may look different now
+            changed.update(kinds)
+        if not changed:
+            return
+        parent.changed()
+        parent.notify_listeners(frozenset(changed))  # a mount of the parent follows it too
+        if "tools" in changed:
+            self.announce()
+        if changed & {"resources", "templates"}:
+            self.announce(self.parent.resources.notify_list_changed)
+        if "prompts" in changed:
+            self.announce(self.parent.prompts.notify_list_changed)
+
+    def keys_of(self, name: str) -> Callable[[str], list[str]]:
+        """What a key named by the child's tool ``name`` (``ctx.disable_components``) is on
+        the parent: the child's own name or URI under the namespace (through the child's
+        own mounts when the tool is a mounted copy there)."""
+        inner = self.child.visibility.mounted_keys
+        namespace = self.namespace
+
+        def translate(key: str) -> list[str]:
+            below = inner.get(name)
+            out: list[str] = []
+            for own in below(key) if below is not None else [key]:
+                uri = prefixed_uri(namespace, own) if "://" in own else None
+                out.append(uri if uri is not None else prefixed_name(namespace, own))
+            return out
+
+        return translate
 
     def tool_changed(self, name: str, tool: ToolDefinition | None) -> None:
         """Follow one change of the child's tools (a ``server.tools`` listener)."""
@@ -124,8 +176,11 @@ class Mount:
             if mounted not in self.tool_names:
                 return False
             self.tool_names.discard(mounted)
+            self.served.pop(("tools", mounted), None)
+            self.parent.visibility.mounted_keys.pop(mounted, None)
             self.parent.back_channel_needs.pop(mounted, None)
             self.parent.tools.remove(mounted)
+            self.parent.visibility.withhold("tools", mounted, False)
         else:
             if mounted in self.parent.tools and mounted not in self.tool_names:
                 log.warning(
@@ -140,7 +195,11 @@ class Mount:
             needs = self.child.back_channel_needs.get(name)
             if needs:  # so that the parent's start-up warning names it too
                 self.parent.back_channel_needs[mounted] = needs
-            self.parent.tools.add(tool.renamed(mounted))
+            self.serve("tools", mounted, name, tool.tags)
+            self.parent.visibility.mounted_keys[mounted] = self.keys_of(name)
+            copy = tool.renamed(mounted)
+            copy.enabled = True  # the child's rules decide it (self.serve), not the parent's
+            self.parent.tools.add(copy)
         return True
 
     def resource_added(self, res: ResourceDefinition | TemplateDefinition) -> None:
@@ -159,6 +218,8 @@ class Mount:
         if isinstance(res, TemplateDefinition) and self.parent.resources.template_for(uri):
             return self.skipped("resource template", own, uri)
         options: dict[str, Any] = {"size": res.size} if isinstance(res, ResourceDefinition) else {}
+        kind = "resources" if isinstance(res, ResourceDefinition) else "templates"
+        self.serve(kind, uri, own, res.tags)
         added = self.parent.resources.add(
             uri,
             res.fn,
@@ -197,6 +258,7 @@ class Mount:
         name = prefixed_name(self.namespace, prompt.name)
         if (name, prompt.version) in self.parent.prompts.registered:
             return self.skipped("prompt", prompt.name, name)
+        self.serve("prompts", name, prompt.name, prompt.tags)
         self.parent.prompts.add(
             prompt.fn,
             name=name,
@@ -362,6 +424,9 @@ def mount(
     for (kind, target, argument), fn in list(child.completions.handlers.items()):
         link.add_completion(kind, target, argument, fn)
     child.completions.add_listener(link.add_completion)
+    child.visibility.add_listener(link.rules_changed)
+    if parent.visibility.withheld:  # the child's rules hide some of what it brought
+        parent.visibility.changed()
     if parent.sessions():  # mounted while serving
         link.announce(parent.resources.notify_list_changed)
         link.announce(parent.prompts.notify_list_changed)
@@ -374,7 +439,7 @@ def mount(
     # What the child serves through component sources (a proxy's upstream) cannot be
     # copied: each source is served under the namespace as it is (prefixed.py).
     for source in child.component_sources:
-        parent.add_component_source(PrefixedSource(source, namespace))
+        parent.add_component_source(PrefixedSource(source, namespace, visibility=child.visibility))
     if child.component_sources:
         parent.on_roots_changed(link.roots_changed)
 

@@ -7,6 +7,11 @@ source for the parent instead: its listings come out under the namespace, by the
 rules of :mod:`.naming`, and a request for a name or URI under the namespace goes
 to the wrapped source under the child's own name. The gateway (:mod:`.gateway`)
 routes to its upstreams with the same functions.
+
+The child's own rules (``child.disable(...)``: its ``visibility``) hold for what its
+sources serve, by the child's names and the tags of the entries' ``_meta``
+(:mod:`mcpkit.server.sourced_visibility`): hidden entries are left out of the
+listings, and a request for one is refused under the parent's name.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import Any, Final
 
 from ..server.request import Request
 from ..server.session import ServerSession
+from ..server.sourced_visibility import KIND_OF_LISTING, disabled, hidden_sourced, kept_entries
 from ..server.sources import ComponentSource
+from ..server.visibility import Visibility
 from .naming import SEPARATOR, prefixed_name, prefixed_uri, unprefixed_name, unprefixed_uri
 
 __all__ = [
@@ -147,25 +154,61 @@ def request_with(request: Request, params: dict[str, Any]) -> Request:
     )
 
 
-class PrefixedSource:
-    """``source`` (a mounted server's component source) served under ``namespace``."""
+# The request methods a hidden component is refused for: (kind, field naming it).
+_REFUSED: Final = {
+    "tools/call": ("tools", "name"),
+    "prompts/get": ("prompts", "name"),
+    "resources/read": ("resources", "uri"),
+}
 
-    def __init__(self, source: ComponentSource, namespace: str) -> None:
+
+class PrefixedSource:
+    """``source`` (a mounted server's component source) served under ``namespace``, under
+    the rules of ``visibility`` (the mounted server's own; None: none)."""
+
+    def __init__(
+        self, source: ComponentSource, namespace: str, *, visibility: Visibility | None = None
+    ) -> None:
         self.source = source
         self.namespace = namespace
         self.kinds = frozenset(source.kinds)
+        self.visibility = visibility
 
-    def __repr__(self) -> str:
-        return f"PrefixedSource({self.source!r} under {self.namespace!r})"
+    def keep(self, kind: str, key: str, tags: frozenset[str]) -> bool:
+        """Whether the mounted server's own rules show this component to every caller."""
+        assert self.visibility is not None
+        return self.visibility.visible(kind, key, tags, None)
+
+    async def refuse(
+        self, session: ServerSession, request: Request, params: dict[str, Any]
+    ) -> None:
+        """Raise the disabled error when the mounted server's rules hide the target."""
+        vis = self.visibility
+        refused = _REFUSED.get(request.method)
+        if vis is None or not vis.hides_any or refused is None:
+            return
+        kind, field = refused
+        key = params.get(field)
+        if not isinstance(key, str):
+            return
+
+        async def lister(listing: str) -> list[dict[str, Any]]:
+            return await self.source.list_components(session, listing)
+
+        if await hidden_sourced(vis, None, kind, key, lister):
+            raise disabled(kind, str(request.params.get(field)))
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)
+        if self.visibility is not None and self.visibility.hides_any and kind in KIND_OF_LISTING:
+            entries = kept_entries(self.visibility, self.keep, kind, entries)
         return prefixed_entries(self.namespace, kind, entries)
 
     async def serve(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
         params = own_params(self.namespace, request.method, request.params)
         if params is None:
             return None
+        await self.refuse(session, request, params)
         result = await self.source.serve(session, request_with(request, params))
         if result is not None and request.method == "resources/read":
             return prefixed_read(self.namespace, result)

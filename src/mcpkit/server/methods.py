@@ -40,6 +40,7 @@ from .context import Context, _current
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
 from .scopes import completion_scopes, enforce, granted_scopes, visible
+from .sourced_visibility import kept_entries, refuse_sourced
 from .sources import listed_by_sources, served_by_sources
 from .stateless.dispatch import discover
 from .stateless.listen import listen
@@ -149,6 +150,10 @@ async def tools_list(session: ServerSession, req: Request) -> dict[str, Any]:
             listing = tools.listing_for(own, session.revision)
     if session.server.component_sources:
         sourced = await listed_by_sources(session, "tools")
+        vis = session.server.visibility
+        keep = await vis.keeper(session, req) if vis.active else None
+        if keep is not None:  # the server's rules hold for what its sources serve too
+            sourced = kept_entries(vis, keep, "tools", sourced)
         listing = [*listing, *_shaped(sourced, session.revision)]
     if not tools.scoped:  # the fast path: nothing depends on the caller
         return _listed(session, req, "tools", listing, False)
@@ -164,9 +169,11 @@ async def tools_call(session: ServerSession, req: Request) -> dict[str, Any]:
     tool = server.tools.by_name.get(name) if isinstance(name, str) else None
     if tool is None:
         # Only a name the server lacks reaches the sources: its own tools cost nothing more.
-        sourced = (
-            await served_by_sources(session, req, "tools") if server.component_sources else None
-        )
+        sourced = None
+        if server.component_sources:
+            if server.visibility.active:
+                await refuse_sourced(server.visibility, session, req, "tools", name)
+            sourced = await served_by_sources(session, req, "tools")
         if sourced is None:
             raise InvalidParams(f"Unknown tool: {name}")
         return _call_result(sourced, session.revision)
@@ -216,7 +223,10 @@ async def resources_list(session: ServerSession, req: Request) -> dict[str, Any]
     keep = await vis.keeper(session, req) if vis.active else None
     listing = await resources.list(req.auth_info, keep)
     if session.server.component_sources:
-        listing = [*listing, *await listed_by_sources(session, "resources")]
+        sourced = await listed_by_sources(session, "resources")
+        if keep is not None:
+            sourced = kept_entries(vis, keep, "resources", sourced)
+        listing = [*listing, *sourced]
     listing = _shaped(listing, session.revision)
     return _listed(session, req, "resources", listing, resources.any_scoped)
 
@@ -227,7 +237,10 @@ async def templates_list(session: ServerSession, req: Request) -> dict[str, Any]
     keep = await vis.keeper(session, req) if vis.active else None
     listing = await resources.list_templates(req.auth_info, keep)
     if session.server.component_sources:
-        listing = [*listing, *await listed_by_sources(session, "resourceTemplates")]
+        sourced = await listed_by_sources(session, "resourceTemplates")
+        if keep is not None:
+            sourced = kept_entries(vis, keep, "resourceTemplates", sourced)
+        listing = [*listing, *sourced]
     listing = _shaped(listing, session.revision)
     return _listed(session, req, "resourceTemplates", listing, resources.any_scoped)
 
@@ -247,11 +260,11 @@ async def resources_read(session: ServerSession, req: Request) -> dict[str, Any]
         contents, hint = await session.server.resources.read_with_hint(uri, ctx, keep, version)
     except ResourceNotFound:
         # Not the server's own: a source may have it (its answer is already complete).
-        sourced = (
-            await served_by_sources(session, req, "resources")
-            if session.server.component_sources
-            else None
-        )
+        sourced = None
+        if session.server.component_sources:
+            if keep is not None:
+                await refuse_sourced(vis, session, req, "resources", uri)
+            sourced = await served_by_sources(session, req, "resources")
         if sourced is None:
             raise
         contents, hint = sourced.get("contents") or [], None
@@ -306,7 +319,10 @@ async def prompts_list(session: ServerSession, req: Request) -> dict[str, Any]:
     keep = await vis.keeper(session, req) if vis.active else None
     listing = await prompts.list(req.auth_info, keep)
     if session.server.component_sources:
-        listing = [*listing, *await listed_by_sources(session, "prompts")]
+        sourced = await listed_by_sources(session, "prompts")
+        if keep is not None:
+            sourced = kept_entries(vis, keep, "prompts", sourced)
+        listing = [*listing, *sourced]
     listing = _shaped(listing, session.revision)
     return _listed(session, req, "prompts", listing, prompts.any_scoped)
 
@@ -324,9 +340,11 @@ async def prompts_get(session: ServerSession, req: Request) -> dict[str, Any]:
         raise InvalidParams(f"prompts/get: 'version' must be a string, got {json_type(version)}")
     server = session.server
     sourced = None
-    if server.component_sources and not server.prompts.serves(name, version):
-        sourced = await served_by_sources(session, req, "prompts")
     vis = server.visibility
+    if server.component_sources and not server.prompts.serves(name, version):
+        if vis.active:
+            await refuse_sourced(vis, session, req, "prompts", name)
+        sourced = await served_by_sources(session, req, "prompts")
     keep = await vis.keeper(session, req) if vis.active and sourced is None else None
     ctx = Context(session, req)
     token = _current.set(ctx)

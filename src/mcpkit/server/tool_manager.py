@@ -77,7 +77,7 @@ class ToolManager:
         visibility = self._server.visibility
         if not tool.enabled:
             visibility.disable_at_registration("tools", tool.name)
-        if visibility.rules and not visibility.visible("tools", tool.name, tool.tags, None):
+        if visibility.hides_any and not visibility.visible("tools", tool.name, tool.tags, None):
             self.hidden.add(tool.name)
         else:
             self.hidden.discard(tool.name)

@@ -17,9 +17,15 @@ Among the rules that match a component, the latest one wins; a caller's own rule
   the server store's ``visibility``, so every node of a cluster agrees).
 
 A hidden component is left out of the listings and refused when called, read or
-got, with an error that says it is disabled. A server without rules pays one
-attribute test per list and call (``Visibility.active``); the server's own rules
-are applied once to the cached ``tools/list`` and cost a dict lookup per call.
+got, with an error that says it is disabled. The rules also hold for what component
+sources serve (a proxy's upstream: :mod:`.sourced_visibility`); a mount hides on the
+parent what the child's own rules hide (``Visibility.withheld``, kept by
+``mcpkit.compose.mount`` through :meth:`Visibility.add_listener`), and a session's
+rules are part of its record in a cluster (``SessionRecord.visibility``).
+
+A server without rules pays one attribute test per list and call
+(``Visibility.active``); the server's own rules are applied once to the cached
+``tools/list`` and cost a dict lookup per call.
 """
 
 from __future__ import annotations
@@ -178,6 +184,16 @@ class Visibility:
         self.active = bool(self.rules)
         self._local_store: VisibilityStore = MemoryVisibilityStore()
         self._cache: dict[str, VisibilityRules | None] = {}
+        #: (kind, key) of the components hidden from every caller whatever the server's
+        #: rules say: a mounted child's, which its own rules hide (compose/mount.py).
+        self.withheld: set[tuple[str, str]] = set()
+        self._listeners: list[Callable[[frozenset[str]], None]] = []
+        #: The server's name of a mounted server's tool -> the server's keys for a key
+        #: that tool names (its own server's name or URI): what ``ctx.disable_components``
+        #: in that tool means here (compose/mount.py keeps it).
+        self.mounted_keys: dict[str, Callable[[str], list[str]]] = {}
+        #: (kind, key) -> tags of what component sources listed (.sourced_visibility).
+        self.sourced_tags: dict[tuple[str, str], frozenset[str]] = {}
 
     @property
     def store(self) -> VisibilityStore:
@@ -199,7 +215,14 @@ class Visibility:
             verdict = own.decide(kind, key, tags)
             if verdict is not None:
                 return verdict
+        if self.withheld and (kind, key) in self.withheld:
+            return False
         return self.rules.decide(kind, key, tags) is not False
+
+    @property
+    def hides_any(self) -> bool:
+        """Whether anything may be hidden from a caller without rules of its own."""
+        return bool(self.rules or self.withheld)
 
     async def own_rules(
         self, session: ServerSession, req: Request | None
@@ -227,7 +250,7 @@ class Visibility:
         if not self.active:
             return None
         own = await self.own_rules(session, req)
-        if own is None and not self.rules:
+        if own is None and not self.hides_any:
             return None
         visible = self.visible
         return lambda kind, key, tags: visible(kind, key, tags, own)
@@ -255,8 +278,31 @@ class Visibility:
 
     def changed(self) -> None:
         """The server's rules changed: the cached listings are stale."""
-        self.active = bool(self.rules) or self.scoped
+        self.active = self.hides_any or self.scoped
         self._server.tools.refresh_hidden()
+
+    def withhold(self, kind: str, key: str, hidden: bool) -> bool:
+        """Hide ``key`` of ``kind`` from every caller (or stop); whether that changed.
+        The caller refreshes the listings (:meth:`changed`) once it is done."""
+        entry = (kind, key)
+        if hidden == (entry in self.withheld):
+            return False
+        if hidden:
+            self.withheld.add(entry)
+            self.active = True
+        else:
+            self.withheld.discard(entry)
+        return True
+
+    def add_listener(self, listener: Callable[[frozenset[str]], None]) -> None:
+        """Call ``listener(kinds)`` after each change of what the server hides from
+        everyone (``server.enable``/``disable``, a mounted server's rules), ``kinds`` the
+        kinds of component it may concern: how a mount follows its child's rules."""
+        self._listeners.append(listener)
+
+    def notify_listeners(self, kinds: frozenset[str]) -> None:
+        for listener in list(self._listeners):
+            listener(kinds)
 
 
 def _sessionless(session: ServerSession) -> bool:
@@ -308,6 +354,7 @@ class ServerVisibility:
         self.visibility.rules.add(enabled, keys, rule_tags, kinds)
         self.visibility.changed()
         _announce(cast("MCPServer", self), kinds, None)
+        self.visibility.notify_listeners(kinds)
 
     async def enable_for(
         self,
@@ -337,6 +384,7 @@ class ServerVisibility:
             await self._caller_changed(caller, KINDS)
         elif caller.visibility is not None:
             caller.visibility = None
+            await _session_changed(caller)
             _announce(cast("MCPServer", self), KINDS, caller)
 
     async def _set_caller_rule(
@@ -361,6 +409,7 @@ class ServerVisibility:
         if caller.visibility is None:
             caller.visibility = VisibilityRules()
         caller.visibility.add(enabled, keys, rule_tags, kinds)
+        await _session_changed(caller)
         _announce(cast("MCPServer", self), kinds, caller)
 
     async def _caller_changed(self, principal: str, kinds: frozenset[str]) -> None:
@@ -371,6 +420,12 @@ class ServerVisibility:
         # No session to address on 2026-07-28: every listener hears it and lists again
         # (a list_changed says nothing about what changed, so nothing leaks).
         _announce(server, kinds, None)
+
+
+async def _session_changed(session: ServerSession) -> None:
+    # A session of a cluster: its record keeps the rules, for every node (transports/cluster.py).
+    if session.on_state_change is not None:
+        await session.on_state_change(session)
 
 
 def _rule_tags(keys: Collection[str], tags: Collection[str]) -> frozenset[str]:
@@ -407,12 +462,24 @@ class ContextVisibility:
             )
         return principal
 
+    def _keys(self, keys: tuple[str, ...]) -> tuple[str, ...]:
+        # A mounted server's tool names its own server's components: the caller is the
+        # parent's, which serves them under other names.
+        request = self.request
+        if not keys or request.method != "tools/call":
+            return keys
+        name = request.params.get("name")
+        mounted = self.session.server.visibility.mounted_keys
+        translate = mounted.get(name) if isinstance(name, str) else None
+        return keys if translate is None else tuple(k for key in keys for k in translate(key))
+
     async def enable_components(
         self, *keys: str, tags: Collection[str] = (), components: Collection[str] | None = None
     ) -> None:
-        """Show components to this caller only (its session, or its principal on 2026-07-28)."""
+        """Show components to this caller only (its session, or its principal on 2026-07-28).
+        A mounted server's tool names them as its own server does."""
         await self.session.server.enable_for(
-            self._caller(), *keys, tags=tags, components=components
+            self._caller(), *self._keys(keys), tags=tags, components=components
         )
 
     async def disable_components(
@@ -420,7 +487,7 @@ class ContextVisibility:
     ) -> None:
         """Hide components from this caller only (its session, or its principal)."""
         await self.session.server.disable_for(
-            self._caller(), *keys, tags=tags, components=components
+            self._caller(), *self._keys(keys), tags=tags, components=components
         )
 
     async def reset_visibility(self) -> None:

@@ -68,6 +68,9 @@ class SessionRecord:
     # The scopes granted to the token that last changed them (None: no auth info):
     # updates of a resource with scopes reach the session only when these cover them.
     subscriber_scopes: list[str] | None = None
+    # The session's own enable/disable rules (ctx.disable_components; their JSON form,
+    # mcpkit.server.visibility.VisibilityRules.to_json), None: none. Every node needs them.
+    visibility: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +84,7 @@ class SessionRecord:
             "last_seen": self.last_seen,
             "subscriptions": self.subscriptions,
             "subscriber_scopes": self.subscriber_scopes,
+            "visibility": self.visibility,
         }
 
     @classmethod
@@ -108,6 +112,7 @@ class SessionRecord:
             last_seen=float(data.get("last_seen") or 0.0),
             subscriptions=list(subscriptions),
             subscriber_scopes=_strings_or_none(data.get("subscriber_scopes")),
+            visibility=data.get("visibility"),
         )
 
 
@@ -130,6 +135,7 @@ _FIELD_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "last_seen": (int, float, _NONE),
     "subscriptions": (list, _NONE),
     "subscriber_scopes": (list, _NONE),
+    "visibility": (dict, _NONE),
 }
 
 

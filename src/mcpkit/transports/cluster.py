@@ -9,10 +9,10 @@ nodes goes through the store's *bus* (pub/sub, :mod:`mcpkit.stores.bus`):
 
 * **Sessions** are rebuilt from their record on a node that has not seen them
   (:meth:`ClusterNode.revive`), once per node; ``DELETE`` ends them on every
-  node (message ``end``); a change of log level or resource subscriptions is
-  written to the record and announced (``set``) *before* the answer, so the
-  next request, wherever it lands, sees it. Local idle expiry only drops the
-  cache entry: the record's own ttl ends the session.
+  node (message ``end``); a change of log level, resource subscriptions or the
+  session's own visibility rules is written to the record and announced (``set``)
+  *before* the answer, so the next request, wherever it lands, sees it. Local idle
+  expiry only drops the cache entry: the record's own ttl ends the session.
 * **Answers** to our requests (sampling, elicitation, roots) come back on any
   node: our request ids name the node that sent them (``mcpkit-<node>.<n>``),
   and another node forwards the answer there (``a`` on ``n:<node>``).
@@ -46,6 +46,7 @@ from ..protocol import jsonrpc
 from ..protocol.lifecycle import State
 from ..server.context import LOG_LEVELS
 from ..server.stateless.request_state import RequestStateCodec
+from ..server.visibility import VisibilityRules
 from ..stores.bus import BusHandler
 from . import http_sessions
 from .cluster_ids import suffix_parts
@@ -263,6 +264,7 @@ class ClusterNode:
             record.subscriptions,
             record.subscriber_scopes,
             record.principal,
+            record.visibility,
         )
         session.client_info = record.client_info
         session.client_capabilities = record.client_capabilities
@@ -288,12 +290,19 @@ class ClusterNode:
             record.subscriptions,
             record.subscriber_scopes,
             record.principal,
+            record.visibility,
         )
         entry.verified = True
         return entry
 
     def _apply(
-        self, session: ServerSession, level: str | None, subs: Any, scopes: Any, principal: Any
+        self,
+        session: ServerSession,
+        level: str | None,
+        subs: Any,
+        scopes: Any,
+        principal: Any,
+        rules: Any,
     ) -> None:
         server_default = session.server.default_log_level
         session.log_level = LOG_LEVELS.get(level or server_default, LOG_LEVELS[server_default])
@@ -304,9 +313,11 @@ class ClusterNode:
             # An authenticated session whose subscriber's scopes were not shared (a node
             # of an older version): no updates of scoped resources rather than all.
             session.subscriber_scopes = None if principal is None else frozenset()
+        session.visibility = _rules(rules)
 
     async def _state_changed(self, session: ServerSession) -> None:
-        """setLevel / (un)subscribe: write the record, tell the other nodes, then answer."""
+        """setLevel / (un)subscribe / the session's visibility rules: write the record,
+        tell the other nodes, then answer."""
         entry = self.app.sessions.get(session.session_id or "")
         if entry is None:
             return
@@ -323,6 +334,7 @@ class ClusterNode:
                 "lvl": record.log_level,
                 "sub": sorted(session.subscriptions),
                 "scp": record.subscriber_scopes,
+                "vis": record.visibility,
             },
         )
 
@@ -521,7 +533,12 @@ class ClusterNode:
                 entry.session.receive(inner)
         elif kind == "set":
             self._apply(
-                entry.session, msg.get("lvl"), msg.get("sub"), msg.get("scp"), entry.principal
+                entry.session,
+                msg.get("lvl"),
+                msg.get("sub"),
+                msg.get("scp"),
+                entry.principal,
+                msg.get("vis"),
             )
             entry.stored_level = entry.session.log_level
         elif kind == "g":
@@ -537,3 +554,14 @@ class ClusterNode:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _rules(data: Any) -> VisibilityRules | None:
+    """A session's visibility rules from its record or a ``set`` message (None: none)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return VisibilityRules.from_json(data)
+    except (TypeError, ValueError) as exc:  # unreadable: the server's rules only
+        log.warning("unreadable visibility rules of a session ignored: %r", exc)
+        return None

@@ -177,6 +177,7 @@ def session_record(entry: HTTPSession) -> SessionRecord:
         subscriber_scopes=(
             None if session.subscriber_scopes is None else sorted(session.subscriber_scopes)
         ),
+        visibility=None if session.visibility is None else session.visibility.to_json(),
     )
 
 

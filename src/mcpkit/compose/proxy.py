@@ -81,6 +81,8 @@ from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
+from ..server.stateless.listen import Listener
+from .listening import follow_upstream, wants_list_changes
 from .upstream import UPSTREAM_FAILURES, Upstream, UpstreamPool
 
 __all__ = ["DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
@@ -346,6 +348,15 @@ class ProxySource:
         client = upstream.client if upstream is not None else None
         if client is not None and client.connected:
             await client.notify("notifications/roots/list_changed")
+
+    async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
+        """A downstream ``subscriptions/listen``: the upstream's list changes are heard
+        through the pool (one connection opened if none is), the stream's resource URIs
+        followed on a connection of its own (:mod:`.listening`)."""
+        if wants_list_changes(granted):
+            await self.pool.warm()
+        uris = granted.get("resourceSubscriptions") or ()
+        await follow_upstream(self, listener, uris={u: u for u in uris}, closing=self.closing)
 
     def session_closed(self, session: ServerSession) -> None:
         upstream = self.upstreams.pop(session, None)

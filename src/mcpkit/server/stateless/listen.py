@@ -33,6 +33,7 @@ from ...protocol.envelope import SUBSCRIPTION_ID
 from ...protocol.jsonrpc import json_type
 from ..context import Context
 from ..scopes import granted_scopes
+from ..sources import ListeningSource
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -197,6 +198,11 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
                 value = await grant(asked[key], listener)
                 if value is not None:
                     granted[key] = value
+        # What the stream was granted of the components served from elsewhere (a proxy's
+        # upstream) is followed there; before the acknowledgment, as above.
+        for source in server.component_sources:
+            if isinstance(source, ListeningSource):
+                await source.listen(listener, granted)
     except BaseException:
         outbox.close()
         _run_closers(closers)

@@ -220,3 +220,29 @@ async def test_a_list_change_heard_by_every_pooled_connection_reaches_a_listener
                 await settle(lambda: changed == ["tools"])
                 await asyncio.sleep(0.3)  # a second copy would have arrived by now
                 assert changed == ["tools"]
+
+
+async def test_a_gateway_listener_hears_its_upstreams_under_their_namespaces() -> None:
+    upstream = upstream_server()
+    updated: list[str] = []
+    changed: list[str] = []
+    async with serve(upstream.http_app()) as upstream_url:
+        gateway = MCPServer.from_config({"mcpServers": {"up": {"url": upstream_url}}})
+        async with serve(gateway.http_app()) as url:
+            async with Client(
+                url=url,
+                protocol_version=MODERN,
+                on_resource_updated=updated.append,
+                on_list_changed=changed.append,
+            ) as client:
+                (namespaced,) = [
+                    r["uri"] for r in await client.list_resources() if r["name"] == "today"
+                ]
+                assert namespaced != URI
+                await client.subscribe_resource(namespaced)
+                await settle(lambda: following(upstream) == [{URI}])
+                await upstream.resources.notify_updated(URI)
+                await settle(lambda: updated == [namespaced])
+                await upstream.tools.notify_list_changed()
+                await settle(lambda: "tools" in changed)
+            await settle(lambda: following(upstream) == [])

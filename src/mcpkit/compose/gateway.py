@@ -335,7 +335,11 @@ class GatewaySource:
                 if lists:
                     await source.pool.warm()
                 await follow_upstream(
-                    source, listener, uris=uris[member.name], closing=source.closing
+                    source,
+                    listener,
+                    uris=uris[member.name],
+                    following=source.following,
+                    closing=source.closing,
                 )
             except RemoteError as exc:
                 log.warning("upstream server %r refused to listen: %s", member.name, exc)

@@ -33,7 +33,7 @@ from ..errors import MCPError, RemoteError
 from ..server.stateless.listen import Listener
 from .upstream import Owner
 
-__all__ = ["follow_upstream", "wants_list_changes"]
+__all__ = ["close_quietly", "follow_upstream", "wants_list_changes"]
 
 log = logging.getLogger("mcpkit.compose")
 
@@ -53,10 +53,12 @@ async def follow_upstream(
     listener: Listener,
     *,
     uris: Mapping[str, str],
+    following: set[Client],
     closing: set[asyncio.Task[None]],
 ) -> None:
     """Follow ``uris`` (upstream URI -> downstream URI) on a connection of ``listener``'s
-    own, closed (a task in ``closing``) when the stream ends.
+    own, held in ``following`` (which the proxy closes with its lifespan, should a stream
+    outlive it) and closed (a task in ``closing``) when the stream ends.
 
     Returns once the upstream is following them (its listen acknowledged, its
     subscriptions answered); an upstream that cannot be reached is ``source.failure``.
@@ -93,22 +95,26 @@ async def follow_upstream(
                         "upstream of proxy %r refused to follow %s: %s", source.label, uri, exc
                     )
     except BaseException as exc:
-        await _close(client, source.label)
+        await close_quietly(client, source.label)
         # An answer of the upstream (a RemoteError) or a cancellation is passed on as it
         # is; a failure of the upstream itself (refused, gone, no answer) names it.
         if isinstance(exc, MCPError) or not isinstance(exc, Exception):
             raise
         raise source.failure(exc) from exc
 
+    following.add(client)
+
     def ended() -> None:
-        task = asyncio.get_running_loop().create_task(_close(client, source.label))
+        following.discard(client)
+        task = asyncio.get_running_loop().create_task(close_quietly(client, source.label))
         closing.add(task)
         task.add_done_callback(closing.discard)
 
     listener.on_close(ended)
 
 
-async def _close(client: Client, label: str) -> None:
+async def close_quietly(client: Client, label: str) -> None:
+    """Close ``client``, a connection going away anyway: a failure is only logged."""
     try:
         await client.aclose()
     except Exception as exc:  # it is going away anyway

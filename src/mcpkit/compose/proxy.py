@@ -82,7 +82,7 @@ from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
 from ..server.stateless.listen import Listener
-from .listening import follow_upstream, wants_list_changes
+from .listening import close_quietly, follow_upstream, wants_list_changes
 from .upstream import UPSTREAM_FAILURES, Upstream, UpstreamPool
 
 __all__ = ["DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
@@ -202,6 +202,8 @@ class ProxySource:
         # close (no transport said so) is still closed with the proxy's lifespan.
         self.open: set[Upstream] = set()
         self.closing: set[asyncio.Task[None]] = set()
+        # The connections following a downstream subscriptions/listen (.listening).
+        self.following: set[Client] = set()
 
     def upstream(self, session: ServerSession) -> Upstream:
         """The upstream of a session with a channel of its own (not a stateless one)."""
@@ -356,7 +358,13 @@ class ProxySource:
         if wants_list_changes(granted):
             await self.pool.warm()
         uris = granted.get("resourceSubscriptions") or ()
-        await follow_upstream(self, listener, uris={u: u for u in uris}, closing=self.closing)
+        await follow_upstream(
+            self,
+            listener,
+            uris={u: u for u in uris},
+            following=self.following,
+            closing=self.closing,
+        )
 
     def session_closed(self, session: ServerSession) -> None:
         upstream = self.upstreams.pop(session, None)
@@ -370,7 +378,13 @@ class ProxySource:
         """Close every upstream connection (the proxy's lifespan ends)."""
         upstreams, self.open = self.open, set()
         self.upstreams.clear()
-        await asyncio.gather(*(u.aclose() for u in upstreams), self.pool.aclose(), *self.closing)
+        following, self.following = self.following, set()
+        await asyncio.gather(
+            *(u.aclose() for u in upstreams),
+            *(close_quietly(c, self.label) for c in following),
+            self.pool.aclose(),
+            *self.closing,
+        )
 
 
 def _component_result(result: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,8 @@ they were added (``server.add_component_source``):
 - :meth:`ComponentSource.session_closed` is called when a session ends, so that
   a source can release what it holds for it;
 - a 2026-07-28 ``subscriptions/listen`` (which has no subscribe request to offer)
-  is offered to each source that is also a :class:`ListeningSource`, with what the
+  is offered to each source that is also a
+  :class:`~mcpkit.server.stateless.listen.ListeningSource`, with what the
   stream was granted, before it is acknowledged: the source follows those items
   where they live and sends their notifications on the stream.
 
@@ -51,12 +52,10 @@ if TYPE_CHECKING:
     from .request import Request
     from .server import MCPServer
     from .session import ServerSession
-    from .stateless.listen import Listener
 
 __all__ = [
     "ComponentKind",
     "ComponentSource",
-    "ListeningSource",
     "ServerSources",
     "listed_by_sources",
     "served_by_sources",
@@ -100,22 +99,6 @@ class ComponentSource(Protocol):
 
     def session_closed(self, session: ServerSession) -> None:
         """``session`` ended: release what the source holds for it (must not block)."""
-        ...
-
-
-@runtime_checkable
-class ListeningSource(Protocol):
-    """A component source that follows what a ``subscriptions/listen`` stream asked for."""
-
-    async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
-        """A stream was granted ``granted`` (the acknowledgment's ``notifications``):
-        follow its list changes and resource URIs where they live, sending their
-        notifications with ``listener.send``, and stop once the stream ends
-        (``listener.on_close``).
-
-        Awaited before the acknowledgment, so that a change made after it is not
-        missed; an :class:`~mcpkit.errors.MCPError` raised here refuses the request.
-        """
         ...
 
 

@@ -83,7 +83,8 @@ async def follow_upstream(
     try:
         await client.connect()
         resources = client.server_capabilities.get("resources")
-        if isinstance(resources, dict) and resources.get("subscribe"):
+        follows = isinstance(resources, dict) and resources.get("subscribe") is True
+        if follows:
             for uri in uris:
                 # Handshake era: resources/subscribe on this connection's session; 2026-07-28:
                 # the URI joins the filter of the connection's one listen (acknowledged
@@ -101,6 +102,9 @@ async def follow_upstream(
         if isinstance(exc, MCPError) or not isinstance(exc, Exception):
             raise
         raise source.failure(exc) from exc
+    if not follows:  # an upstream without subscriptions has no updates to send
+        await close_quietly(client, source.label)
+        return
 
     following.add(client)
 

@@ -246,3 +246,32 @@ async def test_a_gateway_listener_hears_its_upstreams_under_their_namespaces() -
                 await upstream.tools.notify_list_changed()
                 await settle(lambda: "tools" in changed)
             await settle(lambda: following(upstream) == [])
+
+
+async def test_a_listen_on_the_proxys_own_resource_opens_no_upstream_connection() -> None:
+    upstream = upstream_server()
+    subscribed: list[str] = []
+
+    async def record(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        if ctx.method in ("subscriptions/listen", "resources/subscribe"):
+            subscribed.append(ctx.method)
+        return await call_next(ctx)
+
+    upstream.add_middleware(record)
+    updated: list[str] = []
+    async with serve(upstream.http_app()) as upstream_url:
+        server = proxy(upstream_url)
+
+        @server.resource("local://status", mime_type="text/plain")
+        def status() -> str:
+            return "ok"
+
+        async with serve(server.http_app()) as url:
+            async with Client(
+                url=url, protocol_version=MODERN, on_resource_updated=updated.append, cache=False
+            ) as client:
+                await client.subscribe_resource("local://status")
+                await server.resources.notify_updated("local://status")
+                await settle(lambda: updated == ["local://status"])
+    assert subscribed == []
+    assert following(upstream) == []

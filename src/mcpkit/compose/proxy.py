@@ -357,7 +357,9 @@ class ProxySource:
         followed on a connection of its own (:mod:`.listening`)."""
         if wants_list_changes(granted):
             await self.pool.warm()
-        uris = granted.get("resourceSubscriptions") or ()
+        # The proxy's own resources win over the upstream's (as for a read): not followed.
+        own = self.server.resources.static
+        uris = [u for u in granted.get("resourceSubscriptions") or () if u not in own]
         await follow_upstream(
             self,
             listener,

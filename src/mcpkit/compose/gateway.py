@@ -54,6 +54,8 @@ from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
 from ..server.sourced_visibility import listed_tags
+from ..server.stateless.listen import Listener
+from .listening import follow_upstream, wants_list_changes
 from .naming import namespace_problem, prefixed_uri
 from .prefixed import namespace_of, own_params, prefixed_entries, prefixed_read, request_with
 from .proxy import DEFAULT_POOL_SIZE, ProxySource
@@ -305,6 +307,36 @@ class GatewaySource:
         member = self.members.get(namespace) if namespace is not None else None
         own = own_params(member.name, method, params) if member is not None else None
         return None if member is None or own is None else (member, own)
+
+    async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
+        """A downstream ``subscriptions/listen``: each upstream follows its part (its list
+        changes through its pool, its URIs under their own names on a connection of the
+        stream's own); one that is down is left out, and announced when it is back."""
+        lists = wants_list_changes(granted)
+        uris: dict[str, dict[str, str]] = {name: {} for name in self.members}
+        for uri in granted.get("resourceSubscriptions") or ():
+            routed = self.route("resources/subscribe", {"uri": uri})
+            if routed is not None:
+                uris[routed[0].name][routed[1]["uri"]] = uri
+
+        async def follow(member: Member) -> None:
+            source = member.source
+            try:
+                if lists:
+                    await source.pool.warm()
+                await follow_upstream(
+                    source,
+                    listener,
+                    uris=uris[member.name],
+                    following=source.following,
+                    closing=source.closing,
+                )
+            except RemoteError as exc:
+                log.warning("upstream server %r refused to listen: %s", member.name, exc)
+            except MCPError as exc:  # ProxySource.failure: it cannot be started or reached
+                self.went_down(member, exc)
+
+        await asyncio.gather(*(follow(m) for m in self.members.values() if not m.resting))
 
     def session_closed(self, session: ServerSession) -> None:
         for member in self.members.values():

@@ -81,6 +81,8 @@ from ..server.middleware import CallNext, MiddlewareContext
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
+from ..server.stateless.listen import Listener
+from .listening import close_quietly, follow_upstream, wants_list_changes
 from .upstream import UPSTREAM_FAILURES, Upstream, UpstreamPool
 
 __all__ = ["DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
@@ -200,6 +202,8 @@ class ProxySource:
         # close (no transport said so) is still closed with the proxy's lifespan.
         self.open: set[Upstream] = set()
         self.closing: set[asyncio.Task[None]] = set()
+        # The connections following a downstream subscriptions/listen (.listening).
+        self.following: set[Client] = set()
 
     def upstream(self, session: ServerSession) -> Upstream:
         """The upstream of a session with a channel of its own (not a stateless one)."""
@@ -347,6 +351,23 @@ class ProxySource:
         if client is not None and client.connected:
             await client.notify("notifications/roots/list_changed")
 
+    async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
+        """A downstream ``subscriptions/listen``: the upstream's list changes are heard
+        through the pool (one connection opened if none is), the stream's resource URIs
+        followed on a connection of its own (:mod:`.listening`)."""
+        if wants_list_changes(granted):
+            await self.pool.warm()
+        # The proxy's own resources win over the upstream's (as for a read): not followed.
+        own = self.server.resources.static
+        uris = [u for u in granted.get("resourceSubscriptions") or () if u not in own]
+        await follow_upstream(
+            self,
+            listener,
+            uris={u: u for u in uris},
+            following=self.following,
+            closing=self.closing,
+        )
+
     def session_closed(self, session: ServerSession) -> None:
         upstream = self.upstreams.pop(session, None)
         if upstream is not None:
@@ -359,7 +380,13 @@ class ProxySource:
         """Close every upstream connection (the proxy's lifespan ends)."""
         upstreams, self.open = self.open, set()
         self.upstreams.clear()
-        await asyncio.gather(*(u.aclose() for u in upstreams), self.pool.aclose(), *self.closing)
+        following, self.following = self.following, set()
+        await asyncio.gather(
+            *(u.aclose() for u in upstreams),
+            *(close_quietly(c, self.label) for c in following),
+            self.pool.aclose(),
+            *self.closing,
+        )
 
 
 def _component_result(result: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,14 @@ to a client that did not declare it is answered with an error. On a 2026-07-28
 downstream the proxy's handler is an ordinary pausable call, so the upstream's
 server→client requests become input-required rounds, exactly as ``ctx.elicit``
 does (:mod:`mcpkit.server.stateless.input_required`).
+
+**The upstream's list changes** reach stateless downstream traffic (2026-07-28
+``subscriptions/listen`` streams) through the pool: every pooled connection hears
+them (a 2026-07-28 upstream's ``Client`` listens for them), one of them, the pool's
+*herald*, broadcasts them to the proxy's live sessions, once per change however
+many connections are open, and a downstream listen opens one connection if none is
+(:meth:`UpstreamPool.warm`). A stream's resource URIs are followed on a connection
+of its own (:mod:`.listening`).
 """
 
 from __future__ import annotations
@@ -96,6 +104,8 @@ class Upstream:
         self.serving: list[Request] = []
         # The downstream requests asked on behalf of the current lease (pooled only).
         self.asking: set[asyncio.Task[Any]] = set()
+        #: The pool it belongs to (pooled only; set by the pool).
+        self.pool: UpstreamPool | None = None
 
     def downstream(self) -> ServerSession | None:
         return self.session() if self.session is not None else None
@@ -246,8 +256,10 @@ class Upstream:
     # -- what the upstream sends ----------------------------------------------------------------
     async def list_changed(self, kind: str) -> None:
         method = f"notifications/{kind}/list_changed"
-        if self.pooled:  # serves every client: every live downstream session hears it
-            await self.source.server.broadcast(method)
+        if self.pool is not None:  # serves every client: every live downstream session hears it
+            # Each pooled connection hears the change: one passes it on.
+            if self.pool.heralds(self):
+                await self.source.server.broadcast(method)
             return
         session = self.downstream()
         if session is not None:
@@ -289,6 +301,31 @@ class UpstreamPool:
         self.idle: deque[Upstream] = deque()
         self.members: set[Upstream] = set()
         self.waiters: deque[asyncio.Future[Upstream]] = deque()
+        self.herald: Upstream | None = None
+
+    def heralds(self, upstream: Upstream) -> bool:
+        """Whether ``upstream`` is the member that passes the upstream's list changes on:
+        the first to hear one, until it leaves the pool or loses its connection."""
+        herald = self.herald
+        if herald is not upstream and (
+            herald is None
+            or herald not in self.members
+            or herald.client is None
+            or not herald.client.connected
+        ):
+            self.herald = herald = upstream
+        return herald is upstream
+
+    async def warm(self) -> None:
+        """Have at least one connection open, so that the upstream's list changes are heard
+        (a 2026-07-28 downstream listen asked for them); a failure is ``source.failure``."""
+        if any(u.client is not None and u.client.connected for u in self.members):
+            return
+        upstream = await self.take(self.source.server.create_session(stateless=True), None)
+        try:
+            await upstream.connected()
+        finally:
+            self.give_back(upstream)
 
     async def take(self, session: ServerSession, request: Request | None) -> Upstream:
         """A connection of the pool, for ``request`` alone until :meth:`give_back`."""
@@ -307,6 +344,7 @@ class UpstreamPool:
             return self.idle.pop()
         if len(self.members) < self.size:
             upstream = Upstream(self.source, None, pooled=True)
+            upstream.pool = self
             self.members.add(upstream)
             return upstream
         waiter: asyncio.Future[Upstream] = asyncio.get_running_loop().create_future()

@@ -23,7 +23,12 @@ they were added (``server.add_component_source``):
   answer is ``{}`` either way; sending ``notifications/resources/updated`` to
   the session is then the source's part);
 - :meth:`ComponentSource.session_closed` is called when a session ends, so that
-  a source can release what it holds for it.
+  a source can release what it holds for it;
+- a 2026-07-28 ``subscriptions/listen`` (which has no subscribe request to offer)
+  is offered to each source that is also a
+  :class:`~mcpkit.server.stateless.listen.ListeningSource`, with what the
+  stream was granted, before it is acknowledged: the source follows those items
+  where they live and sends their notifications on the stream.
 
 A server without sources pays one attribute test on a listing and nothing on a
 call to one of its own components: the sources are consulted only on the

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 
 from mcpkit import Client, MCPServer
 from mcpkit.errors import INTERNAL_ERROR, ConfigurationError, RemoteError
@@ -59,7 +60,10 @@ class Workers:
         self.prefix = prefix
         self.procs: list[asyncio.subprocess.Process] = []
 
-    async def start(self) -> asyncio.subprocess.Process:
+    async def start(self, *, queue_url: str | None = None) -> asyncio.subprocess.Process:
+        env = {**os.environ, "TASKS_QUEUE_REDELIVERY_S": "1"}
+        if queue_url is not None:
+            env["TASKS_QUEUE_URL"] = queue_url
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -74,7 +78,7 @@ class Workers:
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             cwd=str(REPO),
-            env={**os.environ, "TASKS_QUEUE_REDELIVERY_S": "1"},
+            env=env,
         )
         self.procs.append(proc)
         assert proc.stderr is not None
@@ -293,3 +297,98 @@ async def test_without_a_store_the_servers_redis_store_keeps_the_records(
         # Node B never saw the task: it reads the record node A wrote to the shared Redis.
         result = await asyncio.wait_for(TaskHandle(on_b, handle.task_id).result(), DEADLINE)
     assert text(result) == "done"
+
+
+class Relay:
+    """A TCP relay to Redis that drops the connection carrying a reply with ``marker`` in
+    it, instead of passing that reply on (once): the worker's connection dropped right
+    after Redis handed it an answer, which never reaches the worker."""
+
+    def __init__(self, port: int, marker: bytes) -> None:
+        self.port = port
+        self.marker = marker
+        self.dropped = False
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> Relay:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"redis://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/0"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, watch: bool) -> None:
+            try:
+                while data := await src.read(65536):
+                    if watch and not self.dropped and self.marker in data:
+                        self.dropped = True
+                        writer.transport.abort()
+                        up_writer.transport.abort()
+                        return
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, True))
+
+
+async def test_an_answer_taken_as_the_workers_connection_drops_is_not_lost(
+    node_a: MCPServer, workers: Workers, redis_server: RedisServer
+) -> None:
+    # The answer as tasks/update pushes it: the reply that hands it to the worker.
+    async with Relay(redis_server.port, b'"action":"accept"') as relay:
+        worker = await workers.start(queue_url=relay.url)
+        async with Client(
+            server=node_a,
+            protocol_version="2026-07-28",
+            extensions=[tasks_client()],
+            elicitation_handler=lambda p: {"action": "accept", "content": {"ok": True}},
+        ) as client:
+            result = await asyncio.wait_for(client.call_tool("approve", {"item": "q4"}), DEADLINE)
+        assert relay.dropped  # the handover was cut, and the answer still arrived
+        assert text(result) == f"approved q4 in {worker.pid}"
+        await workers.stop_all()
+
+
+async def test_a_cancel_whose_signal_the_worker_missed_still_reaches_the_handler(
+    node_a: MCPServer, workers: Workers, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    worker = await workers.start()
+    marker = tmp_path / "m"
+    async with Client(
+        server=node_a, protocol_version="2026-07-28", extensions=[tasks_client()]
+    ) as client:
+        handle = await call_tool_task(client, "hold", {"marker": str(marker)})
+        assert isinstance(handle, TaskHandle)
+        await _until((tmp_path, f"m.{worker.pid}.1.started"))
+        # The worker's pub/sub connection (pydocket's cancellation listener) dropped: it
+        # reconnects a second later, and the cancel is published meanwhile, to nobody.
+        redis = Redis.from_url(redis_server.url)
+        try:
+            listeners = [
+                line.split()[0].split("=")[1]
+                for line in (await redis.execute_command("CLIENT", "LIST")).decode().splitlines()
+                if " psub=1 " in f" {line} "
+            ]
+            assert listeners
+            for client_id in listeners:
+                await redis.execute_command("CLIENT", "KILL", "ID", client_id)
+        finally:
+            await redis.aclose()
+        await handle.cancel()
+        assert (await handle.get()).status is TaskStatus.CANCELLED
+        # The handler itself saw the cancellation (it would otherwise wait for m.go).
+        await _until((tmp_path, f"m.{worker.pid}.cancelled"))
+    async with Client(
+        server=node_a, protocol_version="2026-07-28", extensions=[tasks_client()]
+    ) as client:
+        result = await asyncio.wait_for(client.call_tool("whoami", {}), DEADLINE)
+    assert text(result) == str(worker.pid)  # the worker goes on

@@ -1,4 +1,4 @@
-"""Who may see a task: the extension's capability check and a task's owner binding.
+"""Who may see a task: the extension's capability check, a task's owner binding, its caller.
 
 Shared by the server's ``tasks/*`` methods (:mod:`.server`) and its status
 notifications (:mod:`.notify`), which must answer the same caller the same way.
@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     from ...server.context import Context
     from ...server.middleware import MiddlewareContext
 
-__all__ = ["TASKS", "client_declares_tasks", "missing_capability", "owner_of"]
+__all__ = [
+    "TASKS",
+    "auth_from_json",
+    "auth_to_json",
+    "client_declares_tasks",
+    "missing_capability",
+    "owner_of",
+]
 
 #: The extension's identifier (``capabilities.extensions`` key).
 TASKS: Final = EXTENSION_ID
@@ -47,4 +54,41 @@ def missing_capability(what: str) -> MCPError:
         f"{what} needs the {TASKS} extension in the request's client capabilities",
         code=MISSING_CAPABILITY,
         data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
+    )
+
+
+def auth_to_json(auth: Any) -> dict[str, Any] | None:
+    """The caller's auth info as plain data, to travel with a queued task's job."""
+    # The claims of the caller's token travel with the job; the raw token does not (it
+    # would sit in Redis for the task's life), so ctx.auth.token is "" on a worker.
+    from ...auth.info import AuthInfo
+
+    if not isinstance(auth, AuthInfo):
+        return None
+    return {
+        "subject": auth.subject,
+        "client_id": auth.client_id,
+        "issuer": auth.issuer,
+        "scopes": sorted(auth.scopes),
+        "expires_at": auth.expires_at,
+        "resource": auth.resource,
+        "claims": dict(auth.claims),
+    }
+
+
+def auth_from_json(data: Any) -> Any:
+    """The auth info :func:`auth_to_json` made, on the worker (its raw token is empty)."""
+    from ...auth.info import AuthInfo
+
+    if not isinstance(data, dict):
+        return None
+    return AuthInfo(
+        token="",
+        subject=data.get("subject"),
+        client_id=data.get("client_id"),
+        issuer=data.get("issuer"),
+        scopes=frozenset(data.get("scopes") or ()),
+        expires_at=data.get("expires_at"),
+        resource=data.get("resource"),
+        claims=data.get("claims") or {},
     )

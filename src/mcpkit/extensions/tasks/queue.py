@@ -17,10 +17,17 @@ without the raw token), through the server's own ``tools/call`` handler:
   ``pollIntervalMs``, as in process;
 * ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots`` move the task to
   ``input_required`` (:class:`~.inputs.TaskInputs`); ``tasks/update`` on *any* node pushes
-  the answers onto a per-task Redis list the worker pops, and acknowledges once the record
-  shows them taken (bounded);
+  the answers onto a per-task Redis list, and acknowledges once the record shows them
+  taken (bounded). The worker takes each answer with ``BLMOVE`` onto a list of taken
+  answers and drops it from there once applied, so an answer handed over just as the
+  worker's connection dropped is not lost: it is read back from that list and applied
+  on the next connection (applying one twice is harmless: a satisfied key is ignored);
 * ``tasks/cancel`` on any node records ``cancelled``, then cancels the job: pydocket drops
-  it from the queue, or signals the worker running it, which cancels the handler.
+  it from the queue, or signals the worker running it over pub/sub, which cancels the
+  handler. That signal is lost when the worker's subscription is down at the moment
+  (pub/sub keeps nothing), so the worker also reads the task's record every
+  ``_REVOKE_CHECK_S`` seconds while the handler runs, and cancels the handler once the
+  record is terminal (cancelled) or gone (expired).
 
 A worker that dies (killed, or stopped under the task) leaves its job pending in the
 stream; pydocket's redelivery (``XAUTOCLAIM`` after ``redelivery_s`` without the worker
@@ -55,6 +62,7 @@ from ..._extras import require_extra
 
 with require_extra("tasks-queue", feature="the tasks job queue (mcpkit.extensions.tasks.queue)"):
     from docket import Docket, Worker
+    from redis.exceptions import RedisError
 
 from ...errors import INTERNAL_ERROR, ConfigurationError, InvalidParams, MCPError
 from ...loops import cancel_and_wait
@@ -63,6 +71,7 @@ from ...protocol.versions import REVISIONS
 from ...server.context import progress_reported_to, requests_answered_by
 from ...server.request import Request
 from ...server.scopes import enforce
+from .access import auth_from_json, auth_to_json
 from .inputs import TaskInputs
 from .records import TaskRecord
 from .states import IllegalTransition, TaskStatus
@@ -94,6 +103,10 @@ _ANSWER_TTL_MS: Final = 3_600_000
 _REDIS_AT_ONCE: Final = 32
 # How long stopping waits for the consumer to hand its jobs back before cancelling it.
 _STOP_WAIT: Final = 5.0
+# How often a worker reads the record of a task it runs, to see a cancellation whose
+# pub/sub signal it missed; and how long it waits after a Redis error on the answers.
+_REVOKE_CHECK_S: Final = 1.0
+_RETRY_S: Final = 0.2
 
 
 def _worker_lost(tool: str, attempts: int, idempotent: bool) -> dict[str, Any]:
@@ -294,7 +307,7 @@ class TaskQueue:
             "revision": ctx.revision,
             "capabilities": ctx.client_capabilities,
             "client": ctx.client_info,
-            "auth": _auth_json(ctx.auth_info),
+            "auth": auth_to_json(ctx.auth_info),
         }
         async with self.gate:
             await self.docket.add(JOB_NAME, key=record.task_id)(orjson.dumps(job).decode())
@@ -331,6 +344,10 @@ class TaskQueue:
     def answers_key(self, task_id: str) -> str:
         """The Redis list ``tasks/update`` pushes a queued task's answers onto."""
         return self.docket.key(f"mcpkit-answers:{task_id}")
+
+    def taken_key(self, task_id: str) -> str:
+        """The Redis list of the answers a worker took and has not applied yet."""
+        return self.docket.key(f"mcpkit-answers-taken:{task_id}")
 
     # -- the worker ---------------------------------------------------------------------------
 
@@ -385,6 +402,9 @@ class _Run:
         self.asking = asyncio.Event()
         self.last_message = 0.0
         self.inputs = TaskInputs(self._publish)
+        # Whether the handler is running, and whether the record's end cancelled it.
+        self.running = False
+        self.revoked = False
 
     async def _status(self, progress: float, total: float | None, message: str | None) -> None:
         # As in process: at most one stored status message per poll interval, and only
@@ -413,14 +433,48 @@ class _Run:
             await _move(self.store, task_id, TaskStatus.WORKING)
 
     async def _listen(self) -> None:
-        # Answers pushed by tasks/update on any node; popped only while a question is out.
-        key = self.queue.answers_key(self.record.task_id)
+        # Answers pushed by tasks/update on any node; taken only while a question is out.
+        task_id = self.record.task_id
+        key, taken = self.queue.answers_key(task_id), self.queue.taken_key(task_id)
         while True:
             await self.asking.wait()
-            async with self.queue.docket.redis() as redis:
-                popped = await redis.blpop([key], timeout=_ANSWER_POP_S)
-            if popped is not None:
-                await self.inputs.answer(orjson.loads(popped[1]))
+            try:
+                async with self.queue.docket.redis() as redis:
+                    # Those taken before a connection dropped (the reply may never have
+                    # arrived), then the next one: moved, not popped, until applied.
+                    for item in [*await redis.lrange(taken, 0, -1)]:
+                        await self._apply(redis, taken, item)
+                    moved = await redis.blmove(key, taken, _ANSWER_POP_S, "LEFT", "RIGHT")
+                    if moved is not None:
+                        await redis.pexpire(taken, _ANSWER_TTL_MS)  # as the answers' list
+                        await self._apply(redis, taken, moved)
+            except (RedisError, OSError) as exc:
+                log.warning("task %s: reading its answers failed (%s); retrying", task_id, exc)
+                await asyncio.sleep(_RETRY_S)
+
+    async def _apply(self, redis: Any, taken: str, item: bytes) -> None:
+        await self.inputs.answer(orjson.loads(item))
+        await redis.lrem(taken, 1, item)
+
+    async def _watch(self, handler: asyncio.Task[Any]) -> None:
+        # The record is the truth: a tasks/cancel whose pub/sub signal this worker missed,
+        # or a TTL that ran out, still ends the handler (see the module doc).
+        while self.running:
+            await asyncio.sleep(_REVOKE_CHECK_S)
+            try:
+                record = await self.store.get(self.record.task_id)
+            except Exception as exc:  # Redis away: the next check
+                log.debug("task %s: reading its record failed: %s", self.record.task_id, exc)
+                continue
+            if self.running and (record is None or record.terminal):
+                log.info(
+                    "task %s: ended (%s); cancelling its handler",
+                    self.record.task_id,
+                    "gone" if record is None else record.status.value,
+                )
+                self.revoked = True
+                handler.cancel()
+                return
 
     def _context(self, server: MCPServer) -> tuple[Any, Request]:
         job = self.job
@@ -437,7 +491,7 @@ class _Run:
         if isinstance(job["meta"], dict):
             params["_meta"] = job["meta"]
         message = {"id": f"task-{self.record.task_id}", "method": "tools/call", "params": params}
-        request = Request(session, message, _no_send, _auth_info(job["auth"]))
+        request = Request(session, message, _no_send, auth_from_json(job["auth"]))
         request.task = asyncio.current_task()
         return session, request
 
@@ -449,15 +503,31 @@ class _Run:
         if self.record.ttl_ms is not None:
             remaining = max(0.0, self.record.created_at + self.record.ttl_ms / 1000 - time.time())
         listener = asyncio.create_task(self._listen(), name=f"task {task_id} answers")
+        this = asyncio.current_task()
+        assert this is not None
+        self.running = True
+        watcher = asyncio.create_task(self._watch(this), name=f"task {task_id} record")
         try:
-            with progress_reported_to(self._status), requests_answered_by(self.inputs.ask):
-                async with asyncio.timeout(remaining):
-                    result = await handler(session, request)
+            try:
+                with progress_reported_to(self._status), requests_answered_by(self.inputs.ask):
+                    async with asyncio.timeout(remaining):
+                        result = await handler(session, request)
+            finally:
+                # No await between the handler's end and this: the watcher cancels only
+                # a running handler, never the recording of its outcome.
+                self.running = False
+                watcher.cancel()
+            if self.revoked and this.uncancel() == 0:
+                return  # the handler finished anyway as it was cancelled: the record ended
         except TimeoutError:
             await _move(self.store, task_id, TaskStatus.CANCELLED, status_message=_EXPIRED_MESSAGE)
         except MCPError as exc:
             await _move(self.store, task_id, TaskStatus.FAILED, error=exc.to_error())
         except asyncio.CancelledError:
+            # Cancelled by the watcher alone: the record ended (cancelled or gone), the
+            # job is done.
+            if self.revoked and this.uncancel() == 0:
+                return
             # tasks/cancel recorded `cancelled` first; a worker stopping under the task
             # leaves it as it is: pydocket hands the job to another worker (see the
             # module doc), which runs it again or fails it.
@@ -502,38 +572,3 @@ async def _move(
 
 async def _no_send(message: dict[str, Any]) -> None:
     """A queued task has no request stream: its log lines and notifications go nowhere."""
-
-
-def _auth_json(auth: Any) -> dict[str, Any] | None:
-    # The claims of the caller's token travel with the job; the raw token does not (it
-    # would sit in Redis for the task's life), so ctx.auth.token is "" on a worker.
-    from ...auth.info import AuthInfo
-
-    if not isinstance(auth, AuthInfo):
-        return None
-    return {
-        "subject": auth.subject,
-        "client_id": auth.client_id,
-        "issuer": auth.issuer,
-        "scopes": sorted(auth.scopes),
-        "expires_at": auth.expires_at,
-        "resource": auth.resource,
-        "claims": dict(auth.claims),
-    }
-
-
-def _auth_info(data: Any) -> Any:
-    from ...auth.info import AuthInfo
-
-    if not isinstance(data, dict):
-        return None
-    return AuthInfo(
-        token="",
-        subject=data.get("subject"),
-        client_id=data.get("client_id"),
-        issuer=data.get("issuer"),
-        scopes=frozenset(data.get("scopes") or ()),
-        expires_at=data.get("expires_at"),
-        resource=data.get("resource"),
-        claims=data.get("claims") or {},
-    )

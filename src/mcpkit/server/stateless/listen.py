@@ -14,6 +14,8 @@ the tasks extension's ``taskIds``, SEP-2663 "Task Status Notifications"): for ea
 key the client asked for, ``await grant(value, listener)`` returns what to
 acknowledge under that key (None: left out) or raises to refuse the request, and
 sends its notifications with :meth:`Listener.send` for as long as the stream is open.
+A component source (:mod:`mcpkit.server.sources`) that is a :class:`ListeningSource`
+is offered the whole grant the same way: a proxy follows it on its upstream.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import asyncio
 import logging
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 import orjson
 
@@ -45,6 +47,7 @@ __all__ = [
     "DEFAULT_LISTEN_QUEUE_BYTES",
     "ListenGrant",
     "Listener",
+    "ListeningSource",
     "end_subscriptions",
     "listen",
 ]
@@ -123,6 +126,22 @@ def _run_closers(closers: list[Callable[[], object]]) -> None:
 ListenGrant = Callable[[Any, Listener], Awaitable[Any]]
 
 
+@runtime_checkable
+class ListeningSource(Protocol):
+    """A component source that follows what a ``subscriptions/listen`` stream asked for."""
+
+    async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
+        """A stream was granted ``granted`` (the acknowledgment's ``notifications``):
+        follow its list changes and resource URIs where they live, sending their
+        notifications with ``listener.send``, and stop once the stream ends
+        (``listener.on_close``).
+
+        Awaited before the acknowledgment, so that a change made after it is not
+        missed; an :class:`~mcpkit.errors.MCPError` raised here refuses the request.
+        """
+        ...
+
+
 async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     """``subscriptions/listen``: acknowledge, then forward the opted-in notifications.
 
@@ -197,6 +216,11 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
                 value = await grant(asked[key], listener)
                 if value is not None:
                     granted[key] = value
+        # What the stream was granted of the components served from elsewhere (a proxy's
+        # upstream) is followed there; before the acknowledgment, as above.
+        for source in server.component_sources:
+            if isinstance(source, ListeningSource):
+                await source.listen(listener, granted)
     except BaseException:
         outbox.close()
         _run_closers(closers)

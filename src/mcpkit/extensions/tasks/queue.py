@@ -446,7 +446,7 @@ class _Run:
                         await self._apply(redis, taken, item)
                     moved = await redis.blmove(key, taken, _ANSWER_POP_S, "LEFT", "RIGHT")
                     if moved is not None:
-                        await redis.pexpire(taken, _ANSWER_TTL_MS)  # as the answers' list
+                        await redis.expire(taken, _ANSWER_TTL_MS // 1000)  # as the answers' list
                         await self._apply(redis, taken, moved)
             except (RedisError, OSError) as exc:
                 log.warning("task %s: reading its answers failed (%s); retrying", task_id, exc)

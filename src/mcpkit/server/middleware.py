@@ -44,7 +44,8 @@ stdio, Streamable HTTP with or without sessions, legacy SSE, in memory):
 
 A middleware may watch only some methods: its ``watches`` attribute (set by
 :func:`for_methods`) names them, and the chain of every other method leaves it
-out, so it costs those requests nothing. ``watches`` may also name
+out, so it costs those requests nothing (:data:`ANY_REQUEST` stands for
+every request). ``watches`` may also name
 notifications (``"notifications/cancelled"``, or :data:`ANY_NOTIFICATION` for
 all): such a middleware also sees each notification the client sends, *after*
 the server acted on it (the lifecycle and cancellation cannot wait for a task),
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANY_NOTIFICATION",
+    "ANY_REQUEST",
     "CallNext",
     "Middleware",
     "MiddlewareChains",
@@ -110,6 +112,8 @@ Endpoint = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 #: In ``watches``: every notification the client sends.
 ANY_NOTIFICATION: Final = "notifications/*"
+#: In ``watches``: every request (with other names: those notifications too).
+ANY_REQUEST: Final = "*"
 
 M = TypeVar("M")
 
@@ -245,9 +249,9 @@ def _link_for(mw: Middleware, method: str) -> Middleware | None:
     if watched is None:
         return None if method.startswith("notifications/") else mw
     if method not in watched:
-        if not method.startswith("notifications/") or ANY_NOTIFICATION not in watched:
+        method = ANY_NOTIFICATION if method.startswith("notifications/") else ANY_REQUEST
+        if method not in watched:
             return None
-        method = ANY_NOTIFICATION
     if isinstance(watched, Mapping):
         # An object serving its methods differently (mcpkit.middleware.Hooks) gives the
         # function for each: no dispatch on the method at run time.

@@ -40,7 +40,6 @@ elif variant == "log-off":
     logging.getLogger("mcpkit.requests").setLevel(logging.ERROR)
 
 
-
 class PassingHooks(Hooks):
     async def on_call_tool(self, context, call_next):  # type: ignore[no-untyped-def]
         return await call_next(context)

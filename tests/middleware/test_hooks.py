@@ -1,0 +1,272 @@
+"""Typed hooks (Hooks) with mcpkit's client, in memory and over Streamable HTTP, both eras."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpkit import (
+    CallNext,
+    Client,
+    Forbidden,
+    MCPServer,
+    MiddlewareContext,
+    RemoteError,
+    Text,
+    ToolResult,
+)
+from mcpkit.middleware import (
+    CallToolParams,
+    GetPromptParams,
+    HookContext,
+    HookNext,
+    Hooks,
+    InitializeParams,
+    InitializeResult,
+    ListParams,
+    PromptResult,
+    ReadResourceParams,
+)
+from mcpkit.testing import connect
+from tests.middleware.conftest import demo
+from tests.transports.conftest import TIMEOUT, run_app
+
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+CASES = [("memory", LEGACY), ("memory", MODERN), ("http", LEGACY), ("http", MODERN)]
+
+Defs = list[dict[str, Any]]
+
+
+class Policy(Hooks):
+    """Every typed hook at work, recording what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.done = asyncio.Event()
+
+    async def on_initialize(
+        self,
+        context: HookContext[InitializeParams],
+        call_next: HookNext[InitializeParams, InitializeResult],
+    ) -> InitializeResult:
+        self.seen.append(f"initialize {context.params.client_info.get('name')}")
+        result = await call_next(context)
+        result.instructions = "hooked instructions"
+        return result
+
+    async def on_call_tool(
+        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
+    ) -> ToolResult:
+        params = context.params
+        self.seen.append(f"call {params.name} {context.era}")
+        if params.name == "other":
+            raise Forbidden("other is off limits")
+        if params.arguments.get("text") == "canned":
+            return ToolResult([Text("from the hook")])  # short-circuit: no handler
+        params.arguments = {**params.arguments, "text": params.arguments["text"].upper()}
+        result = await call_next(context)
+        assert isinstance(result, ToolResult) and not result.is_error
+        result.content = [*result.content, Text("checked")]
+        return result
+
+    async def on_list_tools(
+        self, context: HookContext[ListParams], call_next: HookNext[ListParams, Defs]
+    ) -> Defs:
+        assert isinstance(context.params, ListParams)
+        tools = await call_next(context)
+        return [t for t in tools if t["name"] != "other"]
+
+    async def on_read_resource(
+        self,
+        context: HookContext[ReadResourceParams],
+        call_next: HookNext[ReadResourceParams, Defs],
+    ) -> Defs:
+        self.seen.append(f"read {context.params.uri}")
+        contents = await call_next(context)
+        return [{**c, "text": c["text"] + " (hooked)"} for c in contents]
+
+    async def on_get_prompt(
+        self,
+        context: HookContext[GetPromptParams],
+        call_next: HookNext[GetPromptParams, PromptResult],
+    ) -> PromptResult:
+        context.params.arguments = {"name": context.params.arguments["name"] + "!"}
+        result = await call_next(context)
+        result.description = "hooked prompt"
+        return result
+
+    async def on_list_prompts(
+        self, context: HookContext[ListParams], call_next: HookNext[ListParams, Defs]
+    ) -> Defs:
+        return [{**p, "title": "Greeting"} for p in await call_next(context)]
+
+    async def on_list_resources(
+        self, context: HookContext[ListParams], call_next: HookNext[ListParams, Defs]
+    ) -> Defs:
+        self.seen.append("resources")
+        return await call_next(context)
+
+    async def on_notification(
+        self, context: HookContext[dict[str, Any]], call_next: HookNext[dict[str, Any], None]
+    ) -> None:
+        self.seen.append(context.method)
+        await call_next(context)
+        self.done.set()
+
+
+@contextlib.asynccontextmanager
+async def client_for(server: MCPServer, transport: str, revision: str) -> AsyncIterator[Client]:
+    options: dict[str, Any] = {"protocol_version": revision, "timeout": TIMEOUT}
+    if transport == "memory":
+        async with Client(server=server, **options) as client:
+            yield client
+        return
+    async with run_app(server.http_app()) as base:
+        async with Client(url=f"{base}/mcp", **options) as client:
+            yield client
+
+
+@pytest.mark.parametrize(("transport", "revision"), CASES, ids=[f"{t}-{r}" for t, r in CASES])
+async def test_typed_hooks_change_requests_and_results(transport: str, revision: str) -> None:
+    policy = Policy()
+    server = demo(middleware=[policy])
+    async with client_for(server, transport, revision) as client:
+        result = await client.call_tool("echo", {"text": "hi"})
+        assert [c["text"] for c in result["content"]] == ["HI", "checked"]
+        canned = await client.call_tool("echo", {"text": "canned"})
+        assert canned["content"] == [{"type": "text", "text": "from the hook"}]
+        with pytest.raises(RemoteError) as refused:
+            await client.call_tool("other", {})
+        assert refused.value.code == -31403
+        assert [t["name"] for t in await client.list_tools()] == ["echo"]
+        read = await client.read_resource("demo://readme")
+        assert read["contents"][0]["text"] == "read 1 (hooked)"
+        prompt = await client.get_prompt("greet", {"name": "Ada"})
+        assert prompt["description"] == "hooked prompt"
+        assert prompt["messages"][0]["content"]["text"] == "Hello Ada!"
+        assert (await client.list_prompts())[0]["title"] == "Greeting"
+        await client.list_resources()
+        if revision == LEGACY:
+            assert client.session.instructions == "hooked instructions"  # type: ignore[union-attr]
+            await asyncio.wait_for(policy.done.wait(), TIMEOUT)  # notifications/initialized
+    era = "handshake" if revision == LEGACY else "stateless"
+    calls = [f"call echo {era}", f"call echo {era}", f"call other {era}"]
+    expected = [*calls, "read demo://readme", "resources"]
+    if revision == LEGACY:
+        # on_initialize: the handshake era only (2026-07-28 has no initialize).
+        expected = ["initialize mcpkit", "notifications/initialized", *expected]
+    assert sorted(policy.seen) == sorted(expected)
+    assert server.reads == ["readme"]  # type: ignore[attr-defined]
+
+
+def tagging(name: str, trail: list[str]) -> Any:
+    async def mw(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        trail.append(f"{name}>")
+        try:
+            return await call_next(ctx)
+        finally:
+            trail.append(f"<{name}")
+
+    return mw
+
+
+class Tagged(Hooks):
+    def __init__(self, trail: list[str]) -> None:
+        self.trail = trail
+
+    async def on_request(
+        self,
+        context: HookContext[dict[str, Any]],
+        call_next: HookNext[dict[str, Any], dict[str, Any]],
+    ) -> dict[str, Any]:
+        self.trail.append(f"request {context.method}>")
+        result = await call_next(context)
+        self.trail.append("<request")
+        return result
+
+    async def on_call_tool(
+        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
+    ) -> ToolResult:
+        self.trail.append("call_tool>")
+        result = await call_next(context)
+        self.trail.append("<call_tool")
+        return result
+
+
+@pytest.mark.parametrize("revision", [LEGACY, MODERN])
+async def test_hooks_nest_with_plain_middleware_in_the_list_order(revision: str) -> None:
+    trail: list[str] = []
+    server = demo(middleware=[tagging("a", trail), Tagged(trail), tagging("b", trail)])
+    async with Client(server=server, protocol_version=revision, timeout=TIMEOUT) as client:
+        trail.clear()
+        await client.call_tool("echo", {"text": "x"})
+        assert trail == [
+            "a>",
+            "request tools/call>",
+            "call_tool>",
+            "b>",
+            "<b",
+            "<call_tool",
+            "<request",
+            "<a",
+        ]
+        trail.clear()
+        await client.list_prompts()  # no typed hook: on_request alone
+        assert trail == ["a>", "request prompts/list>", "b>", "<b", "<request", "<a"]
+
+
+class OnlyCalls(Hooks):
+    async def on_call_tool(
+        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
+    ) -> ToolResult:
+        return await call_next(context)
+
+
+async def test_a_method_without_a_hook_gets_no_step() -> None:
+    server = demo(middleware=[OnlyCalls()])
+    assert set(server.middleware_chains.requests) == {"tools/call"}
+    assert server.wrapped_methods["tools/list"] is server.methods["tools/list"]
+    assert server.middleware_chains.notification("notifications/initialized") is None
+
+
+async def test_a_result_passed_on_unchanged_is_the_handlers_own_dict() -> None:
+    results: list[dict[str, Any]] = []
+
+    async def capture(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        result = await call_next(ctx)
+        results.append(result)
+        return result
+
+    server = demo(middleware=[capture, OnlyCalls(), capture])
+    async with connect(server) as client:
+        await client.call_tool("echo", {"text": "same"})
+    outer, inner = results[1], results[0]  # the inner capture returns first
+    assert outer is inner
+
+
+async def test_a_hook_returning_the_wrong_type_is_an_internal_error() -> None:
+    class Broken(Hooks):
+        async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+            return {"tools": []}  # a dict, not the list of definitions
+
+    async with connect(demo(middleware=[Broken()])) as client:
+        with pytest.raises(RemoteError) as caught:
+            await client.list_tools()
+    assert caught.value.code == -32603
+
+
+async def test_a_hook_made_result_is_shaped_for_an_older_revision() -> None:
+    class Structured(Hooks):
+        async def on_call_tool(self, context: Any, call_next: Any) -> ToolResult:
+            return ToolResult(structured_content={"n": 1})
+
+    server = demo(middleware=[Structured()])
+    async with Client(server=server, protocol_version="2025-03-26", timeout=TIMEOUT) as old:
+        result = await old.call_tool("echo", {"text": "x"})
+    # 2025-03-26 has no structuredContent: the JSON text only.
+    assert result == {"content": [{"type": "text", "text": '{"n":1}'}]}

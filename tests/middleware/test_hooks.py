@@ -152,7 +152,7 @@ async def test_typed_hooks_change_requests_and_results(transport: str, revision:
         assert (await client.list_prompts())[0]["title"] == "Greeting"
         await client.list_resources()
         if revision == LEGACY:
-            assert client.session.instructions == "hooked instructions"  # type: ignore[union-attr]
+            assert client.session.instructions == "hooked instructions"
             await asyncio.wait_for(policy.done.wait(), TIMEOUT)  # notifications/initialized
     era = "handshake" if revision == LEGACY else "stateless"
     calls = [f"call echo {era}", f"call echo {era}", f"call other {era}"]

@@ -155,6 +155,15 @@ class Kind:
         return typed
 
 
+class NotificationKind(Kind):
+    """A notification: its raw params; ``call_next`` has no result."""
+
+    __slots__ = ()
+
+    def result(self, raw: dict[str, Any]) -> None:
+        return None
+
+
 class CallToolKind(Kind):
     __slots__ = ()
 

@@ -56,6 +56,7 @@ from .hook_types import (
     InitializeResult,
     Kind,
     ListParams,
+    NotificationKind,
     PromptResult,
     ReadResourceParams,
 )
@@ -136,22 +137,37 @@ class HookContext(Generic[P]):
     def __repr__(self) -> str:
         return f"<HookContext {self.method} {self.params!r}>"
 
+    async def proceed(self) -> Any:
+        """Serve the request as ``params`` now say; the typed result (``call_next(context)``
+        is this method)."""
+        ctx = self.request
+        kind = self._kind
+        raw = ctx.params
+        params = kind.request(self.params, raw)
+        if params is not raw:
+            ctx.params = params  # the handler serves the changed request (server.middleware)
+        result = await self._call_next(ctx)
+        typed = kind.result(result)
+        self._sent = (typed, result)
+        return typed
+
+    def result_dict(self, result: Any) -> dict[str, Any]:
+        """The result dict a hook's typed ``result`` goes on as: the very dict
+        :meth:`proceed` read it from when it is as it was."""
+        kind = self._kind
+        sent = self._sent
+        if sent is None:
+            return kind.out(result, None, self.request)
+        if sent[0] is result and kind.same(result, sent[1]):
+            return sent[1]  # as call_next returned it: no copy
+        return kind.out(result, sent[1], self.request)
+
 
 #: ``await call_next(context)``: the rest of the chain and the handler; the typed result.
 HookNext = Callable[[HookContext[P]], Awaitable[R]]
 
-
-async def _typed_next(context: HookContext[Any]) -> Any:
-    ctx = context.request
-    kind = context._kind
-    raw = ctx.params
-    params = kind.request(context.params, raw)
-    if params is not raw:
-        ctx.params = params  # the handler serves the changed request (server.middleware)
-    result = await context._call_next(ctx)
-    typed = kind.result(result)
-    context._sent = (typed, result)
-    return typed
+#: What every hook gets as ``call_next``.
+_proceed = HookContext.proceed
 
 
 def _typed_link(hook: Callable[..., Awaitable[Any]], kind: Kind) -> Middleware:
@@ -159,13 +175,7 @@ def _typed_link(hook: Callable[..., Awaitable[Any]], kind: Kind) -> Middleware:
 
     async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
         context = HookContext(ctx, kind.params(ctx.params), call_next, kind)
-        result = await hook(context, _typed_next)
-        sent = context._sent
-        if sent is None:
-            return kind.out(result, None, ctx)
-        if sent[0] is result and kind.same(result, sent[1]):
-            return sent[1]  # as call_next returned it: no copy
-        return kind.out(result, sent[1], ctx)
+        return context.result_dict(await hook(context, _proceed))
 
     link.__qualname__ = f"{getattr(hook, '__qualname__', kind.hook)}[link]"
     return link
@@ -186,15 +196,11 @@ def _around(request_hook: Middleware, inner: Middleware | None) -> Middleware:
     return link
 
 
-async def _noted(context: HookContext[Any]) -> None:
-    await context._call_next(context.request)
-
-
 def _notification_link(hook: Callable[..., Awaitable[Any]]) -> Middleware:
-    kind = Kind("on_notification", ANY_NOTIFICATION)
+    kind = NotificationKind("on_notification", ANY_NOTIFICATION)
 
     async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
-        await hook(HookContext(ctx, ctx.params, call_next, kind), _noted)
+        await hook(HookContext(ctx, ctx.params, call_next, kind), _proceed)
         return {}
 
     return link

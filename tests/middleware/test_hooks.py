@@ -270,3 +270,24 @@ async def test_a_hook_made_result_is_shaped_for_an_older_revision() -> None:
         result = await old.call_tool("echo", {"text": "x"})
     # 2025-03-26 has no structuredContent: the JSON text only.
     assert result == {"content": [{"type": "text", "text": '{"n":1}'}]}
+
+
+async def test_a_mounted_servers_hooks_see_its_own_names_and_change_its_arguments() -> None:
+    seen: list[str] = []
+
+    class Child(Hooks):
+        async def on_call_tool(self, context: Any, call_next: Any) -> ToolResult:
+            seen.append(context.params.name)
+            context.params.arguments = {"text": "from the child's hook"}
+            return await call_next(context)  # type: ignore[no-any-return]
+
+    child = demo(middleware=[Child()])
+    parent = MCPServer(name="parent", version="1")
+    parent.mount(child, namespace="kid")
+    async with connect(parent) as client:
+        result = await client.call_tool("kid_echo", {"text": "hi"})
+        await client.list_tools()
+    assert result["content"][0]["text"] == "from the child's hook"
+    assert seen == ["echo"]
+    # The child watches tools/call only: the parent's other methods get no step.
+    assert set(parent.middleware_chains.requests) == {"tools/call"}

@@ -83,15 +83,29 @@ class HookContext(Generic[P]):
     ``lifespan_state``.
     """
 
-    __slots__ = ("_call_next", "_kind", "_sent", "params", "request")
+    __slots__ = ("_call_next", "_kind", "_params", "_raw", "_sent", "request")
 
-    def __init__(self, request: MiddlewareContext, params: P, call_next: CallNext, kind: Kind):
+    def __init__(self, request: MiddlewareContext, call_next: CallNext, kind: Kind) -> None:
         self.request = request
-        self.params = params
         self._call_next = call_next
         self._kind = kind
-        # (typed result, the dict it was read from): the last call_next's.
-        self._sent: tuple[Any, dict[str, Any]] | None = None
+        # Read from the request's params on first use: a hook that passes the request on
+        # unread costs no typed copy of them.
+        self._params: Any = None
+        # The typed result of the last call_next, and the dict it was read from.
+        self._sent: Any = None
+        self._raw: dict[str, Any] | None = None
+
+    @property
+    def params(self) -> P:
+        params = self._params
+        if params is None:
+            params = self._params = self._kind.params(self.request.params)
+        return params  # type: ignore[no-any-return]
+
+    @params.setter
+    def params(self, value: P) -> None:
+        self._params = value
 
     @property
     def method(self) -> str:
@@ -142,25 +156,25 @@ class HookContext(Generic[P]):
         is this method)."""
         ctx = self.request
         kind = self._kind
-        raw = ctx.params
-        params = kind.request(self.params, raw)
-        if params is not raw:
-            ctx.params = params  # the handler serves the changed request (server.middleware)
-        result = await self._call_next(ctx)
-        typed = kind.result(result)
-        self._sent = (typed, result)
+        typed = self._params
+        if typed is not None:  # read, perhaps changed: serve what they say now
+            raw = ctx.params
+            params = kind.request(typed, raw)
+            if params is not raw:
+                ctx.params = params  # the handler serves the changed request (server.middleware)
+        self._raw = result = await self._call_next(ctx)
+        self._sent = typed = kind.result(result)
         return typed
 
-    def result_dict(self, result: Any) -> dict[str, Any]:
-        """The result dict a hook's typed ``result`` goes on as: the very dict
-        :meth:`proceed` read it from when it is as it was."""
+    async def run_hook(self, hook: Callable[..., Awaitable[Any]]) -> dict[str, Any]:
+        """Run ``hook(self, call_next)``; the result dict its typed result goes on as
+        (the very dict :meth:`proceed` read it from when it is as it was)."""
+        result = await hook(self, _proceed)
         kind = self._kind
-        sent = self._sent
-        if sent is None:
-            return kind.out(result, None, self.request)
-        if sent[0] is result and kind.same(result, sent[1]):
-            return sent[1]  # as call_next returned it: no copy
-        return kind.out(result, sent[1], self.request)
+        raw = self._raw
+        if raw is not None and result is self._sent and kind.same(result, raw):
+            return raw  # as call_next returned it: no copy
+        return kind.out(result, raw, self.request)
 
 
 #: ``await call_next(context)``: the rest of the chain and the handler; the typed result.
@@ -171,11 +185,11 @@ _proceed = HookContext.proceed
 
 
 def _typed_link(hook: Callable[..., Awaitable[Any]], kind: Kind) -> Middleware:
-    """The chain's link for one typed hook (a bound method of the Hooks)."""
+    """The chain's link for one typed hook (a bound method of the Hooks): a plain
+    function returning the coroutine that runs it, no coroutine of its own."""
 
-    async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
-        context = HookContext(ctx, kind.params(ctx.params), call_next, kind)
-        return context.result_dict(await hook(context, _proceed))
+    def link(ctx: MiddlewareContext, call_next: CallNext) -> Awaitable[dict[str, Any]]:
+        return HookContext(ctx, call_next, kind).run_hook(hook)
 
     link.__qualname__ = f"{getattr(hook, '__qualname__', kind.hook)}[link]"
     return link
@@ -200,7 +214,7 @@ def _notification_link(hook: Callable[..., Awaitable[Any]]) -> Middleware:
     kind = NotificationKind("on_notification", ANY_NOTIFICATION)
 
     async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
-        await hook(HookContext(ctx, ctx.params, call_next, kind), _proceed)
+        await hook(HookContext(ctx, call_next, kind), _proceed)
         return {}
 
     return link

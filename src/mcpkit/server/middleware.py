@@ -205,12 +205,16 @@ class MiddlewareContext:
         return f"<MiddlewareContext {self.method} id={self.request_id!r} era={self.era}>"
 
 
-async def _endpoint(ctx: MiddlewareContext) -> dict[str, Any]:
-    return await ctx._endpoint(ctx.params)
+# The chain's steps are plain functions returning the next coroutine: each middleware
+# adds its own coroutine to a request, and the chain none of its own.
 
 
-async def _link(mw: Middleware, call_next: CallNext, ctx: MiddlewareContext) -> dict[str, Any]:
-    return await mw(ctx, call_next)
+def _endpoint(ctx: MiddlewareContext) -> Awaitable[dict[str, Any]]:
+    return ctx._endpoint(ctx.params)
+
+
+def _link(mw: Middleware, call_next: CallNext, ctx: MiddlewareContext) -> Awaitable[dict[str, Any]]:
+    return mw(ctx, call_next)
 
 
 def for_methods(*methods: str) -> Callable[[M], M]:
@@ -363,16 +367,13 @@ async def observe_notification(
         log.exception("middleware for %s failed", method)
 
 
-async def run_chain(chain: CallNext, ctx: MiddlewareContext) -> dict[str, Any]:
-    result = await chain(ctx)
-    if type(result) is not dict:
-        # A middleware that forgot to return call_next's result: say so in the log; the
-        # client gets an internal error rather than a response without a result.
-        raise TypeError(
-            f"middleware returned {type(result).__name__} for {ctx.method}, not the result "
-            "dict (return await call_next(ctx))"
-        )
-    return result
+def not_a_result(result: object, ctx: MiddlewareContext) -> TypeError:
+    # A middleware that forgot to return call_next's result: say so in the log; the
+    # client gets an internal error rather than a response without a result.
+    return TypeError(
+        f"middleware returned {type(result).__name__} for {ctx.method}, not the result "
+        "dict (return await call_next(ctx))"
+    )
 
 
 # -- the handshake era: the chain wraps each handler of the table -------------------------------
@@ -396,7 +397,10 @@ def _wrapped(method: str, handler: Handler, chain: CallNext) -> Handler:
     async def through_chain(session: ServerSession, req: Request) -> dict[str, Any]:
         endpoint = functools.partial(_call_handler, handler, session, req)
         ctx = MiddlewareContext(session, method, req.params, req.id, req.auth_info, endpoint)
-        return await run_chain(chain, ctx)
+        result = await chain(ctx)
+        if type(result) is not dict:
+            raise not_a_result(result, ctx)
+        return result
 
     return through_chain
 
@@ -470,7 +474,9 @@ async def serve_round(
     given: dict[str, Any] = params if isinstance(params, dict) else {}
     ctx = MiddlewareContext(session, msg["method"], given, rid, auth_info, endpoint)
     try:
-        result = await run_chain(chain, ctx)
+        result = await chain(ctx)
+        if type(result) is not dict:
+            raise not_a_result(result, ctx)
     except _Unanswered:
         return None
     except MCPError as exc:

@@ -291,3 +291,20 @@ async def test_a_mounted_servers_hooks_see_its_own_names_and_change_its_argument
     assert seen == ["echo"]
     # The child watches tools/call only: the parent's other methods get no step.
     assert set(parent.middleware_chains.requests) == {"tools/call"}
+
+
+async def test_a_hooks_called_as_a_plain_middleware_runs_the_methods_hook() -> None:
+    class Shout(Hooks):
+        async def on_call_tool(self, context: Any, call_next: Any) -> ToolResult:
+            context.params.arguments = {"text": "LOUD"}
+            return await call_next(context)  # type: ignore[no-any-return]
+
+    shout = Shout()
+
+    async def wrapper(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        return await shout(ctx, call_next)  # whole, as code outside the server's chain may
+
+    async with connect(demo(middleware=[wrapper])) as client:
+        result = await client.call_tool("echo", {"text": "quiet"})
+        assert len(await client.list_tools()) == 2  # no hook: passed on
+    assert result["content"][0]["text"] == "LOUD"

@@ -21,14 +21,15 @@ from mcpkit import (
 )
 from mcpkit.middleware import (
     CallToolParams,
+    CallToolResult,
     GetPromptParams,
+    GetPromptResult,
     HookContext,
     HookNext,
     Hooks,
     InitializeParams,
     InitializeResult,
     ListParams,
-    PromptResult,
     ReadResourceParams,
 )
 from mcpkit.testing import connect
@@ -54,30 +55,32 @@ class Policy(Hooks):
         context: HookContext[InitializeParams],
         call_next: HookNext[InitializeParams, InitializeResult],
     ) -> InitializeResult:
-        self.seen.append(f"initialize {context.params.client_info.get('name')}")
+        self.seen.append(f"initialize {context.params['clientInfo'].get('name')}")
         result = await call_next(context)
-        result.instructions = "hooked instructions"
-        return result
+        return {**result, "instructions": "hooked instructions"}
 
     async def on_call_tool(
-        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
-    ) -> ToolResult:
+        self,
+        context: HookContext[CallToolParams],
+        call_next: HookNext[CallToolParams, CallToolResult],
+    ) -> CallToolResult:
         params = context.params
-        self.seen.append(f"call {params.name} {context.era}")
-        if params.name == "other":
+        self.seen.append(f"call {params['name']} {context.era}")
+        if params["name"] == "other":
             raise Forbidden("other is off limits")
-        if params.arguments.get("text") == "canned":
-            return ToolResult([Text("from the hook")])  # short-circuit: no handler
-        params.arguments = {**params.arguments, "text": params.arguments["text"].upper()}
+        arguments = params.get("arguments", {})
+        if arguments.get("text") == "canned":
+            made: CallToolResult = ToolResult([Text("from the hook")]).to_dict()  # type: ignore[assignment]
+            return made  # short-circuit: the handler never runs
+        context.params = {**params, "arguments": {"text": arguments["text"].upper()}}
         result = await call_next(context)
-        assert isinstance(result, ToolResult) and not result.is_error
-        result.content = [*result.content, Text("checked")]
-        return result
+        assert not result.get("isError")
+        return {**result, "content": [*result["content"], {"type": "text", "text": "checked"}]}
 
     async def on_list_tools(
         self, context: HookContext[ListParams], call_next: HookNext[ListParams, Defs]
     ) -> Defs:
-        assert isinstance(context.params, ListParams)
+        assert "cursor" not in context.params
         tools = await call_next(context)
         return [t for t in tools if t["name"] != "other"]
 
@@ -86,19 +89,19 @@ class Policy(Hooks):
         context: HookContext[ReadResourceParams],
         call_next: HookNext[ReadResourceParams, Defs],
     ) -> Defs:
-        self.seen.append(f"read {context.params.uri}")
+        self.seen.append(f"read {context.params['uri']}")
         contents = await call_next(context)
         return [{**c, "text": c["text"] + " (hooked)"} for c in contents]
 
     async def on_get_prompt(
         self,
         context: HookContext[GetPromptParams],
-        call_next: HookNext[GetPromptParams, PromptResult],
-    ) -> PromptResult:
-        context.params.arguments = {"name": context.params.arguments["name"] + "!"}
+        call_next: HookNext[GetPromptParams, GetPromptResult],
+    ) -> GetPromptResult:
+        name = context.params.get("arguments", {})["name"]
+        context.params = {**context.params, "arguments": {"name": name + "!"}}
         result = await call_next(context)
-        result.description = "hooked prompt"
-        return result
+        return {**result, "description": "hooked prompt"}
 
     async def on_list_prompts(
         self, context: HookContext[ListParams], call_next: HookNext[ListParams, Defs]
@@ -190,8 +193,10 @@ class Tagged(Hooks):
         return result
 
     async def on_call_tool(
-        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
-    ) -> ToolResult:
+        self,
+        context: HookContext[CallToolParams],
+        call_next: HookNext[CallToolParams, CallToolResult],
+    ) -> CallToolResult:
         self.trail.append("call_tool>")
         result = await call_next(context)
         self.trail.append("<call_tool")
@@ -222,8 +227,10 @@ async def test_hooks_nest_with_plain_middleware_in_the_list_order(revision: str)
 
 class OnlyCalls(Hooks):
     async def on_call_tool(
-        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
-    ) -> ToolResult:
+        self,
+        context: HookContext[CallToolParams],
+        call_next: HookNext[CallToolParams, CallToolResult],
+    ) -> CallToolResult:
         return await call_next(context)
 
 
@@ -260,25 +267,24 @@ async def test_a_hook_returning_the_wrong_type_is_an_internal_error() -> None:
     assert caught.value.code == -32603
 
 
-async def test_a_hook_made_result_is_shaped_for_an_older_revision() -> None:
-    class Structured(Hooks):
-        async def on_call_tool(self, context: Any, call_next: Any) -> ToolResult:
-            return ToolResult(structured_content={"n": 1})
+async def test_a_tool_hook_returning_a_result_object_is_an_internal_error() -> None:
+    class Unconverted(Hooks):
+        async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+            return ToolResult(structured_content={"n": 1})  # not .to_dict()
 
-    server = demo(middleware=[Structured()])
-    async with Client(server=server, protocol_version="2025-03-26", timeout=TIMEOUT) as old:
-        result = await old.call_tool("echo", {"text": "x"})
-    # 2025-03-26 has no structuredContent: the JSON text only.
-    assert result == {"content": [{"type": "text", "text": '{"n":1}'}]}
+    async with connect(demo(middleware=[Unconverted()])) as client:
+        with pytest.raises(RemoteError) as caught:
+            await client.call_tool("echo", {"text": "x"})
+    assert caught.value.code == -32603
 
 
 async def test_a_mounted_servers_hooks_see_its_own_names_and_change_its_arguments() -> None:
     seen: list[str] = []
 
     class Child(Hooks):
-        async def on_call_tool(self, context: Any, call_next: Any) -> ToolResult:
-            seen.append(context.params.name)
-            context.params.arguments = {"text": "from the child's hook"}
+        async def on_call_tool(self, context: Any, call_next: Any) -> CallToolResult:
+            seen.append(context.params["name"])
+            context.params = {**context.params, "arguments": {"text": "from the child's hook"}}
             return await call_next(context)  # type: ignore[no-any-return]
 
     child = demo(middleware=[Child()])
@@ -295,8 +301,8 @@ async def test_a_mounted_servers_hooks_see_its_own_names_and_change_its_argument
 
 async def test_a_hooks_called_as_a_plain_middleware_runs_the_methods_hook() -> None:
     class Shout(Hooks):
-        async def on_call_tool(self, context: Any, call_next: Any) -> ToolResult:
-            context.params.arguments = {"text": "LOUD"}
+        async def on_call_tool(self, context: Any, call_next: Any) -> CallToolResult:
+            context.params = {**context.params, "arguments": {"text": "LOUD"}}
             return await call_next(context)  # type: ignore[no-any-return]
 
     shout = Shout()

@@ -11,7 +11,7 @@ but its public hooks (``server.add_broadcast_listener`` and
 ``middleware/``:
 
 - :mod:`.hooks`: :class:`Hooks`, a class with typed ``on_call_tool``, ``on_list_tools``...
-  hooks (their params and results in :mod:`.hook_types`), each method watched alone;
+  hooks (their params and results typed in :mod:`.hook_types`), each method watched alone;
 - :mod:`.ratelimit`: :func:`rate_limit`, token buckets per key (:mod:`.keys`);
 - :mod:`.cache`: :class:`ResponseCache`, listings and resource reads;
 - :mod:`.request_log`: :func:`request_logging`, one JSON line per request;
@@ -33,11 +33,12 @@ if TYPE_CHECKING:
     from .cache import CacheStore, MemoryCache, ResponseCache
     from .hook_types import (
         CallToolParams,
+        CallToolResult,
         GetPromptParams,
+        GetPromptResult,
         InitializeParams,
         InitializeResult,
         ListParams,
-        PromptResult,
         ReadResourceParams,
     )
     from .hooks import HookContext, HookNext, Hooks
@@ -58,8 +59,10 @@ __all__ = [
     "BucketStore",
     "CacheStore",
     "CallToolParams",
+    "CallToolResult",
     "ClientAddress",
     "GetPromptParams",
+    "GetPromptResult",
     "HookContext",
     "HookNext",
     "Hooks",
@@ -68,7 +71,6 @@ __all__ = [
     "ListParams",
     "MemoryBuckets",
     "MemoryCache",
-    "PromptResult",
     "RateLimited",
     "ReadResourceParams",
     "ResponseCache",
@@ -89,8 +91,10 @@ __getattr__, __dir__ = lazy_exports(
         "BucketStore": ".ratelimit",
         "CacheStore": ".cache",
         "CallToolParams": ".hook_types",
+        "CallToolResult": ".hook_types",
         "ClientAddress": ".keys",
         "GetPromptParams": ".hook_types",
+        "GetPromptResult": ".hook_types",
         "HookContext": ".hooks",
         "HookNext": ".hooks",
         "Hooks": ".hooks",
@@ -99,7 +103,6 @@ __getattr__, __dir__ = lazy_exports(
         "ListParams": ".hook_types",
         "MemoryBuckets": ".ratelimit",
         "MemoryCache": ".cache",
-        "PromptResult": ".hook_types",
         "RateLimited": ".ratelimit",
         "ReadResourceParams": ".hook_types",
         "ResponseCache": ".cache",

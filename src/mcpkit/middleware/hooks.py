@@ -4,14 +4,14 @@
 
     class Audit(Hooks):
         async def on_call_tool(self, context, call_next):
-            if context.params.name == "delete" and context.auth is None:
+            if context.params["name"] == "delete" and context.auth is None:
                 raise Forbidden("sign in to delete")
-            result = await call_next(context)        # a ToolResult
-            log.info("%s -> error=%s", context.params.name, result.is_error)
+            result = await call_next(context)        # a CallToolResult
+            log.info("%s -> error=%s", context.params["name"], result.get("isError", False))
             return result
 
         async def on_list_tools(self, context, call_next):
-            tools = await call_next(context)         # the tool definitions (dicts)
+            tools = await call_next(context)         # the page's tool definitions
             return [t for t in tools if not t["name"].startswith("admin_")]
 
     server = MCPServer(name="demo", middleware=[Audit(), timing])
@@ -23,15 +23,16 @@ methods whose hooks its class overrides (``watches``, see
 :mod:`mcpkit.server.middleware`): a class that overrides ``on_call_tool`` only
 adds no step to ``tools/list`` or any other method.
 
-Each hook gets a :class:`HookContext` (``params`` typed as in
+Each hook gets a :class:`HookContext` (``params``, typed as in
 :mod:`.hook_types`, and the request's session, auth and revision) and a
-``call_next(context)`` returning the typed result. A hook may return that
-result, change it (a changed field is written back into the result; one left
-as it was costs no copy), return one of its own without calling ``call_next``
-(a short-circuit), change ``context.params`` before ``call_next`` (the handler
+``call_next(context)`` returning the typed result. A hook may pass that result
+on, change it, return its own without calling ``call_next`` (a
+short-circuit), assign new ``context.params`` before ``call_next`` (the handler
 serves the changed request), or raise an :class:`~mcpkit.errors.MCPError`.
-``on_request`` sees every request with its raw params and result dict, around
-the typed hook of the method.
+``on_request`` sees every request, around the typed hook of the method. The
+params and results are the request's and the result's own dicts, typed: a hook
+that passes them on adds no coroutine and no copy to the request (the
+listings' hooks, which see a list, add one of each).
 
 ``on_initialize`` runs on the handshake era only: the 2026-07-28 revision has no
 ``initialize`` (every request carries the client's info and capabilities, read
@@ -49,21 +50,20 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..server.middleware import ANY_NOTIFICATION, ANY_REQUEST, CallNext, MiddlewareContext
 from .hook_types import (
-    KINDS,
+    LISTED,
+    WHOLE,
     CallToolParams,
+    CallToolResult,
     GetPromptParams,
+    GetPromptResult,
     InitializeParams,
     InitializeResult,
-    Kind,
     ListParams,
-    NotificationKind,
-    PromptResult,
     ReadResourceParams,
 )
 
 if TYPE_CHECKING:
     from ..auth.info import AuthInfo
-    from ..server.content import ToolResult
     from ..server.middleware import Middleware
     from ..server.server import MCPServer
     from ..server.session import ServerSession
@@ -75,7 +75,8 @@ R = TypeVar("R")
 
 
 class HookContext(Generic[P]):
-    """What a hook knows: ``params`` (typed; assign to change the request) and the request.
+    """What a hook knows: ``params`` (typed; assign new ones to change the request)
+    and the request.
 
     ``request`` is the chain's :class:`~mcpkit.MiddlewareContext`; the common parts
     of it read directly: ``method``, ``session``, ``session_id``, ``auth``,
@@ -83,29 +84,13 @@ class HookContext(Generic[P]):
     ``lifespan_state``.
     """
 
-    __slots__ = ("_call_next", "_kind", "_params", "_raw", "_sent", "request")
+    __slots__ = ("_call_next", "_raw", "params", "request")
 
-    def __init__(self, request: MiddlewareContext, call_next: CallNext, kind: Kind) -> None:
+    def __init__(self, request: MiddlewareContext, call_next: CallNext) -> None:
         self.request = request
+        self.params: P = request.params  # type: ignore[assignment]
         self._call_next = call_next
-        self._kind = kind
-        # Read from the request's params on first use: a hook that passes the request on
-        # unread costs no typed copy of them.
-        self._params: Any = None
-        # The typed result of the last call_next, and the dict it was read from.
-        self._sent: Any = None
-        self._raw: dict[str, Any] | None = None
-
-    @property
-    def params(self) -> P:
-        params = self._params
-        if params is None:
-            params = self._params = self._kind.params(self.request.params)
-        return params  # type: ignore[no-any-return]
-
-    @params.setter
-    def params(self, value: P) -> None:
-        self._params = value
+        self._raw: dict[str, Any] | None = None  # a listing's result, around its list
 
     @property
     def method(self) -> str:
@@ -151,47 +136,59 @@ class HookContext(Generic[P]):
     def __repr__(self) -> str:
         return f"<HookContext {self.method} {self.params!r}>"
 
-    async def proceed(self) -> Any:
-        """Serve the request as ``params`` now say; the typed result (``call_next(context)``
-        is this method)."""
+    def proceed(self) -> Awaitable[dict[str, Any]]:
+        """Serve the request as ``params`` now say (``call_next(context)`` is this
+        method): the rest of the chain's coroutine, none of its own."""
         ctx = self.request
-        kind = self._kind
-        typed = self._params
-        if typed is not None:  # read, perhaps changed: serve what they say now
-            raw = ctx.params
-            params = kind.request(typed, raw)
-            if params is not raw:
-                ctx.params = params  # the handler serves the changed request (server.middleware)
-        self._raw = result = await self._call_next(ctx)
-        self._sent = typed = kind.result(result)
-        return typed
+        params: Any = self.params
+        if params is not ctx.params:
+            if type(params) is not dict:
+                raise TypeError(f"context.params must be a dict, not {type(params).__name__}")
+            ctx.params = params  # the handler serves the changed request (server.middleware)
+        return self._call_next(ctx)
 
-    async def run_hook(self, hook: Callable[..., Awaitable[Any]]) -> dict[str, Any]:
-        """Run ``hook(self, call_next)``; the result dict its typed result goes on as
-        (the very dict :meth:`proceed` read it from when it is as it was)."""
-        result = await hook(self, _proceed)
-        kind = self._kind
+    async def listed(self, key: str) -> list[dict[str, Any]]:
+        """A listing's ``call_next``: the list under ``key`` of the result."""
+        self._raw = raw = await self.proceed()
+        items = raw.get(key)
+        return items if isinstance(items, list) else []
+
+    def put_listed(self, key: str, items: Any, hook: str) -> dict[str, Any]:
+        """The result dict for the list a listing's hook returned (its other fields
+        kept; the very dict :meth:`listed` read when the list is the one it gave)."""
         raw = self._raw
-        if raw is not None and result is self._sent and kind.same(result, raw):
-            return raw  # as call_next returned it: no copy
-        return kind.out(result, raw, self.request)
+        if raw is not None and items is raw.get(key):
+            return raw
+        if isinstance(items, str | bytes | dict) or not isinstance(items, list | tuple):
+            raise TypeError(f"{hook} returned {type(items).__name__}, not a list")
+        return {**(raw or {}), key: list(items)}
 
 
 #: ``await call_next(context)``: the rest of the chain and the handler; the typed result.
 HookNext = Callable[[HookContext[P]], Awaitable[R]]
 
-#: What every hook gets as ``call_next``.
+#: What the hooks of whole results get as ``call_next``.
 _proceed = HookContext.proceed
 
 
-def _typed_link(hook: Callable[..., Awaitable[Any]], kind: Kind) -> Middleware:
-    """The chain's link for one typed hook (a bound method of the Hooks): a plain
-    function returning the coroutine that runs it, no coroutine of its own."""
+def _whole_link(hook: Callable[..., Awaitable[Any]]) -> Middleware:
+    """The chain's link for a hook of a whole result (a bound method of the Hooks): a
+    plain function returning the hook's coroutine, so the hook is the only step added."""
 
     def link(ctx: MiddlewareContext, call_next: CallNext) -> Awaitable[dict[str, Any]]:
-        return HookContext(ctx, call_next, kind).run_hook(hook)
+        return hook(HookContext(ctx, call_next), _proceed)
 
-    link.__qualname__ = f"{getattr(hook, '__qualname__', kind.hook)}[link]"
+    return link
+
+
+def _listed_link(hook: Callable[..., Awaitable[Any]], name: str, key: str) -> Middleware:
+    """The chain's link for a listing's hook: the list in, the result dict out."""
+    call_next_listed = functools.partial(HookContext.listed, key=key)
+
+    async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
+        context: HookContext[Any] = HookContext(ctx, call_next)
+        return context.put_listed(key, await hook(context, call_next_listed), name)
+
     return link
 
 
@@ -204,23 +201,18 @@ def _around(request_hook: Middleware, inner: Middleware | None) -> Middleware:
     if inner is None:
         return request_hook
 
-    async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
-        return await request_hook(ctx, functools.partial(_inner, inner, call_next))
+    def link(ctx: MiddlewareContext, call_next: CallNext) -> Awaitable[dict[str, Any]]:
+        return request_hook(ctx, functools.partial(_inner, inner, call_next))
 
     return link
 
 
 def _notification_link(hook: Callable[..., Awaitable[Any]]) -> Middleware:
-    kind = NotificationKind("on_notification", ANY_NOTIFICATION)
-
     async def link(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
-        await hook(HookContext(ctx, call_next, kind), _proceed)
+        await hook(HookContext(ctx, call_next), _proceed)
         return {}
 
     return link
-
-
-_REQUEST = Kind("on_request", ANY_REQUEST)
 
 
 class Hooks:
@@ -236,11 +228,14 @@ class Hooks:
         """The methods this class's hooks watch, each mapped to its link in the chain."""
         cls = type(self)
         links: dict[str, Middleware] = {}
-        for name, kind in KINDS.items():
+        for name, method in WHOLE.items():
             if getattr(cls, name) is not getattr(Hooks, name):
-                links[kind.method] = _typed_link(getattr(self, name), kind)
+                links[method] = _whole_link(getattr(self, name))
+        for name, (method, key) in LISTED.items():
+            if getattr(cls, name) is not getattr(Hooks, name):
+                links[method] = _listed_link(getattr(self, name), name, key)
         if cls.on_request is not Hooks.on_request:
-            whole = _typed_link(self.on_request, _REQUEST)
+            whole = _whole_link(self.on_request)
             links = {m: _around(whole, link) for m, link in links.items()}
             links[ANY_REQUEST] = whole
         if cls.on_notification is not Hooks.on_notification:
@@ -265,13 +260,15 @@ class Hooks:
         context: HookContext[dict[str, Any]],
         call_next: HookNext[dict[str, Any], dict[str, Any]],
     ) -> dict[str, Any]:
-        """Every request: raw ``params`` and result dict, around the method's typed hook."""
+        """Every request (its params and result dicts), around the method's typed hook."""
         return await call_next(context)
 
     async def on_call_tool(
-        self, context: HookContext[CallToolParams], call_next: HookNext[CallToolParams, ToolResult]
-    ) -> ToolResult:
-        """``tools/call``; the result is a :class:`~mcpkit.ToolResult` (its content dicts)."""
+        self,
+        context: HookContext[CallToolParams],
+        call_next: HookNext[CallToolParams, CallToolResult],
+    ) -> CallToolResult:
+        """``tools/call``; ``ToolResult(...).to_dict()`` builds a result of your own."""
         return await call_next(context)
 
     async def on_read_resource(
@@ -285,9 +282,9 @@ class Hooks:
     async def on_get_prompt(
         self,
         context: HookContext[GetPromptParams],
-        call_next: HookNext[GetPromptParams, PromptResult],
-    ) -> PromptResult:
-        """``prompts/get``; the result is a :class:`~.hook_types.PromptResult`."""
+        call_next: HookNext[GetPromptParams, GetPromptResult],
+    ) -> GetPromptResult:
+        """``prompts/get``; the result has ``messages`` and perhaps a ``description``."""
         return await call_next(context)
 
     async def on_list_tools(
@@ -331,7 +328,7 @@ class Hooks:
         return await call_next(context)
 
     async def on_notification(
-        self, context: HookContext[dict[str, Any]], call_next: HookNext[dict[str, Any], None]
+        self, context: HookContext[dict[str, Any]], call_next: HookNext[dict[str, Any], Any]
     ) -> None:
         """Each notification from the client, after the server acted on it."""
         await call_next(context)

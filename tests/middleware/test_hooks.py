@@ -12,6 +12,7 @@ import pytest
 from mcpkit import (
     CallNext,
     Client,
+    Context,
     Forbidden,
     MCPServer,
     MiddlewareContext,
@@ -33,6 +34,7 @@ from mcpkit.middleware import (
     ReadResourceParams,
 )
 from mcpkit.testing import connect
+from tests.fixtures.middleware_server import Name
 from tests.middleware.conftest import demo
 from tests.transports.conftest import TIMEOUT, run_app
 
@@ -314,3 +316,34 @@ async def test_a_hooks_called_as_a_plain_middleware_runs_the_methods_hook() -> N
         result = await client.call_tool("echo", {"text": "quiet"})
         assert len(await client.list_tools()) == 2  # no hook: passed on
     assert result["content"][0]["text"] == "LOUD"
+
+
+@pytest.mark.parametrize("revision", [LEGACY, MODERN])
+async def test_a_tool_hook_sees_each_input_round_on_the_stateless_era(revision: str) -> None:
+    rounds: list[str] = []
+
+    class Rounds(Hooks):
+        async def on_call_tool(self, context: Any, call_next: Any) -> CallToolResult:
+            result: CallToolResult = await call_next(context)
+            rounds.append(result.get("resultType", "-"))
+            return result
+
+    server = MCPServer(name="ask", version="1", middleware=[Rounds()])
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        """Elicit a name."""
+        answer = await ctx.elicit("Your name?", Name)
+        return f"hello {answer.content.name}" if answer.content is not None else answer.action
+
+    options: dict[str, Any] = {
+        "protocol_version": revision,
+        "timeout": TIMEOUT,
+        "capabilities": {"elicitation": {}},
+        "elicitation_handler": lambda params: {"action": "accept", "content": {"name": "Ada"}},
+    }
+    async with Client(server=server, **options) as client:
+        result = await client.call_tool("ask", {})
+    assert result["content"][0]["text"] == "hello Ada"
+    # 2026-07-28: the round asking for input, then the retry that completes.
+    assert rounds == (["-"] if revision == LEGACY else ["input_required", "complete"])

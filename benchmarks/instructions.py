@@ -86,6 +86,9 @@ PATHS = (
     "stdio-size",
     "stdio-state",
     "stdio-ctx",
+    "stdio-hooks",
+    "stdio-hooks-list",
+    "stdio-none-list",
     "stdio-many",
     "stdio-many-tagged",
     "stdio-many-list",
@@ -105,6 +108,11 @@ STDIO: dict[str, list[str]] = {
         f"stdio-{variant}": [str(SERVERS / "mcpkit_stdio_mw.py"), variant]
         for variant in ("ratelimit", "cache", "log", "log-off", "mask", "size", "state", "ctx")
     },
+    # Issue 20 (typed hooks): a Hooks watching tools/call only; "-list": tools/list, which
+    # it does not watch, against the same server without middleware.
+    "stdio-hooks": [str(SERVERS / "mcpkit_stdio_mw.py"), "hooks"],
+    "stdio-hooks-list": [str(SERVERS / "mcpkit_stdio_mw.py"), "hooks"],
+    "stdio-none-list": [str(SERVERS / "mcpkit_stdio_mw.py"), "none"],
     # Issue 20: 5,000 tools with 10 % disabled by tag, against the 4,500 enabled alone;
     # "-list" paths send tools/list instead of the echo call (use small --n1/--n2).
     "stdio-many": [str(SERVERS / "mcpkit_stdio_many.py"), "enabled"],

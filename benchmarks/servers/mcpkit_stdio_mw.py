@@ -9,7 +9,10 @@
 - ``mask``: ``mask_errors`` (in production mode);
 - ``size``: ``size_limits`` on arguments and results;
 - ``state``: no middleware; the tool reads and writes ``ctx.state`` (memory store);
-- ``ctx``: no middleware; the tool takes a ``Context`` and leaves it (``state``'s baseline).
+- ``ctx``: no middleware; the tool takes a ``Context`` and leaves it (``state``'s baseline);
+- ``hooks``: a ``Hooks`` whose ``on_call_tool`` only calls ``call_next`` (and nothing on
+  ``tools/list``: the ``-list`` path measures a method it does not watch);
+- ``none``: no middleware (the ``-list`` paths' baseline).
 """
 
 import logging
@@ -18,6 +21,7 @@ import sys
 
 from mcpkit import Context, MCPServer
 from mcpkit.middleware import (
+    Hooks,
     ResponseCache,
     by_session,
     mask_errors,
@@ -35,7 +39,14 @@ if variant == "log":
 elif variant == "log-off":
     logging.getLogger("mcpkit.requests").setLevel(logging.ERROR)
 
+
+class PassingHooks(Hooks):
+    async def on_call_tool(self, context, call_next):  # type: ignore[no-untyped-def]
+        return await call_next(context)
+
+
 MIDDLEWARE = {
+    "hooks": PassingHooks,
     "ratelimit": lambda: rate_limit(rate=1e9, burst=1e9, key=by_session),
     "cache": ResponseCache,
     "log": request_logging,

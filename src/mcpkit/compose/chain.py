@@ -16,13 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..server.middleware import CallNext, MiddlewareContext, build_chain
+from ..server.middleware import CallNext, MiddlewareChains, MiddlewareContext
 from ..server.server import MCPServer
 from .naming import unprefixed_name, unprefixed_uri
 
 __all__ = ["child_middleware"]
 
 Rename = Callable[[dict[str, Any]], dict[str, Any] | None]
+# The params a rename changes (the parent's name of the component).
+_NAMED = frozenset({"name", "uri", "ref"})
 
 
 def child_middleware(
@@ -36,10 +38,8 @@ def child_middleware(
     that the parent does not serve itself (its sources may hold them), and
     ``logging/setLevel`` (a proxy passes the level up).
     """
-    chain = build_chain(child.middleware)
-    if chain is None:
+    if not child.middleware:
         return None
-    inner: CallNext = chain
     sourced = bool(child.component_sources)
 
     def tool(params: dict[str, Any]) -> dict[str, Any] | None:
@@ -93,6 +93,10 @@ def child_middleware(
     }
     if sourced:
         renames["logging/setLevel"] = lambda params: params
+    # The child's chain of each renamed method (only the middleware that watch it).
+    chains = MiddlewareChains(child.middleware, renames).requests
+    for method in set(renames) - set(chains):
+        del renames[method]
 
     async def mounted_chain(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
         rename = renames.get(ctx.method)
@@ -100,11 +104,21 @@ def child_middleware(
         if own is None:
             return await call_next(ctx)
 
-        async def rest() -> dict[str, Any]:
+        async def rest(params: dict[str, Any]) -> dict[str, Any]:
+            if params is not own:
+                # The child's middleware changed the request: serve its params, under the
+                # parent's names where it left the child's names as they were.
+                parents = ctx.params
+                kept = {k: parents[k] for k in _NAMED & parents.keys() if params.get(k) == own[k]}
+                ctx.params = {**params, **kept}
             return await call_next(ctx)  # the parent's request, with the parent's names
 
         seen = MiddlewareContext(ctx.session, ctx.method, own, ctx.request_id, ctx.auth_info, rest)
-        return await inner(seen)
+        return await chains[ctx.method](seen)
 
+    if not renames:
+        return None
+    # Only the methods the child's middleware watch pass through this link.
+    mounted_chain.watches = frozenset(renames)  # type: ignore[attr-defined]
     mounted_chain.__qualname__ = f"mounted_chain[{namespace}]"
     return mounted_chain

@@ -1,4 +1,4 @@
-"""Built-in middleware: rate limits, response caching, request logging, error masking, size limits.
+"""Built-in middleware: typed hooks, rate limits, response caching, request logging, masking, limits.
 
 Each is a middleware ``mw(ctx, call_next)`` on the server's one chain
 (:mod:`mcpkit.server.middleware`, ``MCPServer(middleware=[...])`` or
@@ -10,6 +10,8 @@ but its public hooks (``server.add_broadcast_listener`` and
 ``import mcpkit`` does not load it. One module per middleware, as Starlette's
 ``middleware/``:
 
+- :mod:`.hooks`: :class:`Hooks`, a class with typed ``on_call_tool``, ``on_list_tools``...
+  hooks (their params and results typed in :mod:`.hook_types`), each method watched alone;
 - :mod:`.ratelimit`: :func:`rate_limit`, token buckets per key (:mod:`.keys`);
 - :mod:`.cache`: :class:`ResponseCache`, listings and resource reads;
 - :mod:`.request_log`: :func:`request_logging`, one JSON line per request;
@@ -29,6 +31,17 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .cache import CacheStore, MemoryCache, ResponseCache
+    from .hook_types import (
+        CallToolParams,
+        CallToolResult,
+        GetPromptParams,
+        GetPromptResult,
+        InitializeParams,
+        InitializeResult,
+        ListParams,
+        ReadResourceParams,
+    )
+    from .hooks import HookContext, HookNext, Hooks
     from .keys import (
         ClientAddress,
         by_client_address,
@@ -45,10 +58,21 @@ if TYPE_CHECKING:
 __all__ = [
     "BucketStore",
     "CacheStore",
+    "CallToolParams",
+    "CallToolResult",
     "ClientAddress",
+    "GetPromptParams",
+    "GetPromptResult",
+    "HookContext",
+    "HookNext",
+    "Hooks",
+    "InitializeParams",
+    "InitializeResult",
+    "ListParams",
     "MemoryBuckets",
     "MemoryCache",
     "RateLimited",
+    "ReadResourceParams",
     "ResponseCache",
     "by_client_address",
     "by_principal",
@@ -66,10 +90,21 @@ __getattr__, __dir__ = lazy_exports(
     {
         "BucketStore": ".ratelimit",
         "CacheStore": ".cache",
+        "CallToolParams": ".hook_types",
+        "CallToolResult": ".hook_types",
         "ClientAddress": ".keys",
+        "GetPromptParams": ".hook_types",
+        "GetPromptResult": ".hook_types",
+        "HookContext": ".hooks",
+        "HookNext": ".hooks",
+        "Hooks": ".hooks",
+        "InitializeParams": ".hook_types",
+        "InitializeResult": ".hook_types",
+        "ListParams": ".hook_types",
         "MemoryBuckets": ".ratelimit",
         "MemoryCache": ".cache",
         "RateLimited": ".ratelimit",
+        "ReadResourceParams": ".hook_types",
         "ResponseCache": ".cache",
         "by_client_address": ".keys",
         "by_principal": ".keys",

@@ -40,7 +40,7 @@ from ..protocol.envelope import INPUT_ROUNDS_EXTENSION
 from ..protocol.method_names import reserved_method_problem
 from .context import Context, _current
 from .lifespan import Lifespan, LifespanFactory
-from .middleware import CallNext, Middleware, wrap_methods
+from .middleware import Middleware, MiddlewareChains, wrap_methods
 from .telemetry import ServerTelemetry
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ class ServerExtensions(ServerTelemetry):
     name: str
     methods: dict[str, Handler]
     wrapped_methods: dict[str, Handler]
-    middleware_chain: CallNext | None
+    middleware_chains: MiddlewareChains
     _lifespan: Lifespan
     # identifier -> extension, in the order added; method name -> who added it.
     _extensions: dict[str, Extension]
@@ -393,5 +393,6 @@ class ServerExtensions(ServerTelemetry):
         # the wrapped table from methods, added methods included.
         serve = method_handler(handler)
         self.methods[name] = serve
-        self.wrapped_methods.update(wrap_methods({name: serve}, self.middleware_chain))
+        self.middleware_chains.add_method(name)
+        self.wrapped_methods.update(wrap_methods({name: serve}, self.middleware_chains))
         self._added_methods[name] = owner

@@ -42,9 +42,23 @@ stdio, Streamable HTTP with or without sessions, legacy SSE, in memory):
   ...), which have no result to wrap and no one to refuse to, nor the
   client's answers to the server's own requests.
 
-The chain is built once (at construction, and again by
-:meth:`MCPServer.add_middleware`); a server without middleware serves exactly
-as before, with no step added to the request path.
+A middleware may watch only some methods: its ``watches`` attribute (set by
+:func:`for_methods`) names them, and the chain of every other method leaves it
+out, so it costs those requests nothing (:data:`ANY_REQUEST` stands for
+every request). ``watches`` may also name
+notifications (``"notifications/cancelled"``, or :data:`ANY_NOTIFICATION` for
+all): such a middleware also sees each notification the client sends, *after*
+the server acted on it (the lifecycle and cancellation cannot wait for a task),
+with ``request_id`` None and a ``call_next`` that returns ``{}``. A middleware
+without ``watches`` sees every request and no notification.
+
+To change the request the handler serves, *replace* ``ctx.params`` with a new
+dict (``ctx.params = {**ctx.params, "arguments": ...}``) before ``call_next``;
+the handler and the middleware inside get the new params.
+
+The chains are built once (at construction, and again by
+:meth:`MCPServer.add_middleware`), one per method; a server without middleware
+serves exactly as before, with no step added to the request path.
 """
 
 from __future__ import annotations
@@ -52,8 +66,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ..errors import (
     INVALID_PARAMS,
@@ -72,7 +86,17 @@ if TYPE_CHECKING:
     from .server import MCPServer
     from .session import Request, ServerSession
 
-__all__ = ["CallNext", "Middleware", "MiddlewareContext", "build_chain", "wrap_methods"]
+__all__ = [
+    "ANY_NOTIFICATION",
+    "ANY_REQUEST",
+    "CallNext",
+    "Middleware",
+    "MiddlewareChains",
+    "MiddlewareContext",
+    "build_chain",
+    "for_methods",
+    "wrap_methods",
+]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -83,6 +107,15 @@ Handler = Callable[["ServerSession", "Request"], Awaitable[dict[str, Any]]]
 CallNext = Callable[["MiddlewareContext"], Awaitable[dict[str, Any]]]
 #: ``async def mw(ctx, call_next) -> result``.
 Middleware = Callable[["MiddlewareContext", CallNext], Awaitable[dict[str, Any]]]
+#: The endpoint of one request: serves it with the params given (``ctx.params``).
+Endpoint = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+#: In ``watches``: every notification the client sends.
+ANY_NOTIFICATION: Final = "notifications/*"
+#: In ``watches``: every request (with other names: those notifications too).
+ANY_REQUEST: Final = "*"
+
+M = TypeVar("M")
 
 
 class MiddlewareContext:
@@ -109,7 +142,7 @@ class MiddlewareContext:
         params: dict[str, Any],
         request_id: Any,
         auth_info: Any,
-        endpoint: Callable[[], Awaitable[dict[str, Any]]],
+        endpoint: Endpoint,
     ) -> None:
         self.session = session
         self.method = method
@@ -172,12 +205,63 @@ class MiddlewareContext:
         return f"<MiddlewareContext {self.method} id={self.request_id!r} era={self.era}>"
 
 
-async def _endpoint(ctx: MiddlewareContext) -> dict[str, Any]:
-    return await ctx._endpoint()
+# The chain's steps are plain functions returning the next coroutine: each middleware
+# adds its own coroutine to a request, and the chain none of its own.
 
 
-async def _link(mw: Middleware, call_next: CallNext, ctx: MiddlewareContext) -> dict[str, Any]:
-    return await mw(ctx, call_next)
+def _endpoint(ctx: MiddlewareContext) -> Awaitable[dict[str, Any]]:
+    return ctx._endpoint(ctx.params)
+
+
+def _link(mw: Middleware, call_next: CallNext, ctx: MiddlewareContext) -> Awaitable[dict[str, Any]]:
+    return mw(ctx, call_next)
+
+
+def for_methods(*methods: str) -> Callable[[M], M]:
+    """Decorator: the middleware watches ``methods`` only (sets its ``watches``).
+
+    ``@for_methods("tools/call")`` leaves it out of every other method's chain;
+    notification names (or :data:`ANY_NOTIFICATION`) make it see those
+    notifications too (see the module doc).
+    """
+    if not methods or not all(isinstance(m, str) and m for m in methods):
+        raise ConfigurationError("for_methods() takes one or more method names")
+    watched = frozenset(methods)
+
+    def mark(mw: M) -> M:
+        try:
+            mw.watches = watched  # type: ignore[attr-defined]
+        except AttributeError:
+            raise ConfigurationError(
+                f"for_methods(): cannot set watches on {mw!r}; give it a watches attribute"
+            ) from None
+        return mw
+
+    return mark
+
+
+def watches(mw: Middleware) -> Collection[str] | None:
+    """What ``mw`` watches: its ``watches`` attribute; None for every request."""
+    watched: Collection[str] | None = getattr(mw, "watches", None)
+    return watched
+
+
+def _link_for(mw: Middleware, method: str) -> Middleware | None:
+    """What links into ``method``'s chain for ``mw``: itself, what its ``watches``
+    mapping gives for the method, or None when it does not watch it."""
+    watched = watches(mw)
+    if watched is None:
+        return None if method.startswith("notifications/") else mw
+    if method not in watched:
+        method = ANY_NOTIFICATION if method.startswith("notifications/") else ANY_REQUEST
+        if method not in watched:
+            return None
+    if isinstance(watched, Mapping):
+        # An object serving its methods differently (mcpkit.middleware.Hooks) gives the
+        # function for each: no dispatch on the method at run time.
+        link: Middleware = watched[method]
+        return link
+    return mw
 
 
 def check_middleware(middleware: Sequence[Middleware] | None) -> list[Middleware]:
@@ -195,11 +279,28 @@ def check_middleware(middleware: Sequence[Middleware] | None) -> list[Middleware
                 f"middleware[{i}]: {mw!r} is not callable; a middleware is an async "
                 "function mw(ctx, call_next)"
             )
+        watched = watches(mw)
+        if watched is None:
+            continue
+        if isinstance(watched, str | bytes) or not isinstance(watched, Collection):
+            raise ConfigurationError(
+                f"middleware[{i}]: watches must be a collection of method names, "
+                f"not {type(watched).__name__}"
+            )
+        if not all(isinstance(m, str) for m in watched) or (
+            isinstance(watched, Mapping) and not all(callable(f) for f in watched.values())
+        ):
+            raise ConfigurationError(
+                f"middleware[{i}]: watches must hold method names (mapped to callables)"
+            )
     return list(middleware)
 
 
 def build_chain(middleware: Sequence[Middleware]) -> CallNext | None:
-    """The chain as one callable (``middleware[0]`` outermost); None for no middleware."""
+    """The chain as one callable (``middleware[0]`` outermost); None for no middleware.
+
+    Every middleware given is linked: :class:`MiddlewareChains` picks those of a method.
+    """
     if not middleware:
         return None
     call: CallNext = _endpoint
@@ -208,43 +309,107 @@ def build_chain(middleware: Sequence[Middleware]) -> CallNext | None:
     return call
 
 
-async def run_chain(chain: CallNext, ctx: MiddlewareContext) -> dict[str, Any]:
-    result = await chain(ctx)
-    if type(result) is not dict:
-        # A middleware that forgot to return call_next's result: say so in the log; the
-        # client gets an internal error rather than a response without a result.
-        raise TypeError(
-            f"middleware returned {type(result).__name__} for {ctx.method}, not the result "
-            "dict (return await call_next(ctx))"
+class MiddlewareChains:
+    """The chain of each method: the middleware that watch it, in the list order.
+
+    ``requests`` maps each method with middleware to its chain (a method that no
+    middleware watches is not in it: it is served without a step added).
+    """
+
+    __slots__ = ("_any_notification", "_notifications", "middleware", "requests")
+
+    def __init__(self, middleware: Sequence[Middleware], methods: Iterable[str]) -> None:
+        self.middleware = tuple(middleware)
+        self.requests: dict[str, CallNext] = {}
+        for method in methods:
+            self.add_method(method)
+        named: set[str] = set()
+        for mw in self.middleware:
+            named.update(m for m in watches(mw) or () if m.startswith("notifications/"))
+        self._any_notification = (
+            self._build(ANY_NOTIFICATION) if ANY_NOTIFICATION in named else None
         )
-    return result
+        self._notifications: dict[str, CallNext] = {}
+        for name in named - {ANY_NOTIFICATION}:
+            chain = self._build(name)
+            if chain is not None:
+                self._notifications[name] = chain
+
+    def _build(self, method: str) -> CallNext | None:
+        links = [link for mw in self.middleware if (link := _link_for(mw, method)) is not None]
+        return build_chain(links)
+
+    def add_method(self, method: str) -> None:
+        """Build the chain of ``method`` (a method added to the server)."""
+        chain = self._build(method)
+        if chain is not None:
+            self.requests[method] = chain
+        else:
+            self.requests.pop(method, None)
+
+    def notification(self, method: str) -> CallNext | None:
+        """The chain a notification ``method`` runs through after the server acted on it."""
+        return self._notifications.get(method, self._any_notification)
+
+
+async def _answered(params: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+async def observe_notification(
+    chain: CallNext, session: ServerSession, method: str, params: dict[str, Any]
+) -> None:
+    """Run ``chain`` for a notification the server has acted on (a task of its own)."""
+    ctx = MiddlewareContext(session, method, params, None, None, _answered)
+    try:
+        await chain(ctx)
+    except Exception:  # nobody to answer: the log is the only place to say it
+        log.exception("middleware for %s failed", method)
+
+
+def not_a_result(result: object, ctx: MiddlewareContext) -> TypeError:
+    # A middleware that forgot to return call_next's result: say so in the log; the
+    # client gets an internal error rather than a response without a result.
+    return TypeError(
+        f"middleware returned {type(result).__name__} for {ctx.method}, not the result "
+        "dict (return await call_next(ctx))"
+    )
 
 
 # -- the handshake era: the chain wraps each handler of the table -------------------------------
 
 
-def wrap_methods(methods: Mapping[str, Handler], chain: CallNext | None) -> dict[str, Handler]:
-    """The table a handshake-era session dispatches with: each handler inside ``chain``.
+def wrap_methods(methods: Mapping[str, Handler], chains: MiddlewareChains) -> dict[str, Handler]:
+    """The table a handshake-era session dispatches with: each handler inside its chain.
 
     The session has already registered the request (so a client's cancel reaches
     the middleware as :class:`asyncio.CancelledError`) and maps what the chain
     raises to the JSON-RPC error, as it does for a handler.
     """
-    if chain is None:
-        return dict(methods)
-    return {name: _wrapped(name, handler, chain) for name, handler in methods.items()}
+    chain = chains.requests.get
+    return {
+        name: handler if (link := chain(name)) is None else _wrapped(name, handler, link)
+        for name, handler in methods.items()
+    }
 
 
 def _wrapped(method: str, handler: Handler, chain: CallNext) -> Handler:
     async def through_chain(session: ServerSession, req: Request) -> dict[str, Any]:
         endpoint = functools.partial(_call_handler, handler, session, req)
         ctx = MiddlewareContext(session, method, req.params, req.id, req.auth_info, endpoint)
-        return await run_chain(chain, ctx)
+        result = await chain(ctx)
+        if type(result) is not dict:
+            raise not_a_result(result, ctx)
+        return result
 
     return through_chain
 
 
-async def _call_handler(handler: Handler, session: ServerSession, req: Request) -> dict[str, Any]:
+async def _call_handler(
+    handler: Handler, session: ServerSession, req: Request, params: dict[str, Any]
+) -> dict[str, Any]:
+    if params is not req.params:  # a middleware replaced ctx.params
+        req.params = params
     try:
         return await handler(session, req)
     except MCPError:
@@ -284,19 +449,20 @@ async def serve_round(
     session: ServerSession,
     msg: dict[str, Any],
     auth_info: Any,
-    round_: Callable[[], Awaitable[dict[str, Any] | None]],
+    round_: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]],
     complete: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> dict[str, Any] | None:
     """One 2026-07-28 request (one round) through ``chain``; returns the response.
 
-    ``round_`` serves it as without middleware (input rounds included) and
+    ``round_(msg)`` serves it as without middleware (input rounds included) and
     returns the response; ``complete`` completes a result for the wire
     (``resultType``, ``_meta``, caching hints), also one a middleware made up.
     """
     rid = msg["id"]
 
-    async def endpoint() -> dict[str, Any]:
-        resp = await round_()
+    async def endpoint(params: dict[str, Any]) -> dict[str, Any]:
+        # A middleware that replaced ctx.params has the round served with them.
+        resp = await round_(msg if params is given else {**msg, "params": params})
         if resp is None:
             raise _Unanswered
         error = resp.get("error")
@@ -305,11 +471,12 @@ async def serve_round(
         return complete(resp["result"])
 
     params = msg.get("params")
-    ctx = MiddlewareContext(
-        session, msg["method"], params if isinstance(params, dict) else {}, rid, auth_info, endpoint
-    )
+    given: dict[str, Any] = params if isinstance(params, dict) else {}
+    ctx = MiddlewareContext(session, msg["method"], given, rid, auth_info, endpoint)
     try:
-        result = await run_chain(chain, ctx)
+        result = await chain(ctx)
+        if type(result) is not dict:
+            raise not_a_result(result, ctx)
     except _Unanswered:
         return None
     except MCPError as exc:

@@ -32,7 +32,7 @@ from .limits import ServerLimits
 from .live_sessions import Fanout, LiveSessions
 from .metadata import ServerMetadata
 from .methods import METHODS, Handler, shape_listing
-from .middleware import CallNext, Middleware, build_chain, check_middleware, wrap_methods
+from .middleware import Middleware, MiddlewareChains, check_middleware, wrap_methods
 from .migration import refuse_foreign
 from .prompts import MCPServerPrompts, PromptManager
 from .registration import register_given
@@ -215,12 +215,12 @@ class MCPServer(
         self._request_state_keys_given = rounds.request_state_keys is not None
         # The method table and its middleware, built once, rebuilt by add_middleware; plain
         # public attributes (read on every request; do not set them): methods (no middleware),
-        # middleware_chain (None without middleware; stateless requests run it around each
-        # round), wrapped_methods (each handler inside the chain: the handshake era's table).
+        # middleware_chains (each method's; stateless requests run it around each round),
+        # wrapped_methods (each handler inside its chain: the handshake era's table).
         self.methods: dict[str, Handler] = dict(METHODS)
         self._middleware: list[Middleware] = check_middleware(middleware)
-        self.middleware_chain: CallNext | None = build_chain(self._middleware)
-        self.wrapped_methods: dict[str, Handler] = wrap_methods(self.methods, self.middleware_chain)
+        self.middleware_chains = MiddlewareChains(self._middleware, self.methods)
+        self.wrapped_methods = wrap_methods(self.methods, self.middleware_chains)
         self._lifespan = Lifespan(self, lifespan)
         # Tool name -> the server-to-client requests it makes (declared with needs=).
         self.back_channel_needs: dict[str, tuple[str, ...]] = {}
@@ -487,10 +487,9 @@ class MCPServer(
         (add middleware before serving: an open handshake-era session keeps the
         chain it started with).
         """
-        chain = check_middleware([*self._middleware, middleware])
-        self._middleware = chain
-        self.middleware_chain = build_chain(chain)
-        self.wrapped_methods = wrap_methods(self.methods, self.middleware_chain)
+        self._middleware = chain = check_middleware([*self._middleware, middleware])
+        self.middleware_chains = MiddlewareChains(chain, self.methods)
+        self.wrapped_methods = wrap_methods(self.methods, self.middleware_chains)
         return middleware
 
     def lifespan_context(self) -> contextlib.AbstractAsyncContextManager[Any]:

@@ -38,6 +38,7 @@ from ..protocol.jsonrpc import Kind, classify
 from ..protocol.lifecycle import State, allowed, next_state
 from ..protocol.versions import REVISIONS, STATELESS_REVISIONS, Revision, negotiate
 from .context import LOG_LEVELS
+from .middleware import observe_notification
 from .outbound import SessionOutbound
 from .request import Request, Send, stopped_for_shutdown
 from .stateless.dispatch import serve_stateless
@@ -421,7 +422,11 @@ class ServerSession(SessionOutbound):
         elif method == "notifications/roots/list_changed":
             for callback in self.server.roots_changed_callbacks:
                 asyncio.get_running_loop().call_soon(_spawn, callback, self)
-        # Other notifications (progress for our requests, unknown ones) are ignored.
+        # Other notifications (progress for our requests, unknown ones) are ignored. The
+        # middleware that watch notifications see them now, acted on (see .middleware).
+        chain = self.server.middleware_chains.notification(method)
+        if chain is not None:
+            _keep(asyncio.ensure_future(observe_notification(chain, self, method, params)))
 
     def _response(self, msg: dict[str, Any]) -> None:
         reply, entry = self.outgoing.answer(msg)
@@ -512,9 +517,12 @@ class ServerSession(SessionOutbound):
 def _spawn(callback: Callable[[ServerSession], Any], session: ServerSession) -> None:
     result = callback(session)
     if asyncio.iscoroutine(result):
-        task = asyncio.ensure_future(result)
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+        _keep(asyncio.ensure_future(result))
+
+
+def _keep(task: asyncio.Future[Any]) -> None:
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 _background: set[asyncio.Future[Any]] = set()

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.observe import ObserveHook, telemetry_module
-from .middleware import CallNext, Middleware, build_chain, wrap_methods
+from .middleware import Middleware, MiddlewareChains, wrap_methods
 
 if TYPE_CHECKING:
     from .middleware import Handler
@@ -56,7 +56,7 @@ class ServerTelemetry:
 
     if TYPE_CHECKING:
         methods: dict[str, Handler]
-        middleware_chain: CallNext | None
+        middleware_chains: MiddlewareChains
         wrapped_methods: dict[str, Handler]
         _middleware: list[Middleware]
 
@@ -82,8 +82,8 @@ class ServerTelemetry:
         what others refuse) and ``observe`` on the server's own requests. Sessions
         opened from now on use the new chain (the 2026-07-28 era: every request)."""
         self._middleware.insert(0, middleware)
-        self.middleware_chain = build_chain(self._middleware)
-        self.wrapped_methods = wrap_methods(self.methods, self.middleware_chain)
+        self.middleware_chains = MiddlewareChains(self._middleware, self.methods)
+        self.wrapped_methods = wrap_methods(self.methods, self.middleware_chains)
         if observe is not None:
             self.observe = observe
         if http_context is not None:

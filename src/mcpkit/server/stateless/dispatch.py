@@ -77,7 +77,7 @@ async def serve_stateless(
     session.client_capabilities = envelope.capabilities
     session.client_info = envelope.client_info
     session.log_level = LOG_LEVELS[envelope.log_level] if envelope.log_level else _SILENT
-    chain = session.server.middleware_chain
+    chain = session.server.middleware_chains.requests.get(method)
     if chain is not None and method in session.server.methods:
         # Middleware wraps the whole round: a retry with inputResponses passes through
         # it again, and sees the input_required result of a round that asks for more.
@@ -86,7 +86,7 @@ async def serve_stateless(
             session,
             msg,
             auth_info,
-            functools.partial(_serve_round, session, msg, send, auth_info, run),
+            functools.partial(_serve_round, session, send=send, auth_info=auth_info, run=run),
             functools.partial(complete_result, session, method),
         )
         if resp is None or "error" not in resp:

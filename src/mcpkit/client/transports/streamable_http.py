@@ -22,8 +22,12 @@
   tools whose annotations are malformed are dropped from ``tools/list`` answers
   (transports/streamable-http § custom headers: the client MUST exclude them).
 
-httpx is an optional dependency: this module is imported only when a client
-connects to a URL.
+The requests go over :class:`~.http11.LeanHTTP` (keep-alive connections on asyncio,
+httptools or h11 parsing it): an httpx request costs several times what serving it
+does, and a proxy pays it per call. httpx does them instead when the transport is given
+an ``auth`` flow or an ``http_client``, or a proxy is set in the environment
+(:func:`~.http11.usable`). httpx is an optional dependency: this module is imported only
+when a client connects to a URL.
 """
 
 from __future__ import annotations
@@ -57,7 +61,15 @@ from ...protocol.http_headers import http_headers, param_headers_of_tool
 from ...protocol.jsonrpc import exact_ids
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder, EventTooLarge
-from .http_responses import content_type, error_body, http_error, read_body, unreachable
+from .http11 import LeanHTTP, usable
+from .http_responses import (
+    Answer,
+    content_type,
+    error_body,
+    http_error,
+    read_body,
+    unreachable,
+)
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -75,8 +87,10 @@ class StreamableHTTPTransport:
 
     ``headers`` go on every request; ``auth`` (an ``httpx.Auth``, such as
     :class:`mcpkit.auth.client.OAuth`) authorizes every request;
-    ``http_client`` is used instead of a new ``httpx.AsyncClient`` (it is not
-    closed by this transport). A dropped stream is resumed up to
+    ``http_client`` is used instead of the transport's own HTTP client (it is not
+    closed by this transport). Without either, and without a proxy in the
+    environment, requests go over :class:`~.http11.LeanHTTP`, else over a new
+    ``httpx.AsyncClient``. A dropped stream is resumed up to
     ``max_reconnects`` times in a row without progress; ``reconnect_delay``
     is the wait when the server gave no ``retry``. No answer body or SSE event is
     read past ``max_message_size`` bytes (:class:`~.base.MessageTooLarge`).
@@ -107,7 +121,8 @@ class StreamableHTTPTransport:
         self.session_id: str | None = None
         self._forgotten = False  # the server forgot our session; no new one yet
         self.protocol_version: str | None = None
-        self._client = http_client
+        self._client: httpx.AsyncClient | LeanHTTP | None = http_client
+        self._lean = usable(url, auth=auth, http_client=http_client)
         self._owns_client = http_client is None
         self._inbound: Inbound | None = None
         self._init_id: Any = None
@@ -124,7 +139,10 @@ class StreamableHTTPTransport:
         self._inbound = inbound
         if self._client is None:
             # No read timeout: SSE streams idle legitimately; the session times every call.
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            if self._lean:
+                self._client = LeanHTTP(connect_timeout=30.0, read_timeout=None)
+            else:
+                self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
 
     async def aclose(self) -> None:
         if self._closed:
@@ -161,7 +179,12 @@ class StreamableHTTPTransport:
             headers.update(extra)
         return headers
 
-    def _http(self) -> httpx.AsyncClient:
+    @property
+    def http_client(self) -> httpx.AsyncClient | LeanHTTP | None:
+        """The HTTP client in use (None before :meth:`start`)."""
+        return self._client
+
+    def _http(self) -> httpx.AsyncClient | LeanHTTP:
         if self._closed or self._client is None:
             raise ConnectionClosed(f"the connection to {self.label} is closed")
         return self._client
@@ -226,8 +249,8 @@ class StreamableHTTPTransport:
             raise http_error(resp, self.label, body)
 
     async def _exchange(
-        self, method: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
-    ) -> tuple[httpx.Response, bytes]:
+        self, method: str, *, client: httpx.AsyncClient | LeanHTTP | None = None, **kwargs: Any
+    ) -> tuple[Answer, bytes]:
         """A request whose whole answer is read, but never past ``max_message_size``."""
         async with (client or self._http()).stream(
             method, self.url, **kwargs, **self._auth
@@ -316,7 +339,7 @@ class StreamableHTTPTransport:
         if self._inbound is not None:
             self._inbound.message_received(message)
 
-    async def _consume(self, resp: httpx.Response, rid: Any) -> None:
+    async def _consume(self, resp: Answer, rid: Any) -> None:
         """Read a POST's SSE stream until the answer to ``rid``, resuming it when it drops."""
         decoder = EventStreamDecoder(max_event_size=self.max_message_size)
         if await self._read_stream(resp, decoder, rid):
@@ -358,9 +381,7 @@ class StreamableHTTPTransport:
                 )
             return await self._read_stream(resp, decoder, rid)
 
-    async def _read_stream(
-        self, resp: httpx.Response, decoder: EventStreamDecoder, rid: Any
-    ) -> bool:
+    async def _read_stream(self, resp: Answer, decoder: EventStreamDecoder, rid: Any) -> bool:
         """Deliver a stream's messages; True when the answer to ``rid`` was among them
         (with ``rid`` None: when there was any message)."""
         delivered = False
@@ -484,7 +505,7 @@ class StreamableHTTPTransport:
             await asyncio.sleep(self._delay(decoder, failures))
 
     async def _check_session(
-        self, resp: httpx.Response, sent_session: str | None, body: bytes | None = None
+        self, resp: Answer, sent_session: str | None, body: bytes | None = None
     ) -> None:
         """Raise :class:`SessionExpired` when the answer says the server forgot ``sent_session``.
 

@@ -57,6 +57,7 @@ _LOW_WATER: Final = 64 * 1024
 # RFC 9110 § 5.1 (field names are tokens) and § 5.5 (no CR, LF or NUL in a value).
 _TOKEN: Final = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BAD_VALUE: Final = re.compile(rb"[\r\n\x00]")
+_KNOWN_FIELDS: Final = 256  # checked headers remembered per client
 
 
 def usable(url: str, *, auth: object = None, http_client: object = None) -> bool:
@@ -102,6 +103,7 @@ class LeanHTTP:
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._live: set[_Connection] = set()
         self._urls: dict[str, _Target] = {}
+        self._fields: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         self._closed = False
         #: Connections opened so far (each one a TCP, perhaps TLS, handshake).
         self.connections_opened = 0
@@ -188,6 +190,17 @@ class LeanHTTP:
         self._live.discard(conn)
 
 
+def _field(name: str, value: str) -> tuple[bytes, bytes]:
+    """A header as sent, once checked: no header may split the request (RFC 9112 § 2.2)."""
+    try:
+        raw_name, raw_value = name.lower().encode("ascii"), value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise httpx.LocalProtocolError(f"invalid header {name!r}: {value!r}") from None
+    if not _TOKEN.fullmatch(raw_name) or _BAD_VALUE.search(raw_value):
+        raise httpx.LocalProtocolError(f"invalid header {name!r}: {value!r}")
+    return raw_name, raw_value
+
+
 @functools.cache
 def _user_agent() -> bytes:
     return f"mcpkit/{version()}".encode()
@@ -235,16 +248,23 @@ class _Exchange:
 
     async def __aenter__(self) -> LeanResponse:
         client, target = self.client, self.target
-        fields = [(b"host", target.host_header)]
-        given = self.headers or {}
-        if "user-agent" not in given:
+        fields = [(b"host", target.host_header), (b"accept-encoding", b"identity")]
+        agent = True
+        if self.headers:
+            # The same few headers go on every request: each is checked and encoded once.
+            known = client._fields
+            for name, value in self.headers.items():
+                field = known.get((name, value))
+                if field is None:
+                    field = _field(name, value)
+                    if len(known) >= _KNOWN_FIELDS:
+                        known.clear()
+                    known[(name, value)] = field
+                if field[0] == b"user-agent":
+                    agent = False
+                fields.append(field)
+        if agent:
             fields.append((b"user-agent", _user_agent()))
-        fields.append((b"accept-encoding", b"identity"))
-        for name, value in given.items():
-            raw_name, raw_value = name.lower().encode("latin-1"), value.encode("latin-1")
-            if not _TOKEN.fullmatch(raw_name) or _BAD_VALUE.search(raw_value):
-                raise httpx.LocalProtocolError(f"invalid header {name!r}: {value!r}")
-            fields.append((raw_name, raw_value))
         if self.content is not None:
             fields.append((b"content-length", str(len(self.content)).encode()))
         conn = self.conn = await client._acquire(target)

@@ -195,14 +195,15 @@ class StreamableHTTPTransport:
         method = message.get("method")
         if method is not None and "id" in message:
             rid = message["id"]
+            extra = http_headers(message, self.tool_headers)  # computed once, used below
             if method == "initialize":
                 self._init_id = rid
                 self.protocol_version = None  # the header is for requests after initialize
-            elif http_headers(message, {}):
+            elif extra:
                 self._stateless.add(rid)
                 if method == "tools/list":
                     self._tool_lists.add(rid)
-            task = asyncio.get_running_loop().create_task(self._request(rid, message))
+            task = asyncio.get_running_loop().create_task(self._request(rid, message, extra))
             self._requests[rid] = task
             task.add_done_callback(lambda _t: self._forget(rid))
             return
@@ -259,10 +260,10 @@ class StreamableHTTPTransport:
                 return resp, await error_body(resp, self.max_message_size)
             return resp, await read_body(resp, self.max_message_size, self.label)
 
-    async def _request(self, rid: Any, message: dict[str, Any]) -> None:
+    async def _request(self, rid: Any, message: dict[str, Any], extra: dict[str, str]) -> None:
         """POST one request and deliver what comes back; failures go to ``request_failed``."""
         try:
-            await self._post_request(rid, message)
+            await self._post_request(rid, message, extra)
         except asyncio.CancelledError:
             raise
         except MCPKitError as exc:
@@ -282,16 +283,11 @@ class StreamableHTTPTransport:
         if self._inbound is not None:
             self._inbound.request_failed(rid, exc)
 
-    async def _post_request(self, rid: Any, message: dict[str, Any]) -> None:
+    async def _post_request(self, rid: Any, message: dict[str, Any], extra: dict[str, str]) -> None:
+        """``extra``: the request's metadata headers (``http_headers``)."""
         client = self._http()
         sent_session = self.session_id
-        headers = self._headers(
-            {
-                "accept": _POST_ACCEPT,
-                "content-type": _JSON,
-                **http_headers(message, self.tool_headers),
-            }
-        )
+        headers = self._headers({"accept": _POST_ACCEPT, "content-type": _JSON, **extra})
         async with client.stream(
             "POST", self.url, content=orjson.dumps(message), headers=headers, **self._auth
         ) as resp:

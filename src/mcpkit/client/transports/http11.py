@@ -37,9 +37,7 @@ from urllib.parse import urlsplit
 
 from ..._extras import require_extra
 
-with require_extra(
-    "client", feature="the HTTP client transports (mcpkit.client.transports.http11)"
-):
+with require_extra("client", feature="the lean HTTP/1.1 client (mcpkit.client.transports.http11)"):
     import h11
     import httpx
 
@@ -329,6 +327,16 @@ class LeanResponse:
     @property
     def reusable(self) -> bool:
         return self.complete and self.keep_alive and self._error is None
+
+    def received(self) -> bytes | None:
+        """The (unread rest of the) body once all of it has arrived, else None."""
+        if not self.complete or self._error is not None:
+            return None
+        chunks = self._chunks
+        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._unread = 0
+        return data
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive; httpx's errors when the connection fails."""

@@ -16,6 +16,7 @@ with require_extra(
 
 from ...errors import INTERNAL_ERROR
 from .base import HTTPErrorStatus, MessageTooLarge, Unreachable
+from .http11 import LeanResponse
 
 __all__ = ["Answer", "content_type", "error_body", "http_error", "read_body", "unreachable"]
 
@@ -52,6 +53,11 @@ async def read_body(resp: Answer, limit: int, label: str) -> bytes:
     length = resp.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:
         raise MessageTooLarge(label, limit, f"as an HTTP body of {length} bytes")
+    whole = resp.received() if isinstance(resp, LeanResponse) else None
+    if whole is not None:  # all of it arrived with the head, as small answers do
+        if len(whole) > limit:
+            raise MessageTooLarge(label, limit, "as an HTTP body")
+        return whole
     body = bytearray()
     async for chunk in resp.aiter_bytes():
         body += chunk

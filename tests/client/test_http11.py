@@ -344,7 +344,7 @@ async def test_an_answer_that_never_comes_times_out(parser: str) -> None:
 async def test_a_body_that_stops_arriving_times_out(parser: str) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc")
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")
         await writer.drain()
         await asyncio.sleep(10)
 
@@ -357,6 +357,31 @@ async def test_a_body_that_stops_arriving_times_out(parser: str) -> None:
                         pass
         finally:
             await client.aclose()
+
+
+async def test_a_small_answer_is_handed_over_whole_or_times_out(parser: str) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"defghij")  # the rest, later: the request waits for it
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc")
+        await writer.drain()
+        await asyncio.sleep(10)
+
+    client = LeanHTTP(read_timeout=1)
+    async with raw_server(handler) as url:
+        try:
+            async with client.stream("POST", url, content=b"{}") as resp:
+                assert resp.received() == b"abcdefghij"
+            client.read_timeout = 0.2
+            with pytest.raises(httpx.ReadTimeout):
+                await read_all(client, url)
+        finally:
+            await client.aclose()
+    assert client.connections_opened == 1
 
 
 async def test_a_refused_connection_is_a_connect_error() -> None:

@@ -482,17 +482,27 @@ class _Connection(asyncio.Protocol):
             key, text = name.decode("latin-1").lower(), value.decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
         response = self.response = LeanResponse(self, status, reason, headers)
-        head = self.head
-        if head is not None and not head.done():
-            head.set_result(response)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) <= _HIGH_WATER:
+            # A small body of known length (a JSON answer): the request is woken once, with
+            # all of it (uvicorn writes the head and the body apart), not for the head alone.
+            return
+        self._answer(response)
 
     def body(self, data: bytes) -> None:
         if self.response is not None:
             self.response._data(data)
 
     def ended(self, keep_alive: bool) -> None:
-        if self.response is not None:
-            self.response._end(keep_alive)
+        response = self.response
+        if response is not None:
+            response._end(keep_alive)
+            self._answer(response)
+
+    def _answer(self, response: LeanResponse) -> None:
+        head = self.head
+        if head is not None and not head.done():
+            head.set_result(response)
 
     def _failed(self, exc: BaseException) -> None:
         head = self.head

@@ -13,7 +13,10 @@ import contextlib
 import datetime
 import ipaddress
 import json
+import socket
 import ssl
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -166,6 +169,43 @@ async def test_a_connection_the_server_closes_is_not_reused(parser: str) -> None
         finally:
             await client.aclose()
     assert (served, client.connections_opened) == (3, 3)
+
+
+def test_a_connection_closed_while_idle_is_not_reused_even_before_the_loop_sees_it(
+    parser: str,
+) -> None:
+    """A server that restarted between two requests: its end of the idle connection is
+    closed, and the event loop has not run since (so no ``connection_lost`` yet)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve_one_request_per_connection() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            # closed at once: the client's idle connection is dead
+
+    thread = threading.Thread(target=serve_one_request_per_connection, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def two_requests() -> LeanHTTP:
+        client = LeanHTTP()
+        try:
+            assert await read_all(client, url) == (200, b"ok")
+            time.sleep(0.2)  # the loop stands still while the server closes its end
+            assert await read_all(client, url) == (200, b"ok")
+        finally:
+            await client.aclose()
+        return client
+
+    try:
+        assert asyncio.run(two_requests()).connections_opened == 2
+    finally:
+        thread.join(5)
+        listener.close()
 
 
 # -- bodies --------------------------------------------------------------------------------------

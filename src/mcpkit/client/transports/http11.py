@@ -28,6 +28,7 @@ import asyncio
 import collections
 import functools
 import re
+import select
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
@@ -144,9 +145,12 @@ class LeanHTTP:
         idle = self._idle.get(target.origin)
         while idle:
             conn = idle.pop()
-            if not conn.closed:
+            if not conn.closed and not conn.readable():
                 return conn
-            self._live.discard(conn)  # the server closed it while it was idle
+            # The server closed it while it was idle (perhaps unseen yet by the loop: an idle
+            # connection with something to read has its end to read). Not for reuse.
+            conn.close()
+            self._live.discard(conn)
         try:
             return await self._connect(target)
         except BaseException:
@@ -458,6 +462,14 @@ class _Connection(asyncio.Protocol):
             self.head = None
         response._timeout = timeout
         return response
+
+    def readable(self) -> bool:
+        """Is there something to read already (on an idle connection: its end)?"""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        ready, _, _ = select.select([sock], [], [], 0)
+        return bool(ready)
 
     def close(self) -> None:
         if not self.closed:

@@ -1,25 +1,23 @@
 """A lean HTTP/1.1 client for the Streamable HTTP transport: keep-alive connections on asyncio.
 
-Why not httpx for every request: an ``httpx.AsyncClient`` POST costs ~500 us of CPU on
-a small machine (its models, httpcore's pool, anyio, h11), three to four times what
-uvicorn spends serving the request, and a proxy pays it on every call it passes on
-(issue 24). This client does the one thing the transport needs, a request on a kept-alive
-connection and its answer streamed back, for a few tens of microseconds:
+An ``httpx.AsyncClient`` POST costs ~500 us of CPU (its models, httpcore's pool, anyio,
+h11), several times what uvicorn spends serving it, and a proxy pays it on every call
+(issue 24). This client makes a request on a kept-alive connection and streams its
+answer back for a few tens of microseconds:
 
-* one :class:`asyncio.Protocol` per connection; an idle connection goes back to the
-  pool and the next request reuses it (RFC 9112 § 9.3, persistence). A connection the
-  server closed while idle leaves the pool when it closes (``connection_lost``).
-* answers are parsed by httptools (llhttp, the parser uvicorn uses) when installed
-  (``mcpkit[fast]``), else by h11, which httpx itself depends on: Content-Length,
-  chunked and close-delimited bodies alike. Requests always carry Content-Length.
-* TLS through an :class:`ssl.SSLContext` made as httpx makes its own (``SSL_CERT_FILE``
-  and ``SSL_CERT_DIR`` honoured); no proxies, no auth flows, no redirects, no content
-  codings (``accept-encoding: identity``): :func:`usable` says when it applies, and the
-  transport uses httpx otherwise.
-* failures are httpx's exception types (``ConnectError``, ``ConnectTimeout``,
-  ``ReadTimeout``, ``RemoteProtocolError``...), so the transport handles both clients
-  alike. The caller bounds what it reads (``read_body``); the connection stops reading
-  from the socket while more than :data:`_HIGH_WATER` bytes wait unread.
+* one :class:`asyncio.Protocol` per connection; an idle one goes back to the pool for
+  the next request (RFC 9112 § 9.3), unless the server closed it meanwhile.
+* answers are parsed by httptools (llhttp, uvicorn's parser) when installed
+  (``mcpkit[fast]``), else by h11, which httpx depends on: Content-Length, chunked and
+  close-delimited bodies alike. Requests always carry Content-Length.
+* TLS through an :class:`ssl.SSLContext` made as httpx makes its own (``SSL_CERT_FILE``,
+  ``SSL_CERT_DIR``); no proxies, auth flows, redirects or content codings
+  (``accept-encoding: identity``): :func:`usable` says when it applies, else the
+  transport uses httpx.
+* failures are httpx's exception types (``ConnectError``, ``ReadTimeout``,
+  ``RemoteProtocolError``...), so the transport handles both clients alike. The caller
+  bounds what it reads (``read_body``); a connection stops reading from its socket while
+  more than :data:`_HIGH_WATER` bytes wait unread.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ import select
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from types import TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -280,12 +277,7 @@ class _Exchange:
             raise
         return self.response
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         conn, response = self.conn, self.response
         if conn is not None and response is not None:
             self.conn = None

@@ -31,6 +31,9 @@ that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
 the automatic telemetry with OpenTelemetry imported and no provider, with the SDK's
 tracer provider, and with its meter provider too; ``http-auto-sdk``: ``http-stateful``
 with the SDK's tracer provider installed),
+``http-proxy`` (``http-stateful`` through a proxy: the proxy process, ``mcpkit-proxy``
+of ``servers/http_server.py``, is the one counted; its upstream, ``mcpkit-counted``,
+runs uninstrumented: compare with ``http-stateful`` for issue 24's CPU ratio),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -97,6 +100,7 @@ PATHS = (
     "stdio-auto-sdk",
     "stdio-auto-sdk-metrics",
     "http-auto-sdk",
+    "http-proxy",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -238,6 +242,17 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     if path in ("http-auth", "http-bearer"):
         impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
         auth_headers = jwt_protection(env, out.parent, f"http://127.0.0.1:{port}/mcp")
+    upstream: subprocess.Popen[bytes] | None = None
+    if path == "http-proxy":
+        up_port = free_port()
+        upstream = subprocess.Popen(
+            [sys.executable, str(SERVERS / "http_server.py"), "mcpkit-counted", mode, str(up_port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        impl = "mcpkit-proxy"
+        env = {**env, "BENCH_UPSTREAM": f"http://127.0.0.1:{up_port}/mcp"}
     proc = subprocess.Popen(
         [*callgrind(out), str(SERVERS / "http_server.py"), impl, mode, str(port)],
         stdout=subprocess.DEVNULL,
@@ -256,7 +271,7 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
                 time.sleep(0.2)
         meta: dict[str, Any] | None = None
         headers = {"MCP-Protocol-Version": PROTOCOL_VERSION, **auth_headers}
-        if path in ("http-stateful", "http-auth", "http-bearer", "http-auto-sdk"):
+        if path in ("http-stateful", "http-auth", "http-bearer", "http-auto-sdk", "http-proxy"):
             _, fields, _ = conn.post(INITIALIZE, headers)
             headers["Mcp-Session-Id"] = fields["mcp-session-id"]
             conn.post(INITIALIZED, headers)
@@ -275,6 +290,9 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     finally:
         if proc.poll() is None:
             proc.kill()
+        if upstream is not None:
+            upstream.terminate()
+            upstream.wait(timeout=60)
     return total(out)
 
 

@@ -92,6 +92,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "which is not installed: pip install 'mcpkit[client]'",
     ),
     (
+        "mcpkit.client.transports.http11",
+        "client",
+        "httpx",
+        "the lean HTTP/1.1 client (mcpkit.client.transports.http11) needs httpx, "
+        "which is not installed: pip install 'mcpkit[client]'",
+    ),
+    (
         "mcpkit.auth.jwt",
         "auth",
         "joserfc",
@@ -344,7 +351,7 @@ async def test_a_client_for_a_url_without_httpx_names_the_client_extra(
     hide: Hide, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hide("httpx")
-    for name in ("streamable_http", "sse", "http_responses"):
+    for name in ("streamable_http", "sse", "http_responses", "http11"):
         monkeypatch.delitem(sys.modules, f"mcpkit.client.transports.{name}", raising=False)
     with pytest.raises(MissingExtra, match=re.escape("pip install 'mcpkit[client]'")) as caught:
         async with Client(url="http://127.0.0.1:1/mcp"):

@@ -221,7 +221,8 @@ def encode_header_value(value: str) -> str:
     whitespace, and values that look like the sentinel itself are Base64-encoded.
     """
     plain = (
-        all(" " <= ch <= "~" for ch in value)
+        value.isascii()
+        and value.isprintable()  # for ASCII: " " to "~", no tab or control character
         and value == value.strip(" ")
         and not (value.startswith("=?base64?") and value.endswith("?="))
     )

@@ -1,8 +1,9 @@
-"""Reading HTTP answers the same way in both HTTP client transports (httpx responses)."""
+"""Reading HTTP answers the same way in both HTTP client transports (httpx's or LeanHTTP's)."""
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import AsyncIterator, Mapping
+from typing import Final, Protocol
 
 import orjson
 
@@ -15,19 +16,35 @@ with require_extra(
 
 from ...errors import INTERNAL_ERROR
 from .base import HTTPErrorStatus, MessageTooLarge, Unreachable
+from .http11 import LeanResponse
 
-__all__ = ["content_type", "error_body", "http_error", "read_body", "unreachable"]
+__all__ = ["Answer", "content_type", "error_body", "http_error", "read_body", "unreachable"]
 
 _ERROR_BODY: Final = 64 * 1024
 
 
-def content_type(resp: httpx.Response) -> str:
+class Answer(Protocol):
+    """What the transports read of an answer: an ``httpx.Response`` or a ``LeanResponse``."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def reason_phrase(self) -> str: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+def content_type(resp: Answer) -> str:
     """The media type alone, lower case (``text/event-stream; charset=utf-8`` → ``text/event-stream``)."""
     value: str = resp.headers.get("content-type", "")
     return value.partition(";")[0].strip().lower()
 
 
-async def read_body(resp: httpx.Response, limit: int, label: str) -> bytes:
+async def read_body(resp: Answer, limit: int, label: str) -> bytes:
     """The body of a streamed response, read only up to ``limit`` bytes (else MessageTooLarge).
 
     Counted after content decoding, so a compressed body cannot expand past the limit
@@ -36,6 +53,11 @@ async def read_body(resp: httpx.Response, limit: int, label: str) -> bytes:
     length = resp.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:
         raise MessageTooLarge(label, limit, f"as an HTTP body of {length} bytes")
+    whole = resp.received() if isinstance(resp, LeanResponse) else None
+    if whole is not None:  # all of it arrived with the head, as small answers do
+        if len(whole) > limit:
+            raise MessageTooLarge(label, limit, "as an HTTP body")
+        return whole
     body = bytearray()
     async for chunk in resp.aiter_bytes():
         body += chunk
@@ -44,7 +66,7 @@ async def read_body(resp: httpx.Response, limit: int, label: str) -> bytes:
     return bytes(body)
 
 
-async def error_body(resp: httpx.Response, limit: int) -> bytes:
+async def error_body(resp: Answer, limit: int) -> bytes:
     """The start of an error answer's body: at most ``min(limit, 64 KiB)``, the rest unread.
 
     The status is the news; a JSON-RPC error object, if any, is small.
@@ -58,13 +80,16 @@ async def error_body(resp: httpx.Response, limit: int) -> bytes:
     return bytes(body[:limit])
 
 
-def http_error(resp: httpx.Response, label: str, content: bytes | None = None) -> HTTPErrorStatus:
+def http_error(resp: Answer, label: str, content: bytes | None = None) -> HTTPErrorStatus:
     """The error for an HTTP error status (the body may carry a JSON-RPC error, without an id).
 
     ``content`` is the body when it was read with :func:`read_body` (else ``resp.content``).
     """
     status = resp.status_code
-    raw = resp.content if content is None else content
+    if content is None:
+        assert isinstance(resp, httpx.Response)  # LeanHTTP's answers are always read first
+        content = resp.content
+    raw = content
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:

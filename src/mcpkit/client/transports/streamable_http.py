@@ -22,8 +22,12 @@
   tools whose annotations are malformed are dropped from ``tools/list`` answers
   (transports/streamable-http § custom headers: the client MUST exclude them).
 
-httpx is an optional dependency: this module is imported only when a client
-connects to a URL.
+The requests go over :class:`~.http11.LeanHTTP` (keep-alive connections on asyncio,
+httptools or h11 parsing it): an httpx request costs several times what serving it
+does, and a proxy pays it per call. httpx does them instead when the transport is given
+an ``auth`` flow or an ``http_client``, or a proxy is set in the environment
+(:func:`~.http11.usable`). httpx is an optional dependency: this module is imported only
+when a client connects to a URL.
 """
 
 from __future__ import annotations
@@ -57,7 +61,15 @@ from ...protocol.http_headers import http_headers, param_headers_of_tool
 from ...protocol.jsonrpc import exact_ids
 from .base import DEFAULT_MAX_MESSAGE_SIZE, Inbound, MessageTooLarge, SessionExpired, Unreachable
 from .eventstream import EventStreamDecoder, EventTooLarge
-from .http_responses import content_type, error_body, http_error, read_body, unreachable
+from .http11 import LeanHTTP, usable
+from .http_responses import (
+    Answer,
+    content_type,
+    error_body,
+    http_error,
+    read_body,
+    unreachable,
+)
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -75,8 +87,10 @@ class StreamableHTTPTransport:
 
     ``headers`` go on every request; ``auth`` (an ``httpx.Auth``, such as
     :class:`mcpkit.auth.client.OAuth`) authorizes every request;
-    ``http_client`` is used instead of a new ``httpx.AsyncClient`` (it is not
-    closed by this transport). A dropped stream is resumed up to
+    ``http_client`` is used instead of the transport's own HTTP client (it is not
+    closed by this transport). Without either, and without a proxy in the
+    environment, requests go over :class:`~.http11.LeanHTTP`, else over a new
+    ``httpx.AsyncClient``. A dropped stream is resumed up to
     ``max_reconnects`` times in a row without progress; ``reconnect_delay``
     is the wait when the server gave no ``retry``. No answer body or SSE event is
     read past ``max_message_size`` bytes (:class:`~.base.MessageTooLarge`).
@@ -107,7 +121,8 @@ class StreamableHTTPTransport:
         self.session_id: str | None = None
         self._forgotten = False  # the server forgot our session; no new one yet
         self.protocol_version: str | None = None
-        self._client = http_client
+        self._client: httpx.AsyncClient | LeanHTTP | None = http_client
+        self._lean = usable(url, auth=auth, http_client=http_client)
         self._owns_client = http_client is None
         self._inbound: Inbound | None = None
         self._init_id: Any = None
@@ -124,7 +139,10 @@ class StreamableHTTPTransport:
         self._inbound = inbound
         if self._client is None:
             # No read timeout: SSE streams idle legitimately; the session times every call.
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            if self._lean:
+                self._client = LeanHTTP(connect_timeout=30.0, read_timeout=None)
+            else:
+                self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
 
     async def aclose(self) -> None:
         if self._closed:
@@ -161,7 +179,12 @@ class StreamableHTTPTransport:
             headers.update(extra)
         return headers
 
-    def _http(self) -> httpx.AsyncClient:
+    @property
+    def http_client(self) -> httpx.AsyncClient | LeanHTTP | None:
+        """The HTTP client in use (None before :meth:`start`)."""
+        return self._client
+
+    def _http(self) -> httpx.AsyncClient | LeanHTTP:
         if self._closed or self._client is None:
             raise ConnectionClosed(f"the connection to {self.label} is closed")
         return self._client
@@ -172,14 +195,15 @@ class StreamableHTTPTransport:
         method = message.get("method")
         if method is not None and "id" in message:
             rid = message["id"]
+            extra = http_headers(message, self.tool_headers)  # computed once, used below
             if method == "initialize":
                 self._init_id = rid
                 self.protocol_version = None  # the header is for requests after initialize
-            elif http_headers(message, {}):
+            elif extra:
                 self._stateless.add(rid)
                 if method == "tools/list":
                     self._tool_lists.add(rid)
-            task = asyncio.get_running_loop().create_task(self._request(rid, message))
+            task = asyncio.get_running_loop().create_task(self._request(rid, message, extra))
             self._requests[rid] = task
             task.add_done_callback(lambda _t: self._forget(rid))
             return
@@ -226,8 +250,8 @@ class StreamableHTTPTransport:
             raise http_error(resp, self.label, body)
 
     async def _exchange(
-        self, method: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
-    ) -> tuple[httpx.Response, bytes]:
+        self, method: str, *, client: httpx.AsyncClient | LeanHTTP | None = None, **kwargs: Any
+    ) -> tuple[Answer, bytes]:
         """A request whose whole answer is read, but never past ``max_message_size``."""
         async with (client or self._http()).stream(
             method, self.url, **kwargs, **self._auth
@@ -236,10 +260,10 @@ class StreamableHTTPTransport:
                 return resp, await error_body(resp, self.max_message_size)
             return resp, await read_body(resp, self.max_message_size, self.label)
 
-    async def _request(self, rid: Any, message: dict[str, Any]) -> None:
+    async def _request(self, rid: Any, message: dict[str, Any], extra: dict[str, str]) -> None:
         """POST one request and deliver what comes back; failures go to ``request_failed``."""
         try:
-            await self._post_request(rid, message)
+            await self._post_request(rid, message, extra)
         except asyncio.CancelledError:
             raise
         except MCPKitError as exc:
@@ -259,16 +283,11 @@ class StreamableHTTPTransport:
         if self._inbound is not None:
             self._inbound.request_failed(rid, exc)
 
-    async def _post_request(self, rid: Any, message: dict[str, Any]) -> None:
+    async def _post_request(self, rid: Any, message: dict[str, Any], extra: dict[str, str]) -> None:
+        """``extra``: the request's metadata headers (``http_headers``)."""
         client = self._http()
         sent_session = self.session_id
-        headers = self._headers(
-            {
-                "accept": _POST_ACCEPT,
-                "content-type": _JSON,
-                **http_headers(message, self.tool_headers),
-            }
-        )
+        headers = self._headers({"accept": _POST_ACCEPT, "content-type": _JSON, **extra})
         async with client.stream(
             "POST", self.url, content=orjson.dumps(message), headers=headers, **self._auth
         ) as resp:
@@ -316,7 +335,7 @@ class StreamableHTTPTransport:
         if self._inbound is not None:
             self._inbound.message_received(message)
 
-    async def _consume(self, resp: httpx.Response, rid: Any) -> None:
+    async def _consume(self, resp: Answer, rid: Any) -> None:
         """Read a POST's SSE stream until the answer to ``rid``, resuming it when it drops."""
         decoder = EventStreamDecoder(max_event_size=self.max_message_size)
         if await self._read_stream(resp, decoder, rid):
@@ -358,9 +377,7 @@ class StreamableHTTPTransport:
                 )
             return await self._read_stream(resp, decoder, rid)
 
-    async def _read_stream(
-        self, resp: httpx.Response, decoder: EventStreamDecoder, rid: Any
-    ) -> bool:
+    async def _read_stream(self, resp: Answer, decoder: EventStreamDecoder, rid: Any) -> bool:
         """Deliver a stream's messages; True when the answer to ``rid`` was among them
         (with ``rid`` None: when there was any message)."""
         delivered = False
@@ -484,7 +501,7 @@ class StreamableHTTPTransport:
             await asyncio.sleep(self._delay(decoder, failures))
 
     async def _check_session(
-        self, resp: httpx.Response, sent_session: str | None, body: bytes | None = None
+        self, resp: Answer, sent_session: str | None, body: bytes | None = None
     ) -> None:
         """Raise :class:`SessionExpired` when the answer says the server forgot ``sent_session``.
 

@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "ElicitResult": "mcpkit.server.context",
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
+    "Depends": "mcpkit.server.dependencies",
     "URLElicitation": "mcpkit.server.client_requests",
     "URLElicitationRequiredError": "mcpkit.server.client_requests",
     "ToolAnnotations": "mcpkit.server.tools",
@@ -89,6 +90,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionClosed",
     "Context",
+    "Depends",
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
@@ -185,6 +187,7 @@ if TYPE_CHECKING:
     from .server.client_requests import URLElicitation, URLElicitationRequiredError
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
+    from .server.dependencies import Depends
     from .server.declarative import (
         PromptArg,
         ToolParam,

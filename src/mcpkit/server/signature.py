@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin, get_type_hints
 
 from ..errors import SignatureError
+from .dependencies import bind, depends_of, plan
 from .lazy_pydantic import is_model_class
 
 if TYPE_CHECKING:
@@ -31,12 +32,14 @@ __all__ = [
     "SignatureError",
     "format_validation_error",
     "inspect_function",
+    "is_context",
     "parameter_names",
     "resolve_hints",
 ]
 
 
-def _is_context(annotation: Any) -> bool:
+def is_context(annotation: Any) -> bool:
+    """Is ``annotation`` a :class:`Context` (``Context | None`` too): the parameter gets it."""
     from .context import Context
 
     if isinstance(annotation, str):  # an unresolvable postponed annotation
@@ -45,7 +48,7 @@ def _is_context(annotation: Any) -> bool:
         annotation = get_args(annotation)[0]
     if get_origin(annotation) in (typing.Union, types.UnionType):  # Context | None
         args = [a for a in get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and _is_context(args[0])
+        return len(args) == 1 and is_context(args[0])
     return isinstance(annotation, type) and issubclass(annotation, Context)
 
 
@@ -78,6 +81,8 @@ class FunctionSignature:
     in a tight loop.
     """
 
+    #: What to call: the function, or with ``Depends`` parameters the wrapper that
+    #: resolves them (.dependencies); ``context_param`` and ``is_async`` are its.
     fn: Callable[..., Any]
     is_async: bool
     context_param: str | None
@@ -85,6 +90,7 @@ class FunctionSignature:
     return_annotation: Any
     doc: str | None
     plain: tuple[Plain, ...] | None = None
+    dependency_params: tuple[str, ...] = ()  # hidden: resolved per call, never arguments
     # The pydantic model, or what builds it on first use (a plain signature).
     _model: type[BaseModel] | None = None
     _build: Callable[[], type[BaseModel]] | None = None
@@ -230,10 +236,16 @@ def summary(doc: str | None) -> str | None:
 
 
 def inspect_function(
-    fn: Callable[..., Any], *, model_name: str, strings: bool = False, schema: bool = False
+    fn: Callable[..., Any],
+    *,
+    model_name: str,
+    strings: bool = False,
+    schema: bool = False,
+    run_in_thread: bool = True,
 ) -> FunctionSignature:
     """Inspect ``fn`` once. ``strings`` marks prompt arguments (always strings on the wire);
-    ``schema`` checks that every parameter can be described as JSON Schema (tools).
+    ``schema`` checks that every parameter can be described as JSON Schema (tools);
+    ``run_in_thread`` is where a sync ``fn`` with async dependencies runs (.dependencies).
 
     Raises :class:`SignatureError` naming every parameter mcpkit cannot call or
     validate: positional-only ones and ``*args`` (arguments come by name),
@@ -254,6 +266,7 @@ def inspect_function(
     params: list[tuple[str, Any, Any, str | None]] = []  # name, annotation, default, doc
     context_param: str | None = None
     plain: list[Plain] | None = []
+    wanted: list[tuple[str, Any, Any]] = []  # Depends parameters: name, marker, annotation
     for name, param in sig.parameters.items():
         if param.kind is param.VAR_KEYWORD:
             continue  # **kwargs: receives nothing, the declared parameters are the schema
@@ -276,7 +289,10 @@ def inspect_function(
             annotation = Any
         if isinstance(annotation, str):
             continue  # unresolvable: already a problem
-        if _is_context(annotation):
+        if (marker := depends_of(annotation, param.default)) is not None:
+            wanted.append((name, marker, annotation))
+            continue
+        if is_context(annotation):
             context_param = name
             continue
         default: Any = ... if param.default is inspect.Parameter.empty else param.default
@@ -295,6 +311,16 @@ def inspect_function(
         doc=doc,
         plain=tuple(plain) if plain is not None else None,
     )
+    if wanted and (deps := plan(wanted, problems)) is not None:
+        bound = bind(
+            fn,
+            deps,
+            is_async=out.is_async,
+            context_param=context_param,
+            run_in_thread=run_in_thread,
+        )
+        out.fn, out.context_param, out.is_async = bound.fn, bound.context_param, bound.is_async
+        out.dependency_params = deps.params
     if not problems and plain is not None and all(_hand_written(p[0], p[2]) for p in params):
         # Plain parameters: pydantic takes them all and its schema is known (module docstring).
         out._schema = _plain_schema(params)
@@ -404,7 +430,8 @@ def parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
         for p in params
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         and not (p.name in ("self", "cls") and p.annotation is inspect.Parameter.empty)
-        and not _is_context(p.annotation)
+        and not is_context(p.annotation)
+        and depends_of(p.annotation, p.default) is None
     )
 
 

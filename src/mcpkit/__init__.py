@@ -187,7 +187,6 @@ if TYPE_CHECKING:
     from .server.client_requests import URLElicitation, URLElicitationRequiredError
     from .server.content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
     from .server.context import Context, ElicitResult, Root, current_context
-    from .server.dependencies import Depends
     from .server.declarative import (
         PromptArg,
         ToolParam,
@@ -196,6 +195,7 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.dependencies import Depends
     from .server.extension import Extension
     from .server.lifespan import LifespanError
     from .server.limits import ServerLimits

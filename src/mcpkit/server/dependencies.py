@@ -58,7 +58,7 @@ class Dependency:
         return f"Depends({shown}{'' if self.use_cache else ', use_cache=False'})"
 
 
-def Depends(  # noqa: N802 (named as FastAPI's and FastMCP's, which users know)
+def Depends(  # named as FastAPI's and FastMCP's, which users know
     dependency: Callable[..., Any] | None = None, *, use_cache: bool = True
 ) -> Any:
     """Mark a parameter as resolved per call by ``dependency`` (hidden from clients).
@@ -215,7 +215,7 @@ def _hints(
 
     target: Any = dep
     if isinstance(dep, type):
-        target = dep.__init__
+        target = dep.__init__  # type: ignore[misc]
     elif not (inspect.isfunction(dep) or inspect.ismethod(dep)) and hasattr(dep, "__call__"):  # noqa: B004
         target = dep if hasattr(dep, "func") else type(dep).__call__  # a partial keeps func's
     try:
@@ -296,7 +296,7 @@ def bind(
                 error = _exit(exits, exc)
                 if error is exc:
                     raise
-                raise error  # noqa: B904 (its context is the handler's error already)
+                raise error or exc  # noqa: B904 (its context is the handler's error already)
             error = _exit(exits, None)
             if error is not None:
                 raise error
@@ -323,7 +323,7 @@ def bind(
             error = await _exit_async(exits, exc)
             if error is exc:
                 raise
-            raise error  # noqa: B904 (its context is the handler's error already)
+            raise error or exc  # noqa: B904 (its context is the handler's error already)
         error = await _exit_async(exits, None)
         if error is not None:
             raise error
@@ -416,7 +416,7 @@ async def _exit_async(exits: list[Any], error: BaseException | None) -> BaseExce
                 await gen.athrow(error)
         except StopAsyncIteration:
             continue
-        except BaseException as exc:  # noqa: BLE001 (passed on, as ExitStack does)
+        except BaseException as exc:
             error = exc
             continue
         await gen.aclose()
@@ -432,7 +432,7 @@ def _close(gen: Any, error: BaseException | None) -> BaseException | None:
             gen.throw(error)
     except StopIteration:
         return error
-    except BaseException as exc:  # noqa: BLE001 (passed on, as ExitStack does)
+    except BaseException as exc:
         return exc
     gen.close()
     return RuntimeError(f"dependency {_label(gen)} yielded more than once")

@@ -4,8 +4,10 @@
 # string annotation can only be resolved from the module (the Annotated form; see docs).
 
 import asyncio
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -14,6 +16,8 @@ from mcpkit import Context, Depends, MCPServer, ToolError
 from mcpkit.client import Client
 from mcpkit.testing import connect
 from tests.client.http_servers import serve
+
+FENCE = re.compile(r"```python\n(.*?)```", re.S)
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -77,6 +81,25 @@ async def test_prompt_arguments_and_template_variables_leave_dependencies_out() 
         assert read["contents"][0]["text"] == "note 7 (from-dependency)"
         read = await client.read_resource("config://token")
         assert read["contents"][0]["text"] == "from-dependency"
+
+
+def test_only_functions_with_dependencies_are_wrapped() -> None:
+    server = MCPServer(name="t", version="1")
+
+    async def plain(text: str) -> str:
+        """No dependencies: registered as it is, so it costs nothing more per call."""
+        return text
+
+    async def injected(text: str, token: str = Depends(secret)) -> str:
+        """One plain dependency: a sync wrapper handing back this coroutine."""
+        return text
+
+    for fn in (plain, injected):
+        server.add_tool(fn)
+    assert server.tools.get("plain").execute is plain  # type: ignore[union-attr]
+    wrapper = server.tools.get("injected").execute  # type: ignore[union-attr]
+    assert wrapper is not injected and wrapper.__wrapped__ is injected
+    assert not asyncio.iscoroutinefunction(wrapper)
 
 
 # -- sub-dependencies, caching, Context -------------------------------------------------------
@@ -396,3 +419,19 @@ async def test_declared_components_take_dependencies(form: str) -> None:
         [tool] = await client.list_tools()
         assert set(tool["inputSchema"]["properties"]) == {"name"}
         assert text_of(await client.call_tool("hello", {"name": "a"})) == "a from-dependency"
+
+
+async def test_the_docs_example_commits_and_shares_one_pool_lookup() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "server.md"
+    [code] = [c for c in FENCE.findall(docs.read_text()) if "Depends(transaction)" in c]
+    namespace: dict[str, Any] = {"__name__": "docs_dependencies"}
+    exec(compile(code, "server.md", "exec"), namespace)
+    server = namespace["server"]
+    async with connect(server) as client:
+        [tool] = await client.list_tools()
+        assert set(tool["inputSchema"]["properties"]) == {"order_id"}
+        result = await client.call_tool("order_lines", {"order_id": 7})
+        assert result["structuredContent"] == {
+            "result": ["row for select * from lines where order_id = 7"]
+        }
+        assert server.lifespan_state["pool"].log == ["begin", "commit"]

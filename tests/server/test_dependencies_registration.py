@@ -21,7 +21,7 @@ def test_a_dependency_that_is_not_callable_is_refused() -> None:
 
     def register() -> None:
         @server.tool
-        async def tool(x: Annotated[int, Depends(42)]) -> int:  # type: ignore[arg-type]
+        async def tool(x: Annotated[int, Depends(42)]) -> int:
             return x
 
     [problem] = problems_of(register)

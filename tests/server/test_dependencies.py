@@ -183,10 +183,19 @@ async def test_a_sync_tool_and_its_sync_dependencies_run_in_the_same_worker_thre
         threads.append(threading.current_thread().name)
         return s
 
+    @server.tool(run_in_thread=False)
+    def inline(s: Annotated[str, Depends(session)]) -> str:
+        """Sync, on the loop: its dependencies too."""
+        threads.append(threading.current_thread().name)
+        return s
+
     async with connect(server) as client:
         assert text_of(await client.call_tool("work", {})) == "s"
-    assert len(threads) == 3 and len(set(threads)) == 1
-    assert threads[0] != threading.main_thread().name
+        assert len(threads) == 3 and len(set(threads)) == 1
+        assert threads[0] != threading.main_thread().name
+        threads.clear()
+        assert text_of(await client.call_tool("inline", {})) == "s"
+        assert threads == [threading.main_thread().name] * 3
 
 
 # -- generator dependencies: cleanup ----------------------------------------------------------

@@ -115,3 +115,20 @@ def test_depends_returns_a_marker_that_reads_like_the_call() -> None:
     assert marker == Dependency(get_db, use_cache=False)
     assert repr(marker).endswith("get_db, use_cache=False)")
     assert repr(Depends()) == "Depends()"
+
+
+def test_a_sync_tool_on_the_loop_cannot_have_a_dependency_taking_the_context() -> None:
+    server = MCPServer(name="t", version="1")
+
+    def caller(ctx: Context) -> str:
+        return "x"
+
+    def register() -> None:
+        @server.tool(run_in_thread=False)
+        def tool(who: Annotated[str, Depends(caller)]) -> str:
+            return who
+
+    [problem] = problems_of(register)
+    assert "run_in_thread=False cannot be combined with a Context parameter (its own or a" in (
+        problem
+    )

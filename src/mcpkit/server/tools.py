@@ -575,8 +575,8 @@ def _choose_thread(tool: ToolDefinition, run_in_thread: bool, problems: list[str
         return
     if tool._context_param is not None:
         problems.append(
-            "run_in_thread=False cannot be combined with a Context "
-            "parameter; make the function async to use the context on the event loop"
+            "run_in_thread=False cannot be combined with a Context parameter (its own or a "
+            "dependency's); make the function async to use the context on the event loop"
         )
         return
     tool._inline = True

@@ -118,7 +118,7 @@ STDIO: dict[str, list[str]] = {
             "ctx",
             "depends",
             "depends-yield",
-        )  # fmt: skip
+        )
     },
     # Issue 20: 5,000 tools with 10 % disabled by tag, against the 4,500 enabled alone;
     # "-list" paths send tools/list instead of the echo call (use small --n1/--n2).

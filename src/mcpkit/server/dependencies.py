@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
+from .hints import is_context, resolve_hints
+
 __all__ = ["Dependency", "Depends", "Plan", "Resolved", "bind", "depends_of", "plan"]
 
 _FUNC, _ASYNC, _GEN, _AGEN = range(4)
@@ -167,8 +169,6 @@ class _Builder:
         return index
 
     def _arguments(self, dep: Callable[..., Any], where: str) -> tuple[tuple[str, int], ...] | None:
-        from .signature import is_context
-
         label = f"{where}: dependency {_label(dep)}"
         try:
             sig = inspect.signature(dep)
@@ -211,8 +211,6 @@ def _hints(
 ) -> dict[str, Any]:
     """``dep``'s resolved annotations (a class's from ``__init__``, an instance's from
     ``__call__``); a problem naming each that does not resolve."""
-    from .signature import resolve_hints
-
     target: Any = dep
     if isinstance(dep, type):
         target = dep.__init__  # type: ignore[misc]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin, get_type
 
 from ..errors import SignatureError
 from .dependencies import bind, depends_of, plan
+from .hints import is_context, resolve_hints
 from .lazy_pydantic import is_model_class
 
 if TYPE_CHECKING:
@@ -36,20 +37,6 @@ __all__ = [
     "parameter_names",
     "resolve_hints",
 ]
-
-
-def is_context(annotation: Any) -> bool:
-    """Is ``annotation`` a :class:`Context` (``Context | None`` too): the parameter gets it."""
-    from .context import Context
-
-    if isinstance(annotation, str):  # an unresolvable postponed annotation
-        return annotation.rsplit(".", 1)[-1] in ("Context", "Context | None", "Optional[Context]")
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if get_origin(annotation) in (typing.Union, types.UnionType):  # Context | None
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and is_context(args[0])
-    return isinstance(annotation, type) and issubclass(annotation, Context)
 
 
 _MISSING: Any = object()
@@ -433,40 +420,6 @@ def parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
         and not is_context(p.annotation)
         and depends_of(p.annotation, p.default) is None
     )
-
-
-def resolve_hints(
-    fn: Callable[..., Any], sig: inspect.Signature, problems: list[str]
-) -> dict[str, Any]:
-    """The annotations that resolve; a problem naming each parameter whose one does not.
-
-    A string annotation is evaluated in ``fn``'s module, as ``get_type_hints``
-    does; an unresolvable return annotation only turns structured output off.
-    """
-    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-    hints: dict[str, Any] = {}
-    items = [(n, p.annotation) for n, p in sig.parameters.items()]
-    items.append(("return", sig.return_annotation))
-    for name, annotation in items:
-        if annotation is inspect.Parameter.empty:
-            continue
-        # A quoted annotation under `from __future__ import annotations` is a string
-        # twice over: evaluate until it is not one, as get_type_hints does.
-        for _ in range(3):
-            if not isinstance(annotation, str):
-                break
-            try:
-                annotation = eval(annotation, dict(namespace))
-            except Exception as exc:
-                if name != "return":
-                    problems.append(
-                        f"parameter {name!r}: cannot resolve its annotation {annotation!r} "
-                        f"({type(exc).__name__}: {exc})"
-                    )
-                break
-        if not isinstance(annotation, str):
-            hints[name] = annotation
-    return hints
 
 
 def _field_problems(fields: dict[str, Any], config: dict[str, Any], *, schema: bool) -> list[str]:

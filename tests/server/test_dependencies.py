@@ -131,11 +131,23 @@ async def test_a_dependency_is_called_once_per_request_unless_use_cache_is_false
         """fresh asks for its own counter call."""
         return f"{a} {b}"
 
+    @server.tool
+    def twice(a: int = Depends(counter), b: int = Depends(counter)) -> str:
+        """The same dependency for two parameters: one call."""
+        return f"{a} {b}"
+
+    @server.tool
+    def two(a: int = Depends(counter), b: str = Depends(secret)) -> str:
+        """Two dependencies of nothing."""
+        return f"{a} {b}"
+
     async with connect(server) as client:
         assert text_of(await client.call_tool("shared", {})) == "1 2"
         assert text_of(await client.call_tool("shared", {})) == "2 4"  # a new request
         assert text_of(await client.call_tool("uncached", {})) == "3 4"
-    assert len(calls) == 4
+        assert text_of(await client.call_tool("twice", {})) == "5 5"
+        assert text_of(await client.call_tool("two", {})) == "6 from-dependency"
+    assert len(calls) == 6
 
 
 async def test_dependencies_receive_the_context_and_async_ones_are_awaited() -> None:

@@ -269,6 +269,25 @@ def bind(
     ctx_key = context_param or (CONTEXT_KEY if deps.needs_context else None)
     drop = ctx_key if context_param is None else None  # not the handler's to receive
 
+    simple = kinds <= {_FUNC} and not any(s.args for s in steps)
+    if simple and len(steps) == len(targets):  # each a function of nothing, used once
+        pairs = tuple((name, steps[index].fn) for name, index in targets)
+        if len(pairs) == 1:  # the common case, as cheap as it gets: one call, one item
+            [(name, dep)] = pairs
+
+            def call_one(**kwargs: Any) -> Any:
+                kwargs[name] = dep()
+                return fn(**kwargs)
+
+            return Resolved(_named(call_one, fn), ctx_key, is_async)
+
+        def call_each(**kwargs: Any) -> Any:
+            for key, each in pairs:
+                kwargs[key] = each()
+            return fn(**kwargs)
+
+        return Resolved(_named(call_each, fn), ctx_key, is_async)
+
     if kinds <= {_FUNC}:  # plain functions: no cleanup, no awaiting
 
         def call_plain(**kwargs: Any) -> Any:

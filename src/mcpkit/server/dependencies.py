@@ -35,7 +35,6 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from .hints import is_context, resolve_hints
@@ -48,12 +47,24 @@ _CTX = -1  # a step argument that receives the Context, not another step's value
 CONTEXT_KEY = "mcpkit_dependency_context__"
 
 
-@dataclass(frozen=True, slots=True)
+# Plain classes, not dataclasses: every server imports this module (through .signature),
+# and four dataclasses cost ~2 ms of start-up (issue 18's budget).
 class Dependency:
     """The marker :func:`Depends` returns; mcpkit reads it at registration."""
 
-    dependency: Callable[..., Any] | None
-    use_cache: bool = True
+    __slots__ = ("dependency", "use_cache")
+
+    def __init__(self, dependency: Callable[..., Any] | None, use_cache: bool = True) -> None:
+        self.dependency = dependency
+        self.use_cache = use_cache
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dependency):
+            return NotImplemented
+        return (self.dependency, self.use_cache) == (other.dependency, other.use_cache)
+
+    def __hash__(self) -> int:
+        return hash((id(self.dependency), self.use_cache))
 
     def __repr__(self) -> str:
         shown = _label(self.dependency) if self.dependency is not None else ""
@@ -88,20 +99,31 @@ def depends_of(annotation: Any, default: Any) -> Dependency | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
 class _Step:
-    fn: Callable[..., Any]
-    kind: int
-    args: tuple[tuple[str, int], ...]  # parameter name -> step index, or _CTX
+    __slots__ = ("args", "fn", "kind")
+
+    def __init__(
+        self, fn: Callable[..., Any], kind: int, args: tuple[tuple[str, int], ...]
+    ) -> None:
+        self.fn = fn
+        self.kind = kind
+        self.args = args  # parameter name -> step index, or _CTX
 
 
-@dataclass(frozen=True, slots=True)
 class Plan:
     """A handler's dependencies, flattened at registration: steps in call order."""
 
-    steps: tuple[_Step, ...]
-    targets: tuple[tuple[str, int], ...]  # handler parameter -> step index
-    needs_context: bool
+    __slots__ = ("needs_context", "steps", "targets")
+
+    def __init__(
+        self,
+        steps: tuple[_Step, ...],
+        targets: tuple[tuple[str, int], ...],  # handler parameter -> step index
+        needs_context: bool,
+    ) -> None:
+        self.steps = steps
+        self.targets = targets
+        self.needs_context = needs_context
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -245,13 +267,15 @@ def _label(dep: object) -> str:
 # -- calling: the wrapper registered in the handler's place -----------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Resolved:
     """What :func:`bind` gives the caller: the function to call and how to call it."""
 
-    fn: Callable[..., Any]
-    context_param: str | None
-    is_async: bool
+    __slots__ = ("context_param", "fn", "is_async")
+
+    def __init__(self, fn: Callable[..., Any], context_param: str | None, is_async: bool) -> None:
+        self.fn = fn
+        self.context_param = context_param
+        self.is_async = is_async
 
 
 def bind(

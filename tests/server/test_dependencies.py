@@ -4,6 +4,7 @@
 # string annotation can only be resolved from the module (the Annotated form; see docs).
 
 import asyncio
+import functools
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -393,6 +394,31 @@ async def test_a_class_dependency_and_depends_without_a_function() -> None:
 
     async with connect(server) as client:
         assert text_of(await client.call_tool("region", {})) == "eu True"
+
+
+class Greeter:
+    async def __call__(self, ctx: Context) -> str:
+        return f"hello from {type(ctx).__name__}"
+
+
+def labelled(text: str, *, label: str = "?") -> str:
+    return f"{label}: {text}"
+
+
+async def test_callable_instances_and_partials_are_dependencies() -> None:
+    server = MCPServer(name="t", version="1")
+
+    @server.tool
+    async def greet(
+        hello: Annotated[str, Depends(Greeter())],
+        tag: str = Depends(functools.partial(labelled, "x", label="tag")),
+    ) -> str:
+        """An async callable instance taking the Context, and a partial."""
+        return f"{hello} / {tag}"
+
+    async with connect(server) as client:
+        got = text_of(await client.call_tool("greet", {}))
+        assert got == "hello from Context / tag: x"
 
 
 async def test_dependencies_over_streamable_http() -> None:

@@ -347,11 +347,13 @@ def bind(
 
     from .context import run_sync
 
+    awaits = bool(kinds & {_ASYNC, _AGEN})  # else set-up and cleanup need no coroutine
+
     async def call_async(**kwargs: Any) -> Any:
         ctx = kwargs.pop(drop, None) if drop is not None else kwargs.get(ctx_key)  # type: ignore[arg-type]
         exits: list[Any] = []
         try:
-            values = await _enter_async(steps, ctx, exits)
+            values = await _enter_async(steps, ctx, exits) if awaits else _enter(steps, ctx, exits)
             for name, index in targets:
                 kwargs[name] = values[index]
             if is_async:
@@ -361,11 +363,11 @@ def bind(
             else:
                 result = fn(**kwargs)
         except BaseException as exc:  # cancellation too: the generators still close
-            error = await _exit_async(exits, exc)
+            error = await _exit_async(exits, exc) if awaits else _exit(exits, exc)
             if error is exc:
                 raise
             raise error or exc  # noqa: B904 (its context is the handler's error already)
-        error = await _exit_async(exits, None)
+        error = await _exit_async(exits, None) if awaits else _exit(exits, None)
         if error is not None:
             raise error
         return result
@@ -416,20 +418,22 @@ async def _enter_async(steps: tuple[_Step, ...], ctx: Any, exits: list[Any]) -> 
             exits.append(gen)
         elif kind == _AGEN:
             gen = value
-            try:
-                value = await gen.__anext__()
-            except StopAsyncIteration:
-                raise RuntimeError(f"dependency {_label(gen)} did not yield a value") from None
+            value = await anext(gen, _DONE)
+            if value is _DONE:
+                raise RuntimeError(f"dependency {_label(gen)} did not yield a value")
             exits.append(gen)
         values.append(value)
     return values
 
 
+_DONE: Any = object()  # next()'s default: a finished generator without a StopIteration raised
+
+
 def _first(gen: Any) -> Any:
-    try:
-        return next(gen)
-    except StopIteration:
-        raise RuntimeError(f"dependency {_label(gen)} did not yield a value") from None
+    value = next(gen, _DONE)
+    if value is _DONE:
+        raise RuntimeError(f"dependency {_label(gen)} did not yield a value")
+    return value
 
 
 def _exit(exits: list[Any], error: BaseException | None) -> BaseException | None:
@@ -452,7 +456,8 @@ async def _exit_async(exits: list[Any], error: BaseException | None) -> BaseExce
             continue
         try:
             if error is None:
-                await gen.__anext__()
+                if await anext(gen, _DONE) is _DONE:
+                    continue
             else:
                 await gen.athrow(error)
         except StopAsyncIteration:
@@ -468,7 +473,8 @@ async def _exit_async(exits: list[Any], error: BaseException | None) -> BaseExce
 def _close(gen: Any, error: BaseException | None) -> BaseException | None:
     try:
         if error is None:
-            next(gen)
+            if next(gen, _DONE) is _DONE:
+                return None
         else:
             gen.throw(error)
     except StopIteration:

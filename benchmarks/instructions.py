@@ -26,7 +26,9 @@ provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py
 ``stdio-ratelimit``, ``stdio-cache``, ``stdio-log``, ``stdio-log-off``, ``stdio-mask``,
 ``stdio-size``: one built-in middleware of :mod:`mcpkit.middleware` each, and
 ``stdio-state``: a tool that reads and writes ``ctx.state``, against ``stdio-ctx``, one
-that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
+that takes a ``Context`` and leaves it; ``stdio-depends``, ``stdio-depends-yield``: a tool
+with one ``Depends`` parameter, a plain function or a generator, against ``stdio``:
+``servers/mcpkit_stdio_mw.py``),
 ``stdio-auto-api``, ``stdio-auto-sdk``, ``stdio-auto-sdk-metrics``: no middleware given,
 the automatic telemetry with OpenTelemetry imported and no provider, with the SDK's
 tracer provider, and with its meter provider too; ``http-auto-sdk``: ``http-stateful``
@@ -92,6 +94,8 @@ PATHS = (
     "stdio-hooks",
     "stdio-hooks-list",
     "stdio-none-list",
+    "stdio-depends",
+    "stdio-depends-yield",
     "stdio-many",
     "stdio-many-tagged",
     "stdio-many-list",
@@ -110,7 +114,18 @@ STDIO: dict[str, list[str]] = {
     "stdio-otel-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "sdk"],
     **{
         f"stdio-{variant}": [str(SERVERS / "mcpkit_stdio_mw.py"), variant]
-        for variant in ("ratelimit", "cache", "log", "log-off", "mask", "size", "state", "ctx")
+        for variant in (
+            "ratelimit",
+            "cache",
+            "log",
+            "log-off",
+            "mask",
+            "size",
+            "state",
+            "ctx",
+            "depends",
+            "depends-yield",
+        )
     },
     # Issue 20 (typed hooks): a Hooks watching tools/call only; "-list": tools/list, which
     # it does not watch, against the same server without middleware.

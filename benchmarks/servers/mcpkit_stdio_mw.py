@@ -13,13 +13,17 @@
 - ``hooks``: a ``Hooks`` whose ``on_call_tool`` only calls ``call_next`` (and nothing on
   ``tools/list``: the ``-list`` path measures a method it does not watch);
 - ``none``: no middleware (the ``-list`` paths' baseline).
+- ``depends``: no middleware; the tool takes one ``Depends`` parameter, a plain function
+  (issue 20: against ``stdio``, what one simple dependency costs);
+- ``depends-yield``: the same dependency written as a generator (set-up and cleanup).
 """
 
 import logging
 import os
 import sys
+from typing import Annotated
 
-from mcpkit import Context, MCPServer
+from mcpkit import Context, Depends, MCPServer
 from mcpkit.middleware import (
     Hooks,
     ResponseCache,
@@ -71,6 +75,26 @@ elif variant == "ctx":
     async def echo(text: str, ctx: Context) -> str:
         """Return the text unchanged (the context unused)."""
         return text
+
+elif variant == "depends":
+
+    def prefix() -> str:
+        return ""
+
+    @server.tool
+    async def echo(text: str, head: Annotated[str, Depends(prefix)]) -> str:
+        """Return the text unchanged (after an empty prefix from a dependency)."""
+        return head + text
+
+elif variant == "depends-yield":
+
+    def opened():  # type: ignore[no-untyped-def]
+        yield ""
+
+    @server.tool
+    async def echo(text: str, head: Annotated[str, Depends(opened)]) -> str:
+        """Return the text unchanged (after an empty prefix from a generator dependency)."""
+        return head + text
 
 else:
 

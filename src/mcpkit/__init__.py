@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "ElicitResult": "mcpkit.server.context",
     "Root": "mcpkit.server.context",
     "current_context": "mcpkit.server.context",
+    "Depends": "mcpkit.server.dependencies",
     "URLElicitation": "mcpkit.server.client_requests",
     "URLElicitationRequiredError": "mcpkit.errors",
     "ToolAnnotations": "mcpkit.server.tools",
@@ -89,6 +90,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionClosed",
     "Context",
+    "Depends",
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",
@@ -194,6 +196,7 @@ if TYPE_CHECKING:
         mcp_resource,
         mcp_tool,
     )
+    from .server.dependencies import Depends
     from .server.extension import Extension
     from .server.lifespan import LifespanError
     from .server.limits import ServerLimits

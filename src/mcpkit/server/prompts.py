@@ -236,10 +236,10 @@ class PromptManager:
                 ) from None
             if prompt.sig.context_param is not None:
                 kwargs[prompt.sig.context_param] = ctx
-            if prompt.sig.is_async:
-                value = await prompt.fn(**kwargs)
+            if prompt.sig.is_async:  # sig.fn: the function, or what resolves its Depends
+                value = await prompt.sig.fn(**kwargs)
             else:
-                value = await run_sync(prompt.fn, kwargs, ctx)
+                value = await run_sync(prompt.sig.fn, kwargs, ctx)
             result: dict[str, Any] = {"messages": messages_from(value)}
             if prompt.description:
                 result["description"] = prompt.description

@@ -276,6 +276,9 @@ class ResourceManager:
                     "a static resource function takes no parameters "
                     f"(got {list(names)}); use {{variables}} in the URI for a template"
                 )
+            hidden = [v for v in template.variables if sig and v in sig.dependency_params]
+            if hidden:  # a URI cannot fill a Depends parameter (.dependencies)
+                problems.append(f"template variables {hidden} name Depends parameters")
             missing = [p for p in names if p not in template.variables]
             if not template.is_static and missing:
                 problems.append(f"parameters {missing} are not template variables")
@@ -404,7 +407,7 @@ class ResourceManager:
                 raise InvalidParams(f"Resource {uri!r} is disabled", data={"uri": uri})
             if res.scopes:
                 enforce(ctx.auth_info if ctx else None, res.scopes, f"resource {uri!r}")
-            value = await self._invoke(res.fn, res.sig, {}, ctx)
+            value = await self._invoke(res.sig.fn, res.sig, {}, ctx)  # sig.fn resolves Depends
             return _contents(uri, value, res.mime_type), res.cache
         too_long: list[str] = []
         for tmpl in self.templates:
@@ -428,7 +431,7 @@ class ResourceManager:
                     f"Invalid URI {uri!r} for template {tmpl.template.template!r}: "
                     f"{format_validation_error(exc)}"
                 ) from None
-            value = await self._invoke(tmpl.fn, tmpl.sig, kwargs, ctx, validated=True)
+            value = await self._invoke(tmpl.sig.fn, tmpl.sig, kwargs, ctx, validated=True)
             return _contents(uri, value, tmpl.mime_type), tmpl.cache
         getter = self.callbacks.get_resource_content
         if getter is not None:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin, get_type_hints
 
 from ..errors import SignatureError
+from .dependencies import bind, depends_of, plan
+from .hints import is_context, resolve_hints
 from .lazy_pydantic import is_model_class
 
 if TYPE_CHECKING:
@@ -31,22 +33,10 @@ __all__ = [
     "SignatureError",
     "format_validation_error",
     "inspect_function",
+    "is_context",
     "parameter_names",
     "resolve_hints",
 ]
-
-
-def _is_context(annotation: Any) -> bool:
-    from .context import Context
-
-    if isinstance(annotation, str):  # an unresolvable postponed annotation
-        return annotation.rsplit(".", 1)[-1] in ("Context", "Context | None", "Optional[Context]")
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if get_origin(annotation) in (typing.Union, types.UnionType):  # Context | None
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and _is_context(args[0])
-    return isinstance(annotation, type) and issubclass(annotation, Context)
 
 
 _MISSING: Any = object()
@@ -78,6 +68,8 @@ class FunctionSignature:
     in a tight loop.
     """
 
+    #: What to call: the function, or with ``Depends`` parameters the wrapper that
+    #: resolves them (.dependencies); ``context_param`` and ``is_async`` are its.
     fn: Callable[..., Any]
     is_async: bool
     context_param: str | None
@@ -85,6 +77,7 @@ class FunctionSignature:
     return_annotation: Any
     doc: str | None
     plain: tuple[Plain, ...] | None = None
+    dependency_params: tuple[str, ...] = ()  # hidden: resolved per call, never arguments
     # The pydantic model, or what builds it on first use (a plain signature).
     _model: type[BaseModel] | None = None
     _build: Callable[[], type[BaseModel]] | None = None
@@ -230,10 +223,16 @@ def summary(doc: str | None) -> str | None:
 
 
 def inspect_function(
-    fn: Callable[..., Any], *, model_name: str, strings: bool = False, schema: bool = False
+    fn: Callable[..., Any],
+    *,
+    model_name: str,
+    strings: bool = False,
+    schema: bool = False,
+    run_in_thread: bool = True,
 ) -> FunctionSignature:
     """Inspect ``fn`` once. ``strings`` marks prompt arguments (always strings on the wire);
-    ``schema`` checks that every parameter can be described as JSON Schema (tools).
+    ``schema`` checks that every parameter can be described as JSON Schema (tools);
+    ``run_in_thread`` is where a sync ``fn`` with async dependencies runs (.dependencies).
 
     Raises :class:`SignatureError` naming every parameter mcpkit cannot call or
     validate: positional-only ones and ``*args`` (arguments come by name),
@@ -254,6 +253,7 @@ def inspect_function(
     params: list[tuple[str, Any, Any, str | None]] = []  # name, annotation, default, doc
     context_param: str | None = None
     plain: list[Plain] | None = []
+    wanted: list[tuple[str, Any, Any]] = []  # Depends parameters: name, marker, annotation
     for name, param in sig.parameters.items():
         if param.kind is param.VAR_KEYWORD:
             continue  # **kwargs: receives nothing, the declared parameters are the schema
@@ -276,7 +276,10 @@ def inspect_function(
             annotation = Any
         if isinstance(annotation, str):
             continue  # unresolvable: already a problem
-        if _is_context(annotation):
+        if (marker := depends_of(annotation, param.default)) is not None:
+            wanted.append((name, marker, annotation))
+            continue
+        if is_context(annotation):
             context_param = name
             continue
         default: Any = ... if param.default is inspect.Parameter.empty else param.default
@@ -295,6 +298,16 @@ def inspect_function(
         doc=doc,
         plain=tuple(plain) if plain is not None else None,
     )
+    if wanted and (deps := plan(wanted, problems)) is not None:
+        bound = bind(
+            fn,
+            deps,
+            is_async=out.is_async,
+            context_param=context_param,
+            run_in_thread=run_in_thread,
+        )
+        out.fn, out.context_param, out.is_async = bound.fn, bound.context_param, bound.is_async
+        out.dependency_params = deps.params
     if not problems and plain is not None and all(_hand_written(p[0], p[2]) for p in params):
         # Plain parameters: pydantic takes them all and its schema is known (module docstring).
         out._schema = _plain_schema(params)
@@ -404,42 +417,9 @@ def parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
         for p in params
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         and not (p.name in ("self", "cls") and p.annotation is inspect.Parameter.empty)
-        and not _is_context(p.annotation)
+        and not is_context(p.annotation)
+        and depends_of(p.annotation, p.default) is None
     )
-
-
-def resolve_hints(
-    fn: Callable[..., Any], sig: inspect.Signature, problems: list[str]
-) -> dict[str, Any]:
-    """The annotations that resolve; a problem naming each parameter whose one does not.
-
-    A string annotation is evaluated in ``fn``'s module, as ``get_type_hints``
-    does; an unresolvable return annotation only turns structured output off.
-    """
-    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-    hints: dict[str, Any] = {}
-    items = [(n, p.annotation) for n, p in sig.parameters.items()]
-    items.append(("return", sig.return_annotation))
-    for name, annotation in items:
-        if annotation is inspect.Parameter.empty:
-            continue
-        # A quoted annotation under `from __future__ import annotations` is a string
-        # twice over: evaluate until it is not one, as get_type_hints does.
-        for _ in range(3):
-            if not isinstance(annotation, str):
-                break
-            try:
-                annotation = eval(annotation, dict(namespace))
-            except Exception as exc:
-                if name != "return":
-                    problems.append(
-                        f"parameter {name!r}: cannot resolve its annotation {annotation!r} "
-                        f"({type(exc).__name__}: {exc})"
-                    )
-                break
-        if not isinstance(annotation, str):
-            hints[name] = annotation
-    return hints
 
 
 def _field_problems(fields: dict[str, Any], config: dict[str, Any], *, schema: bool) -> list[str]:

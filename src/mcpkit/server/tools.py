@@ -347,7 +347,9 @@ def tool_from_function(
     sig: FunctionSignature | None = None
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     try:
-        sig = inspect_function(fn, model_name=f"{tool_name}_arguments", schema=True)
+        sig = inspect_function(
+            fn, model_name=f"{tool_name}_arguments", schema=True, run_in_thread=run_in_thread
+        )
         input_schema = sig.json_schema()
     except SignatureError as exc:  # say which tool and every bad parameter, at registration
         problems.extend(exc.problems)
@@ -371,7 +373,7 @@ def tool_from_function(
     )
     if sig is None:
         return _finish(tool, None, problems)  # raises
-    tool._validate = sig.validate
+    tool._validate, tool.execute = sig.validate, sig.fn  # sig.fn resolves any Depends
     tool._context_param = sig.context_param
     tool._is_async = sig.is_async
     _choose_thread(tool, run_in_thread, problems)
@@ -439,7 +441,7 @@ def create_tool(
     tagged = checked_tags("tags", tags, problems)
     sig: FunctionSignature | None = None
     try:
-        sig = inspect_function(execute, model_name=f"{id}_execute")
+        sig = inspect_function(execute, model_name=f"{id}_execute", run_in_thread=run_in_thread)
     except SignatureError as exc:
         problems.extend(f"execute: {p}" for p in exc.problems)
     out_type: Any = None
@@ -487,6 +489,7 @@ def create_tool(
     if problems:
         return _finish(tool, None, problems)  # raises
     tool._validate = _explicit_validator(id, model, schema, sig, whole, execute)
+    tool.execute = sig.fn  # resolves any Depends parameters
     tool._context_param = sig.context_param
     tool._is_async = sig.is_async
     _choose_thread(tool, run_in_thread, problems)
@@ -578,8 +581,8 @@ def _choose_thread(tool: ToolDefinition, run_in_thread: bool, problems: list[str
         return
     if tool._context_param is not None:
         problems.append(
-            "run_in_thread=False cannot be combined with a Context "
-            "parameter; make the function async to use the context on the event loop"
+            "run_in_thread=False cannot be combined with a Context parameter (its own or a "
+            "dependency's); make the function async to use the context on the event loop"
         )
         return
     tool._inline = True

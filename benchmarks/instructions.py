@@ -29,8 +29,9 @@ provider and with the SDK's exporting to nowhere: ``servers/mcpkit_stdio_otel.py
 that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
 ``stdio-auto-api``, ``stdio-auto-sdk``, ``stdio-auto-sdk-metrics``: no middleware given,
 the automatic telemetry with OpenTelemetry imported and no provider, with the SDK's
-tracer provider, and with its meter provider too; ``http-auto-sdk``: ``http-stateful``
-with the SDK's tracer provider installed),
+tracer provider, and with its meter provider too; ``stdio-auto-sdk-batch``: the
+tracer provider with ``BatchSpanProcessor``; ``http-auto-sdk``, ``http-auto-sdk-batch``:
+``http-stateful`` with the SDK's tracer provider installed),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -93,7 +94,9 @@ PATHS = (
     "stdio-auto-api",
     "stdio-auto-sdk",
     "stdio-auto-sdk-metrics",
+    "stdio-auto-sdk-batch",
     "http-auto-sdk",
+    "http-auto-sdk-batch",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -114,6 +117,7 @@ STDIO: dict[str, list[str]] = {
     "stdio-auto-api": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-api"],
     "stdio-auto-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk"],
     "stdio-auto-sdk-metrics": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk-metrics"],
+    "stdio-auto-sdk-batch": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk-batch"],
 }
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -225,8 +229,8 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     mode = "stateless" if path == "http-stateless" else "stateful"
     env = server_env(seed)
     impl, auth_headers = "mcpkit", {}
-    if path == "http-auto-sdk":
-        impl = "mcpkit-otel-sdk"
+    if path in ("http-auto-sdk", "http-auto-sdk-batch"):
+        impl = "mcpkit-otel-sdk" + path.removeprefix("http-auto-sdk")
     if path in ("http-auth", "http-bearer"):
         impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
         auth_headers = jwt_protection(env, out.parent, f"http://127.0.0.1:{port}/mcp")
@@ -248,7 +252,7 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
                 time.sleep(0.2)
         meta: dict[str, Any] | None = None
         headers = {"MCP-Protocol-Version": PROTOCOL_VERSION, **auth_headers}
-        if path in ("http-stateful", "http-auth", "http-bearer", "http-auto-sdk"):
+        if path in ("http-stateful", "http-auth", "http-bearer") or path.startswith("http-auto"):
             _, fields, _ = conn.post(INITIALIZE, headers)
             headers["Mcp-Session-Id"] = fields["mcp-session-id"]
             conn.post(INITIALIZED, headers)

@@ -9,7 +9,8 @@ only calls ``call_next``, for the chain's own share.
 The automatic telemetry (no middleware given): ``auto-api``, OpenTelemetry imported
 and no provider installed; ``auto-sdk``, the SDK's tracer provider installed globally
 (the same dropping exporter); ``auto-sdk-metrics``, that and the SDK's meter provider
-(an in-memory reader never collected: the histograms' own work).
+(an in-memory reader never collected: the histograms' own work); ``auto-sdk-batch``,
+the SDK's tracer provider with ``BatchSpanProcessor`` rather than ``SimpleSpanProcessor``.
 """
 
 import sys
@@ -27,16 +28,22 @@ async def passing(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]
 
 provider = None
 mode = sys.argv[1] if len(sys.argv) > 1 else ""
-if mode in ("sdk", "auto-sdk", "auto-sdk-metrics"):
+if mode in ("sdk", "auto-sdk", "auto-sdk-metrics", "auto-sdk-batch"):
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SimpleSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
 
     class Drop(SpanExporter):
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
             return SpanExportResult.SUCCESS
 
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(Drop()))
+    processor = BatchSpanProcessor if mode == "auto-sdk-batch" else SimpleSpanProcessor
+    provider.add_span_processor(processor(Drop()))
 
 if mode.startswith("auto"):
     from opentelemetry import metrics, trace

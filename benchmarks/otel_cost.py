@@ -89,9 +89,11 @@ def main() -> None:
     parser.add_argument("--n2", type=int, default=500, help="calls (iterations) in the second run")
     parser.add_argument("--seeds", default="1,2,3", help="PYTHONHASHSEED values (median)")
     parser.add_argument("--calls", default=",".join(CALLS), help=f"comma-separated: {CALLS}")
+    parser.add_argument("--floors", default=",".join(FLOORS), help=f"comma-separated: {FLOORS}")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s]
     calls = [c for c in args.calls.split(",") if c]
+    floors = [f for f in args.floors.split(",") if f]
     import opentelemetry.version
 
     import mcpkit
@@ -103,7 +105,7 @@ def main() -> None:
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        for mode in FLOORS:
+        for mode in floors:
             figures[mode], per = per_unit(
                 lambda n, s, m=mode: floor(m, n, workdir, s), args.n1, args.n2, seeds
             )
@@ -123,7 +125,7 @@ def main() -> None:
         f"{'traced path':24} {'ratio':>6} {'added':>9} {'SDK floor':>10} {'mcpkit':>8} {'mcpkit %':>8}"
     )
     for path, (plain, floors) in SHARES.items():
-        if path not in figures or plain not in figures:
+        if not {path, plain, *floors}.issubset(figures):
             continue
         added = figures[path] - figures[plain]
         sdk = sum(figures[f] for f in floors)

@@ -30,7 +30,8 @@ that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
 ``stdio-auto-api``, ``stdio-auto-sdk``, ``stdio-auto-sdk-metrics``: no middleware given,
 the automatic telemetry with OpenTelemetry imported and no provider, with the SDK's
 tracer provider, and with its meter provider too; ``stdio-auto-sdk-batch``: the
-tracer provider with ``BatchSpanProcessor``; ``http-auto-sdk``, ``http-auto-sdk-batch``:
+tracer provider with ``BatchSpanProcessor``; ``stdio-sdk-floor``: a middleware that
+only opens the SDK's span, fixed attributes, against ``stdio-mw``; ``http-auto-sdk``, ``http-auto-sdk-batch``:
 ``http-stateful`` with the SDK's tracer provider installed),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
@@ -95,6 +96,7 @@ PATHS = (
     "stdio-auto-sdk",
     "stdio-auto-sdk-metrics",
     "stdio-auto-sdk-batch",
+    "stdio-sdk-floor",
     "http-auto-sdk",
     "http-auto-sdk-batch",
 )
@@ -118,6 +120,7 @@ STDIO: dict[str, list[str]] = {
     "stdio-auto-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk"],
     "stdio-auto-sdk-metrics": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk-metrics"],
     "stdio-auto-sdk-batch": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk-batch"],
+    "stdio-sdk-floor": [str(SERVERS / "mcpkit_stdio_otel.py"), "floor"],
 }
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

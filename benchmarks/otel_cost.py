@@ -16,7 +16,10 @@ the median over ``--seeds``):
 
 and prints mcpkit's own share of the traced call, ``(b) - (a) - (c)``: the middleware
 chain, naming the span and gathering its attributes, the clock, and on HTTP the look
-at the request's trace headers.
+at the request's trace headers. On stdio it splits that share with two more paths:
+``stdio-mw`` (a middleware that only calls ``call_next``: the chain) and
+``stdio-sdk-floor`` (a middleware that opens the floor's span, fixed attributes: the
+SDK's span as it costs inside the server, against ``stdio-mw``).
 
     python benchmarks/otel_cost.py                 # --n1 100 --n2 500 --seeds 1,2,3
     python benchmarks/otel_cost.py --seeds 1       # quicker, one seed
@@ -37,6 +40,8 @@ from instructions import callgrind, count, server_env, total
 
 CALLS = (
     "stdio",
+    "stdio-mw",
+    "stdio-sdk-floor",
     "stdio-auto-sdk",
     "stdio-auto-sdk-batch",
     "stdio-auto-sdk-metrics",
@@ -135,6 +140,15 @@ def main() -> None:
             f"{own:8,.0f} {100 * own / figures[plain]:7.1f}%"
         )
     print("(mcpkit %: mcpkit's own share against the untraced call)")
+    if {"stdio", "stdio-mw", "stdio-sdk-floor", "stdio-auto-sdk", "span-current"} <= set(figures):
+        chain = figures["stdio-mw"] - figures["stdio"]
+        in_server = figures["stdio-sdk-floor"] - figures["stdio-mw"]
+        describing = figures["stdio-auto-sdk"] - figures["stdio-sdk-floor"]
+        print(
+            f"stdio-auto-sdk split: the chain {chain:,.0f}, the SDK's span in the server "
+            f"{in_server:,.0f} (floor {figures['span-current']:,.0f}), mcpkit's describing "
+            f"{describing:,.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ that takes a ``Context`` and leaves it: ``servers/mcpkit_stdio_mw.py``),
 the automatic telemetry with OpenTelemetry imported and no provider, with the SDK's
 tracer provider, and with its meter provider too; ``stdio-auto-sdk-batch``: the
 tracer provider with ``BatchSpanProcessor``; ``stdio-sdk-floor``: a middleware that
-only opens the SDK's span, fixed attributes, against ``stdio-mw``; ``http-auto-sdk``, ``http-auto-sdk-batch``:
-``http-stateful`` with the SDK's tracer provider installed),
+only opens the SDK's span, fixed attributes, against ``stdio-mw``; ``http-auto-sdk``,
+``http-auto-sdk-batch``: ``http-stateful`` with the SDK's tracer provider installed,
+``http-2026-auto-sdk``: ``http-2026`` with it),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -99,6 +100,7 @@ PATHS = (
     "stdio-sdk-floor",
     "http-auto-sdk",
     "http-auto-sdk-batch",
+    "http-2026-auto-sdk",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -232,8 +234,8 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     mode = "stateless" if path == "http-stateless" else "stateful"
     env = server_env(seed)
     impl, auth_headers = "mcpkit", {}
-    if path in ("http-auto-sdk", "http-auto-sdk-batch"):
-        impl = "mcpkit-otel-sdk" + path.removeprefix("http-auto-sdk")
+    if "-auto-sdk" in path:
+        impl = "mcpkit-otel-sdk-batch" if path.endswith("-batch") else "mcpkit-otel-sdk"
     if path in ("http-auth", "http-bearer"):
         impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
         auth_headers = jwt_protection(env, out.parent, f"http://127.0.0.1:{port}/mcp")
@@ -259,7 +261,7 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
             _, fields, _ = conn.post(INITIALIZE, headers)
             headers["Mcp-Session-Id"] = fields["mcp-session-id"]
             conn.post(INITIALIZED, headers)
-        elif path == "http-2026":
+        elif path.startswith("http-2026"):
             headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
             headers["Mcp-Name"] = "echo"
             meta = ENVELOPE_2026

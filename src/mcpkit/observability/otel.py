@@ -56,7 +56,7 @@ from ..protocol.observe import ObserveHook
 from ..server.middleware import CallNext, Middleware, MiddlewareContext
 from .conventions import INSTRUMENTATION, Meters, describe, metric_attributes
 from .exchanges import otel_observer
-from .propagation import extract, inject
+from .propagation import extract, inject, may_carry_context
 
 __all__ = ["TRACE_CONTEXT_EXTENSION", "TraceContextExtension", "otel_extension", "otel_middleware"]
 
@@ -153,11 +153,11 @@ def otel_middleware(
         meta = params.get("_meta")
         links: list[Link] | None = None
         token = None
-        if meta:  # else nothing to extract: no propagator call at all
-            carried = (
-                extract(meta, context=otel_context.Context()) if isinstance(meta, dict) else None
-            )
-            if carried is not None and trace.get_current_span(carried).get_span_context().is_valid:
+        # Nothing a propagator could read (no _meta, or only the 2026-07-28 envelope's
+        # keys): no propagator call at all.
+        if meta and isinstance(meta, dict) and may_carry_context(meta):
+            carried = extract(meta, context=otel_context.Context())
+            if trace.get_current_span(carried).get_span_context().is_valid:
                 # _meta parents the span; the transport's context (an HTTP span) is linked.
                 ambient = trace.get_current_span().get_span_context()
                 if ambient.is_valid:

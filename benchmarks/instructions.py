@@ -32,7 +32,11 @@ with one ``Depends`` parameter, a plain function or a generator, against ``stdio
 ``stdio-auto-api``, ``stdio-auto-sdk``, ``stdio-auto-sdk-metrics``: no middleware given,
 the automatic telemetry with OpenTelemetry imported and no provider, with the SDK's
 tracer provider, and with its meter provider too; ``http-auto-sdk``: ``http-stateful``
-with the SDK's tracer provider installed),
+with the SDK's tracer provider installed; ``stdio-auto-sdk-batch``: the
+tracer provider with ``BatchSpanProcessor``; ``stdio-sdk-floor``: a middleware that
+only opens the SDK's span, fixed attributes, against ``stdio-mw``; ``http-auto-sdk-batch``:
+``http-stateful`` with the SDK's batch processor; ``http-2026-auto-sdk``: ``http-2026`` with
+the SDK's tracer provider),
 ``http-proxy`` (``http-stateful`` through a proxy: the proxy process, ``mcpkit-proxy``
 of ``servers/http_server.py``, is the one counted; its upstream, ``mcpkit-counted``,
 runs uninstrumented: compare with ``http-stateful`` for issue 24's CPU ratio),
@@ -103,8 +107,12 @@ PATHS = (
     "stdio-auto-api",
     "stdio-auto-sdk",
     "stdio-auto-sdk-metrics",
+    "stdio-auto-sdk-batch",
+    "stdio-sdk-floor",
     "http-auto-sdk",
     "http-proxy",
+    "http-auto-sdk-batch",
+    "http-2026-auto-sdk",
 )
 # The stdio paths: the server script and its arguments.
 STDIO: dict[str, list[str]] = {
@@ -141,6 +149,8 @@ STDIO: dict[str, list[str]] = {
     "stdio-auto-api": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-api"],
     "stdio-auto-sdk": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk"],
     "stdio-auto-sdk-metrics": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk-metrics"],
+    "stdio-auto-sdk-batch": [str(SERVERS / "mcpkit_stdio_otel.py"), "auto-sdk-batch"],
+    "stdio-sdk-floor": [str(SERVERS / "mcpkit_stdio_otel.py"), "floor"],
 }
 ENVELOPE_2026 = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -252,8 +262,8 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
     mode = "stateless" if path == "http-stateless" else "stateful"
     env = server_env(seed)
     impl, auth_headers = "mcpkit", {}
-    if path == "http-auto-sdk":
-        impl = "mcpkit-otel-sdk"
+    if "-auto-sdk" in path:
+        impl = "mcpkit-otel-sdk-batch" if path.endswith("-batch") else "mcpkit-otel-sdk"
     if path in ("http-auth", "http-bearer"):
         impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
         auth_headers = jwt_protection(env, out.parent, f"http://127.0.0.1:{port}/mcp")
@@ -286,11 +296,13 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
                 time.sleep(0.2)
         meta: dict[str, Any] | None = None
         headers = {"MCP-Protocol-Version": PROTOCOL_VERSION, **auth_headers}
-        if path in ("http-stateful", "http-auth", "http-bearer", "http-auto-sdk", "http-proxy"):
+        if path in ("http-stateful", "http-auth", "http-bearer", "http-proxy") or path.startswith(
+            "http-auto"
+        ):
             _, fields, _ = conn.post(INITIALIZE, headers)
             headers["Mcp-Session-Id"] = fields["mcp-session-id"]
             conn.post(INITIALIZED, headers)
-        elif path == "http-2026":
+        elif path.startswith("http-2026"):
             headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
             headers["Mcp-Name"] = "echo"
             meta = ENVELOPE_2026

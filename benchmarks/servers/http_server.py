@@ -4,6 +4,7 @@
     python http_server.py {mcpkit-memory,mcpkit-redis} stateful PORT   # bench_cluster.py
     python http_server.py {mcpkit-def,mcpkit-inline} {stateless,stateful} PORT   # bench_sync.py
     python http_server.py mcpkit-otel-sdk stateful PORT   # instructions.py http-auto-sdk
+    python http_server.py mcpkit-otel-sdk-batch stateful PORT   # http-auto-sdk-batch
 
 One worker, uvloop, httptools, no access log: the same for every
 implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
@@ -44,12 +45,13 @@ def build(impl: str, mode: str) -> Any:
         from minimal_asgi import app
 
         return app
-    if impl == "mcpkit-otel-sdk":
+    if impl in ("mcpkit-otel-sdk", "mcpkit-otel-sdk-batch"):
         # The automatic telemetry: the SDK's tracer provider installed globally, spans
-        # dropped by the exporter (instructions.py http-auto-sdk).
+        # dropped by the exporter (instructions.py http-auto-sdk, http-auto-sdk-batch).
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
             SimpleSpanProcessor,
             SpanExporter,
             SpanExportResult,
@@ -60,7 +62,8 @@ def build(impl: str, mode: str) -> Any:
                 return SpanExportResult.SUCCESS
 
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(Drop()))
+        batch = impl == "mcpkit-otel-sdk-batch"
+        provider.add_span_processor((BatchSpanProcessor if batch else SimpleSpanProcessor)(Drop()))
         trace.set_tracer_provider(provider)
         impl = "mcpkit"
     if impl == "mcpkit":

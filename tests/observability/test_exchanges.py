@@ -165,6 +165,29 @@ async def test_the_four_histograms_with_the_conventions_attributes_and_buckets(
     assert dict(server_session.attributes or {}) == {"mcp.protocol.version": "2025-11-25"}
 
 
+async def test_a_failed_call_has_its_own_point_and_leaves_the_next_calls_alone(
+    provider: TracerProvider, meters: Meters, reader: InMemoryMetricReader
+) -> None:
+    # The point's attributes are built once per kind of request; a failure adds to its
+    # own point only.
+    async with Client(server=make_server(provider, meters), protocol_version="2025-11-25") as c:
+        with pytest.raises(RemoteError):
+            await c.request("tools/call", {"name": "nothing"})
+        await c.call_tool("add", {"a": 1, "b": 2})
+        bad = await c.request("tools/call", {"name": "add", "arguments": {"a": "x", "b": 2}})
+        assert bad["isError"] is True  # invalid arguments: a tool error (SEP-1303)
+        await c.call_tool("add", {"a": 3, "b": 4})
+        await c.call_tool("add", {"a": 5, "b": 6})
+    served = [dict(p.attributes or {}) for p in points(reader, "mcp.server.operation.duration")]
+    counts = [p.count for p in points(reader, "mcp.server.operation.duration")]
+    calls = {
+        (a.get("gen_ai.tool.name"), a.get("error.type")): n
+        for a, n in zip(served, counts, strict=True)
+        if a["mcp.method.name"] == "tools/call"
+    }
+    assert calls == {("nothing", "-32602"): 1, ("add", None): 3, ("add", "tool_error"): 1}
+
+
 async def test_notifications_are_traced_across_and_from_the_server(
     provider: TracerProvider, exporter: InMemorySpanExporter, meters: Meters
 ) -> None:

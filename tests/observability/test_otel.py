@@ -67,6 +67,10 @@ def make_server(
     def readme() -> str:
         return "read me"
 
+    @server.resource("demo://notes")
+    def notes() -> str:
+        return "notes"
+
     return server
 
 
@@ -133,6 +137,53 @@ async def test_the_resource_uri_joins_the_name_only_when_asked(
     async with client_for(make_server(provider, resource_uri_in_name=True), ERAS[0]) as client:
         await client.read_resource("demo://readme")
     assert [s.name for s in server_spans(exporter)][-1] == "resources/read demo://readme"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_requests_of_one_kind_each_get_their_own_id_and_outcome(
+    provider: TracerProvider, exporter: InMemorySpanExporter, era: str
+) -> None:
+    # What all tools/call add requests share is built once: what one of them adds (its
+    # id, its error) must not reach the next.
+    async with client_for(make_server(provider), era) as client:
+        exporter.clear()
+        bad = await client.request("tools/call", {"name": "add", "arguments": {"a": "x", "b": 1}})
+        assert bad["isError"] is True  # invalid arguments: a tool error (SEP-1303)
+        await client.call_tool("add", {"a": 1, "b": 2})
+        await client.call_tool("add", {"a": 3, "b": 4})
+    spans = [s for s in server_spans(exporter) if s.name == "tools/call add"]
+    assert len(spans) == 3
+    attributes = [dict(s.attributes or {}) for s in spans]
+    assert len({a.pop("jsonrpc.request.id") for a in attributes}) == 3
+    assert "error.type" in attributes[0]
+    assert spans[0].status.status_code is StatusCode.ERROR
+    assert (
+        attributes[1]
+        == attributes[2]
+        == {
+            "mcp.method.name": "tools/call",
+            "gen_ai.tool.name": "add",
+            "gen_ai.operation.name": "execute_tool",
+            "mcp.protocol.version": era,
+        }
+    )
+    assert spans[2].status.status_code is StatusCode.UNSET
+
+
+@pytest.mark.parametrize("in_name", [False, True])
+async def test_each_resource_read_carries_its_own_uri(
+    provider: TracerProvider, exporter: InMemorySpanExporter, in_name: bool
+) -> None:
+    server = make_server(provider, resource_uri_in_name=in_name)
+    async with client_for(server, ERAS[0]) as client:
+        exporter.clear()
+        for uri in ("demo://readme", "demo://notes", "demo://readme"):
+            await client.read_resource(uri)
+    spans = server_spans(exporter)
+    uris = [(s.attributes or {}).get("mcp.resource.uri") for s in spans]
+    assert uris == ["demo://readme", "demo://notes", "demo://readme"]
+    names = [f"resources/read {uri}" if in_name else "resources/read" for uri in uris]
+    assert [s.name for s in spans] == names
 
 
 async def test_the_initialize_span_has_the_negotiated_version(

@@ -9,6 +9,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
 
 from mcpkit.observability import extract, inject
+from mcpkit.observability.propagation import may_carry_context
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -29,6 +30,27 @@ def test_extract_reads_traceparent_tracestate_and_baggage() -> None:
     assert parent.is_remote
     assert parent.trace_state.get("rojo") == "00f067aa0ba902b7"
     assert baggage.get_baggage("userId", ctx) == "alice"
+
+
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+}
+
+
+def test_only_keys_a_header_could_have_are_handed_to_the_propagators() -> None:
+    # A header name cannot hold "/" (RFC 9110 tokens): the envelope alone carries nothing.
+    assert not may_carry_context(ENVELOPE)
+    assert may_carry_context({**ENVELOPE, "traceparent": TRACEPARENT})
+    assert may_carry_context({**ENVELOPE, "x-b3-traceid": "0af7651916cd43dd"})  # B3's keys
+    assert may_carry_context({1: "not a header name, but no slash either"})
+    base = Context()
+    assert extract(ENVELOPE, context=base) is base
+    ctx = extract({**ENVELOPE, "traceparent": TRACEPARENT}, context=base)
+    assert (
+        trace.get_current_span(ctx).get_span_context().trace_id
+        == 0x4BF92F3577B34DA6A3CE929D0E0E4736
+    )
 
 
 def test_a_traceparent_that_is_not_a_string_is_no_trace_context() -> None:

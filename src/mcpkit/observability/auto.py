@@ -72,13 +72,18 @@ _HEADERS = (b"traceparent", b"tracestate", b"baggage")
 def trace_headers(scope: dict[str, Any]) -> Callable[[], None] | None:
     """Make an HTTP request's W3C trace headers the current context (the server span's
     parent when the message's ``_meta`` has none); returns what undoes it."""
+    headers = scope.get("headers", ())
+    # Most requests carry none: one pass for traceparent before any decoding.
+    for name, _ in headers:
+        if name == b"traceparent":
+            break
+    else:
+        return None
     carrier = {
         name.decode("latin-1"): value.decode("latin-1")
-        for name, value in scope.get("headers", ())
+        for name, value in headers
         if name in _HEADERS
     }
-    if "traceparent" not in carrier:
-        return None
     token = otel_context.attach(propagate.extract(carrier))
     return functools.partial(otel_context.detach, token)
 

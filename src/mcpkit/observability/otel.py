@@ -56,7 +56,7 @@ from ..protocol.observe import ObserveHook
 from ..server.middleware import CallNext, Middleware, MiddlewareContext
 from .conventions import INSTRUMENTATION, Meters, describe, metric_attributes
 from .exchanges import otel_observer
-from .propagation import extract, inject
+from .propagation import extract, inject, may_carry_context
 
 __all__ = ["TRACE_CONTEXT_EXTENSION", "TraceContextExtension", "otel_extension", "otel_middleware"]
 
@@ -114,70 +114,89 @@ def otel_middleware(
         tracer = provider.get_tracer(_INSTRUMENTATION, version())
         return tracer
 
+    # (method, tool or prompt name, transport, revision) -> what every such request shares.
+    shapes: dict[tuple[str, Any, str | None, str], _Shape] = {}
+
     async def otel(ctx: MiddlewareContext, call_next: CallNext) -> dict[str, Any]:
         current = tracer or global_tracer()
         if current is None:
             if meters is None:
                 return await call_next(ctx)
             current = _NO_TRACER  # metrics only
-        started = time.perf_counter()
+        # The histogram's clock: monotonic, where the span's is the wall clock (time_ns).
+        started = time.perf_counter() if meters is not None else 0.0
         method = ctx.method
         params = ctx.params
-        name, attributes = describe(method, params, resource_uri_in_name=resource_uri_in_name)
+        session = ctx.session
+        target = params.get("name")  # the tool's or prompt's; a str, or not the name
+        key = (
+            method,
+            target if type(target) is str else None,
+            session.transport,
+            session.revision.name,
+        )
+        shape = shapes.get(key)
+        if shape is None:
+            shape = _shape(method, params, key[2], key[3], resource_uri_in_name)
+            if len(shapes) < _SHAPES and "mcp.resource.uri" not in shape[1]:
+                shapes[key] = shape  # a URI is one of many: its requests are built each time
+        name, attributes, point = shape
+        attributes = attributes.copy()  # one dict per request, handed to start_span whole
         # A null id is not captured (the conventions' note on jsonrpc.request.id).
-        if ctx.request_id is not None:
-            attributes["jsonrpc.request.id"] = str(ctx.request_id)
-        if ctx.session_id is not None:
-            attributes["mcp.session.id"] = ctx.session_id
-        transport = ctx.transport
-        if transport is not None and transport in _NETWORK:
-            attributes.update(_NETWORK[transport])
-        if method != "initialize":  # initialize: the revision is known from its answer
-            attributes["mcp.protocol.version"] = ctx.revision
+        request_id = ctx.request_id
+        if request_id is not None:
+            attributes["jsonrpc.request.id"] = str(request_id)
+        session_id = session.session_id
+        if session_id is not None:
+            attributes["mcp.session.id"] = session_id
 
         meta = params.get("_meta")
-        carried = extract(meta, context=otel_context.Context()) if isinstance(meta, dict) else None
-        links: list[Link] = []
+        links: list[Link] | None = None
         token = None
-        if carried is not None and trace.get_current_span(carried).get_span_context().is_valid:
-            # _meta parents the span; the transport's context (an HTTP span) is linked.
-            ambient = trace.get_current_span().get_span_context()
-            if ambient.is_valid:
-                links.append(Link(ambient))
-            token = otel_context.attach(carried)
-        elif carried:
-            # Baggage without a trace: keep the ambient parent, add the baggage.
-            token = otel_context.attach(extract(meta))
+        # Nothing a propagator could read (no _meta, or only the 2026-07-28 envelope's
+        # keys): no propagator call at all.
+        if meta and isinstance(meta, dict) and may_carry_context(meta):
+            carried = extract(meta, context=otel_context.Context())
+            if trace.get_current_span(carried).get_span_context().is_valid:
+                # _meta parents the span; the transport's context (an HTTP span) is linked.
+                ambient = trace.get_current_span().get_span_context()
+                if ambient.is_valid:
+                    links = [Link(ambient)]
+                token = otel_context.attach(carried)
+            elif carried:
+                # Baggage without a trace: keep the ambient parent, add the baggage.
+                token = otel_context.attach(extract(meta))
         # start_span and attach, not start_as_current_span: the same span, without a
-        # context manager's generator and its exception plumbing on every request.
-        span = current.start_span(
-            name, kind=SpanKind.SERVER, attributes=attributes, links=links or None
-        )
+        # context manager's generator and its exception plumbing on every request; the
+        # attributes go in at the start, in one piece (set_attribute takes a lock each).
+        span = current.start_span(name, kind=_SERVER, attributes=attributes, links=links)
         current_token = otel_context.attach(trace.set_span_in_context(span))
         try:
             try:
                 result = await call_next(ctx)
             except MCPError as exc:
                 code = str(exc.code)
-                attributes["error.type"] = attributes["rpc.response.status_code"] = code
-                span.set_attribute("error.type", code)
-                span.set_attribute("rpc.response.status_code", code)
+                ended = {"error.type": code, "rpc.response.status_code": code}
+                span.set_attributes(ended)
                 span.set_status(Status(StatusCode.ERROR, exc.message))
+                point = {**point, **ended}
                 raise
             except asyncio.CancelledError:
-                attributes["error.type"] = "cancelled"
                 span.set_attribute("error.type", "cancelled")
                 span.set_status(Status(StatusCode.ERROR, "cancelled by the client"))
+                point = {**point, "error.type": "cancelled"}
                 raise
-            if method == "tools/call" and result.get("isError") is True:
-                attributes["error.type"] = "tool_error"
-                span.set_attribute("error.type", "tool_error")
-                span.set_status(Status(StatusCode.ERROR, _first_text(result)))
+            if method == "tools/call":
+                if result.get("isError") is True:
+                    span.set_attribute("error.type", "tool_error")
+                    span.set_status(Status(StatusCode.ERROR, _first_text(result)))
+                    point = {**point, "error.type": "tool_error"}
             elif method == "initialize":
                 negotiated = result.get("protocolVersion")
                 if isinstance(negotiated, str):
                     attributes["mcp.protocol.version"] = negotiated
                     span.set_attribute("mcp.protocol.version", negotiated)
+                    point = {**point, "mcp.protocol.version": negotiated}
                     if meters is not None:  # the session begins (ends: ServerSession.close)
                         meters.session_began(ctx.session, attributes)
             return result
@@ -187,15 +206,37 @@ def otel_middleware(
             if token is not None:
                 otel_context.detach(token)
             if meters is not None:
-                meters.server_operation.record(
-                    time.perf_counter() - started, metric_attributes(attributes)
-                )
+                meters.server_operation.record(time.perf_counter() - started, point)
 
     otel.mcpkit_telemetry = True  # type: ignore[attr-defined]  # the automatic telemetry's mark
     return otel
 
 
 _NO_TRACER: Final = trace.NoOpTracer()
+_SERVER: Final = SpanKind.SERVER
+#: Request shapes a middleware keeps: a client may name any tool, so past that many
+#: kinds of request the rest are described afresh each time.
+_SHAPES: Final = 1024
+
+#: A request's span name, the span attributes all requests of its kind share, and the
+#: attributes of its ``mcp.server.operation.duration`` point.
+_Shape = tuple[str, dict[str, str], dict[str, str]]
+
+
+def _shape(
+    method: str,
+    params: dict[str, Any],
+    transport: str | None,
+    revision: str,
+    resource_uri_in_name: bool,
+) -> _Shape:
+    name, attributes = describe(method, params, resource_uri_in_name=resource_uri_in_name)
+    network = _NETWORK.get(transport) if transport is not None else None
+    if network is not None:
+        attributes.update(network)
+    if method != "initialize":  # initialize: the revision is known from its answer
+        attributes["mcp.protocol.version"] = revision
+    return name, attributes, metric_attributes(attributes)
 
 
 def _first_text(result: dict[str, Any]) -> str | None:

@@ -21,7 +21,7 @@ with require_extra("otel", feature="OpenTelemetry tracing (mcpkit.observability.
     from opentelemetry.context import Context, get_current
     from opentelemetry.propagators.textmap import Getter
 
-__all__ = ["extract", "inject"]
+__all__ = ["extract", "inject", "may_carry_context"]
 
 
 class _MetaGetter(Getter[Mapping[str, Any]]):
@@ -39,6 +39,20 @@ class _MetaGetter(Getter[Mapping[str, Any]]):
 _GETTER = _MetaGetter()
 
 
+def may_carry_context(meta: Mapping[Any, Any]) -> bool:
+    """Whether a propagator could find anything in ``meta``: False when every key has a
+    ``/``, as the 2026-07-28 envelope's ``io.modelcontextprotocol/...`` keys do.
+
+    Propagators are made for HTTP headers, whose names are tokens, which cannot hold a
+    ``/`` (RFC 9110, section 5.6.2): such a key is never one of theirs, and skipping them
+    saves the propagators' work on every request of that era (~11k instructions).
+    """
+    for key in meta:
+        if type(key) is not str or "/" not in key:
+            return True
+    return False
+
+
 def extract(meta: Mapping[str, Any] | None, *, context: Context | None = None) -> Context:
     """The OpenTelemetry context that ``meta`` (a request's ``_meta``) carries.
 
@@ -48,7 +62,7 @@ def extract(meta: Mapping[str, Any] | None, *, context: Context | None = None) -
     # Passed explicitly: the W3C trace context propagator, finding no traceparent, answers
     # an empty context for None, which would drop the current span and baggage.
     base = get_current() if context is None else context
-    if not meta:
+    if not meta or not may_carry_context(meta):
         return base
     return propagate.extract(meta, context=base, getter=_GETTER)
 

@@ -90,13 +90,19 @@ class ServerTelemetry:
             self.http_context = http_context
 
 
-async def with_trace_headers(server: ServerTelemetry, scope: Any, serving: Awaitable[None]) -> None:
-    """Await ``serving`` (an HTTP request) with its trace headers as the current context:
-    what the Streamable HTTP transport does while ``server.http_context`` is set."""
+def with_trace_headers(
+    server: ServerTelemetry, scope: Any, serving: Awaitable[None]
+) -> Awaitable[None]:
+    """``serving`` (an HTTP request) to await with its trace headers as the current
+    context: what the Streamable HTTP transport awaits while ``server.http_context`` is set.
+    A request without them is ``serving`` itself: no coroutine around it."""
     hook = server.http_context
     undo = hook(scope) if hook is not None else None
+    return serving if undo is None else _undone_after(serving, undo)
+
+
+async def _undone_after(serving: Awaitable[None], undo: Callable[[], None]) -> None:
     try:
         await serving
     finally:
-        if undo is not None:
-            undo()
+        undo()

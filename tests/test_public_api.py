@@ -27,6 +27,7 @@ EXPECTED_ALL = [
     "ConfigurationError",
     "ConnectionClosed",
     "Context",
+    "Depends",
     "ElicitResult",
     "ElicitationValidationError",
     "EmbeddedResource",

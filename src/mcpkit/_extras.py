@@ -25,7 +25,7 @@ __all__ = ["EXTRAS", "require_extra"]
 #: Each extra of ``pyproject.toml`` a module may need, and the import names it provides.
 EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "http": ("uvicorn",),
-    "client": ("httpx",),
+    "client": ("httpx", "h11"),
     "auth": ("joserfc", "cryptography", "httpx"),
     "redis": ("redis",),
     "tasks-queue": ("docket", "redis"),

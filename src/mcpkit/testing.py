@@ -142,7 +142,7 @@ class InMemoryClient:
 
     # -- the wire ----------------------------------------------------------------------------
     async def _deliver(self, message: dict[str, Any]) -> None:
-        msg = orjson.loads(orjson.dumps(message))
+        msg = orjson.loads(jsonrpc.dumps(message))
         self.received.append(msg)
         self.traffic.append(("received", msg, True))
         if "method" in msg and "id" in msg:
@@ -177,7 +177,7 @@ class InMemoryClient:
         return await self._send(message, checked=False)
 
     async def _send(self, message: Any, *, checked: bool) -> Any:
-        wire = orjson.loads(orjson.dumps(message))
+        wire = orjson.loads(jsonrpc.dumps(message))
         if isinstance(wire, dict):
             self.sent.append(wire)
         elif isinstance(wire, list):
@@ -194,7 +194,7 @@ class InMemoryClient:
         elif kind is Kind.INVALID:
             out = jsonrpc.invalid_request(wire)
         if out is not None:
-            out = orjson.loads(orjson.dumps(out))
+            out = orjson.loads(jsonrpc.dumps(out))
             self.received.append(out) if isinstance(out, dict) else self.received.extend(out)
             self.traffic.append(("received", out, True))
         return out

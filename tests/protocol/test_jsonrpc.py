@@ -250,3 +250,21 @@ def test_dumps_writes_an_exact_integer_id_of_any_size(rid: int) -> None:
 def test_dumps_still_refuses_what_is_not_json() -> None:
     with pytest.raises(orjson.JSONEncodeError):
         jsonrpc.dumps({"jsonrpc": "2.0", "id": 1, "result": {"x": object()}})
+
+
+def test_dumps_writes_integers_beyond_64_bits_anywhere_exactly() -> None:
+    # A tool may return any integer (JSON numbers have no size bound, RFC 8259 § 6).
+    big = 10**30 + 7
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"a": [1, (big, -big)], "b": {"c": big}}}
+    out = jsonrpc.dumps(answer)
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":{"a":[1,[%d,%d]],"b":{"c":%d}}}' % (
+        big,
+        -big,
+        big,
+    )
+    assert answer["result"]["b"] == {"c": big}  # not rewritten in place
+
+
+def test_dumps_still_refuses_what_json_cannot_hold() -> None:
+    with pytest.raises(TypeError):
+        jsonrpc.dumps({"jsonrpc": "2.0", "id": 1, "result": {"x": object()}})

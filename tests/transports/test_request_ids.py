@@ -139,3 +139,38 @@ async def test_streamable_http_echoes_integer_ids_beyond_64_bits_exactly(
         )
         assert got.status_code == status, got.text
         assert exact_id(got.content) == str(rid).encode(), got.content
+
+
+# JSON numbers have no size bound (RFC 8259 § 6): a tool's result beyond 64 bits is
+# written with its exact digits, not refused as an internal error.
+BIG_SUM = 2**64 - 1 + 2**64 - 1
+
+
+async def test_stdio_writes_a_result_beyond_64_bits_exactly() -> None:
+    peer = await StdioPeer.spawn(LAUNCHERS["run_stdio"])
+    try:
+        await peer.initialize()
+        await peer.send_bytes(
+            raw_call(3, "add", f'{{"a":{2**64 - 1},"b":{2**64 - 1}}}') + b"\n"
+        )
+        line = await raw_line(peer)
+        assert b'"error"' not in line and b'"isError"' not in line, line
+        assert b":%d," % BIG_SUM in line, line  # the exact digits, not a float
+    finally:
+        await peer.kill()
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_streamable_http_writes_a_result_beyond_64_bits_exactly(
+    serve_app: Any, http: httpx.AsyncClient, era: str
+) -> None:
+    url = await serve_app(demo_server().http_app(stateless=True)) + "/mcp"
+    headers = {"accept": BOTH, "content-type": "application/json"}
+    arguments = f'{{"a":{2**64 - 1},"b":{2**64 - 1}}}'
+    if era == "2026-07-28":
+        arguments += ',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+        headers = {**headers, "mcp-method": "tools/call", "mcp-name": "add"}
+    resp = await http.post(url, content=raw_call(4, "add", arguments), headers=headers)
+    assert resp.status_code == 200, resp.text
+    assert b'"isError"' not in resp.content, resp.content
+    assert b"%d" % BIG_SUM in resp.content, resp.content  # the exact digits, not a float

@@ -95,36 +95,33 @@ def wire_id(rid: Any) -> Any:
 def dumps(message: Any, option: int | None = None) -> bytes:
     """Serialise one message (no trailing newline unless ``option`` asks for one).
 
-    A message may keep an integer id beyond 64 bits as the exact ``int`` it was read
-    as (see :func:`exact_ids`); orjson refuses to write one, so only then are the ids
-    written as their digits (:func:`wire_id`). The common case costs nothing more.
+    JSON numbers have no size limit (RFC 8259 § 6), but orjson refuses to write an
+    integer beyond 64 bits: an id kept exact by :func:`exact_ids`, or a big number a
+    tool returned. Only then is the message walked again and each such integer written
+    as its exact digits (:func:`wire_id`). The common case costs nothing more.
     """
     try:
         return orjson.dumps(message, option=option)
     except orjson.JSONEncodeError:
-        wire = _wire_ids(message)
+        wire = _exact_ints(message)
         if wire is message:
             raise
         return orjson.dumps(wire, option=option)
 
 
-def _wire_ids(message: Any) -> Any:
-    """``message`` with its ids (and a cancellation's ``requestId``) as :func:`wire_id`."""
-    if type(message) is list:
-        items = [_wire_ids(m) for m in message]
-        return message if all(a is b for a, b in zip(items, message, strict=True)) else items
-    if type(message) is not dict:
-        return message
-    out = message
-    rid = message.get("id")
-    if wire_id(rid) is not rid:
-        out = {**message, "id": wire_id(rid)}
-    params = message.get("params")
-    if message.get("method") == "notifications/cancelled" and type(params) is dict:
-        target = params.get("requestId")
-        if wire_id(target) is not target:
-            out = {**out, "params": {**params, "requestId": wire_id(target)}}
-    return out
+def _exact_ints(value: Any) -> Any:
+    """``value`` with every integer orjson cannot write as :func:`wire_id`; the same object
+    when there is none."""
+    kind = type(value)
+    if kind is int:
+        return wire_id(value)
+    if kind is dict:
+        items = {k: _exact_ints(v) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
+    if kind is list or kind is tuple:
+        out = [_exact_ints(v) for v in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    return value
 
 
 def valid_id(value: Any) -> bool:

@@ -160,9 +160,7 @@ class ToolResult:
         if self.structured_content is not None:
             result["structuredContent"] = self.structured_content
             if not result["content"]:
-                result["content"] = [
-                    {"type": "text", "text": orjson.dumps(self.structured_content).decode()}
-                ]
+                result["content"] = [{"type": "text", "text": dump_text(self.structured_content)}]
         if self.is_error:
             result["isError"] = True
         if self.meta:

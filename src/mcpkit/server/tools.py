@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..errors import (
     InvalidParams,
     MCPKitError,
@@ -239,7 +237,7 @@ class ToolDefinition:
             structured = self._dump_output(value)
             if isinstance(structured, dict):
                 return {
-                    "content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
+                    "content": [{"type": "text", "text": dump_text(structured)}],
                     "structuredContent": structured,
                 }
         if isinstance(value, int | float | bool) and not isinstance(value, str):

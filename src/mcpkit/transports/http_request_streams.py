@@ -20,9 +20,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import orjson
-
 from ..errors import StoreUnavailable
+from ..protocol import jsonrpc
 from ..stores import EventStore
 from .asgi import PING, Send, sse_event
 
@@ -78,7 +77,7 @@ class StreamQueue(asyncio.Queue[Any]):
     def put_message(self, event_id: str | None, message: dict[str, Any], force: bool) -> bool:
         """Queue a message; False (dropped) when over the limit, unless ``force``."""
         # A copy: orjson's result keeps its whole growth buffer (see .event_store).
-        data = bytes(memoryview(orjson.dumps(message)))
+        data = bytes(memoryview(jsonrpc.dumps(message)))
         if not force and self.nbytes + len(data) > self.limit:
             self.dropped += 1
             # The client decides how many are dropped: warn on the first and then on
@@ -203,7 +202,7 @@ class RequestStream:
                 return
             # A store that takes the serialised message: the wire's bytes are logged as
             # they are, so the message is serialised once (scale-out.md § 11.4).
-            data = orjson.dumps(message)
+            data = jsonrpc.dumps(message)
             event_id = await record_event(store, self.stream_id, message, store_bytes, data)
             await self._deliver(event_id, message, final, data)
 
@@ -217,7 +216,7 @@ class RequestStream:
                 resumer.put_nowait(FINAL)
         elif self.send is not None:
             if data is None:
-                data = orjson.dumps(message)
+                data = jsonrpc.dumps(message)
             await self.write(sse_event(data, event_id), not final)
         if final:
             self._finish()

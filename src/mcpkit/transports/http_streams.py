@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..errors import INVALID_REQUEST
+from ..protocol import jsonrpc
 from .asgi import PING, SSE_HEADERS, Receive, Send, send_error, sse_event, watch_disconnect
 from .http_request_streams import CLOSE, FINAL, GONE, RequestStream, StreamQueue, StreamSettings
 from .http_sessions import HTTPSession
@@ -46,7 +45,7 @@ async def pump(
     tail = b""
     try:
         for event_id, message in replay:
-            chunk = sse_event(orjson.dumps(message), event_id)
+            chunk = sse_event(jsonrpc.dumps(message), event_id)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         interval = settings.keepalive_interval
         while True:

@@ -27,9 +27,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
-import orjson
-
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError, StoreUnavailable
+from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Kind, classify, invalid_request
 from ..server.request import stop_for_shutdown
 from ..server.scopes import granted_scopes
@@ -127,7 +126,7 @@ class _Connection:
             await asyncio.sleep(0)
             return
         # A copy: orjson's result keeps its whole growth buffer (see .event_store).
-        data = bytes(memoryview(orjson.dumps(message)))
+        data = bytes(memoryview(jsonrpc.dumps(message)))
         # A message that finds nothing waiting always fits: one large answer is no flood.
         if self.nbytes and self.nbytes + len(data) > self.limit:
             self._overflow(message)

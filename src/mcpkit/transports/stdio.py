@@ -310,7 +310,7 @@ class StdioConnection(asyncio.Protocol):
         if out is None or out.lost:
             return
         try:
-            data = orjson.dumps(message, option=_DUMP_OPTIONS)
+            data = jsonrpc.dumps(message, _DUMP_OPTIONS)
         except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
             log.error("could not serialise a response: %s", exc)
             rid = message.get("id") if type(message) is dict else None
@@ -325,7 +325,7 @@ class StdioConnection(asyncio.Protocol):
         out = self._out
         if out is None or out.lost:
             raise ConnectionClosed("stdout is closed")
-        out.write(orjson.dumps(message, option=_DUMP_OPTIONS))
+        out.write(jsonrpc.dumps(message, _DUMP_OPTIONS))
         self._sent += 1
         if out.paused:
             await out.drain()

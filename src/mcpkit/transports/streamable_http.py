@@ -57,8 +57,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -66,6 +64,7 @@ from ..errors import (
     ServerBusy,
     StoreUnavailable,
 )
+from ..protocol import jsonrpc
 from ..protocol.envelope import is_stateless_request, unsupported_version
 from ..protocol.http_errors import error_answer
 from ..protocol.jsonrpc import Kind, error_response, invalid_request
@@ -485,7 +484,7 @@ class StreamableHTTPApp(SessionEndpoints):
             if resp is None:  # cancelled by the client: nothing to answer
                 await send_body(send, 202)
                 return
-            body = orjson.dumps(resp)
+            body = jsonrpc.dumps(resp)
             status, extra = error_answer(resp) if "error" in resp else _OK  # 429: Retry-After
             headers = _json_headers(body, extra)
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -586,7 +585,7 @@ class StreamableHTTPApp(SessionEndpoints):
         if not results:  # only notifications and responses
             await send_body(send, 202)
             return
-        body = orjson.dumps(results)
+        body = jsonrpc.dumps(results)
         if mode == _JSON:
             await send_body(send, 200, body)
             return

@@ -44,10 +44,9 @@ import types
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import orjson
-
 from ..errors import HEADER_MISMATCH, METHOD_NOT_FOUND
 from ..loops import cancel_and_wait
+from ..protocol import jsonrpc
 from ..protocol.envelope import REMOVED_METHODS, Refusal, read_envelope
 from ..protocol.http_errors import error_answer
 from ..protocol.http_headers import check_request_headers
@@ -97,11 +96,11 @@ def status_for(response: dict[str, Any]) -> int:
 async def send_response(send: Send, response: dict[str, Any]) -> None:
     """``response`` as a JSON body, with its status (and a rate limit's ``Retry-After``)."""
     status, headers = error_answer(response, status_for(response))
-    await send_body(send, status, orjson.dumps(response), headers)
+    await send_body(send, status, jsonrpc.dumps(response), headers)
 
 
 async def _answer(send: Send, status: int, response: dict[str, Any]) -> None:
-    await send_body(send, status, orjson.dumps(response))
+    await send_body(send, status, jsonrpc.dumps(response))
 
 
 class _LazyStream:
@@ -133,7 +132,7 @@ class _LazyStream:
         await self._send(
             {
                 "type": "http.response.body",
-                "body": sse_event(orjson.dumps(message)),
+                "body": sse_event(jsonrpc.dumps(message)),
                 "more_body": True,
             }
         )
@@ -171,9 +170,9 @@ class _LazyStream:
             if "error" in response:
                 await send_response(self._send, response)
             else:
-                await send_body(self._send, 200, orjson.dumps(response))
+                await send_body(self._send, 200, jsonrpc.dumps(response))
             return
-        body = sse_event(orjson.dumps(response)) if response is not None else b""
+        body = sse_event(jsonrpc.dumps(response)) if response is not None else b""
         await self._send({"type": "http.response.body", "body": body, "more_body": False})
 
 

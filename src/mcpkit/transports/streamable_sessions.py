@@ -19,9 +19,8 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConfigurationError
+from ..protocol import jsonrpc
 from ..protocol.versions import REVISIONS
 from ..stores import EventStore
 from .asgi import (
@@ -146,7 +145,7 @@ class SessionEndpoints:
                     log.exception("on_session_initialized failed for a new session")
         else:
             session.close()
-        body = orjson.dumps(resp)
+        body = jsonrpc.dumps(resp)
         if mode == JSON_MODE:
             await send_body(send, 200, body, extra)
             return

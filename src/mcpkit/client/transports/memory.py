@@ -71,7 +71,7 @@ class MemoryTransport:
         session = self.session
         if session is None or self._closed:
             raise ConnectionClosed("the in-memory connection is closed")
-        wire = orjson.loads(orjson.dumps(message))
+        wire = orjson.loads(jsonrpc.dumps(message))
         kind = session.receive(wire)  # notifications and answers: handled here, in order
         if kind is Kind.REQUEST:
             task = asyncio.get_running_loop().create_task(self._serve(session, wire))
@@ -88,7 +88,7 @@ class MemoryTransport:
     async def _deliver(self, message: dict[str, Any]) -> None:
         if self._closed or self._inbound is None:
             return
-        self._inbound.message_received(orjson.loads(orjson.dumps(message)))
+        self._inbound.message_received(orjson.loads(jsonrpc.dumps(message)))
 
     async def aclose(self) -> None:
         if self._closed:

@@ -289,7 +289,7 @@ class StreamableHTTPTransport:
         sent_session = self.session_id
         headers = self._headers({"accept": _POST_ACCEPT, "content-type": _JSON, **extra})
         async with client.stream(
-            "POST", self.url, content=orjson.dumps(message), headers=headers, **self._auth
+            "POST", self.url, content=jsonrpc.dumps(message), headers=headers, **self._auth
         ) as resp:
             status = resp.status_code
             if status >= 400:

@@ -27,8 +27,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
-import orjson
-
 from ...errors import INTERNAL_ERROR, InvalidParams, MCPError, MethodNotFound
 from ...protocol import jsonrpc
 from ...protocol.envelope import SUBSCRIPTION_ID
@@ -277,7 +275,7 @@ class _Outbox:
 
     def put(self, message: dict[str, Any]) -> bool:
         """Queue ``message``; False (nothing queued) when that would pass the limit."""
-        size = len(orjson.dumps(message))
+        size = len(jsonrpc.dumps(message))
         if self._size + size > self.limit:
             return False
         self._items.append((message, size))

@@ -150,9 +150,7 @@ async def test_stdio_writes_a_result_beyond_64_bits_exactly() -> None:
     peer = await StdioPeer.spawn(LAUNCHERS["run_stdio"])
     try:
         await peer.initialize()
-        await peer.send_bytes(
-            raw_call(3, "add", f'{{"a":{2**64 - 1},"b":{2**64 - 1}}}') + b"\n"
-        )
+        await peer.send_bytes(raw_call(3, "add", f'{{"a":{2**64 - 1},"b":{2**64 - 1}}}') + b"\n")
         line = await raw_line(peer)
         assert b'"error"' not in line and b'"isError"' not in line, line
         assert b":%d," % BIG_SUM in line, line  # the exact digits, not a float

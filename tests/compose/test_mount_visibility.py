@@ -286,3 +286,23 @@ async def test_a_mounted_childs_prompts_hide_and_show_by_the_childs_names() -> N
         assert {"g_c_search", "g_c_purge"} <= await names(alice)
         assert (await alice.get_prompt("g_c_audit"))["messages"]
         assert any(n["method"] == "notifications/prompts/list_changed" for n in alice.notifications)
+
+
+async def test_completions_of_what_a_mounted_child_hides_are_refused_at_every_level() -> None:
+    kid, parent, grand = hiding_child(), MCPServer("parent"), MCPServer("grand")
+    parent.mount(kid, namespace="c")
+    grand.mount(parent, namespace="g")
+    audit = {"type": "ref/prompt", "name": "g_c_audit"}
+    async with connect(grand) as alice, connect(grand) as bob:
+        assert (await alice.complete(audit, "scope", ""))["values"] == ["all", "mine"]
+        await alice.get_prompt("g_c_hide_prompts")  # alice's own rule, by the child's name
+        with pytest.raises(RemoteError, match="Prompt 'g_c_audit' is disabled") as refused:
+            await alice.complete(audit, "scope", "")
+        assert refused.value.code == -32602
+        assert (await bob.complete(audit, "scope", ""))["values"] == ["all", "mine"]
+        kid.disable(tags={"admin"})  # the child's rule: every caller
+        await settle()
+        with pytest.raises(RemoteError, match="Prompt 'g_c_audit' is disabled"):
+            await bob.complete(audit, "scope", "")
+        with pytest.raises(RemoteError, match=r"'users://g/c/\{user\}' is disabled"):
+            await bob.complete({"type": "ref/resource", "uri": "users://g/c/{user}"}, "user", "")

@@ -17,7 +17,8 @@ Among the rules that match a component, the latest one wins; a caller's own rule
   the server store's ``visibility``, so every node of a cluster agrees).
 
 A hidden component is left out of the listings and refused when called, read or
-got, with an error that says it is disabled. The rules also hold for what component
+got, with an error that says it is disabled; so is a completion of its arguments
+(:func:`.sourced_visibility.refuse_completion`). The rules also hold for what component
 sources serve (a proxy's upstream: :mod:`.sourced_visibility`); a mount hides on the
 parent what the child's own rules hide (``Visibility.withheld``, kept by
 ``mcpkit.compose.mount`` through :meth:`Visibility.add_listener`), and a session's
@@ -499,7 +500,7 @@ class ContextVisibility:
         self, *keys: str, tags: Collection[str] = (), components: Collection[str] | None = None
     ) -> None:
         """Show components to this caller only (its session, or its principal on 2026-07-28).
-        A mounted server's tool names them as its own server does."""
+        A mounted server's tool, resource or prompt names them as its own server does."""
         await self.session.server.enable_for(
             self._caller(), *self._keys(keys), tags=tags, components=components
         )

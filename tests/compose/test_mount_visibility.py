@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from mcpkit import Context, MCPServer
+from mcpkit.auth import AuthInfo
 from mcpkit.errors import RemoteError
 from mcpkit.testing import InMemoryClient, connect
 
@@ -306,3 +308,19 @@ async def test_completions_of_what_a_mounted_child_hides_are_refused_at_every_le
             await bob.complete(audit, "scope", "")
         with pytest.raises(RemoteError, match=r"'users://g/c/\{user\}' is disabled"):
             await bob.complete({"type": "ref/resource", "uri": "users://g/c/{user}"}, "user", "")
+
+
+async def test_a_mounted_childs_prompt_sets_a_principals_rules_on_2026_07_28() -> None:
+    parent = MCPServer("parent")
+    parent.mount(hiding_child(), namespace="c")
+    alice = AuthInfo(token="a", subject="alice", scopes=frozenset())
+    bob = AuthInfo(token="b", subject="bob", scopes=frozenset())
+    options: dict[str, Any] = {"protocol_version": "2026-07-28", "initialize": False}
+    async with connect(parent, auth_info=alice, **options) as a:
+        await a.get_prompt("c_hide_prompts")
+    async with connect(parent, auth_info=alice, **options) as a:  # a later request, anew
+        assert "c_search" not in await names(a)
+        with pytest.raises(RemoteError, match="Prompt 'c_audit' is disabled"):
+            await a.complete({"type": "ref/prompt", "name": "c_audit"}, "scope", "")
+    async with connect(parent, auth_info=bob, **options) as b:
+        assert "c_search" in await names(b)

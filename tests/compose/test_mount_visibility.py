@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from mcpkit import Context, MCPServer
+from mcpkit.auth import AuthInfo
 from mcpkit.errors import RemoteError
 from mcpkit.testing import InMemoryClient, connect
 
@@ -179,3 +181,146 @@ async def test_the_childs_rules_reach_every_level_of_nested_mounts() -> None:
         with pytest.raises(RemoteError, match="Tool 'g_c_purge' is disabled"):
             await client.call_tool("g_c_purge")
         assert [n["method"] for n in client.notifications] == [TOOLS_CHANGED]
+
+
+def hiding_child() -> MCPServer:
+    """The test child, with a resource, a template and prompts that set the caller's rules
+    by the child's own names."""
+    kid = child()
+
+    @kid.completion(prompt="audit", argument="scope")
+    def scopes(value: str) -> list[str]:
+        return ["all", "mine"]
+
+    @kid.resource("hide://all")
+    async def hide_all(ctx: Context) -> str:
+        await ctx.disable_components("purge", "data://admin", "users://{user}", "audit")
+        return "hidden"
+
+    @kid.resource("hide://tool/{name}")
+    async def hide_tool(name: str, ctx: Context) -> str:
+        await ctx.disable_components(name)
+        return f"hid {name}"
+
+    @kid.prompt
+    async def hide_prompts(ctx: Context) -> str:
+        await ctx.disable_components("audit", "search")
+        return "hidden"
+
+    @kid.prompt
+    async def show_all(ctx: Context) -> str:
+        await ctx.enable_components("purge", "data://admin", "users://{user}", "audit", "search")
+        return "shown"
+
+    return kid
+
+
+async def seen(client: InMemoryClient) -> set[str]:
+    """Every name, URI and URI template the client is shown."""
+    return (
+        await names(client)
+        | {p["name"] for p in await client.list_prompts()}
+        | {r["uri"] for r in await client.list_resources()}
+        | {t["uriTemplate"] for t in await client.list_resource_templates()}
+    )
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+async def test_a_mounted_childs_resource_names_components_by_the_childs_own_names(
+    depth: int,
+) -> None:
+    # Written for the child alone, its resource names "purge", "data://admin", ...: mounted
+    # under c (and again under g, and h), those are the top server's "h_g_c_purge", ...
+    top = hiding_child()
+    for namespace in ("c", "g", "h")[:depth]:
+        outer = MCPServer(f"over-{namespace}")
+        outer.mount(top, namespace=namespace)
+        top = outer
+    prefix = "_".join(("h", "g", "c")[-depth:])
+    path = "/".join(("h", "g", "c")[-depth:])
+    hidden = {f"{prefix}_purge", f"data://{path}/admin", f"users://{path}/{{user}}"}
+    hidden.add(f"{prefix}_audit")
+    async with connect(top) as alice, connect(top) as bob:
+        assert hidden <= await seen(alice)
+        await alice.read_resource(f"hide://{path}/all")
+        await settle()
+        assert not hidden & await seen(alice) and hidden <= await seen(bob)
+        assert f"{prefix}_search" in await seen(alice)
+        with pytest.raises(RemoteError, match=f"Tool '{prefix}_purge' is disabled"):
+            await alice.call_tool(f"{prefix}_purge")
+        with pytest.raises(RemoteError, match=f"'data://{path}/admin' is disabled"):
+            await alice.read_resource(f"data://{path}/admin")
+        with pytest.raises(RemoteError, match=f"'users://{path}/bob' is disabled"):
+            await alice.read_resource(f"users://{path}/bob")
+        with pytest.raises(RemoteError, match=f"Prompt '{prefix}_audit' is disabled"):
+            await alice.get_prompt(f"{prefix}_audit")
+        assert (await bob.call_tool(f"{prefix}_purge"))["content"][0]["text"] == "purged"
+
+
+async def test_a_mounted_childs_template_handler_names_components_by_the_childs_names() -> None:
+    parent, grand = MCPServer("parent"), MCPServer("grand")
+    parent.mount(hiding_child(), namespace="c")
+    grand.mount(parent, namespace="g")
+    async with connect(grand) as alice, connect(grand) as bob:
+        read = await alice.read_resource("hide://g/c/tool/purge")
+        assert read["contents"][0]["text"] == "hid purge"
+        assert "g_c_purge" not in await names(alice) and "g_c_purge" in await names(bob)
+        with pytest.raises(RemoteError, match="Tool 'g_c_purge' is disabled"):
+            await alice.call_tool("g_c_purge")
+        assert "g_c_search" in await names(alice)
+
+
+async def test_a_mounted_childs_prompts_hide_and_show_by_the_childs_names() -> None:
+    parent, grand = MCPServer("parent"), MCPServer("grand")
+    parent.mount(hiding_child(), namespace="c")
+    grand.mount(parent, namespace="g")
+    async with connect(grand) as alice, connect(grand) as bob:
+        await alice.get_prompt("g_c_hide_prompts")
+        await settle()
+        assert "g_c_search" not in await names(alice) and "g_c_search" in await names(bob)
+        prompts = {p["name"] for p in await alice.list_prompts()}
+        assert "g_c_audit" not in prompts and "g_c_show_all" in prompts
+        with pytest.raises(RemoteError, match="Tool 'g_c_search' is disabled"):
+            await alice.call_tool("g_c_search")
+        with pytest.raises(RemoteError, match="Prompt 'g_c_audit' is disabled"):
+            await alice.get_prompt("g_c_audit")
+        await alice.get_prompt("g_c_show_all")
+        assert {"g_c_search", "g_c_purge"} <= await names(alice)
+        assert (await alice.get_prompt("g_c_audit"))["messages"]
+        assert any(n["method"] == "notifications/prompts/list_changed" for n in alice.notifications)
+
+
+async def test_completions_of_what_a_mounted_child_hides_are_refused_at_every_level() -> None:
+    kid, parent, grand = hiding_child(), MCPServer("parent"), MCPServer("grand")
+    parent.mount(kid, namespace="c")
+    grand.mount(parent, namespace="g")
+    audit = {"type": "ref/prompt", "name": "g_c_audit"}
+    async with connect(grand) as alice, connect(grand) as bob:
+        assert (await alice.complete(audit, "scope", ""))["values"] == ["all", "mine"]
+        await alice.get_prompt("g_c_hide_prompts")  # alice's own rule, by the child's name
+        with pytest.raises(RemoteError, match="Prompt 'g_c_audit' is disabled") as refused:
+            await alice.complete(audit, "scope", "")
+        assert refused.value.code == -32602
+        assert (await bob.complete(audit, "scope", ""))["values"] == ["all", "mine"]
+        kid.disable(tags={"admin"})  # the child's rule: every caller
+        await settle()
+        with pytest.raises(RemoteError, match="Prompt 'g_c_audit' is disabled"):
+            await bob.complete(audit, "scope", "")
+        with pytest.raises(RemoteError, match=r"'users://g/c/\{user\}' is disabled"):
+            await bob.complete({"type": "ref/resource", "uri": "users://g/c/{user}"}, "user", "")
+
+
+async def test_a_mounted_childs_prompt_sets_a_principals_rules_on_2026_07_28() -> None:
+    parent = MCPServer("parent")
+    parent.mount(hiding_child(), namespace="c")
+    alice = AuthInfo(token="a", subject="alice", scopes=frozenset())
+    bob = AuthInfo(token="b", subject="bob", scopes=frozenset())
+    options: dict[str, Any] = {"protocol_version": "2026-07-28", "initialize": False}
+    async with connect(parent, auth_info=alice, **options) as a:
+        await a.get_prompt("c_hide_prompts")
+    async with connect(parent, auth_info=alice, **options) as a:  # a later request, anew
+        assert "c_search" not in await names(a)
+        with pytest.raises(RemoteError, match="Prompt 'c_audit' is disabled"):
+            await a.complete({"type": "ref/prompt", "name": "c_audit"}, "scope", "")
+    async with connect(parent, auth_info=bob, **options) as b:
+        assert "c_search" in await names(b)

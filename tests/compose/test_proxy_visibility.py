@@ -45,9 +45,17 @@ def upstream_server() -> MCPServer:
     def user(user: str) -> str:
         return user
 
-    @server.prompt
-    def review() -> str:
-        return "review"
+    @server.prompt(meta={"_fastmcp": {"tags": ["admin"]}})
+    def review(topic: str) -> str:
+        return f"review {topic}"
+
+    @server.completion(prompt="review", argument="topic")
+    def topics(value: str) -> list[str]:
+        return [t for t in ("tests", "types") if t.startswith(value)]
+
+    @server.completion(resource_template="users://{user}", argument="user")
+    def users(value: str) -> list[str]:
+        return ["bob", "ann"]
 
     return server
 
@@ -96,7 +104,7 @@ async def test_proxied_prompts_and_resources_are_hidden_by_name() -> None:
     async with connect(front) as client:
         assert await client.list_prompts() == []
         with pytest.raises(RemoteError, match="Prompt 'review' is disabled"):
-            await client.get_prompt("review")
+            await client.get_prompt("review", {"topic": "x"})
         assert [r["uri"] for r in await client.list_resources()] == ["data://notes"]
 
 
@@ -175,3 +183,95 @@ async def test_a_gateways_upstream_tools_answer_to_its_rules(
             await client.call_tool("good_delete", {"q": "x"})
         with pytest.raises(RemoteError, match="Tool 'good_search_all' is disabled"):
             await client.call_tool("good_search_all")
+
+
+REVIEW = {"type": "ref/prompt", "name": "review"}
+USERS = {"type": "ref/resource", "uri": "users://{user}"}
+
+
+async def test_completions_of_proxied_prompts_and_templates_hidden_by_tag_are_refused() -> None:
+    front = proxy(upstream_server())
+    front.disable(tags={"admin", "people"})  # _meta._fastmcp.tags and _meta.tags
+    async with connect(front) as client:
+        # Completed first: the proxy lists the upstream's prompts and templates to know them.
+        with pytest.raises(RemoteError, match="Prompt 'review' is disabled") as refused:
+            await client.complete(REVIEW, "topic", "t")
+        assert refused.value.code == -32602  # as an invalid prompt name (completion spec)
+        with pytest.raises(RemoteError, match=r"template 'users://\{user\}' is disabled"):
+            await client.complete(USERS, "user", "")
+        front.enable(tags={"admin", "people"})
+        assert (await client.complete(REVIEW, "topic", "t"))["values"] == ["tests", "types"]
+        assert (await client.complete(USERS, "user", ""))["values"] == ["bob", "ann"]
+
+
+async def test_a_session_hides_proxied_completions_for_itself_only() -> None:
+    front = proxy(upstream_server())
+
+    @front.tool
+    async def hide_review(ctx: Context) -> str:
+        """Hide the review prompt from this caller."""
+        await ctx.disable_components("review", "users://{user}")
+        return "hidden"
+
+    async with connect(front) as alice, connect(front) as bob:
+        await alice.call_tool("hide_review")
+        with pytest.raises(RemoteError, match="Prompt 'review' is disabled"):
+            await alice.complete(REVIEW, "topic", "t")
+        with pytest.raises(RemoteError, match="is disabled"):
+            await alice.complete(USERS, "user", "")
+        assert (await bob.complete(REVIEW, "topic", "t"))["values"] == ["tests", "types"]
+
+
+async def test_an_upstream_refuses_completions_of_what_it_hides_itself() -> None:
+    served = upstream_server()
+    served.disable("review")
+    async with connect(proxy(served)) as client:
+        with pytest.raises(RemoteError, match="Prompt 'review' is disabled") as refused:
+            await client.complete(REVIEW, "topic", "t")
+        assert refused.value.code == -32602
+
+
+async def test_a_mounted_proxys_completions_follow_its_rules_and_the_parents() -> None:
+    front = proxy(upstream_server())
+    parent = MCPServer("parent")
+    parent.mount(front, namespace="up")
+    front.disable("review")
+    up_users = {"type": "ref/resource", "uri": "users://up/{user}"}
+    async with connect(parent) as client:
+        with pytest.raises(RemoteError, match="Prompt 'up_review' is disabled"):
+            await client.complete({"type": "ref/prompt", "name": "up_review"}, "topic", "t")
+        assert (await client.complete(up_users, "user", ""))["values"] == ["bob", "ann"]
+        parent.disable(tags={"people"})  # the parent's rules see the upstream's tags too
+        with pytest.raises(RemoteError, match=r"'users://up/\{user\}' is disabled"):
+            await client.complete(up_users, "user", "")
+        front.enable("review")
+        done = await client.complete({"type": "ref/prompt", "name": "up_review"}, "topic", "t")
+        assert done["values"] == ["tests", "types"]
+
+
+async def test_a_gateways_upstream_completions_answer_to_its_rules(
+    upstream: Path,  # noqa: F811  # the fixture
+) -> None:
+    # A real upstream process over stdio: its review prompt has completions.
+    gateway = MCPServer.from_config({"mcpServers": {"good": entry(upstream)}})
+    gateway.disable("good_review")
+    good_review = {"type": "ref/prompt", "name": "good_review"}
+    async with connect(gateway) as client:
+        with pytest.raises(RemoteError, match="Prompt 'good_review' is disabled"):
+            await client.complete(good_review, "topic", "t")
+        gateway.enable("good_review")
+        assert (await client.complete(good_review, "topic", "t"))["values"] == ["tests", "types"]
+
+
+async def test_a_principal_hides_proxied_completions_on_2026_07_28() -> None:
+    front = proxy(upstream_server())
+    alice = AuthInfo(token="a", subject="alice", scopes=frozenset())
+    bob = AuthInfo(token="b", subject="bob", scopes=frozenset())
+    await front.disable_for(alice.principal, tags={"people"})
+    options = {"protocol_version": "2026-07-28", "initialize": False}
+    async with connect(front, auth_info=alice, **options) as a:
+        with pytest.raises(RemoteError, match=r"template 'users://\{user\}' is disabled"):
+            await a.complete(USERS, "user", "")
+        assert (await a.complete(REVIEW, "topic", "t"))["values"] == ["tests", "types"]
+    async with connect(front, auth_info=bob, **options) as b:
+        assert (await b.complete(USERS, "user", ""))["values"] == ["bob", "ann"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from mcpkit import MCPServer
+from mcpkit import Context, MCPServer
 from mcpkit.errors import INVALID_PARAMS, ConfigurationError, RemoteError
 from mcpkit.testing import connect
 
@@ -20,7 +21,7 @@ def completion_server() -> MCPServer:
     def review(language: str, framework: str = "") -> str:
         return f"{language} {framework}"
 
-    @server.resource("test://repos/{owner}/{repo}")
+    @server.resource("test://repos/{owner}/{repo}", tags={"code"})
     def repo(owner: str, repo: str) -> str:
         return f"{owner}/{repo}"
 
@@ -177,3 +178,69 @@ def test_listeners_hear_each_completion_added() -> None:
         return []
 
     assert heard == [("ref/prompt", "greet", "name")]
+
+
+REVIEW = {"type": "ref/prompt", "name": "review"}
+REPOS = {"type": "ref/resource", "uri": "test://repos/{owner}/{repo}"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "ref", "error"),
+    [
+        ({"keys": ("review",)}, REVIEW, "Prompt 'review' is disabled"),
+        ({"tags": {"code"}}, REPOS, "Resource template 'test://repos/{owner}/{repo}' is disabled"),
+    ],
+)
+async def test_a_hidden_prompt_or_template_has_no_completions(
+    rule: dict[str, Any], ref: dict[str, str], error: str
+) -> None:
+    # Suggestions tell what a hidden component would take: refused as a get or read of it
+    # is, -32602 (server/utilities/completion § error handling: invalid prompt name).
+    server = completion_server()
+    argument = "language" if ref is REVIEW else "owner"
+    server.disable(*rule.get("keys", ()), tags=rule.get("tags", ()))
+    async with connect(server) as client:
+        with pytest.raises(RemoteError, match=re.escape(error)) as refused:
+            await client.complete(ref, argument, "p")
+        assert refused.value.code == INVALID_PARAMS
+        server.enable(*rule.get("keys", ()), tags=rule.get("tags", ()))
+        assert (await client.complete(ref, argument, "p"))["values"]
+
+
+async def test_a_prompt_registered_disabled_has_no_completions_unknown_ones_stay_empty() -> None:
+    server = MCPServer(name="c", version="1")
+
+    @server.prompt(enabled=False)
+    def draft(topic: str) -> str:
+        return topic
+
+    @server.completion(prompt="draft", argument="topic")
+    def topics(value: str) -> list[str]:
+        return ["tests"]
+
+    async with connect(server) as client:
+        with pytest.raises(RemoteError, match="Prompt 'draft' is disabled"):
+            await client.complete({"type": "ref/prompt", "name": "draft"}, "topic", "")
+        unknown = await client.complete({"type": "ref/prompt", "name": "nope"}, "topic", "")
+        assert unknown["values"] == []
+
+
+async def test_a_sessions_own_rules_hide_completions_from_it_only() -> None:
+    server = completion_server()
+
+    @server.tool
+    async def hide_review(ctx: Context) -> str:
+        """Hide the review prompt from this caller."""
+        await ctx.disable_components("review")
+        return "hidden"
+
+    async with connect(server) as alice, connect(server) as bob:
+        await alice.call_tool("hide_review")
+        with pytest.raises(RemoteError, match="Prompt 'review' is disabled"):
+            await alice.complete(REVIEW, "language", "p")
+        assert (await bob.complete(REVIEW, "language", "p"))["values"] == [
+            "python",
+            "perl",
+            "php",
+            "pascal",
+        ]

@@ -118,6 +118,7 @@ class Mount:
         """Serve the child's ``own`` as the parent's ``key``, hidden there as the child's
         rules hide it (before it is added: the parent's cached listing is built then)."""
         self.served[(kind, key)] = (own, tags)
+        self.parent.visibility.mounted_keys[(kind, key)] = self.keys_of(kind, own)
         child = self.child.visibility
         hidden = child.hides_any and not child.visible(kind, own, tags, None)
         self.parent.visibility.withhold(kind, key, hidden)
@@ -145,19 +146,20 @@ class Mount:
         if "prompts" in changed:
             self.announce(self.parent.prompts.notify_list_changed)
 
-    def keys_of(self, name: str) -> Callable[[str], list[str]]:
-        """What a key named by the child's tool ``name`` (``ctx.disable_components``) is on
-        the parent: the child's own name or URI under the namespace (through the child's
-        own mounts when the tool is a mounted copy there)."""
+    def keys_of(self, kind: str, own: str) -> Callable[[str], list[str]]:
+        """What a key named by the child's component ``own`` of ``kind`` (a tool, resource,
+        template or prompt calling ``ctx.disable_components``) is on the parent: the child's
+        own name or URI under the namespace (through the child's own mounts when that
+        component is a mounted copy there)."""
         inner = self.child.visibility.mounted_keys
         namespace = self.namespace
 
         def translate(key: str) -> list[str]:
-            below = inner.get(name)
+            below = inner.get((kind, own))
             out: list[str] = []
-            for own in below(key) if below is not None else [key]:
-                uri = prefixed_uri(namespace, own) if "://" in own else None
-                out.append(uri if uri is not None else prefixed_name(namespace, own))
+            for named in below(key) if below is not None else [key]:
+                uri = prefixed_uri(namespace, named) if "://" in named else None
+                out.append(uri if uri is not None else prefixed_name(namespace, named))
             return out
 
         return translate
@@ -177,7 +179,7 @@ class Mount:
                 return False
             self.tool_names.discard(mounted)
             self.served.pop(("tools", mounted), None)
-            self.parent.visibility.mounted_keys.pop(mounted, None)
+            self.parent.visibility.mounted_keys.pop(("tools", mounted), None)
             self.parent.back_channel_needs.pop(mounted, None)
             self.parent.tools.remove(mounted)
             self.parent.visibility.withhold("tools", mounted, False)
@@ -196,7 +198,6 @@ class Mount:
             if needs:  # so that the parent's start-up warning names it too
                 self.parent.back_channel_needs[mounted] = needs
             self.serve("tools", mounted, name, tool.tags)
-            self.parent.visibility.mounted_keys[mounted] = self.keys_of(name)
             copy = tool.renamed(mounted)
             copy.enabled = True  # the child's rules decide it (self.serve), not the parent's
             self.parent.tools.add(copy)

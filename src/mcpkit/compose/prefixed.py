@@ -11,7 +11,8 @@ routes to its upstreams with the same functions.
 The child's own rules (``child.disable(...)``: its ``visibility``) hold for what its
 sources serve, by the child's names and the tags of the entries' ``_meta``
 (:mod:`mcpkit.server.sourced_visibility`): hidden entries are left out of the
-listings, and a request for one is refused under the parent's name.
+listings, and a request for one (a completion of its arguments too) is refused
+under the parent's name.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from typing import Any, Final
 
 from ..server.request import Request
 from ..server.session import ServerSession
-from ..server.sourced_visibility import KIND_OF_LISTING, disabled, hidden_sourced, kept_entries
+from ..server.sourced_visibility import (
+    KIND_OF_LISTING,
+    completed,
+    disabled,
+    hidden_sourced,
+    kept_entries,
+)
 from ..server.sources import ComponentSource
 from ..server.visibility import Visibility
 from .naming import SEPARATOR, prefixed_name, prefixed_uri, unprefixed_name, unprefixed_uri
@@ -184,19 +191,25 @@ class PrefixedSource:
     ) -> None:
         """Raise the disabled error when the mounted server's rules hide the target."""
         vis = self.visibility
-        refused = _REFUSED.get(request.method)
-        if vis is None or not vis.hides_any or refused is None:
+        if vis is None or not vis.hides_any:
             return
-        kind, field = refused
-        key = params.get(field)
-        if not isinstance(key, str):
+        if request.method == "completion/complete":  # of a hidden prompt or template
+            target, shown = completed(params), completed(request.params)
+        elif request.method in _REFUSED:
+            kind, field = _REFUSED[request.method]
+            key, parents = params.get(field), request.params.get(field)
+            target = (kind, key) if isinstance(key, str) else None
+            shown = (kind, str(parents))
+        else:
+            return
+        if target is None or shown is None:
             return
 
         async def lister(listing: str) -> list[dict[str, Any]]:
             return await self.source.list_components(session, listing)
 
-        if await hidden_sourced(vis, None, kind, key, lister):
-            raise disabled(kind, str(request.params.get(field)))
+        if await hidden_sourced(vis, None, *target, lister):
+            raise disabled(*shown)
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)

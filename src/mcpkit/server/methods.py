@@ -40,7 +40,7 @@ from .context import Context, _current
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
 from .scopes import completion_scopes, enforce, granted_scopes, visible
-from .sourced_visibility import kept_entries, refuse_sourced
+from .sourced_visibility import kept_entries, refuse_completion, refuse_sourced
 from .sources import listed_by_sources, served_by_sources
 from .stateless.dispatch import discover
 from .stateless.listen import listen
@@ -110,6 +110,8 @@ async def complete(session: ServerSession, req: Request) -> dict[str, Any]:
         needed = completion_scopes(server, req.params)
         if needed:
             enforce(req.auth_info, needed, "completing these arguments")
+    if server.visibility.active:  # a hidden prompt's or template's suggestions are refused
+        await refuse_completion(server.visibility, session, req)
     if server.component_sources and not server.completions.serves(req.params):
         result = await served_by_sources(session, req, "completions")
         if result is not None:

@@ -14,6 +14,13 @@ The tags of a call's target are those its latest listing showed
 listed, the sources are listed first (once: then it is known, untagged when no
 source lists it). None of this runs while the server has no rule
 (``Visibility.active``), nor for its own components.
+
+A ``completion/complete`` for a hidden prompt or resource template, the server's
+own or a source's, is refused as a get of that prompt is (:func:`refuse_completion`):
+its suggestions tell what the hidden component takes. The error is ``-32602``, the
+code the completion spec gives an invalid prompt name (server/utilities/completion
+§ error handling). A completion for a name the server and its sources lack is
+answered as before.
 """
 
 from __future__ import annotations
@@ -34,10 +41,12 @@ if TYPE_CHECKING:
 __all__ = [
     "KIND_OF_LISTING",
     "Lister",
+    "completed",
     "disabled",
     "hidden_sourced",
     "kept_entries",
     "listed_tags",
+    "refuse_completion",
     "refuse_sourced",
 ]
 
@@ -131,6 +140,8 @@ def disabled(kind: str, key: str) -> InvalidParams:
         return InvalidParams(f"Tool {key!r} is disabled")
     if kind == "prompts":
         return InvalidParams(f"Prompt {key!r} is disabled")
+    if kind == "templates":
+        return InvalidParams(f"Resource template {key!r} is disabled", data={"uri": key})
     return InvalidParams(f"Resource {key!r} is disabled", data={"uri": key})
 
 
@@ -144,6 +155,54 @@ async def refuse_sourced(
     own = await vis.own_rules(session, req)
     if own is None and not vis.hides_any:
         return
+
+    async def lister(listing: str) -> list[dict[str, Any]]:
+        return await listed_by_sources(session, listing)  # type: ignore[arg-type]
+
+    if await hidden_sourced(vis, own, kind, key, lister):
+        raise disabled(kind, key)
+
+
+def completed(params: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(kind, key) of the prompt or resource template whose arguments a
+    ``completion/complete`` with ``params`` completes; None when it names neither."""
+    ref = params.get("ref")
+    if not isinstance(ref, Mapping):
+        return None
+    kind = ref.get("type")
+    if kind == "ref/prompt":
+        key = ref.get("name")
+        return ("prompts", key) if isinstance(key, str) else None
+    if kind == "ref/resource":  # a URI template (a plain resource has nothing to complete)
+        key = ref.get("uri")
+        return ("templates", key) if isinstance(key, str) else None
+    return None
+
+
+async def refuse_completion(vis: Visibility, session: ServerSession, req: Request) -> None:
+    """Raise the disabled error when the prompt or resource template a completion ``req``
+    is for is hidden from its caller: the server's own, else what its sources list."""
+    target = completed(req.params)
+    if target is None:
+        return
+    own = await vis.own_rules(session, req)
+    if own is None and not vis.hides_any:
+        return
+    kind, key = target
+    server = session.server
+    found: Any
+    if kind == "prompts":
+        found = server.prompts.find(key)
+    else:
+        found = server.resources.template_for(key)
+        if found is None and key in server.resources.static:
+            kind, found = "resources", server.resources.static[key]
+    if found is not None:
+        if not vis.visible(kind, key, found.tags, own):
+            raise disabled(kind, key)
+        return
+    if not server.component_sources:
+        return  # a name nobody serves: no suggestions, as before
 
     async def lister(listing: str) -> list[dict[str, Any]]:
         return await listed_by_sources(session, listing)  # type: ignore[arg-type]

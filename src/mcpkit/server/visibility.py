@@ -17,7 +17,8 @@ Among the rules that match a component, the latest one wins; a caller's own rule
   the server store's ``visibility``, so every node of a cluster agrees).
 
 A hidden component is left out of the listings and refused when called, read or
-got, with an error that says it is disabled. The rules also hold for what component
+got, with an error that says it is disabled; so is a completion of its arguments
+(:func:`.sourced_visibility.refuse_completion`). The rules also hold for what component
 sources serve (a proxy's upstream: :mod:`.sourced_visibility`); a mount hides on the
 parent what the child's own rules hide (``Visibility.withheld``, kept by
 ``mcpkit.compose.mount`` through :meth:`Visibility.add_listener`), and a session's
@@ -188,10 +189,11 @@ class Visibility:
         #: rules say: a mounted child's, which its own rules hide (compose/mount.py).
         self.withheld: set[tuple[str, str]] = set()
         self._listeners: list[Callable[[frozenset[str]], None]] = []
-        #: The server's name of a mounted server's tool -> the server's keys for a key
-        #: that tool names (its own server's name or URI): what ``ctx.disable_components``
-        #: in that tool means here (compose/mount.py keeps it).
-        self.mounted_keys: dict[str, Callable[[str], list[str]]] = {}
+        #: (kind, the server's key) of a mounted server's tool, resource, template or
+        #: prompt -> the server's keys for a key that component's function names (its own
+        #: server's name or URI): what ``ctx.disable_components`` there means here
+        #: (compose/mount.py keeps it).
+        self.mounted_keys: dict[tuple[str, str], Callable[[str], list[str]]] = {}
         #: (kind, key) -> tags of what component sources listed (.sourced_visibility).
         self.sourced_tags: dict[tuple[str, str], frozenset[str]] = {}
 
@@ -443,6 +445,28 @@ def _rule_tags(keys: Collection[str], tags: Collection[str]) -> frozenset[str]:
     return checked
 
 
+def _running(server: MCPServer, method: str, params: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, key) of the server's component whose function serves a request of ``method``
+    with ``params``: a resource read by the static resource of that URI, else by the first
+    template matching it (as ``resources/read`` picks them)."""
+    if method == "tools/call":
+        name = params.get("name")
+        return ("tools", name) if isinstance(name, str) else None
+    if method == "prompts/get":
+        name = params.get("name")
+        return ("prompts", name) if isinstance(name, str) else None
+    uri = params.get("uri")
+    if method != "resources/read" or not isinstance(uri, str):
+        return None
+    if uri in server.resources.static:
+        return ("resources", uri)
+    for tmpl in server.resources.templates:
+        template = tmpl.template
+        if len(uri) <= template.max_match_length and template.match(uri) is not None:
+            return ("templates", template.template)
+    return None
+
+
 class ContextVisibility:
     """Mixed into ``Context``: what the caller of this request sees."""
 
@@ -463,21 +487,20 @@ class ContextVisibility:
         return principal
 
     def _keys(self, keys: tuple[str, ...]) -> tuple[str, ...]:
-        # A mounted server's tool names its own server's components: the caller is the
-        # parent's, which serves them under other names.
-        request = self.request
-        if not keys or request.method != "tools/call":
-            return keys
-        name = request.params.get("name")
+        # A mounted server's tool, resource or prompt names its own server's components:
+        # the caller is the parent's, which serves them under other names.
         mounted = self.session.server.visibility.mounted_keys
-        translate = mounted.get(name) if isinstance(name, str) else None
+        if not keys or not mounted:
+            return keys
+        target = _running(self.session.server, self.request.method, self.request.params)
+        translate = mounted.get(target) if target is not None else None
         return keys if translate is None else tuple(k for key in keys for k in translate(key))
 
     async def enable_components(
         self, *keys: str, tags: Collection[str] = (), components: Collection[str] | None = None
     ) -> None:
         """Show components to this caller only (its session, or its principal on 2026-07-28).
-        A mounted server's tool names them as its own server does."""
+        A mounted server's tool, resource or prompt names them as its own server does."""
         await self.session.server.enable_for(
             self._caller(), *self._keys(keys), tags=tags, components=components
         )

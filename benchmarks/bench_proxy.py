@@ -16,7 +16,10 @@ calls the upstream directly and another calls the proxy, sequentially, in
 alternating batches. Per call: the wall latency (target: proxied at most 2x
 direct), the proxy process's CPU against the upstream process's CPU while it
 serves the direct calls, i.e. serving the same tool locally (target: at most
-1.5x), and the upstream's ``initialize`` count (target: one per session).
+1.5x), and the upstream's ``initialize`` count (target: one per session). Beside them,
+the floor under any proxy in Python: a third process (``mcpkit-floor``) serving an
+``echo`` that makes one bare HTTP round trip to the same upstream, no MCP client at all
+(``servers/floor_tool.py``).
 
     python benchmarks/bench_proxy.py            # 20 batches of 1000 calls each way
     python benchmarks/bench_proxy.py --quick
@@ -159,31 +162,37 @@ class Session:
 
 
 def main_http(reps: int, calls: int) -> None:
-    up_port, proxy_port = free_port(), free_port()
+    up_port, proxy_port, floor_port = free_port(), free_port(), free_port()
     upstream = start("mcpkit-counted", up_port)
     up_url = f"http://127.0.0.1:{up_port}/mcp"
     front = start("mcpkit-proxy", proxy_port, BENCH_UPSTREAM=up_url)
+    floor = start("mcpkit-floor", floor_port, BENCH_UPSTREAM=up_url)
+    pids = {"direct": upstream.pid, "proxied": front.pid, "floor": floor.pid}
     try:
-        direct, proxied = Session(up_url), Session(f"http://127.0.0.1:{proxy_port}/mcp")
-        for session in (direct, proxied):  # both answer, and answer the same
+        sessions = {
+            "direct": Session(up_url),
+            "proxied": Session(f"http://127.0.0.1:{proxy_port}/mcp"),
+            "floor": Session(f"http://127.0.0.1:{floor_port}/mcp"),
+        }
+        for session in sessions.values():  # all answer, and answer the same
             if session.call()["content"] != [{"type": "text", "text": "hello world"}]:
                 raise SystemExit("echo answered something else")
-        direct.batch(calls)  # warm up both paths
-        proxied.batch(calls)
-        wall: dict[str, list[float]] = {"direct": [], "proxied": []}
-        cpu: dict[str, list[float]] = {"direct": [], "proxied": []}
+        for session in sessions.values():
+            session.batch(calls)  # warm up every path
+        wall: dict[str, list[float]] = {k: [] for k in sessions}
+        cpu: dict[str, list[float]] = {k: [] for k in sessions}
+        names = list(sessions)
         for i in range(reps):
-            order = ("direct", "proxied") if i % 2 == 0 else ("proxied", "direct")
-            for which in order:
+            for which in names[i % 3 :] + names[: i % 3]:  # rotated: no path always first
                 # Serving the tool: the upstream process for a direct call, the proxy
-                # process (not the upstream it calls) for a proxied one.
-                pid = upstream.pid if which == "direct" else front.pid
-                session = direct if which == "direct" else proxied
-                before = cpu_seconds(pid)
-                wall[which].append(session.batch(calls))
-                cpu[which].append((cpu_seconds(pid) - before) / calls)
-        handshakes = int(direct.call("initializes")["content"][0]["text"])
+                # process (not the upstream it calls) for a proxied one, the floor's own.
+                before = cpu_seconds(pids[which])
+                wall[which].append(sessions[which].batch(calls))
+                cpu[which].append((cpu_seconds(pids[which]) - before) / calls)
+        # The floor's one session, the proxy's one and this script's direct one.
+        handshakes = int(sessions["direct"].call("initializes")["content"][0]["text"]) - 1
     finally:
+        stop(floor)
         stop(front)
         stop(upstream)
     lat = {k: statistics.median(v) for k, v in wall.items()}
@@ -191,6 +200,7 @@ def main_http(reps: int, calls: int) -> None:
     # /proc counts CPU in clock ticks (10 ms): a --quick batch may show none at all.
     lat_ratio = lat["proxied"] / max(lat["direct"], 1e-9)
     cpu_ratio = use["proxied"] / max(use["direct"], 1e-9)
+    floor_ratio = use["floor"] / max(use["direct"], 1e-9)
     print(f"HTTP both ways, {reps} batches of {calls} sequential calls each way")
     print(
         f"latency per call: direct {lat['direct'] * 1e6:.0f} us, proxied {lat['proxied'] * 1e6:.0f} us"
@@ -204,6 +214,11 @@ def main_http(reps: int, calls: int) -> None:
     )
     print(
         f"  ratio {cpu_ratio:.2f}x (target <= {CPU_TARGET}x): {_verdict(cpu_ratio <= CPU_TARGET)}"
+    )
+    print(
+        f"  floor: a server whose tool makes one bare HTTP round trip to the upstream "
+        f"(no MCP client) {use['floor'] * 1e6:.0f} us, {floor_ratio:.2f}x; "
+        f"the proxy is {use['proxied'] / max(use['floor'], 1e-9):.2f}x the floor"
     )
     total = (reps + 2) * calls + 1
     print(

@@ -39,7 +39,9 @@ only opens the SDK's span, fixed attributes, against ``stdio-mw``; ``http-auto-s
 the SDK's tracer provider),
 ``http-proxy`` (``http-stateful`` through a proxy: the proxy process, ``mcpkit-proxy``
 of ``servers/http_server.py``, is the one counted; its upstream, ``mcpkit-counted``,
-runs uninstrumented: compare with ``http-stateful`` for issue 24's CPU ratio),
+runs uninstrumented: compare with ``http-stateful`` for issue 24's CPU ratio;
+``http-proxy-floor``: the same with ``mcpkit-floor`` in the proxy's place, a tool making
+one bare HTTP round trip to that upstream, the least any proxy in Python does),
 ``http-stateful`` and ``http-stateless`` (``servers/http_server.py``, uvicorn with
 uvloop and httptools, JSON answers, handshake era with and without a session),
 ``http-2026`` (the same stateful app answering 2026-07-28 requests: envelope in
@@ -111,6 +113,7 @@ PATHS = (
     "stdio-sdk-floor",
     "http-auto-sdk",
     "http-proxy",
+    "http-proxy-floor",
     "http-auto-sdk-batch",
     "http-2026-auto-sdk",
 )
@@ -268,7 +271,7 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
         impl = "mcpkit-auth" if path == "http-auth" else "mcpkit"
         auth_headers = jwt_protection(env, out.parent, f"http://127.0.0.1:{port}/mcp")
     upstream: subprocess.Popen[bytes] | None = None
-    if path == "http-proxy":
+    if path in ("http-proxy", "http-proxy-floor"):
         up_port = free_port()
         upstream = subprocess.Popen(
             [sys.executable, str(SERVERS / "http_server.py"), "mcpkit-counted", mode, str(up_port)],
@@ -276,7 +279,7 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
             stderr=subprocess.DEVNULL,
             env=env,
         )
-        impl = "mcpkit-proxy"
+        impl = "mcpkit-proxy" if path == "http-proxy" else "mcpkit-floor"
         env = {**env, "BENCH_UPSTREAM": f"http://127.0.0.1:{up_port}/mcp"}
     proc = subprocess.Popen(
         [*callgrind(out), str(SERVERS / "http_server.py"), impl, mode, str(port)],
@@ -296,9 +299,13 @@ def drive_http(out: Path, n: int, path: str, seed: int) -> int:
                 time.sleep(0.2)
         meta: dict[str, Any] | None = None
         headers = {"MCP-Protocol-Version": PROTOCOL_VERSION, **auth_headers}
-        if path in ("http-stateful", "http-auth", "http-bearer", "http-proxy") or path.startswith(
-            "http-auto"
-        ):
+        if path in (
+            "http-stateful",
+            "http-auth",
+            "http-bearer",
+            "http-proxy",
+            "http-proxy-floor",
+        ) or path.startswith("http-auto"):
             _, fields, _ = conn.post(INITIALIZE, headers)
             headers["Mcp-Session-Id"] = fields["mcp-session-id"]
             conn.post(INITIALIZED, headers)

@@ -10,8 +10,9 @@ One worker, uvloop, httptools, no access log: the same for every
 implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
 
 ``mcpkit-counted`` is mcpkit whose ``initializes`` tool says how many ``initialize``
-requests it answered, and ``mcpkit-proxy`` a proxy (``MCPServer.proxy``) of the
-endpoint in ``BENCH_UPSTREAM``, both for bench_proxy.py --http.
+requests it answered, ``mcpkit-proxy`` a proxy (``MCPServer.proxy``) of the endpoint
+in ``BENCH_UPSTREAM``, and ``mcpkit-floor`` mcpkit whose ``echo`` makes one bare HTTP
+round trip to that endpoint (``floor_tool.py``), all three for bench_proxy.py --http.
 
 ``mcpkit-def`` is mcpkit with the tool written as a plain ``def`` (run in a
 worker thread), ``mcpkit-inline`` the same with ``run_in_thread=False``.
@@ -98,6 +99,17 @@ def build(impl: str, mode: str) -> Any:
 
         front = MCPServer.proxy(os.environ["BENCH_UPSTREAM"], name="bench-proxy")
         return front.http_app("/mcp", stateless=stateless, json_response=True)
+    if impl == "mcpkit-floor":
+        import os
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from floor_tool import bare_round_trip
+
+        from mcpkit import MCPServer
+
+        server = MCPServer(name="bench-floor", version="1.0.0")
+        server.tool(bare_round_trip(os.environ["BENCH_UPSTREAM"]), name="echo")
+        return server.http_app("/mcp", stateless=stateless, json_response=True)
     if impl in ("mcpkit-def", "mcpkit-inline"):
         from mcpkit import MCPServer
 

@@ -571,3 +571,56 @@ async def test_https_with_the_given_context_and_refused_without_it(
         await trusting.aclose()
         await default.aclose()
         server.close()
+
+
+# -- requests made in the caller's task ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_closing_the_client_ends_a_call_in_flight_with_an_error(era: str) -> None:
+    # The lean transport makes a request in the caller's task (no task of its own to
+    # cancel): closing the transport must still end the call, promptly and clearly.
+    server = MCPServer(name="s", version="1")
+    started = asyncio.Event()
+
+    @server.tool
+    async def slow() -> str:
+        """Never answers in time."""
+        started.set()
+        await asyncio.sleep(60)
+        return "late"
+
+    async with serve(server.http_app()) as url:
+        client = Client(url=url, protocol_version=era)
+        await client.connect()
+        call = asyncio.create_task(client.call_tool("slow", {}))
+        await asyncio.wait_for(started.wait(), 10)
+        began = time.monotonic()
+        await client.aclose()
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(call, 10)
+        assert time.monotonic() - began < 5
+
+
+async def test_a_cancelled_call_leaves_the_connection_usable_for_the_next() -> None:
+    server = MCPServer(name="s", version="1")
+
+    @server.tool
+    async def slow() -> str:
+        """Answers after a while."""
+        await asyncio.sleep(60)
+        return "late"
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    async with serve(server.http_app()) as url, Client(url=url) as client:
+        call = asyncio.create_task(client.call_tool("slow", {}))
+        await asyncio.sleep(0.3)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        result = await asyncio.wait_for(client.call_tool("echo", {"text": "next"}), 10)
+        assert result["content"][0]["text"] == "next"

@@ -203,6 +203,20 @@ class StreamableHTTPTransport:
                 self._stateless.add(rid)
                 if method == "tools/list":
                     self._tool_lists.add(rid)
+            if self._lean:
+                # Made in the caller's task: a Task per request cost a tenth of a lean
+                # call's CPU. A cancelled caller closes the request's connection (its
+                # stream: the 2026-07-28 cancellation); closing the transport closes every
+                # connection, which fails the request with ConnectionClosed.
+                try:
+                    await self._request(rid, message, extra)
+                except asyncio.CancelledError:
+                    # Its notifications/cancelled comes next; a stateless one is dropped
+                    # below, which needs the id still known as stateless.
+                    self._tool_lists.discard(rid)
+                    raise
+                self._forget(rid)
+                return
             task = asyncio.get_running_loop().create_task(self._request(rid, message, extra))
             self._requests[rid] = task
             task.add_done_callback(lambda _t: self._forget(rid))
@@ -212,6 +226,7 @@ class StreamableHTTPTransport:
             if rid in self._stateless:
                 # 2026-07-28 streamable-http § cancellation: closing the response stream
                 # is the cancellation; no notification is POSTed.
+                self._stateless.discard(rid)
                 pending = self._requests.pop(rid, None)
                 if pending is not None:
                     pending.cancel()

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import fnmatch
+import functools
 import logging
 import os
 import time
@@ -49,7 +50,7 @@ from typing import Any, Final
 
 from ..client.config import ServerConfig, load_config
 from ..errors import INTERNAL_ERROR, ConfigurationError, ConnectionClosed, MCPError, RemoteError
-from ..server.middleware import CallNext, MiddlewareContext
+from ..server.middleware import CallNext, MiddlewareContext, for_methods
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
@@ -499,7 +500,9 @@ def from_config(
     source = GatewaySource(server, members, retry_after=float(retry_after))
     server.add_component_source(source)
     server.on_roots_changed(source.roots_changed)
-    server.add_middleware(source.level_set)
+    # Only in logging/setLevel's chain: every other request skips a step (a partial, as
+    # a bound method takes no attributes).
+    server.add_middleware(for_methods("logging/setLevel")(functools.partial(source.level_set)))
 
     @asynccontextmanager
     async def upstreams(_server: MCPServer) -> AsyncIterator[None]:

@@ -58,6 +58,7 @@ is one connection, with nothing to open again.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import shlex
 import weakref
@@ -77,7 +78,7 @@ from ..protocol.envelope import (
     SERVER_INFO,
 )
 from ..protocol.versions import LATEST_HANDSHAKE, REVISIONS
-from ..server.middleware import CallNext, MiddlewareContext
+from ..server.middleware import CallNext, MiddlewareContext, for_methods
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
@@ -454,7 +455,9 @@ def proxy(
     source = ProxySource(server, options, label=label, pool_size=pool_size)
     server.add_component_source(source)
     server.on_roots_changed(source.roots_changed)
-    server.add_middleware(source.level_set)
+    # Only in logging/setLevel's chain: every other request skips a step (a partial, as
+    # a bound method takes no attributes).
+    server.add_middleware(for_methods("logging/setLevel")(functools.partial(source.level_set)))
 
     @asynccontextmanager
     async def upstreams(_server: MCPServer) -> AsyncIterator[None]:

@@ -624,3 +624,25 @@ async def test_a_cancelled_call_leaves_the_connection_usable_for_the_next() -> N
             await call
         result = await asyncio.wait_for(client.call_tool("echo", {"text": "next"}), 10)
         assert result["content"][0]["text"] == "next"
+
+
+async def test_closing_a_client_loses_no_error_unseen(caplog: pytest.LogCaptureFixture) -> None:
+    # A 2026-07-28 client holds its subscriptions/listen request open on the lean
+    # transport; closing fails that request's future while its stream is still being
+    # read: the error is seen there, and asyncio must not report one "never retrieved".
+    import gc
+
+    server = MCPServer(name="s", version="1")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    async with serve(server.http_app()) as url:
+        for _ in range(3):
+            async with Client(url=url) as client:
+                await client.call_tool("echo", {"text": "x"})
+    gc.collect()
+    await asyncio.sleep(0)
+    assert "never retrieved" not in caplog.text

@@ -456,6 +456,10 @@ class ClientSession(SessionAPI):
         finally:
             self._deadlines.discard(rid)
             outgoing.forget(rid)
+            if fut.done() and not fut.cancelled():
+                # Failed (the session closed) while the transport was still sending: the
+                # caller has its error from there; this one is seen, not logged as lost.
+                fut.exception()
         # The server forgot the session (it restarted): a new one was made; try once more.
         return await self._request(method, params, timeout, progress, False, observer)
 

@@ -99,6 +99,13 @@ GUARDED: list[tuple[str, str, str, str]] = [
         "which is not installed: pip install 'mcpkit[client]'",
     ),
     (
+        "mcpkit.client.transports.http11_codecs",
+        "client",
+        "h11",
+        "the lean HTTP/1.1 client (mcpkit.client.transports.http11) needs h11, "
+        "which is not installed: pip install 'mcpkit[client]'",
+    ),
+    (
         "mcpkit.auth.jwt",
         "auth",
         "joserfc",

@@ -457,9 +457,7 @@ class ClientSession(SessionAPI):
             self._deadlines.discard(rid)
             outgoing.forget(rid)
             if fut.done() and not fut.cancelled():
-                # Failed (the session closed) while the transport was still sending: the
-                # caller has its error from there; this one is seen, not logged as lost.
-                fut.exception()
+                fut.exception()  # failed by a close while the transport sent: seen, not lost
         # The server forgot the session (it restarted): a new one was made; try once more.
         return await self._request(method, params, timeout, progress, False, observer)
 
@@ -514,8 +512,7 @@ class ClientSession(SessionAPI):
         try:
             await asyncio.wait_for(self.send_message(cancelled), 5.0)
         except Exception as exc:  # the connection may be what failed
-            rid = cancelled["params"]["requestId"]
-            log.debug("could not send notifications/cancelled for %r: %s", rid, exc)
+            log.debug("could not send notifications/cancelled %r: %s", cancelled["params"], exc)
 
     async def _reinitialize(self, generation: int) -> None:
         """Run the handshake again, once for every request that saw the session expire."""

@@ -30,13 +30,12 @@ import select
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 from ..._extras import require_extra
 
 with require_extra("client", feature="the lean HTTP/1.1 client (mcpkit.client.transports.http11)"):
-    import h11
     import httpx
 
 try:  # the fast parser comes with uvicorn[standard] (mcpkit[fast]); h11 does the same job
@@ -45,6 +44,7 @@ except ImportError:  # pragma: no cover - the minimal-install CI legs run on h11
     httptools = None  # type: ignore[assignment]
 
 from ..._version import version
+from .http11_codecs import H11Codec, LlhttpCodec
 
 __all__ = ["LeanHTTP", "LeanResponse", "usable"]
 
@@ -404,7 +404,9 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.paused = False
-        self.codec: _Llhttp | _H11 = _Llhttp(self) if httptools is not None else _H11(self)
+        self.codec: LlhttpCodec | H11Codec = (
+            LlhttpCodec(self) if httptools is not None else H11Codec(self)
+        )
         self.head: asyncio.Future[LeanResponse] | None = None
         self.response: LeanResponse | None = None
         self.released = 0.0  # the loop's time when it last went back to the pool
@@ -526,85 +528,3 @@ class _Connection(asyncio.Protocol):
             head.set_exception(exc)
         elif self.response is not None:
             self.response._fail(exc)
-
-
-class _Llhttp:
-    """httptools' llhttp parser; requests written here (validated by the exchange)."""
-
-    def __init__(self, conn: _Connection) -> None:
-        self.conn = conn
-        self.parser = httptools.HttpResponseParser(self)
-        self.reason = ""
-        self.fields: list[tuple[bytes, bytes]] = []
-
-    def request(
-        self, method: bytes, target: bytes, fields: list[tuple[bytes, bytes]], body: bytes | None
-    ) -> bytes:
-        head = b"%s %s HTTP/1.1\r\n%s\r\n" % (
-            method,
-            target,
-            b"".join(b"%s: %s\r\n" % field for field in fields),
-        )
-        return head + body if body else head
-
-    def feed(self, data: bytes) -> None:
-        self.parser.feed_data(data)
-
-    # httptools' callbacks
-    def on_message_begin(self) -> None:
-        self.fields = []
-        self.reason = ""
-
-    def on_status(self, status: bytes) -> None:
-        self.reason += status.decode("latin-1")
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.fields.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        status = self.parser.get_status_code()
-        if status >= 200:  # 1xx interim answers (RFC 9110 § 15.2) are skipped
-            self.conn.began(status, self.reason, self.fields)
-
-    def on_body(self, body: bytes) -> None:
-        self.conn.body(body)
-
-    def on_message_complete(self) -> None:
-        if self.parser.get_status_code() >= 200:
-            self.conn.ended(self.parser.should_keep_alive())
-
-
-class _H11:
-    """h11's state machine, when httptools is not installed."""
-
-    def __init__(self, conn: _Connection) -> None:
-        self.conn = conn
-        self.h11 = h11.Connection(h11.CLIENT)
-
-    def request(
-        self, method: bytes, target: bytes, fields: list[tuple[bytes, bytes]], body: bytes | None
-    ) -> bytes:
-        h = self.h11
-        if h.our_state is h11.DONE and h.their_state is h11.DONE:
-            h.start_next_cycle()
-        out = h.send(h11.Request(method=method, target=target, headers=fields)) or b""
-        if body:
-            out += h.send(h11.Data(data=body)) or b""
-        return out + (h.send(h11.EndOfMessage()) or b"")
-
-    def feed(self, data: bytes) -> None:
-        h = self.h11
-        h.receive_data(data)
-        while True:
-            event: Any = h.next_event()
-            kind = type(event)
-            if kind is h11.Data:
-                self.conn.body(bytes(event.data))
-            elif kind is h11.Response:
-                self.conn.began(
-                    event.status_code, event.reason.decode("latin-1"), list(event.headers)
-                )
-            elif kind is h11.EndOfMessage:
-                self.conn.ended(h.our_state is h11.DONE and h.their_state is h11.DONE)
-            elif event is h11.NEED_DATA or event is h11.PAUSED or kind is h11.ConnectionClosed:
-                return

@@ -34,8 +34,10 @@ does (:mod:`mcpkit.server.stateless.input_required`).
 them (a 2026-07-28 upstream's ``Client`` listens for them), one of them, the pool's
 *herald*, broadcasts them to the proxy's live sessions, once per change however
 many connections are open, and a downstream listen opens one connection if none is
-(:meth:`UpstreamPool.warm`). A stream's resource URIs are followed on a connection
-of its own (:mod:`.listening`).
+(:meth:`UpstreamPool.warm`). A stream of a server the proxy is mounted in (whose live
+sessions the proxy's broadcast does not reach) hears them from the herald too, through
+the owner's ``list_hearers``. A stream's resource URIs are followed on a connection of
+its own (:mod:`.listening`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import functools
 import logging
 import weakref
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from ..client.client import Client
@@ -75,6 +78,9 @@ class Owner(Protocol):
     server: MCPServer
     options: dict[str, Any]  # the Client's, reaching the upstream server
     label: str  # how errors and logs name the upstream
+    # Called with each list_changed method the pool hears, besides the broadcast: the
+    # streams of servers the proxy is mounted in (.listening, ProxySource.forward_listen).
+    list_hearers: set[Callable[[str], object]]
 
     def failure(self, exc: BaseException) -> MCPError:
         """The downstream error for an upstream that failed (not one that answered)."""
@@ -260,6 +266,8 @@ class Upstream:
             # Each pooled connection hears the change: one passes it on.
             if self.pool.heralds(self):
                 await self.source.server.broadcast(method)
+                for hear in list(self.source.list_hearers):
+                    hear(method)
             return
         session = self.downstream()
         if session is not None:
@@ -326,6 +334,24 @@ class UpstreamPool:
             await upstream.connected()
         finally:
             self.give_back(upstream)
+
+    async def revive(self) -> None:
+        """The upstream was lost and is back: each idle connection asks it something, so
+        that one whose session it forgot (a restart) makes a new one and hears its list
+        changes again (a handshake session only notices on a request); one that fails is
+        dropped. Then :meth:`warm`."""
+        for upstream in list(self.idle):
+            client = upstream.client
+            if client is None or not client.connected:
+                continue
+            try:
+                await client.ping()
+            except RemoteError:  # an answer: it is there
+                pass
+            except Exception as exc:  # still failing: the next request connects again
+                log.debug("pooled upstream of proxy %r: %s", self.source.label, exc)
+                await upstream.drop()
+        await self.warm()
 
     async def take(self, session: ServerSession, request: Request | None) -> Upstream:
         """A connection of the pool, for ``request`` alone until :meth:`give_back`."""

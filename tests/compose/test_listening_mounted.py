@@ -64,4 +64,3 @@ async def test_a_listener_on_a_server_mounting_a_proxy_hears_the_upstream(
                 assert updated == [namespaced]
             # The client went away: so did the upstream subscription and its connection.
             await settle(lambda: following(upstream) == [])
-

@@ -50,14 +50,21 @@ async def heard_again(changed: list[str], upstream: MCPServer) -> None:
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.parametrize("mounted", [False, True], ids=["proxy", "mounted"])
 @pytest.mark.parametrize("era", [MODERN, HANDSHAKE])
-async def test_a_listen_on_a_proxy_survives_the_upstream_restarting(era: str) -> None:
+async def test_a_listen_on_a_proxy_survives_the_upstream_restarting(
+    era: str, mounted: bool
+) -> None:
     port = unused_port()
     first, second = upstream_server(), upstream_server()
     updated: list[str] = []
     changed: list[str] = []
     server = proxy(f"http://127.0.0.1:{port}/mcp", upstream_version=era, listen_check=CHECK)
-    # The client reaches the proxy in memory: stopping an app on uvicorn in this process
+    if mounted:  # listened to on a server mounting the proxy
+        parent = MCPServer(name="parent", version="1.0.0")
+        parent.mount(server, namespace="x")
+        server = parent
+    # The client reaches the server in memory: stopping an app on uvicorn in this process
     # ends every mcpkit app's streams here (tests/client/http_servers.py), the proxy's too.
     client = Client(
         server=server,
@@ -68,24 +75,49 @@ async def test_a_listen_on_a_proxy_survives_the_upstream_restarting(era: str) ->
     try:
         async with serving(first, port):
             await client.connect()
-            await client.subscribe_resource(URI)
+            (uri,) = [r["uri"] for r in await client.list_resources() if r["name"] == "today"]
+            assert (uri != URI) is mounted
+            await client.subscribe_resource(uri)
             await settle(lambda: following(first) == [{URI}])
             await first.resources.notify_updated(URI)
-            await settle(lambda: updated == [URI])
+            await settle(lambda: updated == [uri])
         updated.clear()
         changed.clear()
         async with serving(second, port):
             # The new upstream knows nothing of the old: the proxy subscribes again...
             await settle(lambda: following(second) == [{URI}])
-            # ... and tells the client what it may have missed meanwhile.
-            await settle(lambda: updated == [URI] and "tools" in changed)
+            # ... and tells the client what it may have missed meanwhile: the resource
+            # (read it again) and the lists it asked for (the upstream's may differ now).
+            await settle(lambda: updated == [uri] and {"tools", "resources"} <= set(changed))
             updated.clear()
             await second.resources.notify_updated(URI)
-            await settle(lambda: updated == [URI])
+            await settle(lambda: updated == [uri])
             await heard_again(changed, second)
             await client.aclose()
             # The listen ended: so did the upstream subscription and its connection.
             await settle(lambda: following(second) == [])
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("era", [MODERN, HANDSHAKE])
+async def test_a_listen_for_list_changes_alone_hears_a_restarted_upstream(era: str) -> None:
+    port = unused_port()
+    first, second = upstream_server(), upstream_server()
+    changed: list[str] = []
+    server = proxy(f"http://127.0.0.1:{port}/mcp", upstream_version=era, listen_check=CHECK)
+    client = Client(server=server, protocol_version=MODERN, on_list_changed=changed.append)
+    try:
+        async with serving(first, port):
+            await client.connect()
+            await heard_again(changed, first)
+        changed.clear()
+        async with serving(second, port):
+            # No resource followed, no connection of its own: the pool hears the upstream
+            # again, and the stream is told every list may have changed.
+            await settle(lambda: {"tools", "resources"} <= set(changed))
+            await heard_again(changed, second)
+            await client.aclose()
     finally:
         await client.aclose()
 

@@ -30,14 +30,16 @@ Failures wait longer each time (doubling up to :data:`MAX_RETRY`, each attempt
 bounded by the ``Client``'s timeouts), for as long as the downstream stream is open:
 never a busy loop. A 2026-07-28 upstream's listen is reopened by the ``Client`` itself
 (``client/stateless/listen.py``, with the same kind of backoff); its new
-acknowledgment is the sign it was lost.
+acknowledgment is the sign it was lost. The stream is then told it may have missed
+updates (:meth:`Following.lost`). The list changes come through the pool, which a
+stream asking for them has checked the same way (``UpstreamPool.keep_hearing``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from ..client.client import Client
@@ -75,17 +77,12 @@ class Following:
         source: Owner,
         listener: Listener,
         uris: Mapping[str, str],
-        granted: Mapping[str, Any],
         *,
         check: float,
-        revive: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.source = source
-        self.revive = revive
         self.listener = listener
         self.uris = dict(uris)  # upstream URI -> the URI the downstream client knows
-        # The list changes the stream was granted: what it is told after a loss.
-        self.lists = [kind for key, kind in LIST_KEYS.items() if granted.get(key) is True]
         self.check = check
         self.client: Client | None = None
         # The handshake the URIs were subscribed on: another one is a new session.
@@ -162,13 +159,6 @@ class Following:
             delay = self.check
             if again:
                 log.info("upstream of proxy %r followed again after a loss", self.source.label)
-                if self.lists and self.revive is not None:
-                    # Its list changes come through the pool, whose connections may have
-                    # lost their session too.
-                    try:
-                        await self.revive()
-                    except Exception as exc:
-                        log.debug("reviving the pool of proxy %r: %s", self.source.label, exc)
                 self.lost()
 
     async def follow_again(self) -> bool:
@@ -204,16 +194,15 @@ class Following:
         The stream promises every change made after its acknowledgment (2026-07-28
         basic/patterns/subscriptions § acknowledgment), and a restarted upstream may well
         have changed: each followed resource is announced updated (the client reads it
-        again, a cheap read rather than a missed change), and the lists the stream asked
-        for as changed. Only what the stream was granted: a server MUST NOT send
-        notification types the client did not ask for (§ opening a stream).
+        again, a cheap read rather than a missed change). Only the URIs the stream was
+        granted: a server MUST NOT send notification types the client did not ask for
+        (§ opening a stream). Its list changes are the pool's to announce
+        (``UpstreamPool.keep_hearing``).
         """
         if self.closed:
             return
         for downstream in self.uris.values():
             self.listener.send("notifications/resources/updated", {"uri": downstream})
-        for kind in self.lists:
-            self.listener.send(f"notifications/{kind}/list_changed")
 
     async def aclose(self) -> None:
         """Stop watching and close the connection (the stream ended, or the proxy did)."""
@@ -231,11 +220,9 @@ async def follow_upstream(
     listener: Listener,
     *,
     uris: Mapping[str, str],
-    granted: Mapping[str, Any],
     following: set[Following],
     closing: set[asyncio.Task[None]],
     check: float,
-    revive: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Follow ``uris`` (upstream URI -> downstream URI) on a connection of ``listener``'s
     own, held in ``following`` (which the proxy closes with its lifespan, should a stream
@@ -243,12 +230,10 @@ async def follow_upstream(
 
     Returns once the upstream is following them (its listen acknowledged, its
     subscriptions answered); an upstream that cannot be reached is ``source.failure``.
-    ``revive`` (the pool's) is awaited when the upstream comes back, if the stream
-    wants list changes.
     """
     if not uris:
         return
-    follow = Following(source, listener, uris, granted, check=check, revive=revive)
+    follow = Following(source, listener, uris, check=check)
     try:
         if not await follow.open():
             return

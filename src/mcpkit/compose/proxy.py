@@ -401,17 +401,16 @@ class ProxySource:
     ) -> None:
         if wants_list_changes(granted):
             await self.pool.warm()
+            self.pool.keep_hearing(listener.on_close, self.listen_check)
         # The proxy's own resources win over the upstream's (as for a read): not followed.
         own = self.server.resources.static
         await follow_upstream(
             self,
             listener,
             uris={u: down for u, down in uris.items() if u not in own},
-            granted=granted,
             following=self.following,
             closing=self.closing,
             check=self.listen_check,
-            revive=self.pool.revive,
         )
 
     def session_closed(self, session: ServerSession) -> None:

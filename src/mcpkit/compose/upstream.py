@@ -57,10 +57,12 @@ from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
 
-__all__ = ["UPSTREAM_FAILURES", "Owner", "Upstream", "UpstreamPool"]
+__all__ = ["MAX_RETRY", "UPSTREAM_FAILURES", "Owner", "Upstream", "UpstreamPool"]
 
 log = logging.getLogger("mcpkit.compose")
 
+#: Longest wait (s) between two attempts to hear a lost upstream again.
+MAX_RETRY: Final = 30.0
 # Failures of the upstream itself (as opposed to its JSON-RPC answers).
 UPSTREAM_FAILURES: Final = (ConnectionClosed, PeerTimeout, OSError)
 _LEVEL_NAMES: Final = {rank: name for name, rank in LOG_LEVELS.items()}
@@ -310,6 +312,10 @@ class UpstreamPool:
         self.members: set[Upstream] = set()
         self.waiters: deque[asyncio.Future[Upstream]] = deque()
         self.herald: Upstream | None = None
+        # Open streams that asked for the upstream's list changes, and the task watching
+        # that they still hear them (keep_hearing).
+        self.hearing = 0
+        self.watcher: asyncio.Task[None] | None = None
 
     def heralds(self, upstream: Upstream) -> bool:
         """Whether ``upstream`` is the member that passes the upstream's list changes on:
@@ -335,11 +341,75 @@ class UpstreamPool:
         finally:
             self.give_back(upstream)
 
+    # -- list changes heard again after a loss -------------------------------------------------
+    def keep_hearing(self, on_close: Callable[[Callable[[], object]], None], check: float) -> None:
+        """A stream asked for the upstream's list changes (``on_close`` is its
+        ``Listener.on_close``): while any such stream is open, the pool is checked every
+        ``check`` seconds (:meth:`watch`), so that the changes are heard again after the
+        upstream restarted or the connection broke."""
+        self.hearing += 1
+
+        def ended() -> None:
+            self.hearing -= 1
+
+        on_close(ended)
+        if self.watcher is None or self.watcher.done():
+            self.watcher = asyncio.get_running_loop().create_task(self.watch(check))
+
+    async def watch(self, check: float) -> None:
+        """Every ``check`` seconds, :meth:`revive`; when a connection was lost meanwhile,
+        every list is announced as changed (what changed while nothing heard it, or what
+        a restarted upstream serves now, is unknown). Failures wait longer each time,
+        doubling up to ``MAX_RETRY``: never a busy loop. Ends with the last stream."""
+        delay, lost = check, False
+        marks = self.marks()
+        while self.hearing > 0:
+            await asyncio.sleep(delay)
+            if self.hearing <= 0:
+                return
+            try:
+                await self.revive()
+            except Exception as exc:  # MCPError (source.failure) included: still away
+                log.debug("upstream of proxy %r is still lost: %s", self.source.label, exc)
+                delay, lost = min(delay * 2, max(MAX_RETRY, check)), True
+                continue
+            now = self.marks()
+            if lost or _moved(marks, now):
+                log.info("upstream of proxy %r heard again after a loss", self.source.label)
+                await self.announce_lists()
+            marks, delay, lost = now, check, False
+
+    def marks(self) -> dict[Upstream, tuple[object, Any]]:
+        """What tells each connected member's upstream session apart: its handshake (a new
+        one when the upstream forgot the old) and, on 2026-07-28, its listen (reopened
+        when it broke)."""
+        out: dict[Upstream, tuple[object, Any]] = {}
+        for member in self.members:
+            client = member.client
+            if client is not None and client.connected:
+                session = client.session
+                out[member] = (session.initialize_result, session.listener.live)
+        return out
+
+    async def announce_lists(self) -> None:
+        """Every list may have changed: tell the proxy's streams and sessions, and the
+        streams of servers it is mounted in (``list_hearers``), as a heard change is."""
+        kinds: set[str] = set()
+        for member in self.members:  # what the upstream declares now (it may have changed)
+            client = member.client
+            if client is not None and client.connected:
+                caps = client.server_capabilities
+                kinds.update(k for k in ("tools", "resources", "prompts") if k in caps)
+        for kind in sorted(kinds):
+            method = f"notifications/{kind}/list_changed"
+            await self.source.server.broadcast(method)
+            for hear in list(self.source.list_hearers):
+                hear(method)
+
     async def revive(self) -> None:
-        """The upstream was lost and is back: each idle connection asks it something, so
-        that one whose session it forgot (a restart) makes a new one and hears its list
-        changes again (a handshake session only notices on a request); one that fails is
-        dropped. Then :meth:`warm`."""
+        """Each idle connection asks the upstream something, so that one whose session it
+        forgot (a restart; a handshake session only notices on a request) makes a new one
+        and hears its list changes again; one that fails is dropped. Then :meth:`warm`."""
         for upstream in list(self.idle):
             client = upstream.client
             if client is None or not client.connected:
@@ -412,4 +482,20 @@ class UpstreamPool:
             if not waiter.done():
                 waiter.set_exception(ConnectionClosed("the proxy is closing"))
         self.waiters.clear()
+        self.hearing = 0
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.cancel()
         await asyncio.gather(*(u.aclose() for u in members))
+
+
+def _moved(
+    before: dict[Upstream, tuple[object, Any]], now: dict[Upstream, tuple[object, Any]]
+) -> bool:
+    """Whether a connection of ``before`` is gone or speaks to another upstream session
+    in ``now`` (the handshake compared by identity: a restarted upstream answers alike)."""
+    for member, (result, live) in before.items():
+        mark = now.get(member)
+        if mark is None or mark[0] is not result or mark[1] != live:
+            return True
+    return False

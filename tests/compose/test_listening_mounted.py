@@ -64,3 +64,30 @@ async def test_a_listener_on_a_server_mounting_a_proxy_hears_the_upstream(
                 assert updated == [namespaced]
             # The client went away: so did the upstream subscription and its connection.
             await settle(lambda: following(upstream) == [])
+
+
+async def test_a_listener_on_a_server_mounting_a_gateway_hears_its_upstream() -> None:
+    upstream = upstream_server()
+    updated: list[str] = []
+    changed: list[str] = []
+    async with serve(upstream.http_app()) as upstream_url:
+        gateway = MCPServer.from_config({"mcpServers": {"up": {"url": upstream_url}}})
+        hub = MCPServer(name="hub", version="1.0.0")
+        hub.mount(gateway, namespace="gw")
+        async with serve(hub.http_app()) as url:
+            async with Client(
+                url=url,
+                protocol_version=MODERN,
+                on_resource_updated=updated.append,
+                on_list_changed=changed.append,
+            ) as client:
+                (namespaced,) = [
+                    r["uri"] for r in await client.list_resources() if r["name"] == "today"
+                ]
+                await client.subscribe_resource(namespaced)
+                await settle(lambda: following(upstream) == [{URI}])
+                await upstream.resources.notify_updated(URI)
+                await settle(lambda: updated == [namespaced])
+                await upstream.tools.notify_list_changed()
+                await settle(lambda: changed == ["tools"])
+            await settle(lambda: following(upstream) == [])

@@ -91,3 +91,27 @@ async def test_a_listener_on_a_server_mounting_a_gateway_hears_its_upstream() ->
                 await upstream.tools.notify_list_changed()
                 await settle(lambda: changed == ["tools"])
             await settle(lambda: following(upstream) == [])
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+async def test_a_handshake_session_subscribed_through_a_mount_hears_the_upstream(
+    depth: int,
+) -> None:
+    upstream = upstream_server()
+    updated: list[str] = []
+    async with serve(upstream.http_app()) as upstream_url:
+        async with serve(mounted(upstream_url, HANDSHAKE, depth).http_app()) as url:
+            async with Client(
+                url=url, protocol_version=HANDSHAKE, on_resource_updated=updated.append
+            ) as client:
+                (namespaced,) = [
+                    r["uri"] for r in await client.list_resources() if r["name"] == "today"
+                ]
+                await client.subscribe_resource(namespaced)
+                await settle(lambda: following(upstream) == [{URI}])
+                await upstream.resources.notify_updated("notes://other")  # not asked for
+                await upstream.resources.notify_updated(URI)
+                await settle(lambda: updated == [namespaced])
+                # Unsubscribed under the namespaced name: upstream too.
+                await client.unsubscribe_resource(namespaced)
+                await settle(lambda: following(upstream) == [])

@@ -307,6 +307,13 @@ class GatewaySource:
         own = own_params(member.name, method, params) if member is not None else None
         return None if member is None or own is None else (member, own)
 
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """A server the gateway is mounted in subscribed ``session`` to ``uri`` as
+        ``downstream``: the upstream it names is told (:class:`~.prefixed.SubscribedAs`)."""
+        routed = self.route("resources/subscribe", {"uri": uri})
+        if routed is not None:
+            routed[0].source.subscribed_as(session, routed[1]["uri"], downstream)
+
     async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
         """A downstream ``subscriptions/listen``: each upstream follows its part (its list
         changes through its pool, its URIs under their own names on a connection of the

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ListenForwarder",
     "PrefixedSource",
+    "SubscribedAs",
     "namespace_of",
     "own_params",
     "prefixed_entries",
@@ -173,6 +174,17 @@ _REFUSED: Final = {
 
 
 @runtime_checkable
+class SubscribedAs(Protocol):
+    """A component source told the name a session subscribed to one of its resources by,
+    in a server it is mounted in (a handshake-era ``resources/subscribe``), so that the
+    update goes down under that name."""
+
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """``session`` subscribed to this source's ``uri`` as ``downstream``."""
+        ...
+
+
+@runtime_checkable
 class ListenForwarder(Protocol):
     """A component source that follows a ``subscriptions/listen`` of a server it is
     mounted in (the hook :class:`PrefixedSource` asks the mounted server's sources for)."""
@@ -235,10 +247,19 @@ class PrefixedSource:
         if params is None:
             return None
         await self.refuse(session, request, params)
+        if request.method == "resources/subscribe":  # before: an update may come at once
+            self.subscribed_as(session, request.params["uri"], request.params["uri"])
         result = await self.source.serve(session, request_with(request, params))
         if result is not None and request.method == "resources/read":
             return prefixed_read(self.namespace, result)
         return result
+
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """Pass the name down to the wrapped source, under the child's name of ``uri``."""
+        source = self.source
+        own = unprefixed_uri(self.namespace, uri)
+        if own is not None and isinstance(source, SubscribedAs):
+            source.subscribed_as(session, own, downstream)
 
     def session_closed(self, session: ServerSession) -> None:
         self.source.session_closed(session)

@@ -362,6 +362,13 @@ class ProxySource:
         if client is not None and client.connected:
             await client.notify("notifications/roots/list_changed")
 
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """``session`` subscribed to the upstream's ``uri`` by the name ``downstream`` (a
+        server this proxy is mounted in names it under its namespaces): its updates go
+        down under that name too (:class:`~.prefixed.SubscribedAs`)."""
+        if not session.stateless:
+            self.upstream(session).aliases.setdefault(uri, set()).add(downstream)
+
     async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
         """A downstream ``subscriptions/listen``: the upstream's list changes are heard
         through the pool (one connection opened if none is, its herald broadcasting to

@@ -114,6 +114,9 @@ class Upstream:
         self.asking: set[asyncio.Task[Any]] = set()
         #: The pool it belongs to (pooled only; set by the pool).
         self.pool: UpstreamPool | None = None
+        #: Upstream URI -> the other names the session subscribed to it by (a server the
+        #: proxy is mounted in names it under its namespaces: ProxySource.subscribed_as).
+        self.aliases: dict[str, set[str]] = {}
 
     def downstream(self) -> ServerSession | None:
         return self.session() if self.session is not None else None
@@ -276,10 +279,12 @@ class Upstream:
             await session.notify(method)
 
     async def resource_updated(self, uri: str) -> None:
-        uri = self.source.downstream_uri(uri)
         session = None if self.pooled else self.downstream()
-        if session is not None and uri in session.subscriptions:
-            await session.notify("notifications/resources/updated", {"uri": uri})
+        if session is None:
+            return
+        for name in (self.source.downstream_uri(uri), *self.aliases.get(uri, ())):
+            if name in session.subscriptions:
+                await session.notify("notifications/resources/updated", {"uri": name})
 
     async def logged(self, params: dict[str, Any]) -> None:
         # A pooled connection's messages go to the request leasing it (a log message

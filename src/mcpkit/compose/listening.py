@@ -160,6 +160,8 @@ class Following:
             if again:
                 log.info("upstream of proxy %r followed again after a loss", self.source.label)
                 self.lost()
+                if self.client is None:  # back without subscriptions: nothing to follow
+                    return
 
     async def follow_again(self) -> bool:
         """Check the connection; follow the URIs again if the upstream lost them (True)."""

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -155,3 +158,70 @@ async def test_listen_check_must_be_a_positive_number() -> None:
     for bad in (0, -1.0, "5", True):
         with pytest.raises(ConfigurationError, match="listen_check"):
             proxy("http://127.0.0.1:9/mcp", listen_check=bad)  # type: ignore[arg-type]
+
+
+# A stdio upstream: each connection is a process of its own, which records its pid and,
+# once a resource is subscribed, says it was updated every tenth of a second.
+TICKING = """
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mcpkit import MCPServer
+
+Path(sys.argv[1], str(os.getpid())).touch()
+server = MCPServer(name="ticking", version="1.0.0")
+ticking = set()
+
+
+@server.resource("notes://today", mime_type="text/plain")
+def today() -> str:
+    return "sunny"
+
+
+async def tick(uri):
+    while True:
+        await server.resources.notify_updated(uri)
+        await asyncio.sleep(0.1)
+
+
+async def subscribed(ctx, call_next):
+    # (a subscriptions/listen request lasts as long as its stream: ticking starts first)
+    if ctx.method in ("resources/subscribe", "subscriptions/listen"):
+        ticking.add(asyncio.get_running_loop().create_task(tick("notes://today")))
+    return await call_next(ctx)
+
+
+server.add_middleware(subscribed)
+
+if __name__ == "__main__":
+    server.run_stdio()
+"""
+
+
+@pytest.mark.parametrize("era", [MODERN, HANDSHAKE])
+async def test_a_listen_on_a_proxy_survives_its_stdio_upstream_exiting(
+    era: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "ticking.py"
+    script.write_text(TICKING)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    target = {"command": sys.executable, "args": [str(script), str(pids)]}
+    updated: list[str] = []
+    server = proxy(target, upstream_version=era, listen_check=CHECK)
+    async with Client(
+        server=server, protocol_version=MODERN, on_resource_updated=updated.append, cache=False
+    ) as client:
+        await client.subscribe_resource(URI)
+        await settle(lambda: len(updated) >= 2)
+        # Every upstream process exits (killed): the listen's connection is gone.
+        before = {int(p.name) for p in pids.iterdir()}
+        for pid in before:
+            os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        updated.clear()
+        # A new process follows the resource again: its updates reach the listener.
+        await settle(lambda: len(updated) >= 2)
+        assert {int(p.name) for p in pids.iterdir()} - before

@@ -56,7 +56,6 @@ from ..server.server import MCPServer
 from ..server.session import ServerSession
 from ..server.sourced_visibility import listed_tags
 from ..server.stateless.listen import Listener
-from .listening import follow_upstream, wants_list_changes
 from .naming import namespace_problem, prefixed_uri
 from .prefixed import namespace_of, own_params, prefixed_entries, prefixed_read, request_with
 from .proxy import DEFAULT_POOL_SIZE, ProxySource
@@ -309,29 +308,49 @@ class GatewaySource:
         own = own_params(member.name, method, params) if member is not None else None
         return None if member is None or own is None else (member, own)
 
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """A server the gateway is mounted in subscribed ``session`` to ``uri`` as
+        ``downstream``: the upstream it names is told (:class:`~.prefixed.SubscribedAs`)."""
+        routed = self.route("resources/subscribe", {"uri": uri})
+        if routed is not None:
+            routed[0].source.subscribed_as(session, routed[1]["uri"], downstream)
+
     async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
         """A downstream ``subscriptions/listen``: each upstream follows its part (its list
         changes through its pool, its URIs under their own names on a connection of the
         stream's own); one that is down is left out, and announced when it is back."""
-        lists = wants_list_changes(granted)
-        uris: dict[str, dict[str, str]] = {name: {} for name in self.members}
-        for uri in granted.get("resourceSubscriptions") or ():
+        uris = granted.get("resourceSubscriptions") or ()
+        await self.followed(listener, granted, {u: u for u in uris}, forwarded=False)
+
+    async def forward_listen(
+        self, listener: Listener, granted: Mapping[str, Any], uris: Mapping[str, str]
+    ) -> None:
+        """The listen forwarder of a gateway mounted in another server
+        (:class:`~.prefixed.ListenForwarder`): ``uris`` maps the gateway's URIs to the
+        ones the stream knows them by; each upstream forwards its part."""
+        await self.followed(listener, granted, uris, forwarded=True)
+
+    async def followed(
+        self,
+        listener: Listener,
+        granted: Mapping[str, Any],
+        uris: Mapping[str, str],
+        *,
+        forwarded: bool,
+    ) -> None:
+        parts: dict[str, dict[str, str]] = {name: {} for name in self.members}
+        for uri, down in uris.items():
             routed = self.route("resources/subscribe", {"uri": uri})
             if routed is not None:
-                uris[routed[0].name][routed[1]["uri"]] = uri
+                parts[routed[0].name][routed[1]["uri"]] = down
 
         async def follow(member: Member) -> None:
             source = member.source
             try:
-                if lists:
-                    await source.pool.warm()
-                await follow_upstream(
-                    source,
-                    listener,
-                    uris=uris[member.name],
-                    following=source.following,
-                    closing=source.closing,
-                )
+                if forwarded:
+                    await source.forward_listen(listener, granted, parts[member.name])
+                else:
+                    await source.follow(listener, granted, parts[member.name])
             except RemoteError as exc:
                 log.warning("upstream server %r refused to listen: %s", member.name, exc)
             except MCPError as exc:  # ProxySource.failure: it cannot be started or reached

@@ -13,13 +13,19 @@ sources serve, by the child's names and the tags of the entries' ``_meta``
 (:mod:`mcpkit.server.sourced_visibility`): hidden entries are left out of the
 listings, and a request for one (a completion of its arguments too) is refused
 under the parent's name.
+
+A 2026-07-28 ``subscriptions/listen`` on the parent reaches the wrapped source when it
+is a :class:`ListenForwarder` (a proxy, a gateway): the stream's URIs under the
+namespace are handed down under the child's own names, each mapped to the URI the
+stream knows it by, so the updates come back namespaced; a wrapped ``PrefixedSource``
+(a mount of a mount) forwards the same way, one namespace less each level.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from ..server.request import Request
 from ..server.session import ServerSession
@@ -34,8 +40,13 @@ from ..server.sources import ComponentSource
 from ..server.visibility import Visibility
 from .naming import SEPARATOR, prefixed_name, prefixed_uri, unprefixed_name, unprefixed_uri
 
+if TYPE_CHECKING:
+    from ..server.stateless.listen import Listener
+
 __all__ = [
+    "ListenForwarder",
     "PrefixedSource",
+    "SubscribedAs",
     "namespace_of",
     "own_params",
     "prefixed_entries",
@@ -169,6 +180,33 @@ _REFUSED: Final = {
 }
 
 
+@runtime_checkable
+class SubscribedAs(Protocol):
+    """A component source told the name a session subscribed to one of its resources by,
+    in a server it is mounted in (a handshake-era ``resources/subscribe``), so that the
+    update goes down under that name."""
+
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """``session`` subscribed to this source's ``uri`` as ``downstream``."""
+        ...
+
+
+@runtime_checkable
+class ListenForwarder(Protocol):
+    """A component source that follows a ``subscriptions/listen`` of a server it is
+    mounted in (the hook :class:`PrefixedSource` asks the mounted server's sources for)."""
+
+    async def forward_listen(
+        self, listener: Listener, granted: Mapping[str, Any], uris: Mapping[str, str]
+    ) -> None:
+        """Follow, for ``listener`` (a stream of the mounting server, granted
+        ``granted``), the list changes it was granted and the resources of ``uris``:
+        this source's own URI -> the URI the stream knows it by, sent back in each
+        ``notifications/resources/updated``. Until the stream ends (``listener.on_close``);
+        awaited before the acknowledgment, as ``ListeningSource.listen`` is."""
+        ...
+
+
 class PrefixedSource:
     """``source`` (a mounted server's component source) served under ``namespace``, under
     the rules of ``visibility`` (the mounted server's own; None: none)."""
@@ -222,10 +260,40 @@ class PrefixedSource:
         if params is None:
             return None
         await self.refuse(session, request, params)
+        if request.method == "resources/subscribe":  # before: an update may come at once
+            self.subscribed_as(session, request.params["uri"], request.params["uri"])
         result = await self.source.serve(session, request_with(request, params))
         if result is not None and request.method == "resources/read":
             return prefixed_read(self.namespace, result)
         return result
 
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """Pass the name down to the wrapped source, under the child's name of ``uri``."""
+        source = self.source
+        own = unprefixed_uri(self.namespace, uri)
+        if own is not None and isinstance(source, SubscribedAs):
+            source.subscribed_as(session, own, downstream)
+
     def session_closed(self, session: ServerSession) -> None:
         self.source.session_closed(session)
+
+    async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
+        """A stream of the mounting server: forwarded to the wrapped source (its
+        ``ListeningSource`` part, see :class:`ListenForwarder`)."""
+        uris = granted.get("resourceSubscriptions") or ()
+        await self.forward_listen(listener, granted, {u: u for u in uris if isinstance(u, str)})
+
+    async def forward_listen(
+        self, listener: Listener, granted: Mapping[str, Any], uris: Mapping[str, str]
+    ) -> None:
+        """``uris`` (the parent's URIs -> the stream's) under the child's own names,
+        handed to the wrapped source when it forwards listens; nothing otherwise."""
+        source = self.source
+        if not isinstance(source, ListenForwarder):
+            return
+        own: dict[str, str] = {}
+        for uri, down in uris.items():
+            child = unprefixed_uri(self.namespace, uri)
+            if child is not None:
+                own[child] = down
+        await source.forward_listen(listener, granted, own)

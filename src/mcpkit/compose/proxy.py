@@ -62,7 +62,7 @@ import functools
 import logging
 import shlex
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import fields
 from typing import Any, TypeAlias, cast
@@ -83,10 +83,10 @@ from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
 from ..server.stateless.listen import Listener
-from .listening import close_quietly, follow_upstream, wants_list_changes
+from .listening import LIST_KEYS, Following, follow_upstream, wants_list_changes
 from .upstream import UPSTREAM_FAILURES, Upstream, UpstreamPool
 
-__all__ = ["DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
+__all__ = ["DEFAULT_LISTEN_CHECK", "DEFAULT_POOL_SIZE", "ProxySource", "ProxyTarget", "proxy"]
 
 log = logging.getLogger("mcpkit.compose")
 
@@ -137,6 +137,8 @@ _NOT_FROM_CLIENT = _PROXY_OWNS | {
 }
 #: Upstream connections serving stateless downstream traffic at most, by default.
 DEFAULT_POOL_SIZE = 32
+#: Seconds between two checks of a connection following a downstream listen, by default.
+DEFAULT_LISTEN_CHECK = 5.0
 
 
 def client_options(target: ProxyTarget) -> dict[str, Any]:
@@ -190,7 +192,13 @@ class ProxySource:
     kinds = _KINDS
 
     def __init__(
-        self, server: MCPServer, options: dict[str, Any], *, label: str, pool_size: int
+        self,
+        server: MCPServer,
+        options: dict[str, Any],
+        *,
+        label: str,
+        pool_size: int,
+        listen_check: float = DEFAULT_LISTEN_CHECK,
     ) -> None:
         self.server = server
         self.options = options
@@ -204,7 +212,10 @@ class ProxySource:
         self.open: set[Upstream] = set()
         self.closing: set[asyncio.Task[None]] = set()
         # The connections following a downstream subscriptions/listen (.listening).
-        self.following: set[Client] = set()
+        self.following: set[Following] = set()
+        self.listen_check = listen_check
+        # The list changes the pool hears also go to these (streams of a mounting server).
+        self.list_hearers: set[Callable[[str], object]] = set()
 
     def upstream(self, session: ServerSession) -> Upstream:
         """The upstream of a session with a channel of its own (not a stateless one)."""
@@ -352,21 +363,62 @@ class ProxySource:
         if client is not None and client.connected:
             await client.notify("notifications/roots/list_changed")
 
+    def subscribed_as(self, session: ServerSession, uri: str, downstream: str) -> None:
+        """``session`` subscribed to the upstream's ``uri`` by the name ``downstream`` (a
+        server this proxy is mounted in names it under its namespaces): its updates go
+        down under that name too (:class:`~.prefixed.SubscribedAs`)."""
+        if not session.stateless:
+            self.upstream(session).aliases.setdefault(uri, set()).add(downstream)
+
     async def listen(self, listener: Listener, granted: Mapping[str, Any]) -> None:
         """A downstream ``subscriptions/listen``: the upstream's list changes are heard
-        through the pool (one connection opened if none is), the stream's resource URIs
-        followed on a connection of its own (:mod:`.listening`)."""
+        through the pool (one connection opened if none is, its herald broadcasting to
+        this server's streams), the stream's resource URIs followed on a connection of
+        its own (:mod:`.listening`)."""
+        uris = granted.get("resourceSubscriptions") or ()
+        await self.follow(listener, granted, {u: u for u in uris if isinstance(u, str)})
+
+    async def forward_listen(
+        self, listener: Listener, granted: Mapping[str, Any], uris: Mapping[str, str]
+    ) -> None:
+        """The listen forwarder (:class:`~.prefixed.ListenForwarder`): a stream of a server
+        this proxy is mounted in, at any depth, granted ``granted``; ``uris`` maps the
+        upstream's URIs to the ones that stream knows them by (under the namespaces).
+
+        Its list changes come from the pool's herald straight to the stream (the proxy's
+        broadcast reaches this server's sessions, not the mounting server's), until the
+        stream ends; its URIs are followed as for a listen of this server's own.
+        """
+        if wants_list_changes(granted):
+            wanted = {
+                f"notifications/{kind}/list_changed"
+                for key, kind in LIST_KEYS.items()
+                if granted.get(key) is True
+            }
+
+            def hear(method: str) -> None:
+                if method in wanted:
+                    listener.send(method)
+
+            self.list_hearers.add(hear)
+            listener.on_close(lambda: self.list_hearers.discard(hear))
+        await self.follow(listener, granted, uris)
+
+    async def follow(
+        self, listener: Listener, granted: Mapping[str, Any], uris: Mapping[str, str]
+    ) -> None:
         if wants_list_changes(granted):
             await self.pool.warm()
+            self.pool.keep_hearing(listener.on_close, self.listen_check)
         # The proxy's own resources win over the upstream's (as for a read): not followed.
         own = self.server.resources.static
-        uris = [u for u in granted.get("resourceSubscriptions") or () if u not in own]
         await follow_upstream(
             self,
             listener,
-            uris={u: u for u in uris},
+            uris={u: down for u, down in uris.items() if u not in own},
             following=self.following,
             closing=self.closing,
+            check=self.listen_check,
         )
 
     def session_closed(self, session: ServerSession) -> None:
@@ -384,7 +436,7 @@ class ProxySource:
         following, self.following = self.following, set()
         await asyncio.gather(
             *(u.aclose() for u in upstreams),
-            *(close_quietly(c, self.label) for c in following),
+            *(f.aclose() for f in following),
             self.pool.aclose(),
             *self.closing,
         )
@@ -418,6 +470,7 @@ def proxy(
     instructions: str | None = None,
     upstream_version: str | None = LATEST_HANDSHAKE,
     pool_size: int = DEFAULT_POOL_SIZE,
+    listen_check: float = DEFAULT_LISTEN_CHECK,
 ) -> MCPServer:
     """A server serving what ``target`` serves (see the module docstring).
 
@@ -432,7 +485,9 @@ def proxy(
     (``None``: the newest the upstream speaks, the ``Client``'s choice); an
     ``mcpServers`` entry's or a ``Client`` target's ``protocol_version`` wins. ``pool_size`` bounds the
     upstream connections serving stateless downstream traffic (each carries one
-    request at a time; a request beyond them waits for one).
+    request at a time; a request beyond them waits for one). ``listen_check`` is how
+    often (seconds) a connection following a downstream ``subscriptions/listen`` checks
+    that the upstream still follows it, and follows it again if not (:mod:`.listening`).
     """
     if upstream_version is not None and upstream_version not in REVISIONS:
         raise ConfigurationError(
@@ -441,6 +496,12 @@ def proxy(
         )
     if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
         raise ConfigurationError(f"pool_size must be a positive integer, not {pool_size!r}")
+    if (
+        isinstance(listen_check, bool)
+        or not isinstance(listen_check, int | float)
+        or not (listen_check > 0)
+    ):
+        raise ConfigurationError(f"listen_check must be a positive number, not {listen_check!r}")
     options = client_options(target)
     if upstream_version is not None:
         options.setdefault("protocol_version", upstream_version)
@@ -452,7 +513,9 @@ def proxy(
         or getattr(options.get("server"), "name", None)
         or name
     )
-    source = ProxySource(server, options, label=label, pool_size=pool_size)
+    source = ProxySource(
+        server, options, label=label, pool_size=pool_size, listen_check=listen_check
+    )
     server.add_component_source(source)
     server.on_roots_changed(source.roots_changed)
     # Only in logging/setLevel's chain: every other request skips a step (a partial, as

@@ -34,8 +34,10 @@ does (:mod:`mcpkit.server.stateless.input_required`).
 them (a 2026-07-28 upstream's ``Client`` listens for them), one of them, the pool's
 *herald*, broadcasts them to the proxy's live sessions, once per change however
 many connections are open, and a downstream listen opens one connection if none is
-(:meth:`UpstreamPool.warm`). A stream's resource URIs are followed on a connection
-of its own (:mod:`.listening`).
+(:meth:`UpstreamPool.warm`). A stream of a server the proxy is mounted in (whose live
+sessions the proxy's broadcast does not reach) hears them from the herald too, through
+the owner's ``list_hearers``. A stream's resource URIs are followed on a connection of
+its own (:mod:`.listening`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import functools
 import logging
 import weakref
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from ..client.client import Client
@@ -54,10 +57,12 @@ from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
 
-__all__ = ["UPSTREAM_FAILURES", "Owner", "Upstream", "UpstreamPool"]
+__all__ = ["MAX_RETRY", "UPSTREAM_FAILURES", "Owner", "Upstream", "UpstreamPool"]
 
 log = logging.getLogger("mcpkit.compose")
 
+#: Longest wait (s) between two attempts to hear a lost upstream again.
+MAX_RETRY: Final = 30.0
 # Failures of the upstream itself (as opposed to its JSON-RPC answers).
 UPSTREAM_FAILURES: Final = (ConnectionClosed, PeerTimeout, OSError)
 _LEVEL_NAMES: Final = {rank: name for name, rank in LOG_LEVELS.items()}
@@ -75,6 +80,9 @@ class Owner(Protocol):
     server: MCPServer
     options: dict[str, Any]  # the Client's, reaching the upstream server
     label: str  # how errors and logs name the upstream
+    # Called with each list_changed method the pool hears, besides the broadcast: the
+    # streams of servers the proxy is mounted in (.listening, ProxySource.forward_listen).
+    list_hearers: set[Callable[[str], object]]
 
     def failure(self, exc: BaseException) -> MCPError:
         """The downstream error for an upstream that failed (not one that answered)."""
@@ -106,6 +114,9 @@ class Upstream:
         self.asking: set[asyncio.Task[Any]] = set()
         #: The pool it belongs to (pooled only; set by the pool).
         self.pool: UpstreamPool | None = None
+        #: Upstream URI -> the other names the session subscribed to it by (a server the
+        #: proxy is mounted in names it under its namespaces: ProxySource.subscribed_as).
+        self.aliases: dict[str, set[str]] = {}
 
     def downstream(self) -> ServerSession | None:
         return self.session() if self.session is not None else None
@@ -260,16 +271,20 @@ class Upstream:
             # Each pooled connection hears the change: one passes it on.
             if self.pool.heralds(self):
                 await self.source.server.broadcast(method)
+                for hear in list(self.source.list_hearers):
+                    hear(method)
             return
         session = self.downstream()
         if session is not None:
             await session.notify(method)
 
     async def resource_updated(self, uri: str) -> None:
-        uri = self.source.downstream_uri(uri)
         session = None if self.pooled else self.downstream()
-        if session is not None and uri in session.subscriptions:
-            await session.notify("notifications/resources/updated", {"uri": uri})
+        if session is None:
+            return
+        for name in (self.source.downstream_uri(uri), *self.aliases.get(uri, ())):
+            if name in session.subscriptions:
+                await session.notify("notifications/resources/updated", {"uri": name})
 
     async def logged(self, params: dict[str, Any]) -> None:
         # A pooled connection's messages go to the request leasing it (a log message
@@ -302,6 +317,10 @@ class UpstreamPool:
         self.members: set[Upstream] = set()
         self.waiters: deque[asyncio.Future[Upstream]] = deque()
         self.herald: Upstream | None = None
+        # Open streams that asked for the upstream's list changes, and the task watching
+        # that they still hear them (keep_hearing).
+        self.hearing = 0
+        self.watcher: asyncio.Task[None] | None = None
 
     def heralds(self, upstream: Upstream) -> bool:
         """Whether ``upstream`` is the member that passes the upstream's list changes on:
@@ -326,6 +345,88 @@ class UpstreamPool:
             await upstream.connected()
         finally:
             self.give_back(upstream)
+
+    # -- list changes heard again after a loss -------------------------------------------------
+    def keep_hearing(self, on_close: Callable[[Callable[[], object]], None], check: float) -> None:
+        """A stream asked for the upstream's list changes (``on_close`` is its
+        ``Listener.on_close``): while any such stream is open, the pool is checked every
+        ``check`` seconds (:meth:`watch`), so that the changes are heard again after the
+        upstream restarted or the connection broke."""
+        self.hearing += 1
+
+        def ended() -> None:
+            self.hearing -= 1
+
+        on_close(ended)
+        if self.watcher is None or self.watcher.done():
+            self.watcher = asyncio.get_running_loop().create_task(self.watch(check))
+
+    async def watch(self, check: float) -> None:
+        """Every ``check`` seconds, :meth:`revive`; when a connection was lost meanwhile,
+        every list is announced as changed (what changed while nothing heard it, or what
+        a restarted upstream serves now, is unknown). Failures wait longer each time,
+        doubling up to ``MAX_RETRY``: never a busy loop. Ends with the last stream."""
+        delay, lost = check, False
+        marks = self.marks()
+        while self.hearing > 0:
+            await asyncio.sleep(delay)
+            if self.hearing <= 0:
+                return
+            try:
+                await self.revive()
+            except Exception as exc:  # MCPError (source.failure) included: still away
+                log.debug("upstream of proxy %r is still lost: %s", self.source.label, exc)
+                delay, lost = min(delay * 2, max(MAX_RETRY, check)), True
+                continue
+            now = self.marks()
+            if lost or _moved(marks, now):
+                log.info("upstream of proxy %r heard again after a loss", self.source.label)
+                await self.announce_lists()
+            marks, delay, lost = now, check, False
+
+    def marks(self) -> dict[Upstream, tuple[object, Any]]:
+        """What tells each connected member's upstream session apart: its handshake (a new
+        one when the upstream forgot the old) and, on 2026-07-28, its listen (reopened
+        when it broke)."""
+        out: dict[Upstream, tuple[object, Any]] = {}
+        for member in self.members:
+            client = member.client
+            if client is not None and client.connected:
+                session = client.session
+                out[member] = (session.initialize_result, session.listener.live)
+        return out
+
+    async def announce_lists(self) -> None:
+        """Every list may have changed: tell the proxy's streams and sessions, and the
+        streams of servers it is mounted in (``list_hearers``), as a heard change is."""
+        kinds: set[str] = set()
+        for member in self.members:  # what the upstream declares now (it may have changed)
+            client = member.client
+            if client is not None and client.connected:
+                caps = client.server_capabilities
+                kinds.update(k for k in ("tools", "resources", "prompts") if k in caps)
+        for kind in sorted(kinds):
+            method = f"notifications/{kind}/list_changed"
+            await self.source.server.broadcast(method)
+            for hear in list(self.source.list_hearers):
+                hear(method)
+
+    async def revive(self) -> None:
+        """Each idle connection asks the upstream something, so that one whose session it
+        forgot (a restart; a handshake session only notices on a request) makes a new one
+        and hears its list changes again; one that fails is dropped. Then :meth:`warm`."""
+        for upstream in list(self.idle):
+            client = upstream.client
+            if client is None or not client.connected:
+                continue
+            try:
+                await client.ping()
+            except RemoteError:  # an answer: it is there
+                pass
+            except Exception as exc:  # still failing: the next request connects again
+                log.debug("pooled upstream of proxy %r: %s", self.source.label, exc)
+                await upstream.drop()
+        await self.warm()
 
     async def take(self, session: ServerSession, request: Request | None) -> Upstream:
         """A connection of the pool, for ``request`` alone until :meth:`give_back`."""
@@ -386,4 +487,20 @@ class UpstreamPool:
             if not waiter.done():
                 waiter.set_exception(ConnectionClosed("the proxy is closing"))
         self.waiters.clear()
+        self.hearing = 0
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.cancel()
         await asyncio.gather(*(u.aclose() for u in members))
+
+
+def _moved(
+    before: dict[Upstream, tuple[object, Any]], now: dict[Upstream, tuple[object, Any]]
+) -> bool:
+    """Whether a connection of ``before`` is gone or speaks to another upstream session
+    in ``now`` (the handshake compared by identity: a restarted upstream answers alike)."""
+    for member, (result, live) in before.items():
+        mark = now.get(member)
+        if mark is None or mark[0] is not result or mark[1] != live:
+            return True
+    return False

@@ -23,13 +23,14 @@ the floor under any proxy in Python: a third process (``mcpkit-floor``) serving 
 
     python benchmarks/bench_proxy.py            # 20 batches of 1000 calls each way
     python benchmarks/bench_proxy.py --quick
-    python benchmarks/bench_proxy.py --http [--quick]
+    python benchmarks/bench_proxy.py --http [--quick] [--pin]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -108,9 +109,10 @@ LATENCY_TARGET = 2.0
 CPU_TARGET = 1.5
 
 
-def start(impl: str, port: int, **env: str) -> subprocess.Popen[bytes]:
+def start(impl: str, port: int, cpu: int | None = None, **env: str) -> subprocess.Popen[bytes]:
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     proc = subprocess.Popen(
-        [sys.executable, str(HTTP_SERVER), impl, "stateful", str(port)],
+        [*pin, sys.executable, str(HTTP_SERVER), impl, "stateful", str(port)],
         env={**child_env(), **env},
         stdin=subprocess.DEVNULL,
     )
@@ -161,12 +163,24 @@ class Session:
         return (time.perf_counter() - start) / calls
 
 
-def main_http(reps: int, calls: int) -> None:
+def main_http(reps: int, calls: int, pin: bool) -> None:
     up_port, proxy_port, floor_port = free_port(), free_port(), free_port()
-    upstream = start("mcpkit-counted", up_port)
+    # --pin: every measured server alone on CPU 1 (the upstream serving the direct calls,
+    # the proxy, the floor: one busy at a time); this script and a second upstream, the
+    # one the proxy and the floor call, on CPU 0. Unpinned, a proxied call keeps three
+    # processes busy on two CPUs where a direct one keeps two, and the proxy runs on
+    # cold caches: a property of a 2-CPU machine more than of the proxy.
+    measured, other = (1, 0) if pin else (None, None)
+    upstream = start("mcpkit-counted", up_port, measured)
     up_url = f"http://127.0.0.1:{up_port}/mcp"
-    front = start("mcpkit-proxy", proxy_port, BENCH_UPSTREAM=up_url)
-    floor = start("mcpkit-floor", floor_port, BENCH_UPSTREAM=up_url)
+    behind, behind_url = upstream, up_url
+    if pin:
+        os.sched_setaffinity(0, {0})
+        behind_port = free_port()
+        behind = start("mcpkit-counted", behind_port, other)
+        behind_url = f"http://127.0.0.1:{behind_port}/mcp"
+    front = start("mcpkit-proxy", proxy_port, measured, BENCH_UPSTREAM=behind_url)
+    floor = start("mcpkit-floor", floor_port, measured, BENCH_UPSTREAM=behind_url)
     pids = {"direct": upstream.pid, "proxied": front.pid, "floor": floor.pid}
     try:
         sessions = {
@@ -189,11 +203,15 @@ def main_http(reps: int, calls: int) -> None:
                 before = cpu_seconds(pids[which])
                 wall[which].append(sessions[which].batch(calls))
                 cpu[which].append((cpu_seconds(pids[which]) - before) / calls)
-        # The floor's one session, the proxy's one and this script's direct one.
-        handshakes = int(sessions["direct"].call("initializes")["content"][0]["text"]) - 1
+        # The upstream behind the proxy counts the floor's session, the one asking it
+        # (this script's: the direct session unpinned, a new one pinned) and the proxy's.
+        counted = Session(behind_url) if pin else sessions["direct"]
+        handshakes = int(counted.call("initializes")["content"][0]["text"]) - 2
     finally:
         stop(floor)
         stop(front)
+        if behind is not upstream:
+            stop(behind)
         stop(upstream)
     lat = {k: statistics.median(v) for k, v in wall.items()}
     use = {k: statistics.median(v) for k, v in cpu.items()}
@@ -201,7 +219,8 @@ def main_http(reps: int, calls: int) -> None:
     lat_ratio = lat["proxied"] / max(lat["direct"], 1e-9)
     cpu_ratio = use["proxied"] / max(use["direct"], 1e-9)
     floor_ratio = use["floor"] / max(use["direct"], 1e-9)
-    print(f"HTTP both ways, {reps} batches of {calls} sequential calls each way")
+    placement = "each measured server alone on CPU 1" if pin else "unpinned"
+    print(f"HTTP both ways, {reps} batches of {calls} sequential calls each way ({placement})")
     print(
         f"latency per call: direct {lat['direct'] * 1e6:.0f} us, proxied {lat['proxied'] * 1e6:.0f} us"
     )
@@ -222,8 +241,8 @@ def main_http(reps: int, calls: int) -> None:
     )
     total = (reps + 2) * calls + 1
     print(
-        f"upstream initialize requests: {handshakes} for 2 sessions and {total} proxied calls "
-        f"(target 2: one per session): {_verdict(handshakes == 2)}"
+        f"upstream initialize requests from the proxy: {handshakes} for its 1 downstream "
+        f"session and {total} proxied calls (target 1): {_verdict(handshakes == 1)}"
     )
 
 
@@ -235,6 +254,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--http", action="store_true", help="HTTP both ways (issue 24's targets)")
+    parser.add_argument("--pin", action="store_true", help="--http: measured servers on CPU 1")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--calls", type=int, default=None)
     args = parser.parse_args()
@@ -244,6 +264,6 @@ if __name__ == "__main__":
         reps, calls = (4, 200) if args.quick else (20, 1000)
     reps, calls = args.reps or reps, args.calls or calls
     if args.http:
-        main_http(reps, calls)
+        main_http(reps, calls, args.pin)
     else:
         asyncio.run(main(reps, calls))

@@ -1,22 +1,30 @@
 """``bench_proxy.py --http``: runs end to end and counts one upstream handshake per session.
 
 The ratios themselves are machine figures (benchmarks/README.md); this checks that the
-HTTP mode starts both processes, measures both paths and reports every target.
+HTTP mode starts its processes, measures every path (direct, proxied, the floor) and
+reports every target.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_proxy.py"
 
 
-def test_http_mode_reports_every_target_and_one_handshake_per_session() -> None:
+@pytest.mark.parametrize("pin", [[], ["--pin"]], ids=["unpinned", "pinned"])
+def test_http_mode_reports_every_target_and_one_handshake_per_session(pin: list[str]) -> None:
+    if pin and (not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2):
+        pytest.skip("--pin needs taskset and two CPUs")
     proc = subprocess.run(
-        [sys.executable, str(BENCH), "--http", "--reps", "2", "--calls", "20"],
+        [sys.executable, str(BENCH), "--http", "--reps", "2", "--calls", "20", *pin],
         capture_output=True,
         text=True,
         timeout=120,
@@ -26,4 +34,8 @@ def test_http_mode_reports_every_target_and_one_handshake_per_session() -> None:
     assert re.search(r"latency per call: direct \d+ us, proxied \d+ us", out), out
     assert re.search(r"ratio \d+\.\d\dx \(target <= 2\.0x\): (met|MISSED)", out), out
     assert re.search(r"ratio \d+\.\d\dx \(target <= 1\.5x\): (met|MISSED)", out), out
-    assert "upstream initialize requests: 2 for 2 sessions and 81 proxied calls" in out, out
+    assert re.search(r"floor: .* \d+ us, \d+\.\d\dx; the proxy is \d+\.\d\dx the floor", out), out
+    assert (
+        "upstream initialize requests from the proxy: 1 for its 1 downstream session "
+        "and 81 proxied calls (target 1): met"
+    ) in out, out

@@ -63,6 +63,14 @@ async def test_a_question_asked_after_the_close_reaches_the_resumed_stream(
 ) -> None:
     async with asyncio.timeout(TIMEOUT), DRIVERS[driver](cluster) as client:
         c: Driver = client
+
+        async def listening() -> bool:
+            return any(r.method == "GET" for r in cluster.proxy.log)
+
+        # The client's standalone GET stream first, then the call: the round robin then
+        # sends the call, its resumed stream and the answer to three different nodes
+        # (a client may open that stream before or after its first call).
+        await wait_for(cluster, "listening", listening)
         assert await c.call("pause_then_ask", {}) == f"resumed and asked {NAME}"
         await asyncio.sleep(0.05)
         assert c.events == [("log", "before the close"), ("log", "after the answer")]

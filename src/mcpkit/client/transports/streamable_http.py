@@ -234,6 +234,11 @@ class StreamableHTTPTransport:
         await self._post_message(message)
         if method == "notifications/initialized":
             self._listen()
+            # One turn of the loop: the standalone GET goes out (on the connection just
+            # freed) before the caller's first request, which is made in the caller's task.
+            # A server sending requests on that stream (the TypeScript SDK's elicitation)
+            # finds it open, as when every request had a task of its own.
+            await asyncio.sleep(0)
         elif method == "notifications/cancelled":
             # The server was told; stop reading the answer stream nobody awaits.
             params = message.get("params") or {}

@@ -249,6 +249,17 @@ class PrefixedSource:
         if await hidden_sourced(vis, None, *target, lister):
             raise disabled(*shown)
 
+    async def hides(self, session: ServerSession, uri: str) -> bool:
+        """Whether the mounted server's own rules hide its resource ``uri``."""
+        vis = self.visibility
+        if vis is None or not vis.hides_any:
+            return False
+
+        async def lister(listing: str) -> list[dict[str, Any]]:
+            return await self.source.list_components(session, listing)
+
+        return await hidden_sourced(vis, None, "resources", uri, lister)
+
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)
         if self.visibility is not None and self.visibility.hides_any and kind in KIND_OF_LISTING:
@@ -260,6 +271,8 @@ class PrefixedSource:
         if params is None:
             return None
         await self.refuse(session, request, params)
+        if request.method == "resources/subscribe" and await self.hides(session, params["uri"]):
+            return {}  # accepted as an unknown URI is, never followed (server/heard_updates.py)
         if request.method == "resources/subscribe":  # before: an update may come at once
             self.subscribed_as(session, request.params["uri"], request.params["uri"])
         result = await self.source.serve(session, request_with(request, params))
@@ -294,6 +307,7 @@ class PrefixedSource:
         own: dict[str, str] = {}
         for uri, down in uris.items():
             child = unprefixed_uri(self.namespace, uri)
-            if child is not None:
+            # One the mounted server's own rules hide is not followed (as for a request).
+            if child is not None and not await self.hides(listener.ctx.session, child):
                 own[child] = down
         await source.forward_listen(listener, granted, own)

@@ -49,9 +49,8 @@ async def test_a_resource_the_proxy_hides_is_not_followed_nor_heard(up: str, dow
     updated: list[str] = []
     async with serve(upstream.http_app()) as upstream_url:
         served = proxy(upstream_url, upstream_version=up)
-        served.visibility.rules.add(False, tags={"secret"})  # as exclude_tags does
-        served.visibility.changed()
         served.disable(URI)
+        served.disable(tags={"secret"})
         async with serve(served.http_app()) as url:
             async with Client(
                 url=url, protocol_version=down, on_resource_updated=updated.append
@@ -131,3 +130,24 @@ async def test_a_resource_a_mounted_server_hides_mid_subscription_is_heard_no_mo
             await child.resources.notify_updated(OTHER)
             await settle(lambda: known[OTHER] in updated)
             assert updated == [known[OTHER]]
+
+
+@pytest.mark.parametrize("era", [MODERN, HANDSHAKE])
+async def test_a_resource_a_gateway_hides_is_not_followed_on_its_upstream(era: str) -> None:
+    upstream = upstream_server()
+    updated: list[str] = []
+    async with serve(upstream.http_app()) as upstream_url:
+        gateway = MCPServer.from_config({"mcpServers": {"up": {"url": upstream_url}}})
+        async with serve(gateway.http_app()) as url:
+            async with Client(
+                url=url, protocol_version=era, on_resource_updated=updated.append
+            ) as client:
+                known = uris(await client.list_resources())
+                gateway.disable(known[URI])
+                for uri in known.values():
+                    await client.subscribe_resource(uri)
+                await settle(lambda: following(upstream) == [{TAGGED, OTHER}])
+                for uri in (URI, OTHER):
+                    await upstream.resources.notify_updated(uri)
+                await settle(lambda: known[OTHER] in updated)
+                assert updated == [known[OTHER]]

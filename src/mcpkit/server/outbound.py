@@ -18,7 +18,6 @@ from ..protocol import jsonrpc
 from ..protocol.lifecycle import State
 from ..protocol.observe import notify_observed, observed
 from .context import LOG_LEVELS, request_asker
-from .heard_updates import UPDATED, hides_update
 
 if TYPE_CHECKING:
     from ..protocol.correlation import Outgoing
@@ -156,11 +155,6 @@ class SessionOutbound:
         """A notification not related to any request (standalone stream)."""
         if self.state is State.NEW:
             return
-        if method == UPDATED and self.server.visibility.active and self.revision.era != "stateless":
-            # Not of a resource the caller may not see (.heard_updates); a listen stream's
-            # are checked as its stream sends them, with its request's caller.
-            if await hides_update(self, None, (params or {}).get("uri")):  # type: ignore[arg-type]
-                return
         msg = jsonrpc.notification(method, params)
         observe = self.server.observe  # telemetry (protocol/observe.py)
         try:

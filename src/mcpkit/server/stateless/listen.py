@@ -248,8 +248,10 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
             # An update of a resource the caller may not see is dropped here, where every
             # one passes (the server's own, a mount's, a proxy's): the rules as they are
             # when it is sent, so one hidden mid-stream is heard no more (.heard_updates).
-            if message.get("method") == UPDATED and await hides_update(
-                session, req, message["params"].get("uri")
+            if (
+                message.get("method") == UPDATED
+                and server.visibility.active
+                and await hides_update(session, req, message["params"].get("uri"))
             ):
                 continue
             await send(message)

@@ -151,3 +151,31 @@ async def test_a_resource_a_gateway_hides_is_not_followed_on_its_upstream(era: s
                     await upstream.resources.notify_updated(uri)
                 await settle(lambda: known[OTHER] in updated)
                 assert updated == [known[OTHER]]
+
+
+@pytest.mark.parametrize("down", [MODERN, HANDSHAKE])
+@pytest.mark.parametrize("up", [MODERN, HANDSHAKE])
+async def test_a_resource_a_mounted_proxy_hides_mid_subscription_is_heard_no_more(
+    up: str, down: str
+) -> None:
+    upstream = upstream_server()
+    updated: list[str] = []
+    async with serve(upstream.http_app()) as upstream_url:
+        inner = proxy(upstream_url, upstream_version=up)
+        middle = MCPServer(name="middle", version="1.0.0")
+        middle.mount(inner, namespace="l1")
+        outer = MCPServer(name="outer", version="1.0.0")  # no rules of its own
+        outer.mount(middle, namespace="l2")
+        async with serve(outer.http_app()) as url:
+            async with Client(
+                url=url, protocol_version=down, on_resource_updated=updated.append
+            ) as client:
+                known = uris(await client.list_resources())
+                for uri in (known[URI], known[OTHER]):
+                    await client.subscribe_resource(uri)
+                await settle(lambda: following(upstream) == [{URI, OTHER}])
+                inner.disable(URI)  # the proxy's own rules, two levels down, meanwhile
+                for uri in (URI, OTHER):
+                    await upstream.resources.notify_updated(uri)
+                await settle(lambda: known[OTHER] in updated)
+                assert updated == [known[OTHER]]

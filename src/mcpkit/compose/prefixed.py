@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
+from ..server.heard_updates import HidingSource
 from ..server.request import Request
 from ..server.session import ServerSession
 from ..server.sourced_visibility import (
@@ -259,6 +260,18 @@ class PrefixedSource:
             return await self.source.list_components(session, listing)
 
         return await hidden_sourced(vis, None, "resources", uri, lister)
+
+    async def hides_resource(self, session: ServerSession, uri: str) -> bool:
+        """Whether the rules of the mounted server (or of one it mounts) hide the
+        resource listed as ``uri``: the hook (``server.heard_updates.HidingSource``) the
+        mounting server asks before sending an update of it."""
+        own = unprefixed_uri(self.namespace, uri)
+        if own is None:
+            return False
+        if await self.hides(session, own):
+            return True
+        source = self.source
+        return isinstance(source, HidingSource) and await source.hides_resource(session, own)
 
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)

@@ -15,7 +15,7 @@ and one shown again is heard again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from .sourced_visibility import hidden_sourced
 from .sources import listed_by_sources
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .session import ServerSession
     from .visibility import Visibility, VisibilityRules
 
-__all__ = ["UPDATED", "hidden_uris", "hides_update"]
+__all__ = ["UPDATED", "HidingSource", "hidden_uris", "hides_update"]
 
 #: The notification whose delivery the rules decide.
 UPDATED: Final = "notifications/resources/updated"
@@ -34,24 +34,19 @@ UPDATED: Final = "notifications/resources/updated"
 async def hides_update(session: ServerSession, req: Request | None, uri: Any) -> bool:
     """Whether the rules hide the resource ``uri`` from the caller of ``req`` on
     ``session`` (None: the session's own caller), so that its update is not sent."""
+    if not isinstance(uri, str):
+        return False
     vis = session.server.visibility
-    if not vis.active or not isinstance(uri, str):  # no rule at all: nothing to look up
-        return False
-    own = await vis.own_rules(session, req)
-    if own is None and not vis.hides_any:
-        return False
-    return await _hidden(vis, own, session, uri)
+    if vis.active:  # else no rule of the server's at all: nothing to look up
+        own = await vis.own_rules(session, req)
+        if (own is not None or vis.hides_any) and await _hidden(vis, own, session, uri):
+            return True
+    return await _hidden_by_sources(session, uri)
 
 
 async def hidden_uris(session: ServerSession, req: Request | None, uris: Iterable[Any]) -> set[str]:
     """The URIs of ``uris`` the rules hide from the caller of ``req`` on ``session``."""
-    vis = session.server.visibility
-    if not vis.active:
-        return set()
-    own = await vis.own_rules(session, req)
-    if own is None and not vis.hides_any:
-        return set()
-    return {u for u in uris if isinstance(u, str) and await _hidden(vis, own, session, u)}
+    return {u for u in uris if isinstance(u, str) and await hides_update(session, req, u)}
 
 
 async def _hidden(
@@ -75,3 +70,23 @@ async def _hidden(
         return await listed_by_sources(session, listing)  # type: ignore[arg-type]
 
     return await hidden_sourced(vis, own, "resources", uri, lister)
+
+
+async def _hidden_by_sources(session: ServerSession, uri: str) -> bool:
+    # A mounted server's own rules, asked each time: they may change while subscribed.
+    for source in session.server.component_sources:
+        if isinstance(source, HidingSource) and await source.hides_resource(session, uri):
+            return True
+    return False
+
+
+@runtime_checkable
+class HidingSource(Protocol):
+    """A component source with visibility rules of its own (a mounted server's:
+    ``compose.prefixed.PrefixedSource``), asked whether they hide a resource whose
+    update is about to be sent."""
+
+    async def hides_resource(self, session: ServerSession, uri: str) -> bool:
+        """Whether this source's own rules hide its resource ``uri`` (the URI it is
+        listed under) from ``session``'s caller."""
+        ...

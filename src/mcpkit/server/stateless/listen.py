@@ -250,7 +250,7 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
             # when it is sent, so one hidden mid-stream is heard no more (.heard_updates).
             if (
                 message.get("method") == UPDATED
-                and server.visibility.active
+                and (server.visibility.active or server.component_sources)
                 and await hides_update(session, req, message["params"].get("uri"))
             ):
                 continue

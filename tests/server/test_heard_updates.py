@@ -1,16 +1,26 @@
 """A resource the visibility rules hide is subscribed to as an unknown URI is, and its
 updates never reach the caller: ``enabled=False``, an excluded tag, a hidden template,
-``server.disable`` and session rules changed while the subscription is open. Both eras,
-over real sockets (uvicorn, the mcpkit ``Client``).
+``server.disable`` and a session's or a 2026-07-28 principal's rules changed while the
+subscription is open. Both eras, over real sockets (uvicorn; the mcpkit ``Client``, or
+raw HTTP with bearer tokens for the principal's rules).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
 import pytest
 
 from mcpkit import Client, Context, MCPServer
+from tests.auth.protected_support import RESOURCE, bearer, protected, verify_for
 from tests.client.http_servers import serve
 from tests.compose.test_listening import HANDSHAKE, MODERN, settle
+from tests.transports.conftest import TIMEOUT, Event, next_event, run_app, sse_events
+from tests.transports.test_streamable_http_stateless_era import headers_for, request
 
 OPEN = "notes://open"
 OFF = "notes://off"
@@ -99,3 +109,46 @@ async def test_a_session_that_hides_a_resource_mid_subscription_hears_it_no_more
             await settle(lambda: OPEN in mine and OPEN in theirs)
             assert mine == [OPEN]  # this session's own rule
             assert theirs == [LATER, OPEN]  # the other session's rules are unchanged
+
+
+async def next_message(events: AsyncIterator[Event]) -> dict[str, Any]:
+    event = await next_event(events)
+    while not event.data:  # keep-alive comments
+        event = await next_event(events)
+    message: dict[str, Any] = event.json
+    return message
+
+
+async def test_a_2026_principal_that_hides_a_resource_mid_listen_hears_it_no_more() -> None:
+    server = notes_server()
+    verify = verify_for(RESOURCE)
+    alice = await verify("alice-r", RESOURCE)
+    assert alice is not None
+    listen = request(
+        "subscriptions/listen", {"notifications": {"resourceSubscriptions": [LATER, OPEN]}}
+    )
+    async with (
+        run_app(server.http_app(auth=protected())) as base,
+        httpx.AsyncClient(timeout=TIMEOUT) as http,
+        contextlib.AsyncExitStack() as streams,
+    ):
+        heard: dict[str, AsyncIterator[Event]] = {}
+        for token in ("alice-r", "bob-rw"):
+            resp = await streams.enter_async_context(
+                http.stream(
+                    "POST",
+                    base + "/mcp",
+                    content=orjson.dumps(listen),
+                    headers={**headers_for(listen), **bearer(token)},
+                )
+            )
+            assert resp.status_code == 200
+            heard[token] = sse_events(resp)
+            ack = await next_message(heard[token])
+            assert ack["method"] == "notifications/subscriptions/acknowledged"
+        # alice's own rules (her principal's: no session outlives a 2026-07-28 request).
+        await server.disable_for(alice.principal, LATER)
+        await changed(server, LATER, OPEN)
+        assert (await next_message(heard["alice-r"]))["params"]["uri"] == OPEN
+        bob = [(await next_message(heard["bob-rw"]))["params"]["uri"] for _ in range(2)]
+        assert bob == [LATER, OPEN]

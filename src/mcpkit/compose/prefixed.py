@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
+from ..server.heard_updates import HidingSource
 from ..server.request import Request
 from ..server.session import ServerSession
 from ..server.sourced_visibility import (
@@ -249,6 +250,29 @@ class PrefixedSource:
         if await hidden_sourced(vis, None, *target, lister):
             raise disabled(*shown)
 
+    async def hides(self, session: ServerSession, uri: str) -> bool:
+        """Whether the mounted server's own rules hide its resource ``uri``."""
+        vis = self.visibility
+        if vis is None or not vis.hides_any:
+            return False
+
+        async def lister(listing: str) -> list[dict[str, Any]]:
+            return await self.source.list_components(session, listing)
+
+        return await hidden_sourced(vis, None, "resources", uri, lister)
+
+    async def hides_resource(self, session: ServerSession, uri: str) -> bool:
+        """Whether the rules of the mounted server (or of one it mounts) hide the
+        resource listed as ``uri``: the hook (``server.heard_updates.HidingSource``) the
+        mounting server asks before sending an update of it."""
+        own = unprefixed_uri(self.namespace, uri)
+        if own is None:
+            return False
+        if await self.hides(session, own):
+            return True
+        source = self.source
+        return isinstance(source, HidingSource) and await source.hides_resource(session, own)
+
     async def list_components(self, session: ServerSession, kind: str) -> list[dict[str, Any]]:
         entries = await self.source.list_components(session, kind)
         if self.visibility is not None and self.visibility.hides_any and kind in KIND_OF_LISTING:
@@ -260,6 +284,8 @@ class PrefixedSource:
         if params is None:
             return None
         await self.refuse(session, request, params)
+        if request.method == "resources/subscribe" and await self.hides(session, params["uri"]):
+            return {}  # accepted as an unknown URI is, never followed (server/heard_updates.py)
         if request.method == "resources/subscribe":  # before: an update may come at once
             self.subscribed_as(session, request.params["uri"], request.params["uri"])
         result = await self.source.serve(session, request_with(request, params))
@@ -294,6 +320,7 @@ class PrefixedSource:
         own: dict[str, str] = {}
         for uri, down in uris.items():
             child = unprefixed_uri(self.namespace, uri)
-            if child is not None:
+            # One the mounted server's own rules hide is not followed (as for a request).
+            if child is not None and not await self.hides(listener.ctx.session, child):
                 own[child] = down
         await source.forward_listen(listener, granted, own)

@@ -53,6 +53,7 @@ from typing import Any, Final, Protocol
 from ..client.client import Client
 from ..errors import INTERNAL_ERROR, ConnectionClosed, MCPError, PeerTimeout, RemoteError
 from ..server.context import LOG_LEVELS
+from ..server.heard_updates import hides_update
 from ..server.request import Request
 from ..server.server import MCPServer
 from ..server.session import ServerSession
@@ -283,7 +284,9 @@ class Upstream:
         if session is None:
             return
         for name in (self.source.downstream_uri(uri), *self.aliases.get(uri, ())):
-            if name in session.subscriptions:
+            # Not of a resource the session may not see, by the rules of the server it
+            # belongs to (a mounting one's, by the name it knows) as they are now.
+            if name in session.subscriptions and not await hides_update(session, None, name):
                 await session.notify("notifications/resources/updated", {"uri": name})
 
     async def logged(self, params: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ from ..protocol.jsonrpc import json_type
 from ..protocol.versions import Revision
 from .content import shape_content, shape_result
 from .context import Context, _current
+from .heard_updates import hides_update
 from .middleware import Handler as MethodHandler
 from .pagination import paginate
 from .scopes import completion_scopes, enforce, granted_scopes, visible
@@ -293,7 +294,9 @@ async def subscribe(session: ServerSession, req: Request) -> dict[str, Any]:
     session.subscriptions.add(uri)
     if session.on_state_change is not None:
         await session.on_state_change(session)
-    if session.server.component_sources:  # a source's resource: it subscribes upstream
+    if session.server.component_sources and not await hides_update(session, req, uri):
+        # A source's resource: it subscribes upstream (not one the caller may not see:
+        # accepted as an unknown URI is, and never followed, .heard_updates).
         await served_by_sources(session, req, "resources")
     return {}
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, MCPError, RegistrationError, ResourceNotFound
 from .context import run_sync
+from .heard_updates import hides_update
 from .lazy_pydantic import validation_error
 from .scopes import NO_SCOPES, enforce, granted_scopes, parse_scopes
 from .signature import (
@@ -494,9 +495,18 @@ class ResourceManager:
         delivers broadcasts to: for :meth:`notify_updated`, or in a cluster for an update
         another node raised (transports/cluster.py)."""
         needed = self.scopes_for(uri) if self.any_scoped else NO_SCOPES
+        hiding = self._server.visibility.active
         for session in self._server.sessions():
             if session.broadcast_here and uri in session.subscriptions:
                 if needed and not _covers(session.subscriber_scopes, needed):
+                    continue
+                # Nor of a resource the session may not see, by its rules as they are now
+                # (.heard_updates); a listen stream checks its own with its caller's.
+                if (
+                    hiding
+                    and session.revision.era != "stateless"
+                    and await hides_update(session, None, uri)
+                ):
                     continue
                 await session.notify("notifications/resources/updated", {"uri": uri})
 

@@ -45,6 +45,7 @@ from ..errors import INTERNAL_ERROR, ConnectionClosed, ServerBusy, StoreUnavaila
 from ..protocol import jsonrpc
 from ..protocol.lifecycle import State
 from ..server.context import LOG_LEVELS
+from ..server.heard_updates import hides_update
 from ..server.stateless.request_state import RequestStateCodec
 from ..server.visibility import VisibilityRules
 from ..stores.bus import BusHandler
@@ -429,6 +430,8 @@ class ClusterNode:
             resources = self.app.server.resources
             for uri in sorted(session.subscriptions):
                 if not resources.may_hear(uri, session.subscriber_scopes):
+                    continue
+                if await hides_update(session, None, uri):  # hidden from it (visibility)
                     continue
                 await self.standalone(
                     entry, jsonrpc.notification("notifications/resources/updated", {"uri": uri})

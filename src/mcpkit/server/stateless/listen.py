@@ -32,6 +32,7 @@ from ...protocol import jsonrpc
 from ...protocol.envelope import SUBSCRIPTION_ID
 from ...protocol.jsonrpc import json_type
 from ..context import Context
+from ..heard_updates import UPDATED, hidden_uris, hides_update
 from ..scopes import granted_scopes
 
 if TYPE_CHECKING:
@@ -215,10 +216,13 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
                 if value is not None:
                     granted[key] = value
         # What the stream was granted of the components served from elsewhere (a proxy's
-        # upstream) is followed there; before the acknowledgment, as above.
-        for source in server.component_sources:
-            if isinstance(source, ListeningSource):
-                await source.listen(listener, granted)
+        # upstream) is followed there; before the acknowledgment, as above. A resource the
+        # caller may not see is not followed (acknowledged as any URI: .heard_updates).
+        if server.component_sources:
+            followed = await _followed(session, req, granted)
+            for source in server.component_sources:
+                if isinstance(source, ListeningSource):
+                    await source.listen(listener, followed)
     except BaseException:
         outbox.close()
         _run_closers(closers)
@@ -241,6 +245,15 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
         # session is closed, which end the stream without a result, or until the server
         # ends it (end_subscriptions).
         while (message := await outbox.get()) is not None:
+            # An update of a resource the caller may not see is dropped here, where every
+            # one passes (the server's own, a mount's, a proxy's): the rules as they are
+            # when it is sent, so one hidden mid-stream is heard no more (.heard_updates).
+            if (
+                message.get("method") == UPDATED
+                and (server.visibility.active or server.component_sources)
+                and await hides_update(session, req, message["params"].get("uri"))
+            ):
+                continue
             await send(message)
     except asyncio.CancelledError:
         if not outbox.dropped or task.uncancel() > 0:
@@ -258,6 +271,17 @@ async def listen(session: ServerSession, req: Request) -> dict[str, Any]:
     # The server's own end is graceful: a result tagged with the subscription id
     # (basic/patterns/subscriptions § graceful closure).
     return {"_meta": dict(tag)}
+
+
+async def _followed(
+    session: ServerSession, req: Request, granted: dict[str, Any]
+) -> dict[str, Any]:
+    """``granted`` without the resources the caller may not see (what sources follow)."""
+    uris: list[str] = granted.get("resourceSubscriptions") or []
+    hidden = await hidden_uris(session, req, uris) if uris else None
+    if not hidden:
+        return granted
+    return {**granted, "resourceSubscriptions": [u for u in uris if u not in hidden]}
 
 
 class _Outbox:

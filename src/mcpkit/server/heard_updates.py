@@ -54,15 +54,10 @@ async def _hidden(
 ) -> bool:
     # As resources/read decides (ResourceManager.read_with_hint): the server's resource
     # of that URI, else the first template matching it, else what its sources list.
-    resources = session.server.resources
-    res = resources.static.get(uri)
-    if res is not None:
-        return not vis.visible("resources", uri, res.tags, own)
-    for tmpl in resources.templates:
-        if len(uri) > tmpl.template.max_match_length:
-            continue
-        if tmpl.template.match(uri) is not None:
-            return not vis.visible("templates", tmpl.template.template, tmpl.tags, own)
+    found = session.server.resources.serving(uri)
+    if found is not None:
+        kind, key, definition = found
+        return not vis.visible(kind, key, definition.tags, own)
     if not session.server.component_sources:
         return False  # a URI nobody serves: nothing is hidden
 

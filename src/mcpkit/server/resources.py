@@ -338,18 +338,24 @@ class ResourceManager:
             listener(tmpl)
         return tmpl
 
-    def scopes_for(self, uri: str) -> frozenset[str]:
-        """The scopes reading ``uri`` needs: its static resource's, else the first
-        matching template's (the order :meth:`read_with_hint` serves them in)."""
+    def serving(self, uri: str) -> tuple[str, str, ResourceDefinition | TemplateDefinition] | None:
+        """What a read of ``uri`` runs, as ``(kind, key, definition)``: its static resource
+        (``"resources"``, the URI), else the first matching template (``"templates"``, the
+        template): the order :meth:`read_with_hint` serves them in. None for neither."""
         res = self.static.get(uri)
         if res is not None:
-            return res.scopes
-        if self._scoped_templates:
-            for tmpl in self.templates:
-                t = tmpl.template
-                if len(uri) <= t.max_match_length and t.match(uri) is not None:
-                    return tmpl.scopes
-        return NO_SCOPES
+            return "resources", uri, res
+        for tmpl in self.templates:
+            if tmpl.template.match(uri) is not None:  # None past max_match_length too
+                return "templates", tmpl.template.template, tmpl
+        return None
+
+    def scopes_for(self, uri: str) -> frozenset[str]:
+        """The scopes reading ``uri`` needs (those of what :meth:`serving` finds)."""
+        if uri not in self.static and not self._scoped_templates:
+            return NO_SCOPES  # no template has scopes: none need be matched
+        found = self.serving(uri)
+        return found[2].scopes if found is not None else NO_SCOPES
 
     # -- protocol handlers -------------------------------------------------------------------
     async def list(

@@ -458,13 +458,8 @@ def _running(server: MCPServer, method: str, params: dict[str, Any]) -> tuple[st
     uri = params.get("uri")
     if method != "resources/read" or not isinstance(uri, str):
         return None
-    if uri in server.resources.static:
-        return ("resources", uri)
-    for tmpl in server.resources.templates:
-        template = tmpl.template
-        if len(uri) <= template.max_match_length and template.match(uri) is not None:
-            return ("templates", template.template)
-    return None
+    found = server.resources.serving(uri)
+    return (found[0], found[1]) if found is not None else None
 
 
 class ContextVisibility:

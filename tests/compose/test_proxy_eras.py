@@ -186,22 +186,33 @@ async def test_the_pool_bounds_the_upstream_connections_and_queues_beyond() -> N
 
 
 async def test_a_full_pool_is_a_clear_error_after_the_request_timeout() -> None:
-    server = proxy(asking_server(), pool_size=1)
+    upstream = asking_server()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @upstream.tool
+    async def hold() -> str:
+        """Answer once released."""
+        started.set()
+        await release.wait()
+        return "released"
+
+    server = proxy(upstream, pool_size=1)
     server.request_timeout = 0.3
-    meta: dict[str, Any] = {
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
-    }
     async with (
         connect(server),
         connect(server, protocol_version=MODERN, initialize=False) as client,
     ):
-        # Parked on its question, the first call holds the only connection...
-        first = await client.request("tools/call", {"name": "ask_name", "_meta": meta})
-        assert first["resultType"] == "input_required"
+        # Held by its call, the only connection serves nothing else until it ends (a call
+        # parked on a question holds it too, until the question times out: the same
+        # request_timeout, so a race the test would lose on a loaded machine)...
+        first = asyncio.create_task(client.request("tools/call", {"name": "hold"}))
+        await asyncio.wait_for(started.wait(), 10)
         # ...so the next request waits for it, and gives up saying why.
         with pytest.raises(RemoteError, match=r"is busy: all 1 pooled connections") as exc:
             await client.list_tools()
         assert exc.value.code == -32603
+        release.set()
+        assert (await first)["content"][0]["text"] == "released"
 
 
 async def test_a_2026_listener_hears_a_handshake_upstreams_list_changed() -> None:

@@ -23,7 +23,10 @@ the floor under any proxy in Python: a third process (``mcpkit-floor``) serving 
 
     python benchmarks/bench_proxy.py            # 20 batches of 1000 calls each way
     python benchmarks/bench_proxy.py --quick
-    python benchmarks/bench_proxy.py --http [--quick] [--pin]
+    python benchmarks/bench_proxy.py --http [--quick] [--pin] [--peer]
+
+``--peer`` adds the best peer's figures measured the same way in the same run: FastMCP
+serving ``echo`` and FastMCP's proxy (``create_proxy``) of the same upstream.
 """
 
 from __future__ import annotations
@@ -163,7 +166,7 @@ class Session:
         return (time.perf_counter() - start) / calls
 
 
-def main_http(reps: int, calls: int, pin: bool) -> None:
+def main_http(reps: int, calls: int, pin: bool, peer: bool) -> None:
     up_port, proxy_port, floor_port = free_port(), free_port(), free_port()
     # --pin: every measured server alone on CPU 1 (the upstream serving the direct calls,
     # the proxy, the floor: one busy at a time); this script and a second upstream, the
@@ -182,12 +185,31 @@ def main_http(reps: int, calls: int, pin: bool) -> None:
     front = start("mcpkit-proxy", proxy_port, measured, BENCH_UPSTREAM=behind_url)
     floor = start("mcpkit-floor", floor_port, measured, BENCH_UPSTREAM=behind_url)
     pids = {"direct": upstream.pid, "proxied": front.pid, "floor": floor.pid}
+    peers: list[subprocess.Popen[bytes]] = []
+    ports = {"proxied": proxy_port, "floor": floor_port}
+    heard: dict[str, int] = {}
+    if peer:
+        # --peer: FastMCP serving the same tool, and FastMCP's proxies of an upstream of
+        # their own (the same server, so that mcpkit's proxy's count stays its own).
+        peer_port = free_port()
+        peers.append(start("mcpkit-counted", peer_port, other))
+        peer_url = f"http://127.0.0.1:{peer_port}/mcp"
+        for impl in ("fastmcp", "fastmcp-proxy", "fastmcp-proxy-shared"):
+            ports[impl] = free_port()
+            peers.append(start(impl, ports[impl], measured, BENCH_UPSTREAM=peer_url))
+            pids[impl] = peers[-1].pid
+            heard[impl] = 0
     try:
-        sessions = {
-            "direct": Session(up_url),
-            "proxied": Session(f"http://127.0.0.1:{proxy_port}/mcp"),
-            "floor": Session(f"http://127.0.0.1:{floor_port}/mcp"),
-        }
+        sessions = {"direct": Session(up_url)}
+        sessions.update({k: Session(f"http://127.0.0.1:{p}/mcp") for k, p in ports.items()})
+        # The FastMCP proxies' upstream counts the initialize requests it answered; asked
+        # around each of their batches, it tells how many a batch made.
+        counter = Session(peer_url) if peer else None
+
+        def initializes() -> int:
+            assert counter is not None
+            return int(counter.call("initializes")["content"][0]["text"])
+
         for session in sessions.values():  # all answer, and answer the same
             if session.call()["content"] != [{"type": "text", "text": "hello world"}]:
                 raise SystemExit("echo answered something else")
@@ -197,17 +219,23 @@ def main_http(reps: int, calls: int, pin: bool) -> None:
         cpu: dict[str, list[float]] = {k: [] for k in sessions}
         names = list(sessions)
         for i in range(reps):
-            for which in names[i % 3 :] + names[: i % 3]:  # rotated: no path always first
+            turn = i % len(names)
+            for which in names[turn:] + names[:turn]:  # rotated: no path always first
                 # Serving the tool: the upstream process for a direct call, the proxy
                 # process (not the upstream it calls) for a proxied one, the floor's own.
+                asked = initializes() if which in heard else 0
                 before = cpu_seconds(pids[which])
                 wall[which].append(sessions[which].batch(calls))
                 cpu[which].append((cpu_seconds(pids[which]) - before) / calls)
-        # The upstream behind the proxy counts the floor's session, the one asking it
-        # (this script's: the direct session unpinned, a new one pinned) and the proxy's.
+                if which in heard:
+                    heard[which] += initializes() - asked
+        # The upstream behind mcpkit's proxy counts the floor's session, the one asking
+        # it (this script's: the direct session unpinned, a new one pinned) and the proxy's.
         counted = Session(behind_url) if pin else sessions["direct"]
         handshakes = int(counted.call("initializes")["content"][0]["text"]) - 2
     finally:
+        for proc in peers:
+            stop(proc)
         stop(floor)
         stop(front)
         if behind is not upstream:
@@ -244,6 +272,20 @@ def main_http(reps: int, calls: int, pin: bool) -> None:
         f"upstream initialize requests from the proxy: {handshakes} for its 1 downstream "
         f"session and {total} proxied calls (target 1): {_verdict(handshakes == 1)}"
     )
+    if peer:
+        print(f"FastMCP, the same way: serving it {use['fastmcp'] * 1e6:.0f} us CPU per call")
+        for which, how in (
+            ("fastmcp-proxy", "a session per request, its default for a URL"),
+            ("fastmcp-proxy-shared", "one connected client shared"),
+        ):
+            print(
+                f"  its proxy ({how}): {use[which] * 1e6:.0f} us CPU "
+                f"({use[which] / max(use['fastmcp'], 1e-9):.2f}x its serving, "
+                f"{use[which] / max(use['proxied'], 1e-9):.1f}x mcpkit's proxy); latency "
+                f"{lat[which] * 1e6:.0f} us ({lat[which] / max(lat['fastmcp'], 1e-9):.2f}x); "
+                f"upstream initialize requests during its {reps * calls} measured calls: "
+                f"{heard[which]}"
+            )
 
 
 def _verdict(ok: bool) -> str:
@@ -255,6 +297,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--http", action="store_true", help="HTTP both ways (issue 24's targets)")
     parser.add_argument("--pin", action="store_true", help="--http: measured servers on CPU 1")
+    parser.add_argument("--peer", action="store_true", help="--http: FastMCP's figures too")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--calls", type=int, default=None)
     args = parser.parse_args()
@@ -264,6 +307,6 @@ if __name__ == "__main__":
         reps, calls = (4, 200) if args.quick else (20, 1000)
     reps, calls = args.reps or reps, args.calls or calls
     if args.http:
-        main_http(reps, calls, args.pin)
+        main_http(reps, calls, args.pin, args.peer)
     else:
         asyncio.run(main(reps, calls))

@@ -12,7 +12,10 @@ implementation, so only the ASGI app differs. The endpoint is ``/mcp``.
 ``mcpkit-counted`` is mcpkit whose ``initializes`` tool says how many ``initialize``
 requests it answered, ``mcpkit-proxy`` a proxy (``MCPServer.proxy``) of the endpoint
 in ``BENCH_UPSTREAM``, and ``mcpkit-floor`` mcpkit whose ``echo`` makes one bare HTTP
-round trip to that endpoint (``floor_tool.py``), all three for bench_proxy.py --http.
+round trip to that endpoint (``floor_tool.py``), all three for bench_proxy.py --http;
+``fastmcp`` and ``fastmcp-proxy`` the same tool served by FastMCP and FastMCP's proxy of
+``BENCH_UPSTREAM`` (a session per request, its default for a URL), and
+``fastmcp-proxy-shared`` that proxy on one connected client (bench_proxy.py --http --peer).
 
 ``mcpkit-def`` is mcpkit with the tool written as a plain ``def`` (run in a
 worker thread), ``mcpkit-inline`` the same with ``run_in_thread=False``.
@@ -161,7 +164,46 @@ def build(impl: str, mode: str) -> Any:
         sdk = Server("bench")
         sdk.tool()(echo)
         return sdk.streamable_http_app(json_response=True, stateless_http=stateless)
+    if impl == "fastmcp-proxy-shared":
+        return _fastmcp_shared(stateless)
+    if impl in ("fastmcp", "fastmcp-proxy"):
+        # The best peer's figures for bench_proxy.py --http --peer: FastMCP serving the
+        # tool itself, and FastMCP's proxy (create_proxy) of the endpoint in BENCH_UPSTREAM.
+        import os
+
+        from fastmcp import FastMCP
+        from fastmcp.server import create_proxy
+
+        if impl == "fastmcp":
+            fast: Any = FastMCP("bench")
+            fast.tool(echo)
+        else:
+            fast = create_proxy(os.environ["BENCH_UPSTREAM"], name="bench-proxy")
+        return fast.http_app("/mcp", json_response=True, stateless_http=stateless)
     raise SystemExit(f"unknown implementation {impl!r}")
+
+
+def _fastmcp_shared(stateless: bool) -> Any:
+    """FastMCP's proxy on one connected client shared by every request, its fastest
+    set-up (FastMCP makes a session per request unless handed a connected client). The
+    client connects in the app's lifespan, so the proxy is made there too."""
+    import os
+
+    from fastmcp import Client
+    from fastmcp.server import create_proxy
+
+    made: dict[str, Any] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            async with Client(os.environ["BENCH_UPSTREAM"]) as client:
+                proxy = create_proxy(client, name="bench-proxy")
+                made["app"] = proxy.http_app("/mcp", json_response=True, stateless_http=stateless)
+                await made["app"](scope, receive, send)
+            return
+        await made["app"](scope, receive, send)
+
+    return app
 
 
 def main() -> None:

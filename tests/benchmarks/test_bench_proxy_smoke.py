@@ -39,3 +39,29 @@ def test_http_mode_reports_every_target_and_one_handshake_per_session(pin: list[
         "upstream initialize requests from the proxy: 1 for its 1 downstream session "
         "and 81 proxied calls (target 1): met"
     ) in out, out
+
+
+def test_peer_mode_measures_fastmcp_serving_and_both_of_its_proxies() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--http", "--peer", "--reps", "1", "--calls", "10"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    # mcpkit's own count is unchanged by the peers, which have an upstream of their own.
+    assert "upstream initialize requests from the proxy: 1 for its 1 downstream" in out, out
+    assert re.search(r"FastMCP, the same way: serving it \d+ us CPU per call", out), out
+    found = re.findall(
+        r"its proxy \((.+?)\): \d+ us CPU \(\d+\.\d\dx its serving, \d+\.\dx mcpkit's proxy\); "
+        r"latency \d+ us \(\d+\.\d\dx\); upstream initialize requests during its 10 measured "
+        r"calls: (\d+)",
+        out,
+    )
+    assert [how for how, _ in found] == [
+        "a session per request, its default for a URL",
+        "one connected client shared",
+    ], out
+    # FastMCP 4.1.6 (pinned in the dev extra): a session per call, or none on a shared client.
+    assert [int(n) for _, n in found] == [10, 0], out

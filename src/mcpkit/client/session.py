@@ -25,6 +25,7 @@ from ..errors import (
     INTERNAL_ERROR,
     ConnectionClosed,
     MCPError,
+    MCPKitError,
     PeerTimeout,
     RemoteError,
 )
@@ -290,12 +291,11 @@ class ClientSession(SessionAPI):
         return result
 
     async def _listen(self, timeout: float | None) -> None:
-        """Open ``subscriptions/listen`` and wait for its acknowledgment, so that no change
-        made once connected is missed (the handshake era's notifications need no request)."""
+        """Open ``subscriptions/listen``, awaiting its acknowledgment: no change is missed."""
         try:
             await self.listener.update(self.timeout if timeout is None else timeout)
-        except PeerTimeout as exc:
-            log.warning("%s; list changes may arrive late", exc)
+        except MCPKitError as exc:  # late, or refused (a proxy's upstream down, say)
+            log.warning("subscriptions/listen: %s; list changes may arrive late", exc)
 
     def _discovered(self, result: dict[str, Any]) -> None:
         self.initialize_result = result

@@ -67,6 +67,10 @@ class Listener:
         self._wanted: dict[str, Any] = {}
         self._task: asyncio.Task[None] | None = None
         self._acked = asyncio.Event()
+        # Set when the current request's first attempt was answered with an error (a
+        # refusal, not a broken stream): :meth:`update` stops waiting, raises `failure`.
+        self._tried = asyncio.Event()
+        self.failure: BaseException | None = None
         session.on_notification("notifications/subscriptions/acknowledged", self._acknowledged)
 
     def wanted(self) -> dict[str, Any]:
@@ -101,6 +105,8 @@ class Listener:
             self._task.cancel()
             self._task = None
         self._acked = asyncio.Event()
+        self._tried = asyncio.Event()
+        self.failure = None
         self._wanted = self.wanted()
         if self._wanted:
             self._task = self.session.handlers.spawn(self._run(self._wanted))
@@ -112,7 +118,11 @@ class Listener:
         """Apply a changed filter and wait (at most ``timeout`` s) for the acknowledgment.
 
         Nothing is sent when the filter did not change; nothing is awaited when the
-        server has no ``subscriptions/listen`` (the request then ends at once).
+        server has no ``subscriptions/listen`` (the request then ends at once). When the
+        server answers the request with an error before acknowledging it (a proxy whose
+        upstream is down, say), that error is raised at once rather than the wait running
+        out; the request is tried again in the background all the same. A stream that
+        breaks is reopened within the wait, as before.
         """
         if self.wanted() == self._wanted and (self._task is None or not self._task.done()):
             return
@@ -121,17 +131,21 @@ class Listener:
         if task is None:
             return
         acked = asyncio.ensure_future(self._acked.wait())
+        tried = asyncio.ensure_future(self._tried.wait())
         try:
             done, _ = await asyncio.wait(
-                {acked, task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                {acked, tried, task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             acked.cancel()
+            tried.cancel()
         if not done:
             raise PeerTimeout(
                 f"MCP server {self.session.name!r} did not acknowledge subscriptions/listen "
                 f"within {timeout:g} s"
             )
+        if not self._acked.is_set() and self.failure is not None:
+            raise self.failure
 
     def stop(self) -> None:
         if self._task is not None:
@@ -164,7 +178,8 @@ class Listener:
                     log.info("MCP server %r has no subscriptions/listen", self.session.name)
                     return
                 log.debug("subscriptions/listen on %r failed: %s", self.session.name, exc)
-            except Exception as exc:  # the stream broke: reopen it
+                self._failed(exc)
+            except Exception as exc:  # the stream broke: reopen it (update waits on)
                 log.debug("subscriptions/listen on %r broke: %s", self.session.name, exc)
             if self.session.closed:
                 return
@@ -172,6 +187,11 @@ class Listener:
                 delay = self.retry_delay  # it had been working: reopen soon
             await asyncio.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
+
+    def _failed(self, exc: RemoteError) -> None:
+        if not self._acked.is_set() and not self._tried.is_set():
+            self.failure = exc
+            self._tried.set()
 
     def _acknowledged(self, params: dict[str, Any]) -> None:
         meta = params.get("_meta")

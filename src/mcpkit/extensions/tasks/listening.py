@@ -17,7 +17,7 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
-from ...errors import PeerTimeout
+from ...errors import MCPKitError
 
 if TYPE_CHECKING:
     from ...client.session import ClientSession
@@ -55,7 +55,7 @@ class _Listening:
         listener.set_filter(_FILTER_KEY, sorted(self.queues))
         try:
             await listener.update(LISTEN_WAIT)
-        except PeerTimeout as exc:
+        except MCPKitError as exc:  # not acknowledged in time, or refused
             log.debug("%s; following task %s by polling", exc, task_id)
         granted = (listener.acknowledged or {}).get(_FILTER_KEY)
         if isinstance(granted, list) and task_id in granted:

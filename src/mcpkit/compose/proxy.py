@@ -408,7 +408,13 @@ class ProxySource:
         self, listener: Listener, granted: Mapping[str, Any], uris: Mapping[str, str]
     ) -> None:
         if wants_list_changes(granted):
-            await self.pool.warm()
+            try:
+                await self.pool.warm()
+            except RemoteError:
+                raise
+            except MCPError as exc:  # down: acknowledged all the same, and once it is back
+                # (keep_hearing revives the pool) every list is announced as changed
+                log.warning("%s; its list changes are heard once it is back", exc)
             self.pool.keep_hearing(listener.on_close, self.listen_check)
         # The proxy's own resources win over the upstream's (as for a read): not followed.
         own = self.server.resources.static

@@ -369,8 +369,10 @@ class UpstreamPool:
         every list is announced as changed (what changed while nothing heard it, or what
         a restarted upstream serves now, is unknown). Failures wait longer each time,
         doubling up to ``MAX_RETRY``: never a busy loop. Ends with the last stream."""
-        delay, lost = check, False
         marks = self.marks()
+        # Nothing connected yet (the upstream was down when the stream began): its lists are
+        # announced once it is reached, as after a loss.
+        delay, lost = check, not marks
         while self.hearing > 0:
             await asyncio.sleep(delay)
             if self.hearing <= 0:
